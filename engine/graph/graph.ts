@@ -1,0 +1,62 @@
+// The graph IR: a network as a list of operator nodes in topological order. Inputs and
+// constants (weights) are nodes too; every other node names an operator of ops.ts, whose
+// compute also gives the node's output shape.
+
+import { placeholder, type Tensor } from '../ir/tensor';
+import { opDef, type Attrs } from './ops';
+
+export interface InputNode { readonly id: number; readonly op: 'input'; readonly name: string; readonly shape: readonly number[]; readonly inputs: readonly [] }
+export interface ConstantNode {
+  readonly id: number; readonly op: 'constant'; readonly name: string; readonly shape: readonly number[];
+  readonly inputs: readonly []; readonly data: Float32Array;
+}
+export interface OpNode {
+  readonly id: number; readonly op: string; readonly name: string; readonly shape: readonly number[];
+  readonly inputs: readonly number[]; readonly attrs: Attrs;
+}
+export type Node = InputNode | ConstantNode | OpNode;
+
+export const isOpNode = (n: Node): n is OpNode => n.op !== 'input' && n.op !== 'constant';
+
+export class Graph {
+  readonly nodes: Node[] = [];
+  outputs: number[] = [];
+
+  input(name: string, shape: readonly number[]): number {
+    return this.push({ id: this.nodes.length, op: 'input', name, shape: [...shape], inputs: [] });
+  }
+
+  constant(name: string, shape: readonly number[], data: Float32Array): number {
+    const size = shape.reduce((a, b) => a * b, 1);
+    if (data.length !== size) throw new Error(`constant ${name}: ${data.length} values for shape [${shape.join(', ')}]`);
+    return this.push({ id: this.nodes.length, op: 'constant', name, shape: [...shape], inputs: [], data });
+  }
+
+  /** Add an operator node; its shape is inferred from the operator's compute. */
+  op(op: string, inputs: readonly number[], attrs: Attrs = {}, name?: string): number {
+    const tensors = inputs.map((id, i) => placeholder(`in${i}`, this.node(id).shape));
+    const out = opDef(op).compute(tensors, attrs);
+    return this.push({ id: this.nodes.length, op, name: name ?? `${op}_${this.nodes.length}`, shape: out.shape, inputs: [...inputs], attrs });
+  }
+
+  node(id: number): Node {
+    const n = this.nodes[id];
+    if (!n) throw new Error(`no node ${id}`);
+    return n;
+  }
+
+  /** Node ids that read `id`, in node order. */
+  consumers(id: number): number[] {
+    return this.nodes.filter((n) => n.inputs.includes(id)).map((n) => n.id);
+  }
+
+  private push(n: Node): number {
+    this.nodes.push(n);
+    return n.id;
+  }
+}
+
+/** Apply a node's operator to given input tensors. */
+export function computeNode(n: OpNode, inputs: readonly Tensor[]): Tensor {
+  return opDef(n.op).compute(inputs, n.attrs);
+}

@@ -1,0 +1,100 @@
+// The graph-level operator registry: for each operator, its fusion pattern (TVM's
+// OpPatternKind) and the TOPI compute that defines it. Graph nodes name an operator
+// from here; shapes are inferred by running the compute on placeholders.
+
+import type { Tensor } from '../ir/tensor';
+import * as nn from '../topi/nn';
+import * as ew from '../topi/elemwise';
+import * as tr from '../topi/transform';
+
+/** Fusion patterns, ordered as in TVM (lower fuses more freely). */
+export enum OpPattern {
+  ElemWise = 0,
+  Broadcast = 1,
+  Injective = 2,
+  CommReduce = 3,
+  OutEWiseFusable = 4,
+  Opaque = 8,
+}
+
+export type Attrs = Record<string, unknown>;
+
+export interface OpDef {
+  readonly pattern: OpPattern;
+  /** Build the output tensor from input tensors (in node input order). */
+  compute(inputs: readonly Tensor[], attrs: Attrs): Tensor;
+}
+
+const num = (attrs: Attrs, key: string): number => attrs[key] as number;
+const pair = (attrs: Attrs, key: string, dflt: [number, number]): [number, number] => (attrs[key] as [number, number] | undefined) ?? dflt;
+const quad = (attrs: Attrs, key: string): [number, number, number, number] =>
+  (attrs[key] as [number, number, number, number] | undefined) ?? [0, 0, 0, 0];
+const layoutOf = (attrs: Attrs): nn.Layout => (attrs.layout as nn.Layout | undefined) ?? 'NHWC';
+
+function conv2d([data, kernel]: readonly Tensor[], attrs: Attrs): Tensor {
+  const p: nn.Conv2dParams = { strides: pair(attrs, 'strides', [1, 1]), padding: quad(attrs, 'padding'), dilation: pair(attrs, 'dilation', [1, 1]) };
+  const groups = (attrs.groups as number | undefined) ?? 1;
+  const layout = layoutOf(attrs);
+  const channels = layout === 'NHWC' ? data.shape[3] : data.shape[1];
+  if (groups > 1 && groups === channels) {
+    return layout === 'NHWC' ? nn.depthwiseConv2dNHWC(data, kernel, p) : nn.depthwiseConv2dNCHW(data, kernel, p);
+  }
+  return layout === 'NHWC' ? nn.conv2dNHWC(data, kernel, p, groups) : nn.conv2dNCHW(data, kernel, p, groups);
+}
+
+function pool(kind: 'max' | 'avg') {
+  return ([data]: readonly Tensor[], attrs: Attrs): Tensor => nn.pool2d(data, {
+    kind,
+    kernel: pair(attrs, 'kernel', [1, 1]),
+    strides: pair(attrs, 'strides', [1, 1]),
+    padding: quad(attrs, 'padding'),
+    countIncludePad: attrs.countIncludePad as boolean | undefined,
+    layout: layoutOf(attrs),
+  });
+}
+
+const binary = (kind: ew.BinaryKind): OpDef => ({ pattern: OpPattern.Broadcast, compute: ([a, b]) => ew.binary(kind, a, b) });
+
+export const OPS: Record<string, OpDef> = {
+  conv2d: { pattern: OpPattern.OutEWiseFusable, compute: conv2d },
+  dense: { pattern: OpPattern.OutEWiseFusable, compute: ([d, w]) => nn.dense(d, w) },
+  batch_matmul: { pattern: OpPattern.OutEWiseFusable, compute: ([a, b]) => nn.batchMatmul(a, b) },
+  max_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('max') },
+  avg_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('avg') },
+  global_avg_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => nn.adaptivePool2d(d, [1, 1], 'avg', layoutOf(a)) },
+  global_max_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => nn.adaptivePool2d(d, [1, 1], 'max', layoutOf(a)) },
+  adaptive_avg_pool2d: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([d], a) => nn.adaptivePool2d(d, a.outputSize as [number, number], 'avg', layoutOf(a)),
+  },
+  softmax: { pattern: OpPattern.Opaque, compute: ([d], a) => nn.softmax(d, (a.axis as number | undefined) ?? -1) },
+  batch_norm: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([x, g, b, m, v], a) => nn.batchNorm(x, g, b, m, v, num(a, 'axis'), num(a, 'epsilon')),
+  },
+  add: binary('add'),
+  subtract: binary('subtract'),
+  multiply: binary('multiply'),
+  divide: binary('divide'),
+  maximum: binary('maximum'),
+  minimum: binary('minimum'),
+  relu: { pattern: OpPattern.ElemWise, compute: ([x]) => ew.relu(x) },
+  clip: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.clip(x, num(a, 'min'), num(a, 'max')) },
+  leaky_relu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.leakyRelu(x, num(a, 'alpha')) },
+  sigmoid: { pattern: OpPattern.ElemWise, compute: ([x]) => ew.sigmoid(x) },
+  tanh: { pattern: OpPattern.ElemWise, compute: ([x]) => ew.tanh(x) },
+  pad: {
+    pattern: OpPattern.Injective,
+    compute: ([x], a) => tr.pad(x, a.before as number[], a.after as number[], 'PadInput', (a.value as number | undefined) ?? 0),
+  },
+  reshape: { pattern: OpPattern.Injective, compute: ([x], a) => tr.reshape(x, a.newShape as number[]) },
+  batch_flatten: { pattern: OpPattern.Injective, compute: ([x]) => tr.batchFlatten(x) },
+  transpose: { pattern: OpPattern.Injective, compute: ([x], a) => tr.transpose(x, a.axes as number[]) },
+  concatenate: { pattern: OpPattern.Injective, compute: (xs, a) => tr.concatenate(xs, num(a, 'axis')) },
+};
+
+export function opDef(op: string): OpDef {
+  const def = OPS[op];
+  if (!def) throw new Error(`unknown operator '${op}' (known: ${Object.keys(OPS).join(', ')})`);
+  return def;
+}

@@ -1,0 +1,54 @@
+// Prints expressions and stages in the format of TVM's auto-scheduler logs (the seeds):
+//   conv2d_nhwc(nn, yy, xx, ff) += (pad_temp[nn, (yy + ry), (xx + rx), rc]*p1[ry, rx, rc, ff])
+// Binary arithmetic is parenthesised, `*` and `/` print without spaces, float constants
+// carry an `f` suffix.
+
+import type { Expr } from './expr';
+import type { Tensor } from './tensor';
+
+const SPACED = new Set(['+', '-', '==', '!=', '<', '<=', '>', '>=', '&&', '||']);
+const FUNCTION_LIKE = new Set(['floordiv', 'floormod', 'min', 'max']);
+
+/** Shortest decimal that reads back as the same float32. */
+export function formatFloat32(x: number): string {
+  if (Number.isInteger(x) && Math.abs(x) < 1e15) return String(x);
+  for (let p = 1; p <= 9; p++) {
+    const s = x.toPrecision(p);
+    if (Math.fround(Number(s)) === x) return String(Number(s));
+  }
+  return String(x);
+}
+
+export function printExpr(e: Expr): string {
+  switch (e.k) {
+    case 'const':
+      if (e.dtype === 'float32') return `${formatFloat32(e.value)}f`;
+      if (e.dtype === 'bool') return `(bool)${e.value}`;
+      return String(e.value);
+    case 'var': return e.name;
+    case 'bin':
+      if (FUNCTION_LIKE.has(e.op)) return `${e.op}(${printExpr(e.a)}, ${printExpr(e.b)})`;
+      return SPACED.has(e.op) ? `(${printExpr(e.a)} ${e.op} ${printExpr(e.b)})` : `(${printExpr(e.a)}${e.op}${printExpr(e.b)})`;
+    case 'not': return `!${printExpr(e.a)}`;
+    case 'select': return `select(${printExpr(e.cond)}, ${printExpr(e.t)}, ${printExpr(e.f)})`;
+    case 'if': return `tir.if_then_else(${printExpr(e.cond)}, ${printExpr(e.t)}, ${printExpr(e.f)})`;
+    case 'call': return `tir.${e.fn}(${e.args.map(printExpr).join(', ')})`;
+    case 'cast': return `${e.dtype}(${printExpr(e.a)})`;
+    case 'load': return `${e.tensor.name}[${e.indices.map(printExpr).join(', ')}]`;
+    case 'reduce': return printExpr(e.source);
+  }
+}
+
+const ASSIGN = { sum: '+=', max: 'max=', min: 'min=' } as const;
+
+/**
+ * One line per tensor. `simple` leaves placeholder shapes out, as TVM does for the text
+ * it hashes into a workload key (shapes are appended to the key separately).
+ */
+export function printStage(t: Tensor, simple = false): string {
+  if (t.op.kind === 'placeholder') return simple ? `${t.name} = PLACEHOLDER` : `${t.name} = PLACEHOLDER [${t.shape.join(', ')}]`;
+  const head = `${t.name}(${t.op.axes.map((a) => a.name).join(', ')})`;
+  const body = t.op.body;
+  if (body.k === 'reduce') return `${head} ${ASSIGN[body.combiner]} ${printExpr(body.source)}`;
+  return `${head} = ${printExpr(body)}`;
+}

@@ -1,0 +1,66 @@
+// Tensors and the two kinds of operation that define them: placeholders (inputs) and
+// compute stages (`name(axes) = body`, or `name(axes) += source` for a reduction).
+
+import { dtypeOf, v, type DType, type Expr, type IterVar, type Var } from './expr';
+
+export interface PlaceholderOp { readonly kind: 'placeholder' }
+
+export interface ComputeOp {
+  readonly kind: 'compute';
+  /** One spatial axis per output dimension. */
+  readonly axes: readonly IterVar[];
+  /** Reduce axes (empty unless the body is a Reduce). */
+  readonly reduceAxes: readonly IterVar[];
+  readonly body: Expr;
+  /** What kind of operator declared the stage (e.g. `conv2d_nhwc`, `broadcast`); used by schedules. */
+  readonly tag: string;
+}
+
+export type Op = PlaceholderOp | ComputeOp;
+
+export interface Tensor {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  readonly op: Op;
+}
+
+export function placeholder(name: string, shape: readonly number[], dtype: DType = 'float32'): Tensor {
+  checkShape(name, shape);
+  return { name, shape: [...shape], dtype, op: { kind: 'placeholder' } };
+}
+
+/**
+ * Declare a compute stage. `axisNames` names the spatial axes (one per output dim); `fn`
+ * receives them as variables and returns the body. A reduction body (sum/maxReduce) makes
+ * its axes the stage's reduce axes.
+ */
+export function compute(
+  name: string,
+  shape: readonly number[],
+  axisNames: readonly string[],
+  fn: (...axes: Var[]) => Expr,
+  tag = 'injective',
+): Tensor {
+  checkShape(name, shape);
+  if (axisNames.length !== shape.length) {
+    throw new Error(`${name}: ${axisNames.length} axis names for a ${shape.length}-d shape`);
+  }
+  const axes = shape.map((extent, i) => ({ name: axisNames[i], extent }));
+  const body = fn(...axisNames.map(v));
+  const reduceAxes = body.k === 'reduce' ? body.axes : [];
+  const names = [...axes, ...reduceAxes].map((a) => a.name);
+  if (new Set(names).size !== names.length) throw new Error(`${name}: axis names are not unique: ${names.join(', ')}`);
+  const dtype = dtypeOf(body);
+  return { name, shape: [...shape], dtype, op: { kind: 'compute', axes, reduceAxes, body, tag } };
+}
+
+function checkShape(name: string, shape: readonly number[]): void {
+  for (const d of shape) {
+    if (!Number.isInteger(d) || d < 1) throw new Error(`${name}: bad shape [${shape.join(', ')}]`);
+  }
+}
+
+export const isCompute = (t: Tensor): t is Tensor & { op: ComputeOp } => t.op.kind === 'compute';
+export const isPlaceholder = (t: Tensor): boolean => t.op.kind === 'placeholder';
+export const numElements = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
