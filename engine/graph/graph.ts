@@ -47,7 +47,7 @@ export class Graph {
 
   /** Node ids that read `id`, in node order. */
   consumers(id: number): number[] {
-    return this.nodes.filter((n) => n.inputs.includes(id)).map((n) => n.id);
+    return this.nodes.filter((n) => (n.inputs as readonly number[]).includes(id)).map((n) => n.id);
   }
 
   private push(n: Node): number {
