@@ -1,0 +1,381 @@
+// Lowering: a scheduled task (State) -> one kernel as a loop nest over flat buffers.
+//
+// Per stage: loop extents follow from the root extents through the split/fuse relations;
+// root indices are rebuilt from the loop variables; a stage computed at a consumer's loop
+// covers only the region that consumer reads below that loop (bound inference on affine
+// index expressions, the whole tensor otherwise) and lives in a local buffer there;
+// inlined stages are substituted into their readers; non-dividing splits get guards.
+
+import {
+  add, all, f32, floordiv, floormod, ge, int, lt, mul, rewrite, substitute, v, walk, type Expr,
+} from '../ir/expr';
+import { numElements, type Tensor } from '../ir/tensor';
+import { printExpr } from '../ir/printer';
+import { ScheduleError, type State, type StageState } from '../schedule/state';
+
+export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll';
+
+export type Stmt =
+  | { k: 'for'; v: string; extent: number; kind: LoopKind; owner: string; body: Stmt[] }
+  | { k: 'store'; buf: string; index: Expr; value: Expr }
+  | { k: 'alloc'; buf: string; size: number }
+  | { k: 'if'; cond: Expr; body: Stmt[] };
+
+export interface KernelArg { readonly buf: string; readonly tensor: Tensor }
+
+export interface Kernel {
+  readonly name: string;
+  /** DAG inputs then outputs, as the kernel's pointer arguments. */
+  readonly args: readonly KernelArg[];
+  /** Intermediate whole-tensor buffers, allocated once per call. */
+  readonly temps: readonly { buf: string; size: number }[];
+  readonly body: Stmt[];
+}
+
+/** Largest buffer a stage computed inside a loop may use (floats): it lives on the stack. */
+const MAX_LOCAL_FLOATS = 1 << 16;
+
+interface Region { base: Expr[]; len: number[]; guard: Expr | undefined }
+
+/** A 1-D view of a buffer, so lowered loads reuse the IR's load node with a flat index. */
+function flatLoad(buf: string, index: Expr, dtype: Tensor['dtype'] = 'float32'): Expr {
+  const tensor: Tensor = { name: buf, shape: [1], dtype, op: { kind: 'placeholder' } };
+  return { k: 'load', tensor, indices: [index] };
+}
+
+export const cName = (name: string): string => name.replace(/[^A-Za-z0-9_]/g, '_');
+
+function flatten(idx: readonly Expr[], shape: readonly number[]): Expr {
+  let out: Expr = int(0);
+  let stride = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    if (shape[i] !== 1) out = add(mul(idx[i], stride), out);
+    stride *= shape[i];
+  }
+  return out;
+}
+
+/**
+ * Affine form `c + sum(coef * atom)` where an atom is a loop variable or, when `isInner`
+ * says it holds no inner loop variable, any sub-expression (e.g. floormod of a fused
+ * outer loop), which is constant while the inner loops run. Null when not affine.
+ */
+interface Linear { c: number; terms: Map<string, number>; atoms: Map<string, Expr> }
+function linear(e: Expr, hasInner: (e: Expr) => boolean): Linear | null {
+  if (e.k === 'const') return e.dtype === 'int32' ? { c: e.value, terms: new Map(), atoms: new Map() } : null;
+  if (e.k === 'var' || !hasInner(e)) {
+    const key = e.k === 'var' ? e.name : printExpr(e);
+    return { c: 0, terms: new Map([[key, 1]]), atoms: new Map([[key, e]]) };
+  }
+  if (e.k !== 'bin') return null;
+  const a = linear(e.a, hasInner), b = linear(e.b, hasInner);
+  if (!a || !b) return null;
+  const atoms = new Map([...a.atoms, ...b.atoms]);
+  if (e.op === '+' || e.op === '-') {
+    const sign = e.op === '+' ? 1 : -1;
+    const terms = new Map(a.terms);
+    for (const [k, c] of b.terms) terms.set(k, (terms.get(k) ?? 0) + sign * c);
+    return { c: a.c + sign * b.c, terms, atoms };
+  }
+  if (e.op === '*') {
+    if (a.terms.size === 0) return { ...scale(b, a.c), atoms };
+    if (b.terms.size === 0) return { ...scale(a, b.c), atoms };
+  }
+  return null;
+}
+
+/** Bounds [lo, hi] of an integer index expression given loop extents; null if unknown. */
+function interval(e: Expr, extent: (v: string) => number | undefined): [number, number] | null {
+  switch (e.k) {
+    case 'const': return [e.value, e.value];
+    case 'var': { const x = extent(e.name); return x === undefined ? null : [0, x - 1]; }
+    case 'bin': {
+      const a = interval(e.a, extent), b = interval(e.b, extent);
+      if (!a || !b) return null;
+      switch (e.op) {
+        case '+': return [a[0] + b[0], a[1] + b[1]];
+        case '-': return [a[0] - b[1], a[1] - b[0]];
+        case '*': { const p = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]; return [Math.min(...p), Math.max(...p)]; }
+        case 'floordiv': return b[0] === b[1] && b[0] > 0 ? [Math.floor(a[0] / b[0]), Math.floor(a[1] / b[0])] : null;
+        case 'floormod': return b[0] === b[1] && b[0] > 0 ? [0, b[0] - 1] : null;
+        case 'min': return [Math.min(a[0], b[0]), Math.min(a[1], b[1])];
+        case 'max': return [Math.max(a[0], b[0]), Math.max(a[1], b[1])];
+        default: return null;
+      }
+    }
+    default: return null;
+  }
+}
+const scale = (l: Linear, k: number): Linear => ({ c: l.c * k, terms: new Map([...l.terms].map(([n, c]) => [n, c * k])), atoms: l.atoms });
+
+export class Lowerer {
+  private readonly state: State;
+  private readonly varName = new Map<string, string>();
+  /** Extent of every loop variable (by C name). */
+  private readonly varExtent = new Map<string, number>();
+  private readonly leafExtents = new Map<string, Map<string, number>>();
+  private readonly regions = new Map<string, Region>();
+
+  constructor(state: State) {
+    this.state = state;
+  }
+
+  lower(name: string): Kernel {
+    const st = this.state;
+    st.validate();
+    // Consumers before producers, so a producer's region can be read off its consumer's loops.
+    for (const s of [...st.stages].reverse()) {
+      if (s.attach.k === 'inline') continue;
+      const roots = new Map<string, number>();
+      const region = s.attach.k === 'at' ? this.inferRegion(s) : undefined;
+      if (region) this.regions.set(s.name, region);
+      s.axes.forEach((a, i) => roots.set(a.name, region ? region.len[i] : a.extent));
+      s.reduceAxes.forEach((a) => roots.set(a.name, a.extent));
+      this.leafExtents.set(s.name, this.deriveExtents(s, roots));
+      for (const leaf of s.leaves) this.varExtent.set(this.loopVar(s, leaf), this.leafExtents.get(s.name)!.get(leaf)!);
+    }
+    const args: KernelArg[] = [...st.dag.inputs, ...st.dag.outputs].map((t) => ({ buf: cName(t.name), tensor: t }));
+    const temps = st.stages
+      .filter((s) => s.attach.k === 'root' && !s.isOutput)
+      .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape) }));
+    const body = st.stages.filter((s) => s.attach.k === 'root').flatMap((s) => this.emitStage(s));
+    return { name, args, temps, body };
+  }
+
+  // ------------------------------------------------------------ loops and indices
+
+  private loopVar(s: StageState, iter: string): string {
+    const key = `${s.name}/${iter}`;
+    let name = this.varName.get(key);
+    if (!name) {
+      name = `${cName(iter)}_${this.state.stages.indexOf(s)}`;
+      this.varName.set(key, name);
+    }
+    return name;
+  }
+
+  private deriveExtents(s: StageState, roots: Map<string, number>): Map<string, number> {
+    const ext = new Map(roots);
+    for (const r of s.relations) {
+      if (r.k === 'split') {
+        const parent = ext.get(r.parent)!;
+        const inner = r.lengths.reduce((a, b) => a * b, 1);
+        ext.set(r.children[0], Math.ceil(parent / inner));
+        r.lengths.forEach((l, i) => ext.set(r.children[i + 1], l));
+      } else {
+        ext.set(r.child, r.parents.reduce((a, p) => a * ext.get(p)!, 1));
+      }
+    }
+    return ext;
+  }
+
+  /** Value of every iterator in terms of the leaf loop variables (0-based within the stage's region). */
+  private iterValues(s: StageState): { values: Map<string, Expr>; guards: { cond: Expr; reduce: boolean }[] } {
+    const ext = this.leafExtents.get(s.name)!;
+    const values = new Map<string, Expr>(s.leaves.map((l) => [l, v(this.loopVar(s, l))]));
+    const guards: { cond: Expr; reduce: boolean }[] = [];
+    for (const r of [...s.relations].reverse()) {
+      if (r.k === 'split') {
+        let val = values.get(r.children[0])!;
+        r.lengths.forEach((l, i) => { val = add(mul(val, l), values.get(r.children[i + 1])!); });
+        values.set(r.parent, val);
+        const covered = ext.get(r.children[0])! * r.lengths.reduce((a, b) => a * b, 1);
+        if (covered > ext.get(r.parent)!) guards.push({ cond: lt(val, ext.get(r.parent)!), reduce: s.kinds.get(r.parent) === 'R' });
+      } else {
+        const f = values.get(r.child)!;
+        let stride = 1;
+        for (let i = r.parents.length - 1; i >= 0; i--) {
+          const e = ext.get(r.parents[i])!;
+          const q = floordiv(f, stride);
+          values.set(r.parents[i], i === 0 ? q : floormod(q, e));
+          stride *= e;
+        }
+      }
+    }
+    return { values, guards };
+  }
+
+  /** Root index expressions of a stage in the tensor's global coordinates. */
+  private rootValues(s: StageState): { roots: Map<string, Expr>; guards: { cond: Expr; reduce: boolean }[] } {
+    const { values, guards } = this.iterValues(s);
+    const region = this.regions.get(s.name);
+    const roots = new Map<string, Expr>();
+    s.axes.forEach((a, i) => roots.set(a.name, region ? add(region.base[i], values.get(a.name)!) : values.get(a.name)!));
+    s.reduceAxes.forEach((a) => roots.set(a.name, values.get(a.name)!));
+    if (region?.guard) guards.push({ cond: substitute(region.guard, roots), reduce: false });
+    return { roots, guards };
+  }
+
+  /** A stage's body with inlined stages substituted, in terms of its own axis names. */
+  private inlinedBody(s: StageState): Expr {
+    const body = s.body.k === 'reduce' ? s.body.source : s.body;
+    return this.inlineLoads(body);
+  }
+
+  private inlineLoads(e: Expr): Expr {
+    return rewrite(e, (x) => {
+      if (x.k !== 'load') return undefined;
+      const producer = this.state.stages.find((p) => p.name === x.tensor.name);
+      if (!producer || producer.attach.k !== 'inline') return undefined;
+      const map = new Map(producer.axes.map((a, i) => [a.name, x.indices[i]]));
+      return substitute(this.inlinedBody(producer), map);
+    });
+  }
+
+  // ------------------------------------------------------------ bound inference
+
+  private inferRegion(s: StageState): Region {
+    const at = s.attach as { k: 'at'; target: string; iter: string };
+    const consumer = this.state.stage(at.target);
+    const shape = s.tensor.shape;
+    const { roots } = this.rootValues(consumer);
+    const reads: Expr[][] = [];
+    walk(this.inlinedBody(consumer), (x) => {
+      if (x.k === 'load' && x.tensor.name === s.name) reads.push(x.indices.map((i) => substitute(i, roots)));
+    });
+    const pos = consumer.leaves.indexOf(at.iter);
+    const inner = new Set(consumer.leaves.slice(pos + 1).map((l) => this.loopVar(consumer, l)));
+    const full = (): Region => ({ base: shape.map(() => int(0)), len: [...shape], guard: undefined });
+    if (reads.length === 0) return full();
+    const base: Expr[] = [], len: number[] = [], guards: Expr[] = [];
+    const hasInner = (e: Expr): boolean => {
+      let found = false;
+      walk(e, (x) => { if (x.k === 'var' && inner.has(x.name)) found = true; });
+      return found;
+    };
+    const extentOf = (name: string): number | undefined => this.varExtent.get(name);
+    for (let d = 0; d < shape.length; d++) {
+      const forms = reads.map((r) => linear(r[d], hasInner));
+      if (forms.some((f) => f === null)) { base.push(int(0)); len.push(shape[d]); continue; }
+      const split = (forms as Linear[]).map((f) => {
+        let lo = f.c, span = 0;
+        const outer = new Map<string, number>();
+        for (const [name, c] of f.terms) {
+          if (c === 0) continue;
+          if (inner.has(name)) {
+            const e = this.varExtent.get(name)! - 1;
+            lo += Math.min(0, c * e); span += Math.abs(c) * e;
+          } else outer.set(name, c);
+        }
+        return { lo, hi: lo + span, outer };
+      });
+      const key = (m: Map<string, number>): string => [...m].sort().map(([n, c]) => `${n}*${c}`).join('+');
+      if (split.some((x) => key(x.outer) !== key(split[0].outer))) { base.push(int(0)); len.push(shape[d]); continue; }
+      const lo = Math.min(...split.map((x) => x.lo)), hi = Math.max(...split.map((x) => x.hi));
+      const length = hi - lo + 1;
+      if (length >= shape[d]) { base.push(int(0)); len.push(shape[d]); continue; }
+      let b: Expr = int(lo);
+      let minBase = lo, maxBase = lo;
+      const atoms = (forms[0] as Linear).atoms;
+      for (const [name, c] of split[0].outer) {
+        const atom = atoms.get(name)!;
+        b = add(b, mul(atom, c));
+        const range = interval(atom, extentOf) ?? [-Infinity, Infinity];
+        minBase += Math.min(c * range[0], c * range[1]); maxBase += Math.max(c * range[0], c * range[1]);
+      }
+      base.push(b); len.push(length);
+      // The region may stick out of the tensor when the consumer's tiles do not divide it.
+      const axis = v(s.axes[d].name);
+      if (maxBase + length > shape[d]) guards.push(lt(axis, shape[d]));
+      if (minBase < 0) guards.push(ge(axis, 0));
+    }
+    if (numElements(len) > MAX_LOCAL_FLOATS) {
+      throw new ScheduleError(`${s.name}: region of ${numElements(len)} floats computed at ${consumer.name}.${at.iter} is too large for a local buffer`);
+    }
+    return { base, len, guard: all(guards) };
+  }
+
+  // ------------------------------------------------------------ emission
+
+  private bufferOf(t: Tensor): { buf: string; index: (idx: readonly Expr[]) => Expr } {
+    const region = this.regions.get(t.name);
+    if (region) return { buf: cName(t.name), index: (idx) => flatten(idx.map((x, d) => add(x, mul(region.base[d], -1))), region.len) };
+    return { buf: cName(t.name), index: (idx) => flatten(idx, t.shape) };
+  }
+
+  /** Turn tensor loads into flat buffer loads. */
+  private toBuffers(e: Expr): Expr {
+    return rewrite(e, (x) => {
+      if (x.k !== 'load') return undefined;
+      const { buf, index } = this.bufferOf(x.tensor);
+      return flatLoad(buf, index(x.indices), x.tensor.dtype);
+    });
+  }
+
+  private emitStage(s: StageState): Stmt[] {
+    const { roots, guards } = this.rootValues(s);
+    const target = this.bufferOf(s.tensor);
+    const outIndex = target.index(s.axes.map((a) => roots.get(a.name)!));
+    const value = (e: Expr): Expr => this.toBuffers(substitute(this.inlineLoads(e), roots));
+    const guarded = (body: Stmt[], reduce: boolean): Stmt[] => {
+      const cond = all(guards.filter((g) => reduce || !g.reduce).map((g) => g.cond));
+      return cond ? [{ k: 'if', cond, body }] : body;
+    };
+    const ext = this.leafExtents.get(s.name)!;
+    const loop = (leaf: string, body: Stmt[]): Stmt => {
+      const ann = s.ann.get(leaf);
+      return { k: 'for', v: this.loopVar(s, leaf), extent: ext.get(leaf)!, kind: ann ?? 'serial', owner: s.name, body };
+    };
+    const nest = (leaves: readonly string[], inner: Stmt[], withAttached: boolean): Stmt[] => {
+      let body = inner;
+      for (let i = leaves.length - 1; i >= 0; i--) {
+        const attached = withAttached ? this.attachedAt(s, leaves[i]) : [];
+        body = [loop(leaves[i], [...attached, ...body])];
+      }
+      return body;
+    };
+    let stmts: Stmt[];
+    const region = this.regions.get(s.name);
+    const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: numElements(region.len) }] : [];
+    if (s.body.k !== 'reduce') {
+      stmts = nest(s.leaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: value(s.body) }], false), true);
+    } else {
+      const r = s.body;
+      const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
+      if (p < 0) throw new ScheduleError(`${s.name}: reduction without a reduce loop`);
+      const current = flatLoad(target.buf, outIndex);
+      const src = value(r.source);
+      const combined: Expr = r.combiner === 'sum' ? add(current, src)
+        : { k: 'bin', op: r.combiner, a: current, b: src, dtype: 'float32' };
+      const identity = f32(r.combiner === 'sum' ? 0 : r.combiner === 'max' ? -Infinity : Infinity);
+      const innerLeaves = s.leaves.slice(p);
+      const init = nest(innerLeaves.filter((l) => s.kinds.get(l) === 'S'), guarded([{ k: 'store', buf: target.buf, index: outIndex, value: identity }], false), false);
+      const update = nest(innerLeaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: combined }], true), true);
+      stmts = nest(s.leaves.slice(0, p), [...init, ...update], true);
+    }
+    this.applyAutoUnroll(s, stmts);
+    return [...alloc, ...stmts];
+  }
+
+  private attachedAt(s: StageState, leaf: string): Stmt[] {
+    return this.state.stages
+      .filter((p) => p.attach.k === 'at' && p.attach.target === s.name && p.attach.iter === leaf)
+      .flatMap((p) => this.emitStage(p));
+  }
+
+  /** TVM's auto_unroll_max_step: unroll this stage's loops below the pragma whose trip count is small enough. */
+  private applyAutoUnroll(s: StageState, stmts: Stmt[]): void {
+    if (s.autoUnroll.size === 0) return;
+    const trips = (st: Stmt): number => {
+      if (st.k === 'for') return st.extent * Math.max(1, ...st.body.map(trips));
+      if (st.k === 'if') return Math.max(1, ...st.body.map(trips));
+      return 1;
+    };
+    const visit = (st: Stmt, limit: number): void => {
+      if (st.k === 'if') { st.body.forEach((b) => visit(b, limit)); return; }
+      if (st.k !== 'for') return;
+      let lim = limit;
+      if (st.owner === s.name) {
+        const leaf = s.leaves.find((l) => this.loopVar(s, l) === st.v);
+        if (leaf !== undefined && s.autoUnroll.has(leaf)) lim = s.autoUnroll.get(leaf)!;
+        if (lim > 0 && st.kind === 'serial' && trips(st) <= lim) st.kind = 'unroll';
+      }
+      st.body.forEach((b) => visit(b, lim));
+    };
+    stmts.forEach((st) => visit(st, 0));
+  }
+}
+
+export function lower(state: State, name: string): Kernel {
+  return new Lowerer(state).lower(name);
+}

@@ -1,0 +1,228 @@
+// The loop state of a task: one entry per compute stage, holding its root axes, the
+// split/fuse relations that derive its loops, the current loop order, annotations and
+// where it is computed. Steps (steps.ts) edit it; lowering (codegen/lower.ts) reads it.
+
+import { load, readTensors, v, type Expr, type IterVar } from '../ir/expr';
+import type { ComputeDAG } from '../ir/dag';
+import type { Tensor } from '../ir/tensor';
+import type { Annotation, Step } from './steps';
+
+/** A schedule that cannot be applied to this DAG (bad names, nested parallel, ...). */
+export class ScheduleError extends Error {
+  override name = 'ScheduleError';
+}
+
+export type Relation =
+  | { k: 'split'; parent: string; children: string[]; lengths: number[] }
+  | { k: 'fuse'; parents: string[]; child: string };
+
+export type Attach = { k: 'root' } | { k: 'inline' } | { k: 'at'; target: string; iter: string };
+
+export interface StageState {
+  readonly name: string;
+  /** The tensor this stage writes (for a cache stage, a new tensor named `<x>.local`). */
+  tensor: Tensor;
+  /** Current body: the compute's body, or a copy from the cache stage after cache_write. */
+  body: Expr;
+  readonly axes: readonly IterVar[];
+  reduceAxes: readonly IterVar[];
+  relations: Relation[];
+  /** Current loop order (leaf iterators). */
+  leaves: string[];
+  /** 'S' spatial or 'R' reduce, for every iterator ever created in this stage. */
+  kinds: Map<string, 'S' | 'R'>;
+  ann: Map<string, Annotation>;
+  autoUnroll: Map<string, number>;
+  attach: Attach;
+  /** Written by the kernel's caller (a DAG output). */
+  readonly isOutput: boolean;
+}
+
+export class State {
+  readonly dag: ComputeDAG;
+  readonly stages: StageState[];
+  readonly steps: Step[] = [];
+
+  constructor(dag: ComputeDAG) {
+    this.dag = dag;
+    this.stages = dag.computeStages.map((t) => ({
+      name: t.name,
+      tensor: t,
+      body: t.op.body,
+      axes: t.op.axes,
+      reduceAxes: t.op.reduceAxes,
+      relations: [],
+      leaves: [...t.op.axes, ...t.op.reduceAxes].map((a) => a.name),
+      kinds: new Map([...t.op.axes.map((a) => [a.name, 'S'] as const), ...t.op.reduceAxes.map((a) => [a.name, 'R'] as const)]),
+      ann: new Map(),
+      autoUnroll: new Map(),
+      attach: { k: 'root' },
+      isOutput: dag.outputs.includes(t),
+    }));
+  }
+
+  /** Replay a list of steps on a fresh state of `dag`. Throws ScheduleError if any step is invalid. */
+  static replay(dag: ComputeDAG, steps: readonly Step[]): State {
+    const s = new State(dag);
+    for (const st of steps) s.apply(st);
+    s.validate();
+    return s;
+  }
+
+  stage(name: string): StageState {
+    const s = this.stages.find((x) => x.name === name);
+    if (!s) throw new ScheduleError(`no stage '${name}' (stages: ${this.stages.map((x) => x.name).join(', ')})`);
+    return s;
+  }
+
+  /** Stages whose (current) body reads `name`. */
+  readers(name: string): StageState[] {
+    return this.stages.filter((s) => readTensors(s.body).some((t) => t.name === name));
+  }
+
+  apply(st: Step): void {
+    const s = this.stage(st.stage);
+    switch (st.s) {
+      case 'split': {
+        const at = this.leafIndex(s, st.iter);
+        if (st.lengths.length === 0 || st.lengths.some((l) => !Number.isInteger(l) || l < 1)) {
+          throw new ScheduleError(`split ${s.name}.${st.iter}: lengths must be positive integers, got [${st.lengths.join(', ')}]`);
+        }
+        const base = st.iter;
+        const children = Array.from({ length: st.lengths.length + 1 }, (_, i) => `${base}.${i}`);
+        for (const c of children) {
+          if (s.kinds.has(c)) throw new ScheduleError(`split ${s.name}.${base}: iterator ${c} exists already`);
+          s.kinds.set(c, s.kinds.get(base)!);
+        }
+        s.relations.push({ k: 'split', parent: base, children, lengths: [...st.lengths] });
+        s.leaves.splice(at, 1, ...children);
+        this.moveAnnotations(s, base, children[0]);
+        break;
+      }
+      case 'fuse': {
+        if (st.iters.length < 2) throw new ScheduleError(`fuse ${s.name}: needs at least two iterators`);
+        const idx = st.iters.map((it) => this.leafIndex(s, it));
+        if (idx.some((x, i) => i > 0 && x !== idx[i - 1] + 1)) throw new ScheduleError(`fuse ${s.name}: iterators ${st.iters.join(', ')} are not consecutive`);
+        const kinds = new Set(st.iters.map((it) => s.kinds.get(it)));
+        if (kinds.size > 1) throw new ScheduleError(`fuse ${s.name}: cannot fuse spatial with reduce iterators`);
+        const child = st.iters.join('@');
+        s.kinds.set(child, [...kinds][0]!);
+        s.relations.push({ k: 'fuse', parents: [...st.iters], child });
+        s.leaves.splice(idx[0], st.iters.length, child);
+        break;
+      }
+      case 'reorder': {
+        const same = st.order.length === s.leaves.length && [...st.order].sort().join() === [...s.leaves].sort().join();
+        if (!same) throw new ScheduleError(`reorder ${s.name}: order must name each of ${s.leaves.join(', ')} once`);
+        s.leaves = [...st.order];
+        break;
+      }
+      case 'compute_at': {
+        const target = this.stage(st.target);
+        this.leafIndex(target, st.iter);
+        if (target === s) throw new ScheduleError(`compute_at ${s.name}: a stage cannot be computed at itself`);
+        s.attach = { k: 'at', target: st.target, iter: st.iter };
+        break;
+      }
+      case 'compute_inline': {
+        if (s.reduceAxes.length > 0) throw new ScheduleError(`compute_inline ${s.name}: a reduction cannot be inlined`);
+        if (s.isOutput) throw new ScheduleError(`compute_inline ${s.name}: an output cannot be inlined`);
+        s.attach = { k: 'inline' };
+        break;
+      }
+      case 'compute_root':
+        s.attach = { k: 'root' };
+        break;
+      case 'cache_write': {
+        if (s.relations.length > 0) throw new ScheduleError(`cache_write ${s.name}: must come before the stage is split or fused`);
+        const localName = `${s.name}.local`;
+        if (this.stages.some((x) => x.name === localName)) throw new ScheduleError(`cache_write ${s.name}: ${localName} exists already`);
+        const localTensor: Tensor = { ...s.tensor, name: localName };
+        const local: StageState = {
+          name: localName, tensor: localTensor, body: s.body, axes: s.axes, reduceAxes: s.reduceAxes,
+          relations: [], leaves: [...s.leaves], kinds: new Map(s.kinds), ann: new Map(), autoUnroll: new Map(),
+          attach: { k: 'root' }, isOutput: false,
+        };
+        s.body = load(localTensor, s.axes.map((a) => v(a.name)));
+        s.reduceAxes = [];
+        s.leaves = s.axes.map((a) => a.name);
+        for (const k of [...s.kinds.keys()]) if (s.kinds.get(k) === 'R') s.kinds.delete(k);
+        this.stages.splice(this.stages.indexOf(s), 0, local);
+        break;
+      }
+      case 'annotate': {
+        this.leafIndex(s, st.iter);
+        if (st.ann !== 'unroll' && s.kinds.get(st.iter) === 'R') {
+          throw new ScheduleError(`${st.ann} ${s.name}.${st.iter}: a reduce loop can only be unrolled`);
+        }
+        s.ann.set(st.iter, st.ann);
+        break;
+      }
+      case 'pragma': {
+        this.leafIndex(s, st.iter);
+        if (!Number.isInteger(st.value) || st.value < 0) throw new ScheduleError(`pragma ${s.name}.${st.iter}: value must be a non-negative integer`);
+        s.autoUnroll.set(st.iter, st.value);
+        break;
+      }
+      default: {
+        const bad: never = st;
+        throw new ScheduleError(`unknown step ${JSON.stringify(bad)}`);
+      }
+    }
+    this.steps.push(st);
+  }
+
+  /** Checks that need the whole schedule: attach targets alive, single readers, no nested parallel. */
+  validate(): void {
+    for (const s of this.stages) {
+      if (s.attach.k === 'at') {
+        const target = this.stage(s.attach.target);
+        if (!target.leaves.includes(s.attach.iter)) {
+          throw new ScheduleError(`compute_at ${s.name}: ${target.name} no longer has loop ${s.attach.iter}`);
+        }
+        if (target.attach.k === 'inline') throw new ScheduleError(`compute_at ${s.name}: target ${target.name} is inlined`);
+        const readers = this.effectiveReaders(s.name);
+        if (readers.length !== 1 || readers[0] !== target.name) {
+          throw new ScheduleError(`compute_at ${s.name}: only a stage's single consumer can hold it (read by ${readers.join(', ') || 'nobody'})`);
+        }
+      }
+      const parallel = s.leaves.filter((l) => s.ann.get(l) === 'parallel');
+      if (parallel.length > 1) throw new ScheduleError(`${s.name}: more than one parallel loop`);
+      if (parallel.length === 1 && this.hasParallelAbove(s)) {
+        throw new ScheduleError(`${s.name}: nested parallel loops`);
+      }
+    }
+  }
+
+  /** Non-inlined stages that read `name`, looking through inlined readers. */
+  effectiveReaders(name: string): string[] {
+    const out = new Set<string>();
+    for (const r of this.readers(name)) {
+      if (r.attach.k === 'inline') this.effectiveReaders(r.name).forEach((x) => out.add(x));
+      else out.add(r.name);
+    }
+    return [...out];
+  }
+
+  private hasParallelAbove(s: StageState): boolean {
+    let at = s.attach;
+    while (at.k === 'at') {
+      const target = this.stage(at.target);
+      const pos = target.leaves.indexOf(at.iter);
+      if (target.leaves.slice(0, pos + 1).some((l) => target.ann.get(l) === 'parallel')) return true;
+      at = target.attach;
+    }
+    return false;
+  }
+
+  private leafIndex(s: StageState, iter: string): number {
+    const i = s.leaves.indexOf(iter);
+    if (i < 0) throw new ScheduleError(`${s.name} has no loop '${iter}' (loops: ${s.leaves.join(', ')})`);
+    return i;
+  }
+
+  private moveAnnotations(s: StageState, from: string, to: string): void {
+    const a = s.ann.get(from);
+    if (a) { s.ann.delete(from); s.ann.set(to, a); }
+  }
+}

@@ -1,0 +1,43 @@
+// Transform steps: a schedule is a list of these small JSON records, replayed in order on
+// a task's compute DAG (schemas/steps.schema.json is their contract). Stages and
+// iterators are referred to by name: `ff` split in three gives `ff.0`, `ff.1`, `ff.2`;
+// fusing `nn` and `yy.0` gives `nn@yy.0`. A cache_write of `conv` adds stage `conv.local`.
+
+export type Annotation = 'parallel' | 'vectorize' | 'unroll';
+
+export type Step =
+  /** Split `iter` into an outer loop and inner loops of the given lengths (innermost last). */
+  | { s: 'split'; stage: string; iter: string; lengths: number[] }
+  /** Fuse consecutive iterators into one. */
+  | { s: 'fuse'; stage: string; iters: string[] }
+  /** New loop order; must name every current iterator of the stage. */
+  | { s: 'reorder'; stage: string; order: string[] }
+  | { s: 'compute_at'; stage: string; target: string; iter: string }
+  | { s: 'compute_inline'; stage: string }
+  | { s: 'compute_root'; stage: string }
+  /** Compute `stage` into a new local stage `<stage>.local`; `stage` becomes a copy of it. */
+  | { s: 'cache_write'; stage: string }
+  | { s: 'annotate'; stage: string; iter: string; ann: Annotation }
+  /** Unroll loops below `iter` whose total trip count is at most `value` (TVM's auto_unroll_max_step). */
+  | { s: 'pragma'; stage: string; iter: string; pragma: 'auto_unroll_max_step'; value: number };
+
+export type StepKind = Step['s'];
+
+export const STEP_KINDS: readonly StepKind[] = [
+  'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma',
+];
+
+/** One line per step, for logs and `tensortune show`. */
+export function printStep(st: Step): string {
+  switch (st.s) {
+    case 'split': return `split ${st.stage}.${st.iter} -> [${st.lengths.join(', ')}]`;
+    case 'fuse': return `fuse ${st.stage} (${st.iters.join(', ')})`;
+    case 'reorder': return `reorder ${st.stage} (${st.order.join(', ')})`;
+    case 'compute_at': return `compute_at ${st.stage} -> ${st.target}.${st.iter}`;
+    case 'compute_inline': return `compute_inline ${st.stage}`;
+    case 'compute_root': return `compute_root ${st.stage}`;
+    case 'cache_write': return `cache_write ${st.stage}`;
+    case 'annotate': return `${st.ann} ${st.stage}.${st.iter}`;
+    case 'pragma': return `pragma ${st.stage}.${st.iter} ${st.pragma}=${st.value}`;
+  }
+}
