@@ -140,7 +140,9 @@ export function pool2d(data: Tensor, p: Pool2dParams): Tensor {
   const oh = outSize(h, kh, sh, 1, pt, pb), ow = outSize(w, kw, sw, 1, pl, pr);
   const before = [0, 0, 0, 0], after = [0, 0, 0, 0];
   before[hAxis] = pt; before[wAxis] = pl; after[hAxis] = pb; after[wAxis] = pr;
-  const padded = pad(data, before, after, 'pad_temp', p.kind === 'max' ? MIN_FLOAT32 : 0);
+  // TOPI's pool pads (with its C++ pad) only when some padding is non-zero.
+  const hasPad = pt + pl + pb + pr > 0;
+  const padded = hasPad ? pad(data, before, after, 'pad_temp', p.kind === 'max' ? MIN_FLOAT32 : 0, 'cpp') : data;
   const outShape = [...data.shape];
   outShape[hAxis] = oh; outShape[wAxis] = ow;
   const rv0 = reduceAxis('rv0', kh), rv1 = reduceAxis('rv1', kw);
@@ -155,7 +157,6 @@ export function pool2d(data: Tensor, p: Pool2dParams): Tensor {
     return compute('pool_max', outShape, axes, (...ax) => maxReduce(load(padded, window(ax)), [rv0, rv1]), 'pool');
   }
   const total = compute('pool_sum', outShape, axes, (...ax) => sum(load(padded, window(ax)), [rv0, rv1]), 'pool');
-  const hasPad = pt + pl + pb + pr > 0;
   return compute('pool_avg', outShape, axes, (...ax) => {
     if (p.countIncludePad || !hasPad) return div(load(total, ax), f32(kh * kw));
     // Divisor = the part of the window that lies inside the unpadded input.
@@ -217,7 +218,8 @@ export function softmax(data: Tensor, axis = -1): Tensor {
   const a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) throw new Error(`softmax: axis ${axis} out of range for rank ${rank}`);
   const names = data.shape.map((_, i) => `i${i}`);
-  const reducedNames = names.filter((_, i) => i !== a);
+  // TOPI's te.compute(*indices) names the reduced stages' axes i0, i1, ... afresh.
+  const reducedNames = names.slice(0, rank - 1);
   const reducedShape = data.shape.filter((_, i) => i !== a);
   const k = reduceAxis('k', data.shape[a]);
   const withK = (outer: Expr[]): Expr[] => {

@@ -6,18 +6,28 @@ import { compute, numElements, type Tensor } from '../ir/tensor';
 const axisNames = (rank: number, prefix: string): string[] => Array.from({ length: rank }, (_, i) => `${prefix}${i}`);
 
 /**
+ * Which TOPI `pad` a declaration mirrors; they print differently. `python`
+ * (topi/nn/pad.py, used by conv2d): axes `i0..`, a padded dimension checks both bounds.
+ * `cpp` (topi/nn.h, used by pooling): axes `ax0..`, only the padded sides are checked.
+ */
+export type PadStyle = 'python' | 'cpp';
+
+/**
  * Constant padding. With no padding at all this is still a stage (an identity copy), as
  * TOPI's conv2d writes it; lowering inlines it.
  */
-export function pad(data: Tensor, before: readonly number[], after: readonly number[], name = 'PadInput', value = 0): Tensor {
+export function pad(
+  data: Tensor, before: readonly number[], after: readonly number[], name = 'PadInput', value = 0, style: PadStyle = 'python',
+): Tensor {
   const rank = data.shape.length;
   if (before.length !== rank || after.length !== rank) throw new Error(`pad: ${rank}-d data needs ${rank} pad widths on each side`);
   const shape = data.shape.map((d, i) => d + before[i] + after[i]);
-  return compute(name, shape, axisNames(rank, 'i'), (...ax) => {
+  return compute(name, shape, axisNames(rank, style === 'python' ? 'i' : 'ax'), (...ax) => {
     const conds: Expr[] = [];
     const idx = ax.map((a, i) => {
       if (before[i] === 0 && after[i] === 0) return a;
-      conds.push(ge(a, before[i]), lt(a, before[i] + data.shape[i]));
+      if (style === 'python' || before[i] !== 0) conds.push(ge(a, before[i]));
+      if (style === 'python' || after[i] !== 0) conds.push(lt(a, before[i] + data.shape[i]));
       return sub(a, before[i]);
     });
     const cond = all(conds);
@@ -56,7 +66,7 @@ export function batchFlatten(data: Tensor): Tensor {
 /** transpose by a permutation of the axes (output axis i reads input axis perm[i]). */
 export function transpose(data: Tensor, perm: readonly number[]): Tensor {
   const rank = data.shape.length;
-  if (perm.length !== rank || [...perm].sort().some((p, i) => p !== i)) throw new Error(`transpose: [${perm.join(', ')}] is not a permutation of ${rank} axes`);
+  if (perm.length !== rank || [...perm].sort((x, y) => x - y).some((p, i) => p !== i)) throw new Error(`transpose: [${perm.join(', ')}] is not a permutation of ${rank} axes`);
   return compute('T_transpose', perm.map((p) => data.shape[p]), axisNames(rank, 'ax'), (...ax) => {
     const idx = new Array<Expr>(rank);
     perm.forEach((p, i) => { idx[p] = ax[i]; });
