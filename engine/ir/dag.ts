@@ -83,7 +83,8 @@ export class ComputeDAG {
 /**
  * Ops per output element. A binary op counts when either operand has the stage's data
  * type (index arithmetic in a float stage is free); loads, constants, casts are free; a
- * call costs its arguments; a select costs its condition and its dearer branch.
+ * call costs its arguments; a select costs its condition and its dearer branch. In TVM
+ * `if_then_else` is a call, so it costs its condition and both branches.
  */
 function opsPerElement(e: Expr, stageType: string): number {
   const count = (x: Expr): number => {
@@ -95,7 +96,8 @@ function opsPerElement(e: Expr, stageType: string): number {
         const own = dtypeOf(x.a) === stageType || dtypeOf(x.b) === stageType ? 1 : 0;
         return own + count(x.a) + count(x.b);
       }
-      case 'select': case 'if': return count(x.cond) + Math.max(count(x.t), count(x.f));
+      case 'select': return count(x.cond) + Math.max(count(x.t), count(x.f));
+      case 'if': return count(x.cond) + count(x.t) + count(x.f);
       case 'call': return x.args.reduce((a, arg) => a + count(arg), 0);
       case 'reduce': return numElements(x.axes.map((a) => a.extent)) * (1 + count(x.source));
     }
