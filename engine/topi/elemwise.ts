@@ -1,6 +1,6 @@
 // Elementwise and broadcasting operators.
 
-import { call, f32, ge, select, load, max, min, mul, add, sub, div, type Expr, type MathFn } from '../ir/expr';
+import { call, f32, gt, select, load, max, min, mul, add, sub, div, type Expr, type MathFn } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
 
 const axisNames = (rank: number): string[] => Array.from({ length: rank }, (_, i) => `ax${i}`);
@@ -46,9 +46,10 @@ function unary(name: string, x: Tensor, f: (e: Expr) => Expr): Tensor {
 }
 
 export const relu = (x: Tensor): Tensor => unary('T_relu', x, (e) => max(e, f32(0)));
-export const clip = (x: Tensor, lo: number, hi: number): Tensor => unary('T_clip', x, (e) => min(max(e, f32(lo)), f32(hi)));
+/** max(min(x, hi), lo), in TOPI's order. */
+export const clip = (x: Tensor, lo: number, hi: number): Tensor => unary('T_clip', x, (e) => max(min(e, f32(hi)), f32(lo)));
 export const leakyRelu = (x: Tensor, alpha: number): Tensor =>
-  unary('T_leaky_relu', x, (e) => select(ge(e, f32(0)), e, mul(e, f32(alpha))));
+  unary('T_leaky_relu', x, (e) => select(gt(e, f32(0)), e, mul(e, f32(alpha))));
 export const math = (fn: MathFn, x: Tensor): Tensor => unary(`T_${fn}`, x, (e) => call(fn, e));
 export const sigmoid = (x: Tensor): Tensor => math('sigmoid', x);
 export const tanh = (x: Tensor): Tensor => math('tanh', x);
