@@ -1,0 +1,94 @@
+// The builtin networks, mirroring TVM's `relay.testing` workloads, by name:
+//   getNetwork('resnet-18', { layout: 'NCHW' }) -> { graph, inputName, inputShape, outputShape }
+// Weights are random (TVM's Xavier rules, our own seeded PRNG: see init.ts), so these are
+// for tuning, benchmarking and testing, not for classifying images.
+
+import { UserError } from '../errors';
+import type { ConstantNode, Graph } from '../graph/graph';
+import type { Layout } from '../topi/nn';
+import { NetBuilder, type BuildOptions } from './builder';
+import { INCEPTION_MIN_IMAGE, inceptionV3 } from './inception';
+import { mobilenet } from './mobilenet';
+import { RESNET_DEPTHS, RESNET_MIN_IMAGE, resnet } from './resnet';
+import { squeezenet } from './squeezenet';
+import { VGG_DEPTHS, vgg } from './vgg';
+
+export interface NetworkOptions {
+  /** Batch size (default 1). */
+  batch?: number;
+  /** Data layout of the input and of every operator (default 'NHWC'). */
+  layout?: Layout;
+  /** Height = width of the input image (default 224; 299 for inception_v3). */
+  imageSize?: number;
+  /** Seed of the weight generator (default 0, as TVM's create_workload). */
+  seed?: number;
+  /** Batch norms get non-trivial gamma/beta/mean/var (default false: TVM's 1/0/0/1). */
+  randomStats?: boolean;
+  /** 'zeros' skips drawing weights (all constants zero-filled), for shape-only uses such as task extraction (default 'random'). */
+  weights?: 'random' | 'zeros';
+}
+
+export interface Network {
+  readonly name: string;
+  readonly graph: Graph;
+  readonly inputName: string;
+  readonly inputShape: readonly number[];
+  /** [batch, 1000]: softmax probabilities. */
+  readonly outputShape: readonly number[];
+}
+
+interface Entry {
+  readonly build: (b: NetBuilder) => number;
+  readonly defaultImage: number;
+  readonly minImage: number;
+}
+
+const ENTRIES = new Map<string, Entry>();
+ENTRIES.set('mobilenet', { build: mobilenet, defaultImage: 224, minImage: 32 });
+for (const d of RESNET_DEPTHS) ENTRIES.set(`resnet-${d}`, { build: (b) => resnet(b, d), defaultImage: 224, minImage: RESNET_MIN_IMAGE });
+for (const d of VGG_DEPTHS) ENTRIES.set(`vgg-${d}`, { build: (b) => vgg(b, d, false), defaultImage: 224, minImage: 32 });
+for (const d of VGG_DEPTHS) ENTRIES.set(`vgg-${d}-bn`, { build: (b) => vgg(b, d, true), defaultImage: 224, minImage: 32 });
+ENTRIES.set('squeezenet_v1.0', { build: (b) => squeezenet(b, '1.0'), defaultImage: 224, minImage: 29 });
+ENTRIES.set('squeezenet_v1.1', { build: (b) => squeezenet(b, '1.1'), defaultImage: 224, minImage: 29 });
+ENTRIES.set('inception_v3', { build: inceptionV3, defaultImage: 299, minImage: INCEPTION_MIN_IMAGE });
+
+/** Every builtin network name. */
+export const NETWORK_NAMES: readonly string[] = [...ENTRIES.keys()];
+
+const OPTION_KEYS = ['batch', 'layout', 'imageSize', 'seed', 'randomStats', 'weights'];
+
+const isPositiveInt = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 1;
+
+function resolveOptions(name: string, entry: Entry, opts: NetworkOptions): BuildOptions {
+  if (typeof opts !== 'object' || opts === null) throw new UserError(`network ${name}: options must be an object with keys ${OPTION_KEYS.join(', ')}`);
+  const unknown = Object.keys(opts).filter((k) => !OPTION_KEYS.includes(k));
+  if (unknown.length) throw new UserError(`network ${name}: unknown option(s) ${unknown.join(', ')} (expected: ${OPTION_KEYS.join(', ')})`);
+  const { batch = 1, layout = 'NHWC', imageSize = entry.defaultImage, seed = 0, randomStats = false, weights = 'random' } = opts;
+  if (!isPositiveInt(batch)) throw new UserError(`network ${name}: batch must be a positive integer, got ${String(batch)}`);
+  if (layout !== 'NHWC' && layout !== 'NCHW') throw new UserError(`network ${name}: layout must be 'NHWC' or 'NCHW', got ${JSON.stringify(layout)}`);
+  if (!isPositiveInt(imageSize) || imageSize < entry.minImage) {
+    throw new UserError(`network ${name}: imageSize must be an integer >= ${entry.minImage}, got ${String(imageSize)}`);
+  }
+  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+    throw new UserError(`network ${name}: seed must be an integer in [0, 2^32), got ${String(seed)}`);
+  }
+  if (typeof randomStats !== 'boolean') throw new UserError(`network ${name}: randomStats must be true or false, got ${String(randomStats)}`);
+  if (weights !== 'random' && weights !== 'zeros') throw new UserError(`network ${name}: weights must be 'random' or 'zeros', got ${JSON.stringify(weights)}`);
+  return { batch, layout, imageSize, seed, randomStats, weights };
+}
+
+/** Build a builtin network. Throws a UserError for an unknown name or a bad option. */
+export function getNetwork(name: string, opts: NetworkOptions = {}): Network {
+  const entry = ENTRIES.get(name);
+  if (!entry) throw new UserError(`unknown network ${JSON.stringify(name)} (expected one of: ${NETWORK_NAMES.join(', ')})`);
+  const b = new NetBuilder(resolveOptions(name, entry, opts));
+  const out = entry.build(b);
+  b.graph.outputs = [out];
+  const input = b.graph.nodes.find((n) => n.op === 'input')!;
+  return { name, graph: b.graph, inputName: input.name, inputShape: input.shape, outputShape: b.graph.node(out).shape };
+}
+
+/** Number of parameter values (elements of all constants) in a graph. */
+export function countParams(graph: Graph): number {
+  return graph.nodes.reduce((acc, n) => acc + (n.op === 'constant' ? (n as ConstantNode).data.length : 0), 0);
+}

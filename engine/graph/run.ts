@@ -1,0 +1,72 @@
+// Run a whole graph with the reference evaluator: the ground truth for a network's
+// output. Node by node: each operator node becomes a small compute DAG over placeholders
+// for its inputs, evaluated on the buffers of the nodes it reads. Buffers are dropped
+// once their last reader has run. Slow (JavaScript loop nests), exact to float32.
+
+import { ComputeDAG } from '../ir/dag';
+import { evaluate } from '../ir/evaluate';
+import { placeholder, numElements, type Tensor } from '../ir/tensor';
+import { computeNode, isOpNode, type ConstantNode, type Graph } from './graph';
+
+/**
+ * Evaluate `graph` on `inputs` (one array per input node, by name, row-major in the
+ * node's shape); returns one array per graph output, in `graph.outputs` order.
+ */
+export function runGraph(graph: Graph, inputs: ReadonlyMap<string, Float32Array>): Float32Array[] {
+  if (graph.outputs.length === 0) throw new Error('runGraph: the graph has no outputs');
+  const known = new Set(graph.nodes.filter((n) => n.op === 'input').map((n) => n.name));
+  for (const name of inputs.keys()) {
+    if (!known.has(name)) throw new Error(`runGraph: no input named ${name} (inputs: ${[...known].join(', ')})`);
+  }
+  const needed = reachable(graph);
+  // Readers left per node; graph outputs are never released.
+  const pending = new Map<number, number>();
+  for (const n of graph.nodes) if (needed.has(n.id)) for (const i of n.inputs) pending.set(i, (pending.get(i) ?? 0) + 1);
+  const keep = new Set(graph.outputs);
+  const values = new Map<number, Float32Array>();
+
+  for (const n of graph.nodes) {
+    if (!needed.has(n.id)) continue;
+    if (n.op === 'input') {
+      const data = inputs.get(n.name);
+      if (!data) throw new Error(`runGraph: no data for input ${n.name}`);
+      if (data.length !== numElements(n.shape)) {
+        throw new Error(`runGraph: input ${n.name} has ${data.length} values, shape [${n.shape.join(', ')}] needs ${numElements(n.shape)}`);
+      }
+      values.set(n.id, data);
+      continue;
+    }
+    if (!isOpNode(n)) {
+      values.set(n.id, (n as ConstantNode).data);
+      continue;
+    }
+    const feeds = new Map<Tensor, Float32Array>();
+    const tensors = n.inputs.map((id, k) => {
+      const t = placeholder(`in${k}`, graph.node(id).shape);
+      feeds.set(t, values.get(id)!);
+      return t;
+    });
+    const out = computeNode(n, tensors);
+    const result = evaluate(new ComputeDAG([out]), feeds).get(out.name)!;
+    values.set(n.id, result);
+    for (const id of n.inputs) {
+      const left = pending.get(id)! - 1;
+      pending.set(id, left);
+      if (left === 0 && !keep.has(id)) values.delete(id);
+    }
+  }
+  return graph.outputs.map((id) => values.get(id)!);
+}
+
+/** Ids of the nodes the outputs depend on. */
+function reachable(graph: Graph): Set<number> {
+  const seen = new Set<number>();
+  const stack = [...graph.outputs];
+  while (stack.length) {
+    const id = stack.pop()!;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    stack.push(...graph.node(id).inputs);
+  }
+  return seen;
+}
