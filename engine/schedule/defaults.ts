@@ -1,0 +1,118 @@
+// Default schedules: what a task gets before (or without) tuning. Heuristic but real:
+//  - padding and elementwise stages are inlined into their reader;
+//  - a tiled reduction (conv, depthwise, dense, batch matmul) is computed into a small
+//    register tile held inside the output's loops: the output's last axis is split into a
+//    vector tile, the axis before it into a register block, the outer loops fused and
+//    run in parallel; the reduction loops run outside the tile so the accumulators stay
+//    in registers and the epilogue (bias, residual, relu) is fused;
+//  - everything else (pooling, softmax, injective ops) gets parallel outer loops and a
+//    vectorised innermost loop where it is contiguous.
+
+import type { ComputeDAG } from '../ir/dag';
+import { numElements } from '../ir/tensor';
+import { State } from './state';
+import type { Step } from './steps';
+
+/** Reductions that the multi-level tiling rule (and this default) tiles. */
+const TILED_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', 'depthwise_conv2d_nhwc', 'depthwise_conv2d_nchw', 'dense', 'batch_matmul']);
+
+export interface DefaultOptions {
+  /** float32 lanes of the target's vector unit: 16 for AVX-512, 8 for AVX2/NEON. */
+  vectorLanes: number;
+  /** Parallelise only loops with at least this many output elements. */
+  minParallelElements?: number;
+}
+
+function largestDivisorAtMost(n: number, limit: number): number {
+  for (let d = Math.min(n, limit); d >= 1; d--) if (n % d === 0) return d;
+  return 1;
+}
+
+export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
+  const steps: Step[] = [];
+  const state = new State(dag);
+  const apply = (st: Step): void => { state.apply(st); steps.push(st); };
+  const minParallel = opts.minParallelElements ?? 4096;
+
+  // 1. Inline cheap stages (no reduction, not an output, read by one stage).
+  for (const s of [...state.stages]) {
+    if (s.isOutput || s.reduceAxes.length > 0) continue;
+    if (state.readers(s.name).length === 1) apply({ s: 'compute_inline', stage: s.name });
+  }
+
+  // 2. Tile the main reduction into the output's loops.
+  const main = state.stages.find((s) => TILED_TAGS.has(s.tensor.op.kind === 'compute' ? s.tensor.op.tag : ''));
+  const outputs = state.stages.filter((s) => s.isOutput);
+  if (main && outputs.length === 1) {
+    const out = outputs[0];
+    let local = main;
+    if (out === main) {
+      // No epilogue to hold the tile: compute into a local copy (TVM's cache_write rule).
+      apply({ s: 'cache_write', stage: main.name });
+      local = state.stage(`${main.name}.local`);
+    }
+    const axes = out.axes;
+    const n = axes.length;
+    const last = axes[n - 1], block = n >= 2 ? axes[n - 2] : undefined;
+    const lanes = opts.vectorLanes;
+    const vec = last.extent % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(last.extent, lanes);
+    const rows = block ? largestDivisorAtMost(block.extent, vec > lanes ? 7 : 14) : 1;
+    apply({ s: 'split', stage: out.name, iter: last.name, lengths: [vec] });
+    const order: string[] = axes.slice(0, Math.max(0, n - 2)).map((a) => a.name);
+    if (block) {
+      apply({ s: 'split', stage: out.name, iter: block.name, lengths: [rows] });
+      order.push(`${block.name}.0`);
+    }
+    order.push(`${last.name}.0`);
+    const outer = [...order];
+    if (block) order.push(`${block.name}.1`);
+    order.push(`${last.name}.1`);
+    apply({ s: 'reorder', stage: out.name, order });
+    // Parallel over the fused outer loops (all but the vector tile's outer loop).
+    const fusable = outer.slice(0, -1);
+    const attachIter = `${last.name}.0`;
+    if (fusable.length >= 2) apply({ s: 'fuse', stage: out.name, iters: fusable });
+    const parallelIter = fusable.length >= 2 ? fusable.join('@') : fusable[0];
+    if (parallelIter && numElements(out.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: out.name, iter: parallelIter, ann: 'parallel' });
+    else if (!parallelIter && numElements(out.tensor.shape) >= minParallel) {
+      apply({ s: 'annotate', stage: out.name, iter: attachIter, ann: 'parallel' });
+    }
+    // Unrolling around a vector loop that is not a whole number of vectors makes GCC's
+    // compile time explode (50 s for one conv), so only whole vectors are unrolled.
+    const wholeVectors = vec % lanes === 0;
+    if (block && wholeVectors) apply({ s: 'annotate', stage: out.name, iter: `${block.name}.1`, ann: 'unroll' });
+    apply({ s: 'annotate', stage: out.name, iter: `${last.name}.1`, ann: 'vectorize' });
+    apply({ s: 'compute_at', stage: local.name, target: out.name, iter: attachIter });
+    // Inside the tile: unit spatial loops, then the reduction, then the register block.
+    const spatial = local.axes.map((a) => a.name);
+    const reduce = local.reduceAxes.map((a) => a.name);
+    const tileAxes = spatial.slice(-2);
+    apply({ s: 'reorder', stage: local.name, order: [...spatial.slice(0, -2), ...reduce, ...tileAxes] });
+    if (tileAxes.length === 2 && wholeVectors) apply({ s: 'annotate', stage: local.name, iter: tileAxes[0], ann: 'unroll' });
+    apply({ s: 'annotate', stage: local.name, iter: tileAxes[tileAxes.length - 1], ann: 'vectorize' });
+  }
+
+  // 3. Every other stage computed at root: parallel outer loops, vector inner loop.
+  for (const s of state.stages) {
+    if (s.attach.k !== 'root' || s.relations.length > 0) continue;
+    const axes = s.axes;
+    if (axes.length === 0) continue;
+    const last = axes[axes.length - 1];
+    const order: string[] = [];
+    const outerAxes = axes.slice(0, -1).map((a) => a.name);
+    let inner = last.name;
+    if (last.extent >= 2 * opts.vectorLanes && last.extent % opts.vectorLanes === 0) {
+      apply({ s: 'split', stage: s.name, iter: last.name, lengths: [opts.vectorLanes] });
+      outerAxes.push(`${last.name}.0`);
+      inner = `${last.name}.1`;
+    }
+    order.push(...outerAxes, ...s.reduceAxes.map((a) => a.name), inner);
+    apply({ s: 'reorder', stage: s.name, order });
+    if (outerAxes.length >= 2) apply({ s: 'fuse', stage: s.name, iters: outerAxes });
+    const fused = outerAxes.length >= 2 ? outerAxes.join('@') : outerAxes[0];
+    if (fused && numElements(s.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: s.name, iter: fused, ann: 'parallel' });
+    if (inner !== last.name || last.extent <= 4 * opts.vectorLanes) apply({ s: 'annotate', stage: s.name, iter: inner, ann: 'vectorize' });
+  }
+  state.validate();
+  return steps;
+}
