@@ -79,6 +79,7 @@ export function concatenate(inputs: readonly Tensor[], axis: number): Tensor {
   if (inputs.length === 0) throw new Error('concatenate: no inputs');
   const rank = inputs[0].shape.length;
   const a = axis < 0 ? axis + rank : axis;
+  if (!Number.isInteger(a) || a < 0 || a >= rank) throw new Error(`concatenate: axis ${axis} out of range for rank ${rank}`);
   for (const t of inputs) {
     if (t.shape.length !== rank || t.shape.some((d, i) => i !== a && d !== inputs[0].shape[i])) {
       throw new Error(`concatenate: shapes ${inputs.map((x) => `[${x.shape.join(', ')}]`).join(', ')} differ outside axis ${a}`);
