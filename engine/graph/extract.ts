@@ -1,0 +1,71 @@
+// Task extraction: the fused groups that contain a reduction, deduplicated by workload
+// key. A task's weight is how many groups of the network share its key; the task
+// scheduler minimises sum(latency * weight).
+
+import type { ComputeDAG } from '../ir/dag';
+import { isCompute } from '../ir/tensor';
+import type { Graph, OpNode } from './graph';
+import { partition, type FusedGroup } from './fuse';
+import { optimize } from './passes';
+
+export interface Task {
+  /** The DAG's workload key: `["<md5>", [input shape]..., [output shape]]`. */
+  key: string;
+  dag: ComputeDAG;
+  /** Number of fused groups with this key. */
+  weight: number;
+  /** FLOPs of one execution. */
+  flops: number;
+  /** e.g. `conv2d_nhwc+add+relu 1x56x56x64 -> 1x56x56x128` */
+  desc: string;
+  /** Input shapes then the output shape, in workload-key order. */
+  shapes: number[][];
+  /** Ids of the fused groups (of `partition(optimize(graph))`) that are this task. */
+  groups: number[];
+}
+
+/** A short name per node: the main compute's tag for convs (conv2d_nhwc, depthwise_conv2d_nhwc, ...), else the op. */
+function label(g: Graph, id: number, group: FusedGroup): string {
+  const n = g.node(id) as OpNode;
+  if (n.op !== 'conv2d') return n.op;
+  const stage = group.dag.computeStages.find((t) => t.op.body.k === 'reduce' && isCompute(t));
+  return stage ? stage.op.tag : n.op;
+}
+
+/** The description of one group: its ops joined by '+', then data shape -> output shape. */
+export function describeGroup(g: Graph, group: FusedGroup): string {
+  const dims = (s: readonly number[]): string => s.join('x');
+  const first = group.dag.inputs[0];
+  const io = `${first ? dims(first.shape) : '()'} -> ${dims(group.dag.outputs[0].shape)}`;
+  return `${group.nodes.map((id) => label(g, id, group)).join('+')} ${io}`;
+}
+
+/** Tasks of already partitioned groups (`graph` is the graph they partition). */
+export function tasksOfGroups(graph: Graph, groups: readonly FusedGroup[]): Task[] {
+  const byKey = new Map<string, Task>();
+  for (const group of groups) {
+    if (!group.hasReduction) continue;
+    const key = group.dag.workloadKey;
+    const task = byKey.get(key);
+    if (task) {
+      task.weight += 1;
+      task.groups.push(group.id);
+      continue;
+    }
+    byKey.set(key, {
+      key, dag: group.dag, weight: 1, flops: group.dag.flops, desc: describeGroup(graph, group), shapes: group.dag.shapes, groups: [group.id],
+    });
+  }
+  return [...byKey.values()];
+}
+
+export interface ExtractOptions {
+  /** Run the inference passes first (default true); false partitions the graph as given. */
+  optimize?: boolean;
+}
+
+/** The tuning tasks of a network, in order of first occurrence. */
+export function extractTasks(graph: Graph, opts: ExtractOptions = {}): Task[] {
+  const g = opts.optimize === false ? graph : optimize(graph);
+  return tasksOfGroups(g, partition(g));
+}
