@@ -1,0 +1,382 @@
+/*
+ * tt_bench: loads a compiled model (tensortune.h ABI) and its params, runs it on
+ * seeded random or given inputs, and prints TVM's execution time summary.
+ * Usage and exit codes: see usage() below and native/README.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tensortune.h"
+#include "tt_common.h"
+
+enum { EXIT_USAGE = 2, EXIT_MODEL = 3 };
+
+static void usage(void) {
+  fputs("usage: tt_bench MODEL.so PARAMS.bin [--repeat R] [--number N] [--min-repeat-ms M]\n"
+        "                [--warmup W] [--threads T] [--seed S] [--input NAME=FILE ...]\n"
+        "                [--save-outputs DIR] [--json FILE|-]\n"
+        "       tt_bench --version   (prints the ABI version this runner speaks)\n",
+        stdout);
+}
+
+static void die(int code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("tt_bench: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(code);
+}
+
+static long long parse_int(const char* flag, const char* text, long long min, long long max) {
+  char* end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < min || v > max)
+    die(EXIT_USAGE, "%s: expected an integer in [%lld, %lld], got '%s'", flag, min, max, text);
+  return v;
+}
+
+static double parse_nonneg(const char* flag, const char* text) {
+  char* end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v >= 0) || v > 1e9)
+    die(EXIT_USAGE, "%s: expected a non-negative number of milliseconds, got '%s'", flag, text);
+  return v;
+}
+
+typedef struct {
+  const char* name;
+  const char* file;
+  int used;
+} input_file;
+
+typedef struct {
+  int (*abi_version)(void);
+  int (*num_inputs)(void);
+  const tt_tensor_info* (*input_info)(int);
+  int (*num_outputs)(void);
+  const tt_tensor_info* (*output_info)(int);
+  int64_t (*params_size)(void);
+  int (*init)(const float*);
+  int (*run)(const float* const*, float* const*);
+  void (*set_num_threads)(int);
+  const char* (*last_error)(void);
+} model_api;
+
+typedef struct {
+  model_api api;
+  const float** inputs;
+  float** outputs;
+} run_ctx;
+
+static int run_once(void* p) {
+  run_ctx* c = (run_ctx*)p;
+  return c->api.run(c->inputs, c->outputs);
+}
+
+static void* need_symbol(void* lib, const char* path, const char* name) {
+  void* sym = dlsym(lib, name);
+  if (!sym)
+    die(EXIT_USAGE, "MODEL.so '%s': not a tensortune model library (missing symbol %s)", path, name);
+  return sym;
+}
+
+static const char* model_error(const model_api* api) {
+  const char* e = api->last_error();
+  return e && *e ? e : "(no message)";
+}
+
+/* Number of elements of a tensor, or -1 when its description is malformed. */
+static long long tensor_size(const tt_tensor_info* t) {
+  if (!t || !t->name || t->ndim < 0 || t->ndim > 32 || (t->ndim > 0 && !t->shape)) return -1;
+  long long n = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] < 0 || (t->shape[d] > 0 && n > (1LL << 40) / t->shape[d])) return -1;
+    n *= t->shape[d];
+  }
+  return n;
+}
+
+static void describe_shape(const tt_tensor_info* t, char* buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "[");
+  for (int d = 0; d < t->ndim && used < len; d++)
+    used += (size_t)snprintf(buf + used, len - used, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+  if (used < len) snprintf(buf + used, len - used, "]");
+}
+
+/* Output names become file names: anything outside [A-Za-z0-9._-] turns into '_',
+   and "", "." and ".." become "_" (engine/runtime/abi.ts: outputFileName). */
+static void file_name_for(const char* name, char* buf, size_t len) {
+  size_t i = 0;
+  for (; name[i] && i + 1 < len; i++) {
+    char c = name[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+             c == '_' || c == '-';
+    buf[i] = ok ? c : '_';
+  }
+  buf[i] = 0;
+  if (!strcmp(buf, "") || !strcmp(buf, ".") || !strcmp(buf, "..")) snprintf(buf, len, "_");
+}
+
+static void make_dirs(const char* dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+    die(EXIT_USAGE, "--save-outputs: path too long");
+  for (char* p = path + 1;; p++) {
+    if (*p == '/' || *p == 0) {
+      char saved = *p;
+      *p = 0;
+      if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        die(EXIT_USAGE, "--save-outputs '%s': cannot create directory '%s': %s", dir, path, strerror(errno));
+      *p = saved;
+      if (!saved) break;
+    }
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    die(EXIT_USAGE, "--save-outputs '%s': not a directory", dir);
+}
+
+/* One row of the summary as Python's f"{x:^12}" joined by spaces, trailing blanks dropped. */
+static void print_row(const char* cells[5]) {
+  char line[256];
+  size_t used = 0;
+  for (int i = 0; i < 5; i++) {
+    int len = (int)strlen(cells[i]);
+    int pad = len < 12 ? 12 - len : 0;
+    used += (size_t)snprintf(line + used, sizeof line - used, "%s%*s%s%*s", i ? " " : "", pad / 2, "",
+                             cells[i], pad - pad / 2, "");
+  }
+  while (used > 0 && line[used - 1] == ' ') line[--used] = 0;
+  puts(line);
+}
+
+static void write_json(FILE* f, const tt_stats* s, const double* runs, int repeat, int number, int threads,
+                       int warmup, double min_repeat_ms, unsigned long long seed) {
+  fputs("{\"mean_ms\":", f);
+  tt_json_number(f, s->mean);
+  fputs(",\"median_ms\":", f);
+  tt_json_number(f, s->median);
+  fputs(",\"max_ms\":", f);
+  tt_json_number(f, s->max);
+  fputs(",\"min_ms\":", f);
+  tt_json_number(f, s->min);
+  fputs(",\"std_ms\":", f);
+  tt_json_number(f, s->std);
+  fprintf(f, ",\"threads\":%d,\"repeat\":%d,\"number\":%d,\"warmup\":%d,\"min_repeat_ms\":", threads, repeat,
+          number, warmup);
+  tt_json_number(f, min_repeat_ms);
+  fprintf(f, ",\"seed\":%llu,\"runs_ms\":[", seed);
+  for (int i = 0; i < repeat; i++) {
+    if (i) fputc(',', f);
+    tt_json_number(f, runs[i]);
+  }
+  fprintf(f, "],\"abi_version\":%d}\n", TT_ABI_VERSION);
+}
+
+int main(int argc, char** argv) {
+  const char* positional[2] = {NULL, NULL};
+  int npos = 0;
+  tt_timing timing = {5, 5, 0, 1};
+  long long threads = sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads < 1) threads = 1;
+  unsigned long long seed = 0;
+  const char* save_dir = NULL;
+  const char* json_path = NULL;
+  input_file* input_files = calloc((size_t)argc, sizeof(input_file));
+  int ninput_files = 0;
+  if (!input_files) die(EXIT_USAGE, "out of memory");
+
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    if (!strcmp(a, "--version")) {
+      printf("%d\n", TT_ABI_VERSION);
+      return 0;
+    }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage();
+      return 0;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      if (npos == 2) die(EXIT_USAGE, "unexpected argument '%s' (expected MODEL.so PARAMS.bin, then flags)", a);
+      positional[npos++] = a;
+      continue;
+    }
+    /* --flag value or --flag=value */
+    char flag[64];
+    const char* value;
+    const char* eq = strchr(a, '=');
+    if (eq) {
+      size_t n = (size_t)(eq - a) < sizeof flag - 1 ? (size_t)(eq - a) : sizeof flag - 1;
+      memcpy(flag, a, n);
+      flag[n] = 0;
+      value = eq + 1;
+    } else {
+      snprintf(flag, sizeof flag, "%s", a);
+      if (i + 1 >= argc) die(EXIT_USAGE, "%s: missing value", flag);
+      value = argv[++i];
+    }
+    if (!strcmp(flag, "--repeat")) timing.repeat = (int)parse_int(flag, value, 1, 1000000);
+    else if (!strcmp(flag, "--number")) timing.number = (int)parse_int(flag, value, 1, 1000000000);
+    else if (!strcmp(flag, "--min-repeat-ms")) timing.min_repeat_ms = parse_nonneg(flag, value);
+    else if (!strcmp(flag, "--warmup")) timing.warmup = (int)parse_int(flag, value, 0, 1000000);
+    else if (!strcmp(flag, "--threads")) threads = parse_int(flag, value, 1, 4096);
+    else if (!strcmp(flag, "--seed")) seed = (unsigned long long)parse_int(flag, value, 0, 4294967295LL);
+    else if (!strcmp(flag, "--save-outputs")) save_dir = value;
+    else if (!strcmp(flag, "--json")) json_path = value;
+    else if (!strcmp(flag, "--input")) {
+      const char* sep = strchr(value, '=');
+      if (!sep || sep == value || !sep[1]) die(EXIT_USAGE, "--input: expected NAME=FILE, got '%s'", value);
+      char* name = strndup(value, (size_t)(sep - value));
+      if (!name) die(EXIT_USAGE, "out of memory");
+      for (int k = 0; k < ninput_files; k++)
+        if (!strcmp(input_files[k].name, name)) die(EXIT_USAGE, "--input: input '%s' given twice", name);
+      input_files[ninput_files].name = name;
+      input_files[ninput_files].file = sep + 1;
+      ninput_files++;
+    } else {
+      die(EXIT_USAGE, "unknown flag '%s' (see --help)", flag);
+    }
+  }
+  if (npos < 2) die(EXIT_USAGE, "expected MODEL.so and PARAMS.bin (see --help)");
+  const char* model_path = positional[0];
+  const char* params_path = positional[1];
+
+  /* Load the library; a path without '/' would make dlopen search the library path. */
+  char libpath[4096];
+  snprintf(libpath, sizeof libpath, "%s%s", strchr(model_path, '/') ? "" : "./", model_path);
+  void* lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) die(EXIT_USAGE, "MODEL.so '%s': cannot load: %s", model_path, dlerror());
+
+  run_ctx ctx;
+  model_api* api = &ctx.api;
+  *(void**)&api->abi_version = need_symbol(lib, model_path, "tt_abi_version");
+  int abi = api->abi_version();
+  if (abi != TT_ABI_VERSION)
+    die(EXIT_USAGE,
+        "MODEL.so '%s': built for tensortune ABI version %d, this runner speaks version %d; "
+        "recompile the model with this version of tensortune",
+        model_path, abi, TT_ABI_VERSION);
+  *(void**)&api->num_inputs = need_symbol(lib, model_path, "tt_num_inputs");
+  *(void**)&api->input_info = need_symbol(lib, model_path, "tt_input_info");
+  *(void**)&api->num_outputs = need_symbol(lib, model_path, "tt_num_outputs");
+  *(void**)&api->output_info = need_symbol(lib, model_path, "tt_output_info");
+  *(void**)&api->params_size = need_symbol(lib, model_path, "tt_params_size");
+  *(void**)&api->init = need_symbol(lib, model_path, "tt_init");
+  *(void**)&api->run = need_symbol(lib, model_path, "tt_run");
+  *(void**)&api->set_num_threads = need_symbol(lib, model_path, "tt_set_num_threads");
+  *(void**)&api->last_error = need_symbol(lib, model_path, "tt_last_error");
+
+  char err[TT_ERR_LEN];
+  float* params;
+  if (tt_load_params(params_path, api->params_size(), &params, err) != 0) die(EXIT_USAGE, "%s", err);
+
+  int nin = api->num_inputs(), nout = api->num_outputs();
+  if (nin < 0 || nout < 1) die(EXIT_USAGE, "MODEL.so '%s': reports %d inputs and %d outputs", model_path, nin, nout);
+  for (int i = 0; i < nin; i++)
+    if (tensor_size(api->input_info(i)) < 0)
+      die(EXIT_USAGE, "MODEL.so '%s': input %d has a malformed description", model_path, i);
+  for (int i = 0; i < nout; i++)
+    if (tensor_size(api->output_info(i)) < 0)
+      die(EXIT_USAGE, "MODEL.so '%s': output %d has a malformed description", model_path, i);
+  for (int k = 0; k < ninput_files; k++) {
+    for (int i = 0; i < nin; i++)
+      if (!strcmp(api->input_info(i)->name, input_files[k].name)) input_files[k].used = 1;
+    if (!input_files[k].used) {
+      char names[1024] = "";
+      size_t used = 0;
+      for (int i = 0; i < nin && used < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", api->input_info(i)->name);
+      die(EXIT_USAGE, "--input %s=%s: the model has no input named '%s' (its inputs: %s)", input_files[k].name,
+          input_files[k].file, input_files[k].name, names);
+    }
+  }
+
+  ctx.inputs = calloc((size_t)nin + 1, sizeof(float*));
+  ctx.outputs = calloc((size_t)nout, sizeof(float*));
+  long long* out_sizes = calloc((size_t)nout, sizeof(long long));
+  if (!ctx.inputs || !ctx.outputs || !out_sizes) die(EXIT_USAGE, "out of memory");
+  for (int i = 0; i < nin; i++) {
+    const tt_tensor_info* t = api->input_info(i);
+    long long n = tensor_size(t);
+    float* buf = tt_alloc_floats((size_t)n);
+    if (!buf) die(EXIT_USAGE, "out of memory for input '%s' (%lld values)", t->name, n);
+    const char* file = NULL;
+    for (int k = 0; k < ninput_files; k++)
+      if (!strcmp(input_files[k].name, t->name)) file = input_files[k].file;
+    if (file) {
+      char what[512], shape[256];
+      describe_shape(t, shape, sizeof shape);
+      snprintf(what, sizeof what, "--input %s (shape %s)", t->name, shape);
+      if (tt_read_floats(what, file, buf, (size_t)n, err) != 0) die(EXIT_USAGE, "%s", err);
+    } else {
+      tt_fill_uniform(buf, (size_t)n, (uint32_t)seed, (uint32_t)i);
+    }
+    ctx.inputs[i] = buf;
+  }
+  for (int i = 0; i < nout; i++) {
+    const tt_tensor_info* t = api->output_info(i);
+    long long n = tensor_size(t);
+    ctx.outputs[i] = tt_alloc_floats((size_t)n);
+    if (!ctx.outputs[i]) die(EXIT_USAGE, "out of memory for output '%s' (%lld values)", t->name, n);
+    tt_fill_nan(ctx.outputs[i], (size_t)n);
+    out_sizes[i] = n;
+  }
+  if (save_dir) make_dirs(save_dir);
+
+  api->set_num_threads((int)threads);
+  if (api->init(params) != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_init failed: %s", model_path, model_error(api));
+
+  double* runs = calloc((size_t)timing.repeat, sizeof(double));
+  if (!runs) die(EXIT_USAGE, "out of memory");
+  int number = timing.number;
+  int rc = tt_time_runs(run_once, NULL, &ctx, &timing, runs, &number);
+  if (rc != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_run failed (code %d): %s", model_path, rc, model_error(api));
+
+  if (save_dir) {
+    for (int i = 0; i < nout; i++) {
+      char fname[256], path[4096];
+      file_name_for(api->output_info(i)->name, fname, sizeof fname);
+      snprintf(path, sizeof path, "%s/%s.bin", save_dir, fname);
+      if (tt_write_floats(path, ctx.outputs[i], (size_t)out_sizes[i], err) != 0)
+        die(EXIT_USAGE, "--save-outputs %s", err);
+    }
+  }
+
+  tt_stats s = tt_compute_stats(runs, timing.repeat);
+  char c[5][32];
+  double vals[5] = {s.mean, s.median, s.max, s.min, s.std};
+  const char* heads[5] = {"mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)"};
+  const char* cells[5];
+  for (int i = 0; i < 5; i++) {
+    snprintf(c[i], sizeof c[i], "%.4f", vals[i]);
+    cells[i] = c[i];
+  }
+  puts("Execution time summary:");
+  print_row(heads);
+  print_row(cells);
+
+  if (json_path) {
+    if (!strcmp(json_path, "-")) {
+      write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed);
+    } else {
+      FILE* f = fopen(json_path, "w");
+      if (!f) die(EXIT_USAGE, "--json '%s': cannot write: %s", json_path, strerror(errno));
+      write_json(f, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed);
+      if (fclose(f) != 0) die(EXIT_USAGE, "--json '%s': write error: %s", json_path, strerror(errno));
+    }
+  }
+  fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,276 @@
+#define _POSIX_C_SOURCE 200809L
+
+#include "tt_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tensortune.h"
+
+#define TT_MAX_NUMBER 1000000000
+
+static int fail(char* err, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, TT_ERR_LEN, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+double tt_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+uint32_t tt_mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+
+void tt_fill_uniform(float* dst, size_t n, uint32_t seed, uint32_t stream) {
+  uint32_t key = tt_mix32(seed ^ tt_mix32(stream + 1u));
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = tt_mix32(key + (uint32_t)i * 0x9e3779b9u);
+    dst[i] = (float)(u >> 8) * (1.0f / 16777216.0f);
+  }
+}
+
+void tt_fill_nan(float* dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = NAN;
+}
+
+float* tt_alloc_floats(size_t n) {
+  if (n > (SIZE_MAX - 64) / sizeof(float)) return NULL;
+  size_t bytes = n * sizeof(float);
+  bytes = bytes < 64 ? 64 : (bytes + 63) / 64 * 64;
+  return (float*)aligned_alloc(64, bytes);
+}
+
+uint64_t tt_fnv1a64(const void* data, size_t n, uint64_t h) {
+  const unsigned char* p = (const unsigned char*)data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+int tt_host_is_little_endian(void) {
+  const uint32_t one = 1;
+  unsigned char b;
+  memcpy(&b, &one, 1);
+  return b == 1;
+}
+
+static void swap32(void* data, size_t count) {
+  unsigned char* p = (unsigned char*)data;
+  for (size_t i = 0; i < count; i++, p += 4) {
+    unsigned char t = p[0];
+    p[0] = p[3];
+    p[3] = t;
+    t = p[1];
+    p[1] = p[2];
+    p[2] = t;
+  }
+}
+
+static uint64_t load_u64le(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+int tt_read_floats(const char* what, const char* path, float* dst, size_t count, char* err) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return fail(err, "%s '%s': cannot open: %s", what, path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return fail(err, "%s '%s': not a regular file", what, path);
+  }
+  size_t want = count * sizeof(float);
+  if ((uint64_t)st.st_size != (uint64_t)want) {
+    fclose(f);
+    return fail(err, "%s '%s': expected %zu bytes (%zu float32 values), the file has %lld bytes",
+                what, path, want, count, (long long)st.st_size);
+  }
+  size_t got = count ? fread(dst, sizeof(float), count, f) : 0;
+  fclose(f);
+  if (got != count) return fail(err, "%s '%s': read error", what, path);
+  if (!tt_host_is_little_endian()) swap32(dst, count);
+  return 0;
+}
+
+int tt_write_floats(const char* path, const float* src, size_t count, char* err) {
+  FILE* f = fopen(path, "wb");
+  if (!f) return fail(err, "'%s': cannot write: %s", path, strerror(errno));
+  int ok = 1;
+  if (tt_host_is_little_endian()) {
+    ok = count == 0 || fwrite(src, sizeof(float), count, f) == count;
+  } else {
+    for (size_t i = 0; i < count && ok; i++) {
+      float v = src[i];
+      swap32(&v, 1);
+      ok = fwrite(&v, sizeof v, 1, f) == 1;
+    }
+  }
+  if (fclose(f) != 0) ok = 0;
+  if (!ok) return fail(err, "'%s': write error: %s", path, strerror(errno));
+  return 0;
+}
+
+int tt_load_params(const char* path, int64_t expected, float** out, char* err) {
+  *out = NULL;
+  if (expected < 0) return fail(err, "the model reports a negative params size (%lld)", (long long)expected);
+  FILE* f = fopen(path, "rb");
+  if (!f) return fail(err, "PARAMS.bin '%s': cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': not a regular file", path);
+  }
+  unsigned char h[TT_PARAMS_HEADER_BYTES];
+  if (st.st_size < TT_PARAMS_HEADER_BYTES || fread(h, 1, sizeof h, f) != sizeof h) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': shorter than the %d-byte header, not a tensortune params file",
+                path, TT_PARAMS_HEADER_BYTES);
+  }
+  if (memcmp(h, TT_PARAMS_MAGIC, 8) != 0) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': bad magic, expected \"%s\" (not a tensortune params file)", path,
+                TT_PARAMS_MAGIC);
+  }
+  uint64_t count = load_u64le(h + 8), hash = load_u64le(h + 16), reserved = load_u64le(h + 24);
+  if (reserved != 0) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': reserved header bytes 24..31 are not zero (written by a newer tensortune?)",
+                path);
+  }
+  if (count != (uint64_t)expected) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': holds %llu float32 values, the model expects %lld", path,
+                (unsigned long long)count, (long long)expected);
+  }
+  uint64_t want = TT_PARAMS_HEADER_BYTES + count * sizeof(float);
+  if ((uint64_t)st.st_size != want) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': header says %llu values (%llu bytes in all), the file has %lld bytes",
+                path, (unsigned long long)count, (unsigned long long)want, (long long)st.st_size);
+  }
+  float* data = tt_alloc_floats((size_t)count);
+  if (!data) {
+    fclose(f);
+    return fail(err, "PARAMS.bin '%s': out of memory for %llu values", path, (unsigned long long)count);
+  }
+  size_t got = count ? fread(data, sizeof(float), (size_t)count, f) : 0;
+  fclose(f);
+  if (got != count) {
+    free(data);
+    return fail(err, "PARAMS.bin '%s': read error", path);
+  }
+  uint64_t actual = tt_fnv1a64(data, (size_t)count * sizeof(float), TT_FNV_OFFSET);
+  if (actual != hash) {
+    free(data);
+    return fail(err, "PARAMS.bin '%s': payload hash mismatch (header %016llx, payload %016llx): the file is corrupt or truncated",
+                path, (unsigned long long)hash, (unsigned long long)actual);
+  }
+  if (!tt_host_is_little_endian()) swap32(data, (size_t)count);
+  *out = data;
+  return 0;
+}
+
+int tt_time_runs(tt_run_fn run, tt_prep_fn prep, void* ctx, const tt_timing* t, double* runs_ms,
+                 int* number_used) {
+  int rc;
+  for (int w = 0; w < t->warmup; w++) {
+    if (prep) prep(ctx);
+    if ((rc = run(ctx)) != 0) return rc;
+  }
+  int number = t->number < 1 ? 1 : t->number;
+  for (int r = 0; r < t->repeat; r++) {
+    double total;
+    for (;;) {
+      total = 0;
+      if (prep) {
+        for (int k = 0; k < number; k++) {
+          prep(ctx);
+          double t0 = tt_now_ms();
+          if ((rc = run(ctx)) != 0) return rc;
+          total += tt_now_ms() - t0;
+        }
+      } else {
+        double t0 = tt_now_ms();
+        for (int k = 0; k < number; k++)
+          if ((rc = run(ctx)) != 0) return rc;
+        total = tt_now_ms() - t0;
+      }
+      if (total >= t->min_repeat_ms || number >= TT_MAX_NUMBER) break;
+      double next = number * 1.618;
+      if (total > 0) {
+        double predicted = t->min_repeat_ms / (total / number) + 1;
+        if (predicted > next) next = predicted;
+      }
+      number = next >= TT_MAX_NUMBER ? TT_MAX_NUMBER : (int)ceil(next);
+    }
+    runs_ms[r] = total / number;
+  }
+  *number_used = number;
+  return 0;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+tt_stats tt_compute_stats(const double* v, int n) {
+  tt_stats s = {0, 0, 0, 0, 0};
+  if (n <= 0) return s;
+  double* sorted = (double*)malloc(sizeof(double) * (size_t)n);
+  if (!sorted) return s;
+  memcpy(sorted, v, sizeof(double) * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += sorted[i];
+  s.mean = sum / n;
+  s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  s.min = sorted[0];
+  s.max = sorted[n - 1];
+  double sq = 0;
+  for (int i = 0; i < n; i++) sq += (sorted[i] - s.mean) * (sorted[i] - s.mean);
+  s.std = sqrt(sq / n);
+  free(sorted);
+  return s;
+}
+
+void tt_json_string(FILE* f, const char* s) {
+  fputc('"', f);
+  for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
+    switch (*p) {
+      case '"': fputs("\\\"", f); break;
+      case '\\': fputs("\\\\", f); break;
+      case '\n': fputs("\\n", f); break;
+      case '\r': fputs("\\r", f); break;
+      case '\t': fputs("\\t", f); break;
+      default:
+        if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+  }
+  fputc('"', f);
+}
+
+void tt_json_number(FILE* f, double v) {
+  if (isfinite(v)) fprintf(f, "%.9g", v);
+  else fputs("null", f);
+}

@@ -1,0 +1,84 @@
+/*
+ * Helpers shared by tt_bench and tt_measure: clock, deterministic random fill,
+ * aligned buffers, raw float32 files, the params loader, the timing loop and
+ * summary statistics. Functions that can fail return 0 on success and otherwise
+ * write one line (without a program prefix) into `err`.
+ */
+#ifndef TT_COMMON_H
+#define TT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TT_ERR_LEN 1024
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+double tt_now_ms(void);
+
+/* A 32-bit mixing function (the MurmurHash3 finalizer). */
+uint32_t tt_mix32(uint32_t x);
+
+/* Fills dst[0..n) with uniform floats in [0, 1), a pure function of (seed, stream, i):
+     key  = mix32(seed ^ mix32(stream + 1))
+     u_i  = mix32(key + i * 0x9E3779B9)            (all arithmetic mod 2^32)
+     x_i  = (u_i >> 8) * 2^-24
+   engine/runtime/random.ts computes the same values. */
+void tt_fill_uniform(float* dst, size_t n, uint32_t seed, uint32_t stream);
+
+/* Fills with quiet NaN, so that an element a kernel never writes is noticed. */
+void tt_fill_nan(float* dst, size_t n);
+
+/* n floats, 64-byte aligned, at least 64 bytes; free with free(). NULL when out of memory. */
+float* tt_alloc_floats(size_t n);
+
+/* FNV-1a-64, continued from `h` (start with TT_FNV_OFFSET). */
+#define TT_FNV_OFFSET 0xcbf29ce484222325ULL
+uint64_t tt_fnv1a64(const void* data, size_t n, uint64_t h);
+
+int tt_host_is_little_endian(void);
+
+/* Reads exactly `count` float32 values (little-endian) from `path`; a file of any
+   other size is an error that names both sizes. `what` names the file in messages. */
+int tt_read_floats(const char* what, const char* path, float* dst, size_t count, char* err);
+
+/* Writes `count` float32 values as raw little-endian bytes. */
+int tt_write_floats(const char* path, const float* src, size_t count, char* err);
+
+/* Loads a params file (format in tensortune.h): checks the magic, the reserved
+   bytes, `count` against `expected` and the file size, and the payload hash.
+   On success *out is a 64-byte aligned buffer of `expected` floats (free()). */
+int tt_load_params(const char* path, int64_t expected, float** out, char* err);
+
+/* The timing loop of TVM's time_evaluator: `warmup` untimed runs, then `repeat`
+   measurements of `number` consecutive runs each. While a measurement lasts less
+   than min_repeat_ms, it is discarded and `number` grows (to at least 1.618x, and
+   to the count the last measurement predicts would reach min_repeat_ms); the grown
+   number is kept for later measurements. With a `prep` hook (cache flush), prep runs
+   before every run and only the runs themselves are timed. */
+typedef struct {
+  int number;
+  int repeat;
+  double min_repeat_ms;
+  int warmup;
+} tt_timing;
+
+typedef int (*tt_run_fn)(void* ctx);
+typedef void (*tt_prep_fn)(void* ctx);
+
+/* runs_ms[r] = duration of measurement r / number, in ms. Returns 0, or the first
+   non-zero value `run` returned (the loop stops there). */
+int tt_time_runs(tt_run_fn run, tt_prep_fn prep, void* ctx, const tt_timing* t, double* runs_ms,
+                 int* number_used);
+
+typedef struct {
+  double mean, median, max, min, std; /* std: population standard deviation */
+} tt_stats;
+
+tt_stats tt_compute_stats(const double* v, int n);
+
+/* JSON output helpers: a quoted, escaped string; a finite number. */
+void tt_json_string(FILE* f, const char* s);
+void tt_json_number(FILE* f, double v);
+
+#endif /* TT_COMMON_H */

@@ -1,0 +1,353 @@
+/*
+ * tt_measure: the long-lived measurement worker of the tuner.
+ *
+ * It reads commands on stdin, one field per line, and answers each with one JSON
+ * line on stdout; the protocol is specified in native/README.md. A kernel that
+ * crashes or hangs takes only this process down: the TypeScript driver
+ * (engine/measure/worker.ts) enforces timeouts by killing it and starts a new one.
+ *
+ * The protocol channel is a private copy of the original stdout; file descriptor 1
+ * is pointed at stderr, so a kernel that prints cannot corrupt the replies.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
+
+#include "tensortune.h"
+#include "tt_common.h"
+
+#define MAX_ARGS 1024
+#define MAX_FLOATS_PER_ARG (1ULL << 34)
+
+static FILE* proto;
+
+typedef struct {
+  int is_output;
+  size_t count;
+  char* path; /* input: read from here (else random); output: written here (else dropped) */
+} arg_spec;
+
+typedef struct {
+  char id[64];
+  char* lib;
+  char* symbol;
+  arg_spec args[MAX_ARGS];
+  int nargs;
+  tt_timing timing;
+  int flush;
+  uint32_t seed;
+  char bad[TT_ERR_LEN]; /* first problem found while reading the command, "" if none */
+} request;
+
+typedef struct {
+  tt_kernel_fn fn;
+  float** bufs;
+  const request* req;
+} run_ctx;
+
+static void reply_error(const char* id, const char* kind, const char* message) {
+  fputs("{\"id\":", proto);
+  tt_json_string(proto, id);
+  fputs(",\"ok\":false,\"error\":", proto);
+  tt_json_string(proto, kind);
+  fputs(",\"message\":", proto);
+  tt_json_string(proto, message);
+  fputs("}\n", proto);
+  fflush(proto);
+}
+
+static void set_bad(request* r, const char* fmt, ...) {
+  if (r->bad[0]) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->bad, sizeof r->bad, fmt, ap);
+  va_end(ap);
+}
+
+static int parse_ull(const char* text, unsigned long long max, unsigned long long* out) {
+  char* end;
+  errno = 0;
+  if (!text || *text < '0' || *text > '9') return -1;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+static void free_request(request* r) {
+  free(r->lib);
+  free(r->symbol);
+  for (int i = 0; i < r->nargs; i++) free(r->args[i].path);
+  memset(r, 0, sizeof *r);
+}
+
+/* "in 12" / "out 12 /path with spaces/out.bin" */
+static void parse_arg(request* r, int is_output, char* value) {
+  if (r->nargs == MAX_ARGS) {
+    set_bad(r, "more than %d buffers", MAX_ARGS);
+    return;
+  }
+  char* path = strchr(value, ' ');
+  if (path) *path++ = 0;
+  unsigned long long count;
+  if (parse_ull(value, MAX_FLOATS_PER_ARG, &count) != 0) {
+    set_bad(r, "buffer %d: expected an element count, got '%s'", r->nargs, value);
+    return;
+  }
+  arg_spec* a = &r->args[r->nargs++];
+  a->is_output = is_output;
+  a->count = (size_t)count;
+  a->path = path && *path ? strdup(path) : NULL;
+}
+
+static void parse_field(request* r, char* line) {
+  char* value = strchr(line, ' ');
+  if (value) *value++ = 0;
+  else value = line + strlen(line);
+  unsigned long long v;
+  if (!strcmp(line, "lib")) {
+    free(r->lib);
+    r->lib = *value ? strdup(value) : NULL;
+  } else if (!strcmp(line, "symbol")) {
+    free(r->symbol);
+    r->symbol = *value ? strdup(value) : NULL;
+  } else if (!strcmp(line, "in") || !strcmp(line, "out")) {
+    parse_arg(r, line[0] == 'o', value);
+  } else if (!strcmp(line, "number") || !strcmp(line, "repeat") || !strcmp(line, "warmup")) {
+    int is_warmup = line[0] == 'w';
+    if (parse_ull(value, 1000000000, &v) != 0 || (!is_warmup && v == 0)) {
+      set_bad(r, "%s: expected a%s integer, got '%s'", line, is_warmup ? " non-negative" : " positive", value);
+      return;
+    }
+    if (line[0] == 'n') r->timing.number = (int)v;
+    else if (line[0] == 'r') r->timing.repeat = (int)v;
+    else r->timing.warmup = (int)v;
+  } else if (!strcmp(line, "min_repeat_ms")) {
+    char* end;
+    double ms = strtod(value, &end);
+    if (end == value || *end || !(ms >= 0) || ms > 1e7) {
+      set_bad(r, "min_repeat_ms: expected a non-negative number, got '%s'", value);
+      return;
+    }
+    r->timing.min_repeat_ms = ms;
+  } else if (!strcmp(line, "flush")) {
+    if (strcmp(value, "0") && strcmp(value, "1")) {
+      set_bad(r, "flush: expected 0 or 1, got '%s'", value);
+      return;
+    }
+    r->flush = value[0] == '1';
+  } else if (!strcmp(line, "seed")) {
+    if (parse_ull(value, 4294967295ULL, &v) != 0) {
+      set_bad(r, "seed: expected a uint32, got '%s'", value);
+      return;
+    }
+    r->seed = (uint32_t)v;
+  } else {
+    set_bad(r, "unknown field '%s'", line);
+  }
+}
+
+/* Evicts every buffer but the first from the CPU caches before a timed run (the
+   first, usually the layer's input, would be warm in a real network). */
+static void flush_line(const char* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_clflush(p);
+#elif defined(__aarch64__)
+  __asm__ volatile("dc civac, %0" ::"r"(p) : "memory");
+#else
+  (void)p;
+#endif
+}
+
+static void flush_caches(void* p) {
+  run_ctx* c = (run_ctx*)p;
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+  for (int i = 1; i < c->req->nargs; i++) {
+    const char* b = (const char*)c->bufs[i];
+    for (size_t off = 0; off < c->req->args[i].count * sizeof(float); off += 64) flush_line(b + off);
+  }
+#if defined(__aarch64__)
+  __asm__ volatile("dsb ish" ::: "memory");
+#else
+  _mm_mfence();
+#endif
+#else
+  /* No cache-maintenance instruction known here: stream through 64 MiB instead. */
+  static volatile char* sweep;
+  const size_t bytes = (size_t)64 << 20;
+  if (!sweep) sweep = calloc(bytes, 1);
+  if (sweep)
+    for (size_t off = 0; off < bytes; off += 64) sweep[off] += 1;
+  (void)c;
+#endif
+}
+
+static int run_kernel(void* p) {
+  run_ctx* c = (run_ctx*)p;
+  return c->fn(c->bufs);
+}
+
+static void execute(request* r) {
+  char err[TT_ERR_LEN];
+  if (!r->bad[0] && !r->lib) set_bad(r, "missing field 'lib'");
+  if (!r->bad[0] && !r->symbol) set_bad(r, "missing field 'symbol'");
+  if (!r->bad[0] && r->nargs == 0) set_bad(r, "no buffers (fields 'in' / 'out')");
+  if (r->bad[0]) {
+    reply_error(r->id, "bad_request", r->bad);
+    return;
+  }
+
+  if (r->flush) { /* every run is preceded by a flush, so each is timed alone */
+    r->timing.number = 1;
+    r->timing.min_repeat_ms = 0;
+  }
+  float* bufs[MAX_ARGS] = {0};
+  double* runs = calloc((size_t)r->timing.repeat, sizeof(double));
+  void* lib = NULL;
+  const char* kind = NULL;
+  if (!runs) {
+    kind = "runtime_error";
+    snprintf(err, sizeof err, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < r->nargs; i++) {
+    arg_spec* a = &r->args[i];
+    bufs[i] = tt_alloc_floats(a->count);
+    if (!bufs[i]) {
+      kind = "runtime_error";
+      snprintf(err, sizeof err, "out of memory for buffer %d (%zu floats)", i, a->count);
+      goto done;
+    }
+    if (a->is_output) {
+      tt_fill_nan(bufs[i], a->count);
+    } else if (a->path) {
+      char what[64];
+      snprintf(what, sizeof what, "buffer %d", i);
+      if (tt_read_floats(what, a->path, bufs[i], a->count, err) != 0) {
+        kind = "bad_request";
+        goto done;
+      }
+    } else {
+      tt_fill_uniform(bufs[i], a->count, r->seed, (uint32_t)i);
+    }
+  }
+  lib = dlopen(r->lib, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    kind = "runtime_error";
+    snprintf(err, sizeof err, "cannot load kernel library: %s", dlerror());
+    goto done;
+  }
+  run_ctx ctx = {NULL, bufs, r};
+  *(void**)&ctx.fn = dlsym(lib, r->symbol);
+  if (!ctx.fn) {
+    kind = "runtime_error";
+    snprintf(err, sizeof err, "symbol '%s' not found in '%s'", r->symbol, r->lib);
+    goto done;
+  }
+  int number = r->timing.number;
+  int rc = tt_time_runs(run_kernel, r->flush ? flush_caches : NULL, &ctx, &r->timing, runs, &number);
+  if (rc != 0) {
+    kind = "runtime_error";
+    snprintf(err, sizeof err, "kernel '%s' returned %d", r->symbol, rc);
+    goto done;
+  }
+  for (int i = 0; i < r->nargs; i++) {
+    if (!r->args[i].is_output || !r->args[i].path) continue;
+    if (tt_write_floats(r->args[i].path, bufs[i], r->args[i].count, err) != 0) {
+      kind = "bad_request";
+      goto done;
+    }
+  }
+  fputs("{\"id\":", proto);
+  tt_json_string(proto, r->id);
+  fputs(",\"ok\":true,\"costs_ms\":[", proto);
+  for (int i = 0; i < r->timing.repeat; i++) {
+    if (i) fputc(',', proto);
+    tt_json_number(proto, runs[i]);
+  }
+  fprintf(proto, "],\"number\":%d}\n", number);
+  fflush(proto);
+
+done:
+  if (kind) reply_error(r->id, kind, err);
+  if (lib) dlclose(lib);
+  for (int i = 0; i < r->nargs; i++) free(bufs[i]);
+  free(runs);
+}
+
+static void chomp(char* line) {
+  size_t n = strlen(line);
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && !strcmp(argv[1], "--version")) {
+    printf("%d\n", TT_ABI_VERSION);
+    return 0;
+  }
+  int fd = dup(STDOUT_FILENO);
+  if (fd < 0 || !(proto = fdopen(fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    fprintf(stderr, "tt_measure: cannot set up the protocol channel: %s\n", strerror(errno));
+    return 2;
+  }
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  fprintf(proto, "{\"ready\":true,\"abi_version\":%d,\"pid\":%ld,\"threads\":%d}\n", TT_ABI_VERSION,
+          (long)getpid(), threads);
+  fflush(proto);
+
+  static request req;
+  char* line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, stdin) >= 0) {
+    chomp(line);
+    if (!line[0]) continue;
+    if (!strcmp(line, "quit")) break;
+    if (!strcmp(line, "ping")) {
+      fputs("{\"ok\":true}\n", proto);
+      fflush(proto);
+      continue;
+    }
+    if (strncmp(line, "run ", 4) != 0) {
+      reply_error("", "bad_request", "expected 'run <id>', 'ping' or 'quit'");
+      continue;
+    }
+    free_request(&req);
+    req.timing = (tt_timing){1, 1, 0, 1};
+    const char* id = line + 4;
+    if (strlen(id) >= sizeof req.id || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+                                           strlen(id) || !*id)
+      set_bad(&req, "run: the id must be 1-63 characters of [A-Za-z0-9_.-]");
+    else
+      snprintf(req.id, sizeof req.id, "%s", id);
+    int ended = 0;
+    while (getline(&line, &cap, stdin) >= 0) {
+      chomp(line);
+      if (!strcmp(line, "end")) {
+        ended = 1;
+        break;
+      }
+      if (line[0]) parse_field(&req, line);
+    }
+    if (!ended) break; /* stdin closed in the middle of a command */
+    execute(&req);
+  }
+  free(line);
+  free_request(&req);
+  return 0;
+}
