@@ -1,0 +1,29 @@
+// The deterministic input data of the native binaries (tt_fill_uniform in
+// native/common/tt_common.c), reproduced bit for bit so that reference results can be
+// computed here for the buffers tt_bench and tt_measure fill themselves.
+
+/** The MurmurHash3 32-bit finalizer. */
+export function mix32(x: number): number {
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+/** Uniform floats in [0, 1), a pure function of (seed, stream, index): buffer `stream`
+ *  (input i of a model, argument i of a kernel) filled under `seed`. */
+export function fillUniform(out: Float32Array, seed: number, stream: number): Float32Array {
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`seed must be a uint32, got ${seed}`);
+  const key = mix32((seed ^ mix32((stream + 1) >>> 0)) >>> 0);
+  for (let i = 0; i < out.length; i++) {
+    const u = mix32((key + Math.imul(i, 0x9e3779b9)) >>> 0);
+    out[i] = (u >>> 8) * 2 ** -24;
+  }
+  return out;
+}
+
+export function uniform(length: number, seed: number, stream: number): Float32Array {
+  return fillUniform(new Float32Array(length), seed, stream);
+}
