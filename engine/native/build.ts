@@ -1,0 +1,215 @@
+// Builds the native tools in native/ (tt_bench, tt_measure) with the system C compiler
+// ($CC or cc), into a cache directory keyed by a hash of their sources, the flags and the
+// compiler, so that they are compiled once per change and never shipped prebuilt.
+
+import { createHash } from 'node:crypto';
+import { existsSync, promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { ABI_VERSION } from '../runtime/abi';
+import { UserError } from '../runtime/errors';
+
+type Execa = typeof import('execa');
+let execaModule: Promise<Execa> | undefined;
+
+/** execa 9 is ESM-only. A static `import` compiles to require(), which Node 20.19+ accepts,
+ *  but under tsx the require hook resolves execa's own import-only dependency
+ *  (unicorn-magic) with CommonJS conditions and fails. A dynamic import() is kept as-is
+ *  by tsc (module nodenext) and works under node, tsx and uvu -r tsx alike. */
+export function loadExeca(): Promise<Execa> {
+  return (execaModule ??= import('execa'));
+}
+
+export type NativeBinaryName = 'tt_bench' | 'tt_measure';
+
+interface BinarySpec {
+  sources: string[]; // relative to native/
+  openmp: boolean;
+}
+
+const BINARIES: Record<NativeBinaryName, BinarySpec> = {
+  tt_bench: { sources: ['bench/tt_bench.c', 'common/tt_common.c'], openmp: false },
+  // Linked with OpenMP so that libgomp and its thread pool stay loaded while kernel
+  // libraries come and go; the worker falls back to a build without it.
+  tt_measure: { sources: ['measure/tt_measure.c', 'common/tt_common.c'], openmp: true },
+};
+const HEADERS = ['include/tensortune.h', 'common/tt_common.h'];
+
+export const CFLAGS: readonly string[] = ['-O2', '-std=c11', '-Wall', '-Wextra'];
+const LIBS = ['-ldl', '-lm'];
+
+let nativeDirCache: string | undefined;
+
+/** The package's native/ directory, found upwards from this file (engine/native/ under
+ *  tsx, dist/engine/native/ once compiled). */
+export function nativeDir(): string {
+  if (nativeDirCache) return nativeDirCache;
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'native', 'include', 'tensortune.h'))) return (nativeDirCache = path.join(dir, 'native'));
+    if (path.dirname(dir) === dir) throw new Error(`native/include/tensortune.h not found above ${__dirname}`);
+  }
+}
+
+/** Where generated C includes tensortune.h from. */
+export function nativeIncludeDir(): string {
+  return path.join(nativeDir(), 'include');
+}
+
+/** The root of tensortune's caches: $TENSORTUNE_CACHE_DIR, else node_modules/.cache/tensortune
+ *  next to the nearest package.json above the working directory, else the temp directory. */
+export function cacheRoot(): string {
+  const env = process.env.TENSORTUNE_CACHE_DIR;
+  if (env) return path.resolve(env);
+  for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'node_modules', '.cache', 'tensortune');
+    if (path.dirname(dir) === dir) return path.join(tmpdir(), 'tensortune-cache');
+  }
+}
+
+export interface Compiler {
+  /** The program and its leading arguments ($CC may be e.g. "ccache gcc"). */
+  command: string;
+  args: string[];
+  /** `--version` and `-dumpmachine` output, part of every cache key. */
+  identity: string;
+}
+
+const compilers = new Map<string, Promise<Compiler>>();
+
+/** Resolves $CC (or `cc`) and asks for its version; a missing compiler is a UserError. */
+export function findCompiler(cc: string = process.env.CC?.trim() || 'cc'): Promise<Compiler> {
+  let found = compilers.get(cc);
+  if (!found) {
+    found = probeCompiler(cc);
+    compilers.set(cc, found);
+    found.catch(() => compilers.delete(cc));
+  }
+  return found;
+}
+
+async function probeCompiler(cc: string): Promise<Compiler> {
+  const { execa } = await loadExeca();
+  const [command, ...args] = cc.split(/\s+/);
+  const noCompiler = (why: string): UserError =>
+    new UserError(`no C compiler: set $CC or install gcc (tried '${cc}': ${why})`);
+  if (!command) throw noCompiler('empty');
+  const version = await execa(command, [...args, '--version'], { reject: false });
+  if (version.failed) {
+    const code = (version as { code?: string }).code;
+    throw noCompiler(code === 'ENOENT' ? 'not found' : version.stderr.trim().split('\n')[0] || 'it does not run');
+  }
+  const machine = await execa(command, [...args, '-dumpmachine'], { reject: false });
+  return { command, args, identity: `${version.stdout}\n${machine.stdout}` };
+}
+
+function compilerError(what: string, compiler: Compiler, stderr: string): UserError {
+  const lines = stderr.trim().split('\n');
+  const shown = lines.slice(0, 20).join('\n') + (lines.length > 20 ? `\n... (${lines.length - 20} more lines)` : '');
+  return new UserError(`${what} with '${[compiler.command, ...compiler.args].join(' ')}' failed:\n${shown}`);
+}
+
+export interface BuildOptions {
+  /** The compiler command; default $CC or cc. */
+  cc?: string;
+  /** The cache root; default cacheRoot(). */
+  cacheDir?: string;
+}
+
+/** Builds one native tool unless the cache already holds it; returns the binary's path. */
+export async function buildNative(name: NativeBinaryName, opts: BuildOptions = {}): Promise<string> {
+  const spec = BINARIES[name];
+  const compiler = await findCompiler(opts.cc);
+  const root = nativeDir();
+  const flags = [...CFLAGS, ...(spec.openmp ? ['-fopenmp'] : [])];
+  const hash = createHash('sha256');
+  hash.update(`tensortune-native abi=${ABI_VERSION} ${name}\0${compiler.command} ${compiler.args.join(' ')}\0`);
+  hash.update(`${compiler.identity}\0${flags.join(' ')}\0${LIBS.join(' ')}\0`);
+  for (const file of [...spec.sources, ...HEADERS].sort()) {
+    hash.update(`${file}\0`);
+    hash.update(await fs.readFile(path.join(root, file)));
+    hash.update('\0');
+  }
+  const dir = path.join(opts.cacheDir ?? cacheRoot(), 'native', hash.digest('hex').slice(0, 16));
+  const binary = path.join(dir, name);
+  if (existsSync(binary)) return binary;
+
+  await fs.mkdir(dir, { recursive: true });
+  const tmp = `${binary}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const { execa } = await loadExeca();
+  const compile = (extra: string[]) =>
+    execa(
+      compiler.command,
+      [
+        ...compiler.args,
+        ...CFLAGS,
+        ...extra,
+        `-I${path.join(root, 'include')}`,
+        `-I${path.join(root, 'common')}`,
+        ...spec.sources.map((s) => path.join(root, s)),
+        '-o',
+        tmp,
+        ...LIBS,
+      ],
+      { reject: false },
+    );
+  let result = await compile(spec.openmp ? ['-fopenmp'] : []);
+  if (result.failed && spec.openmp) result = await compile([]); // a compiler without OpenMP
+  if (result.failed) {
+    await fs.rm(tmp, { force: true });
+    throw compilerError(`building the native tool ${name}`, compiler, result.stderr || (result.message ?? ''));
+  }
+  await fs.rename(tmp, binary); // atomic: concurrent builders race harmlessly
+  return binary;
+}
+
+const binaries = new Map<string, Promise<string>>();
+
+/** The path of a native tool, built on first use (once per process and per source change). */
+export function nativeBinary(name: NativeBinaryName): Promise<string> {
+  const key = `${name}\0${cacheRoot()}\0${process.env.CC ?? ''}`;
+  let built = binaries.get(key);
+  if (!built) {
+    built = buildNative(name);
+    binaries.set(key, built);
+    built.catch(() => binaries.delete(key));
+  }
+  return built;
+}
+
+export interface SharedLibraryOptions {
+  cc?: string;
+  /** Added after the defaults (CFLAGS, -shared -fPIC, -I native/include). */
+  flags?: string[];
+}
+
+/** Compiles C sources into a shared library at `output` (written atomically). */
+export async function compileSharedLibrary(
+  sources: string[],
+  output: string,
+  opts: SharedLibraryOptions = {},
+): Promise<void> {
+  const compiler = await findCompiler(opts.cc);
+  const { execa } = await loadExeca();
+  const tmp = `${output}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const result = await execa(
+    compiler.command,
+    [
+      ...compiler.args,
+      ...CFLAGS,
+      '-shared',
+      '-fPIC',
+      `-I${nativeIncludeDir()}`,
+      ...(opts.flags ?? []),
+      ...sources,
+      '-o',
+      tmp,
+    ],
+    { reject: false },
+  );
+  if (result.failed) {
+    await fs.rm(tmp, { force: true });
+    const what = `compiling ${sources.map((s) => path.basename(s)).join(', ')}`;
+    throw compilerError(what, compiler, result.stderr || (result.message ?? ''));
+  }
+  await fs.rename(tmp, output);
+}
