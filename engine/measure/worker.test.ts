@@ -1,0 +1,137 @@
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { compileSharedLibrary, nativeDir } from '../native/build';
+import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
+import { uniform } from '../runtime/random';
+import { MeasureWorker, type MeasureBuffer, type MeasureRequest, type MeasureResult } from './worker';
+
+const N = 1024; // the fixture kernels' buffer length
+let dir = '';
+let lib = '';
+let worker: MeasureWorker;
+
+function request(symbol: string, extra: Partial<MeasureRequest> = {}, out?: string): MeasureRequest {
+  const buffers: MeasureBuffer[] = [
+    { kind: 'in', size: N },
+    { kind: 'in', size: N },
+    { kind: 'out', size: N, file: out },
+  ];
+  return { lib, symbol, buffers, timeoutMs: 5000, repeat: 3, ...extra };
+}
+
+function costs(r: MeasureResult): number[] {
+  if ('error' in r) throw new Error(`expected costs, got ${r.error}: ${r.message}`);
+  return r.costs_ms;
+}
+
+test.before(async () => {
+  dir = await fs.mkdtemp(path.join(tmpdir(), 'tt measure test-')); // a space on purpose
+  lib = path.join(dir, 'kernels.so');
+  await compileSharedLibrary([path.join(nativeDir(), 'test', 'fixtures', 'kernels.c')], lib);
+  worker = new MeasureWorker({ threads: 1 });
+});
+
+test.after(async () => {
+  await worker.close();
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+test('a correct kernel: costs, and outputs computed from the documented random inputs', async () => {
+  const out = path.join(dir, 'out add.bin');
+  const r = await worker.run(request('tt_test_add', { seed: 3 }, out));
+  const c = costs(r);
+  assert.is(c.length, 3);
+  assert.ok(c.every((v) => v >= 0 && Number.isFinite(v)));
+  const a = uniform(N, 3, 0);
+  const b = uniform(N, 3, 1);
+  assert.equal(Array.from(await readFloat32File(out, N)), Array.from(a, (v, i) => Math.fround(v + b[i]!)));
+  assert.is(worker.restarts, 0);
+});
+
+test('inputs from files; number grows with min_repeat_ms; flush forces number 1', async () => {
+  const a = Float32Array.from({ length: N }, (_, i) => i);
+  await writeFloat32File(path.join(dir, 'a.bin'), a);
+  const out = path.join(dir, 'out2.bin');
+  const req = request('tt_test_add', { minRepeatMs: 2, repeat: 2 }, out);
+  req.buffers[0]!.file = path.join(dir, 'a.bin');
+  const r = await worker.run(req);
+  costs(r);
+  assert.ok('number' in r && r.number > 1, JSON.stringify(r));
+  const b = uniform(N, 0, 1);
+  assert.equal(Array.from(await readFloat32File(out)), Array.from(a, (v, i) => Math.fround(v + b[i]!)));
+  const flushed = await worker.run(request('tt_test_add', { flush: true, number: 10, minRepeatMs: 5 }));
+  assert.is(costs(flushed).length, 3);
+  assert.ok('number' in flushed && flushed.number === 1);
+});
+
+test('a kernel that prints does not disturb the protocol', async () => {
+  costs(await worker.run(request('tt_test_noisy')));
+});
+
+test('a kernel that returns an error, a missing symbol, a missing library: runtime_error', async () => {
+  const pid = worker.pid;
+  assert.equal(await worker.run(request('tt_test_fail')), {
+    error: 'runtime_error',
+    message: "kernel 'tt_test_fail' returned 7",
+  });
+  const missing = await worker.run(request('no_such_kernel'));
+  assert.ok('error' in missing && missing.error === 'runtime_error' && /symbol 'no_such_kernel' not found/.test(missing.message));
+  const noLib = await worker.run({ ...request('tt_test_add'), lib: path.join(dir, 'none.so') });
+  assert.ok('error' in noLib && /cannot load kernel library/.test(noLib.message));
+  assert.is(worker.pid, pid); // none of these costs the worker
+});
+
+test('a crashing kernel kills only the worker, which is restarted', async () => {
+  const pid = worker.pid;
+  const r = await worker.run(request('tt_test_segv'));
+  assert.ok('error' in r && r.error === 'runtime_error', JSON.stringify(r));
+  assert.match((r as { message: string }).message, /the worker died running tt_test_segv .*killed by SIGSEGV/);
+  costs(await worker.run(request('tt_test_add')));
+  assert.is.not(worker.pid, pid);
+  assert.is(worker.restarts, 1);
+});
+
+test('a hanging kernel times out, the worker is killed and restarted', async () => {
+  const pid = worker.pid;
+  const started = Date.now();
+  const r = await worker.run(request('tt_test_hang', { timeoutMs: 300 }));
+  assert.ok(Date.now() - started < 4000);
+  assert.equal(r, {
+    error: 'timeout',
+    message: `tt_test_hang from ${lib} did not finish within 300 ms (worker killed)`,
+  });
+  assert.throws(() => process.kill(pid!, 0)); // the hung process is gone
+  costs(await worker.run(request('tt_test_add')));
+  assert.is(worker.restarts, 2);
+});
+
+test('concurrent calls are queued', async () => {
+  const results = await Promise.all([1, 2, 3].map(() => worker.run(request('tt_test_add', { repeat: 1 }))));
+  for (const r of results) assert.is(costs(r).length, 1);
+});
+
+test('a malformed request is a programming error, and the worker stays usable', async () => {
+  const pid = worker.pid;
+  await writeFloat32File(path.join(dir, 'short.bin'), new Float32Array(3));
+  const req = request('tt_test_add');
+  req.buffers[1]!.file = path.join(dir, 'short.bin');
+  try {
+    await worker.run(req);
+    assert.unreachable('expected an error');
+  } catch (e) {
+    assert.match((e as Error).message, /tt_measure rejected the command .*expected 4096 bytes \(1024 float32 values\), the file has 12 bytes/);
+  }
+  try {
+    await worker.run(request('bad symbol'));
+    assert.unreachable('expected an error');
+  } catch (e) {
+    assert.match((e as Error).message, /bad symbol/);
+  }
+  costs(await worker.run(request('tt_test_add')));
+  assert.is(worker.pid, pid);
+});
+
+test.run();
