@@ -65,7 +65,9 @@ class StageCompiler {
       case 'load': {
         const slot = this.slots.get(e.tensor);
         if (slot === undefined) throw new Error(`evaluate: ${e.tensor.name} is not in the DAG`);
-        return `b${slot}[${flatIndex(e.indices.map((i) => this.expr(i)), e.tensor.shape)}]`;
+        const read = `b${slot}[${flatIndex(e.indices.map((i) => this.expr(i)), e.tensor.shape)}]`;
+        // Buffers hold bool as 0/1; read it back as a JS boolean so `==` with a bool works.
+        return e.tensor.dtype === 'bool' ? `(${read} !== 0)` : read;
       }
       case 'reduce': throw new Error('evaluate: a reduction inside an expression');
       case 'bin': {
