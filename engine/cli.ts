@@ -1,0 +1,58 @@
+// The `tensortune` command line: a small dispatcher over one module per subcommand in
+// engine/cli/. A UserError (bad flag, unknown name) prints one line and exits 2; any
+// other error is a bug and keeps its stack trace.
+
+import { UserError } from './errors';
+import type { CliIo, Command } from './cli/command';
+import { tasksCommand } from './cli/tasks';
+
+const COMMANDS: readonly Command[] = [tasksCommand];
+
+function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'Usage: tensortune <command> [options]',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    "Run 'tensortune <command> --help' for a command's options.",
+    '',
+  ].join('\n');
+}
+
+const processIo: CliIo = {
+  out: (text) => { process.stdout.write(text); },
+  err: (text) => { process.stderr.write(text); },
+};
+
+/** Run the CLI on `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    (name === undefined ? io.err : io.out)(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (!command) {
+    io.err(`tensortune: unknown command '${name}' (expected one of: ${COMMANDS.map((c) => c.name).join(', ')})\n`);
+    return 2;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (e) {
+    if (!(e instanceof UserError)) throw e;
+    io.err(`tensortune ${command.name}: ${e.message}\n`);
+    return 2;
+  }
+}
+
+/** Entry point of bin/tensortune.js: sets the process exit code. */
+export function run(argv: readonly string[] = process.argv.slice(2)): void {
+  main(argv).then((code) => { process.exitCode = code; }, (e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+  });
+}
+
+if (require.main === module) run();

@@ -1,0 +1,84 @@
+// `tensortune tasks <network> [--layout NHWC|NCHW] [--batch N] [--json]`: the tuning
+// tasks of a builtin network, printed as TVM's extract_tasks tutorials print them.
+
+import { UserError } from '../errors';
+import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
+import { extractTasks, type Task } from '../graph/extract';
+import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+
+const USAGE = `Usage: tensortune tasks <network> [--layout NHWC|NCHW] [--batch N] [--json]
+
+List the tuning tasks of a builtin network: its fused subgraphs that contain a
+reduction, one per distinct workload key, with their weights (occurrences).
+
+Options:
+  --layout NHWC|NCHW  data layout of the network (default NHWC)
+  --batch N           batch size (default 1)
+  --json              print {"network", "layout", "batch", "tasks": [{"key", "desc",
+                      "weight", "flops", "shapes"}]} instead of text
+  -h, --help          show this help
+
+Networks: ${NETWORK_NAMES.join(', ')}
+`;
+
+export interface TasksReport {
+  network: string;
+  layout: string;
+  batch: number;
+  tasks: { key: string; desc: string; weight: number; flops: number; shapes: number[][] }[];
+}
+
+export function tasksReport(network: string, layout: string, batch: number, tasks: readonly Task[]): TasksReport {
+  return {
+    network, layout, batch,
+    tasks: tasks.map(({ key, desc, weight, flops, shapes }) => ({ key, desc, weight, flops, shapes })),
+  };
+}
+
+/** The seed's format: a header and the DAG per task, then a summary table and the totals. */
+export function formatTasks(tasks: readonly Task[]): string {
+  const parts = tasks.map((t, i) => `========== Task ${i}  (workload key: ${t.key}) ==========\n${t.dag.print()}`);
+  const rows = tasks.map((t, i) => `${String(i).padStart(4)}  ${String(t.weight).padStart(6)}  ${(t.flops / 1e6).toFixed(2).padStart(10)}  ${t.desc}`);
+  const total = tasks.reduce((a, t) => a + t.weight, 0);
+  return [
+    ...parts,
+    `Task  Weight     MFLOPs  Description`,
+    ...rows,
+    '',
+    `${tasks.length} tasks, sum of weights ${total}`,
+    '',
+  ].join('\n');
+}
+
+export const tasksCommand: Command = {
+  name: 'tasks',
+  summary: 'list the tuning tasks (fused subgraphs + weights) of a builtin network',
+  usage: USAGE,
+  run(argv: readonly string[], io: CliIo): number {
+    const { values, positionals } = parseFlags(argv, {
+      layout: { type: 'string' },
+      batch: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    });
+    if (values.help) {
+      io.out(USAGE);
+      return 0;
+    }
+    if (positionals.length !== 1) {
+      throw new UserError(positionals.length === 0
+        ? `missing <network> (expected one of: ${NETWORK_NAMES.join(', ')})`
+        : `expected one <network>, got ${positionals.length}: ${positionals.join(' ')}`);
+    }
+    const network = positionals[0];
+    if (!NETWORK_NAMES.includes(network)) {
+      throw new UserError(`unknown network '${network}' (expected one of: ${NETWORK_NAMES.join(', ')})`);
+    }
+    const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
+    const batch = positiveInt('--batch', values.batch, 1);
+    const { graph } = getNetwork(network, { layout, batch, weights: 'zeros' });
+    const tasks = extractTasks(graph);
+    io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks));
+    return 0;
+  },
+};
