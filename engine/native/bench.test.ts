@@ -114,8 +114,7 @@ test('--input with a wrong-size file: exit 2 and a message naming the input', as
     raw.stderr,
     `tt_bench: --input x (shape [2,3]) '${file('x5.bin')}': expected 24 bytes (6 float32 values), the file has 20 bytes`,
   );
-  const e = await rejects(runBench({ model, params, ...FAST, inputs: { x: file('x5.bin') } }), UserError, /--input x \(shape \[2,3\]\)/);
-  assert.is(e.exitCode, 2);
+  await rejects(runBench({ model, params, ...FAST, inputs: { x: file('x5.bin') } }), UserError, /--input x \(shape \[2,3\]\)/);
   await rejects(runBench({ model, params, ...FAST, inputs: { z: file('x5.bin') } }), UserError, /the model has no input named 'z' \(its inputs: x\)/);
 });
 
