@@ -378,5 +378,15 @@ int main(int argc, char** argv) {
     }
   }
   fflush(stdout);
+  /* The library stays loaded: its OpenMP runtime may still own idle threads. */
+  for (int i = 0; i < nin; i++) free((void*)ctx.inputs[i]);
+  for (int i = 0; i < nout; i++) free(ctx.outputs[i]);
+  for (int k = 0; k < ninput_files; k++) free((void*)input_files[k].name);
+  free(ctx.inputs);
+  free(ctx.outputs);
+  free(out_sizes);
+  free(input_files);
+  free(runs);
+  free(params);
   return 0;
 }
