@@ -1,7 +1,7 @@
 // Tensors and the two kinds of operation that define them: placeholders (inputs) and
 // compute stages (`name(axes) = body`, or `name(axes) += source` for a reduction).
 
-import { dtypeOf, v, type DType, type Expr, type IterVar, type Var } from './expr';
+import { dtypeOf, v, walk, type DType, type Expr, type IterVar, type Var } from './expr';
 
 export interface PlaceholderOp { readonly kind: 'placeholder' }
 
@@ -51,6 +51,12 @@ export function compute(
   const reduceAxes = body.k === 'reduce' ? body.axes : [];
   const names = [...axes, ...reduceAxes].map((a) => a.name);
   if (new Set(names).size !== names.length) throw new Error(`${name}: axis names are not unique: ${names.join(', ')}`);
+  // Fail here, not later in the evaluator or a code generator: every variable is one of
+  // the stage's axes, and a reduction is the whole body.
+  walk(body, (e) => {
+    if (e.k === 'var' && !names.includes(e.name)) throw new Error(`${name}: variable ${e.name} is not an axis of the stage (axes: ${names.join(', ')})`);
+    if (e.k === 'reduce' && e !== body) throw new Error(`${name}: a reduction must be the whole body of a stage`);
+  });
   const dtype = dtypeOf(body);
   return { name, shape: [...shape], dtype, op: { kind: 'compute', axes, reduceAxes, body, tag } };
 }
