@@ -6,7 +6,7 @@ import type { ComputeDAG } from '../ir/dag';
 import { isCompute } from '../ir/tensor';
 import type { Graph, OpNode } from './graph';
 import { partition, type FusedGroup } from './fuse';
-import { optimize } from './passes';
+import { optimize, type OptimizeOptions } from './passes';
 
 export interface Task {
   /** The DAG's workload key: `["<md5>", [input shape]..., [output shape]]`. */
@@ -20,7 +20,7 @@ export interface Task {
   desc: string;
   /** Input shapes then the output shape, in workload-key order. */
   shapes: number[][];
-  /** Ids of the fused groups (of `partition(optimize(graph))`) that are this task. */
+  /** Ids of the fused groups (of `partition(optimize(graph, opts))`) that are this task. */
   groups: number[];
 }
 
@@ -59,13 +59,13 @@ export function tasksOfGroups(graph: Graph, groups: readonly FusedGroup[]): Task
   return [...byKey.values()];
 }
 
-export interface ExtractOptions {
+export interface ExtractOptions extends OptimizeOptions {
   /** Run the inference passes first (default true); false partitions the graph as given. */
   optimize?: boolean;
 }
 
 /** The tuning tasks of a network, in order of first occurrence. */
 export function extractTasks(graph: Graph, opts: ExtractOptions = {}): Task[] {
-  const g = opts.optimize === false ? graph : optimize(graph);
+  const g = opts.optimize === false ? graph : optimize(graph, opts);
   return tasksOfGroups(g, partition(g));
 }

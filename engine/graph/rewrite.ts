@@ -53,13 +53,17 @@ export class Rebuilder {
 
 /**
  * Rebuild `g` in node order. `visit` returns the new id that stands for an old node (or
- * undefined to copy it unchanged). Outputs are remapped, and nodes that no longer reach
+ * undefined to copy it unchanged). Outputs are remapped (by `output`, if given), and nodes that no longer reach
  * an output are dropped (inputs are always kept: they are the model's interface).
  */
-export function rebuild(g: Graph, visit: (n: Node, b: Rebuilder) => number | undefined): Graph {
+export function rebuild(
+  g: Graph,
+  visit: (n: Node, b: Rebuilder) => number | undefined,
+  output: (b: Rebuilder, oldId: number) => number = (b, o) => b.map(o),
+): Graph {
   const b = new Rebuilder(g);
   for (const n of g.nodes) b.set(n.id, visit(n, b) ?? b.copy(n));
-  b.out.outputs = g.outputs.map((o) => b.map(o));
+  b.out.outputs = g.outputs.map((o) => output(b, o));
   return prune(b.out);
 }
 

@@ -1,22 +1,31 @@
-// The graph pass pipeline run before fusion, in TVM's order of effect: batch-norm to
-// scale + shift, broadcast constants to full rank, identities out, constants folded,
+// The graph pass pipeline run before fusion, in TVM's order of effect: layout conversion
+// (if asked), batch-norm to scale + shift, broadcast constants to full rank, identities out, constants folded,
 // per-channel scales folded into conv/dense weights, constant chains merged.
 
+import type { Layout } from '../../topi/nn';
 import type { Graph } from '../graph';
 import { canonicalizeBias } from './canonicalize-bias';
+import { convertLayout } from './convert-layout';
 import { foldConstants, mergeConstantChains } from './fold-constant';
 import { foldScaleIntoWeights } from './fold-scale';
 import { removeIdentityOps } from './remove-identity';
 import { simplifyInference } from './simplify-inference';
 
 export { canonicalizeBias } from './canonicalize-bias';
+export { convertLayout } from './convert-layout';
 export { foldConstants, mergeConstantChains } from './fold-constant';
 export { foldScaleIntoWeights } from './fold-scale';
 export { removeIdentityOps } from './remove-identity';
 export { simplifyInference } from './simplify-inference';
 
+export interface OptimizeOptions {
+  /** Run convs and pools in this layout (the model's inputs and outputs keep theirs). */
+  layout?: Layout;
+}
+
 /** Every inference-time simplification, in order. The result computes the same function. */
-export function optimize(g: Graph): Graph {
+export function optimize(g: Graph, opts: OptimizeOptions = {}): Graph {
+  if (opts.layout) g = convertLayout(g, opts.layout);
   g = simplifyInference(g);
   g = canonicalizeBias(g);
   g = removeIdentityOps(g);

@@ -11,8 +11,9 @@ import { fillUniform } from '../../frontend/init';
 import { getNetwork } from '../../frontend/networks';
 import { Graph, type OpNode } from '../graph';
 import { runGraph } from '../run';
+import { extractTasks } from '../extract';
 import {
-  canonicalizeBias, foldConstants, foldScaleIntoWeights, mergeConstantChains, optimize, removeIdentityOps, simplifyInference,
+  canonicalizeBias, convertLayout, foldConstants, foldScaleIntoWeights, mergeConstantChains, optimize, removeIdentityOps, simplifyInference,
 } from './index';
 
 const ATOL = 1e-5, RTOL = 1e-4;
@@ -166,6 +167,42 @@ test('optimize: mobilenet (32x32, random BN statistics) computes the same softma
     const s = optimize(net.graph);
     assert.is(ops(s, 'batch_norm').length + ops(s, 'multiply').length, 0);
     assertSameFunction(net.graph, s, `mobilenet ${layout}`);
+  }
+});
+
+test('convertLayout: NCHW <-> NHWC keeps the function; boundary layout kept', () => {
+  for (const [from, to] of [['NCHW', 'NHWC'], ['NHWC', 'NCHW']] as const) {
+    const g = smallNet(from);
+    const c = convertLayout(g, to);
+    assert.ok(ops(c, 'conv2d').every((n) => n.attrs.layout === to));
+    assert.equal(c.node(c.nodes.find((n) => n.op === 'input')!.id).shape, g.node(0).shape);
+    // Only the input is transposed: BN, bias, relu follow the convs; the pooled [N, 1, 1, C] flattens as is.
+    assert.is(ops(c, 'transpose').length, 1);
+    assertSameFunction(g, c, `convertLayout ${from} -> ${to}`);
+    assertSameFunction(g, optimize(g, { layout: to }), `optimize(layout ${to}) from ${from}`);
+  }
+  const net = getNetwork('mobilenet', { imageSize: 32, randomStats: true, layout: 'NCHW' });
+  assertSameFunction(net.graph, convertLayout(net.graph, 'NHWC'), 'mobilenet NCHW -> NHWC');
+});
+
+test('convertLayout: pad, concatenate and a flatten of a spatial map', () => {
+  const g = new Graph();
+  const x = g.input('data', [1, 2, 5, 5]);
+  const a = g.op('relu', [conv(g, x, 'NCHW', 3, 3)]);
+  const p = g.op('pad', [conv(g, x, 'NCHW', 2, 1)], { before: [0, 0, 1, 0], after: [0, 0, 0, 1] });
+  const q = g.op('max_pool2d', [p], { layout: 'NCHW', kernel: [2, 2], strides: [1, 1], padding: [0, 0, 0, 0] });
+  const cat = g.op('concatenate', [a, q], { axis: 1 });
+  g.outputs = [g.op('batch_flatten', [cat]), cat];
+  const c = convertLayout(g, 'NHWC');
+  assert.ok(ops(c, 'concatenate')[0].attrs.axis === 3);
+  assertSameFunction(g, c, 'pad + concat + flatten');
+});
+
+test('convertLayout: NCHW networks converted to NHWC give the NHWC networks\' tasks', () => {
+  for (const name of ['mobilenet', 'resnet-18', 'squeezenet_v1.1']) {
+    const keys = (layout: 'NHWC' | 'NCHW'): string[] =>
+      extractTasks(getNetwork(name, { layout, weights: 'zeros' }).graph, { layout: 'NHWC' }).map((t) => `${t.key} x${t.weight}`).sort();
+    assert.equal(keys('NCHW'), keys('NHWC'), name);
   }
 });
 
