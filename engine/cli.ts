@@ -5,8 +5,10 @@
 import { UserError } from './errors';
 import type { CliIo, Command } from './cli/command';
 import { tasksCommand } from './cli/tasks';
+import { compileCommand } from './cli/compile';
+import { benchmarkCommand } from './cli/benchmark';
 
-const COMMANDS: readonly Command[] = [tasksCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, compileCommand, benchmarkCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

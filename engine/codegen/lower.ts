@@ -84,6 +84,15 @@ function linear(e: Expr, hasInner: (e: Expr) => boolean): Linear | null {
   return null;
 }
 
+/** Collect like terms of an affine index (so `a*7 + x - a*7` becomes `x`); others unchanged. */
+function simplifyAffine(e: Expr): Expr {
+  const l = linear(e, (x) => x.k === 'bin' && (x.op === '+' || x.op === '-' || x.op === '*'));
+  if (!l) return e;
+  let out: Expr = int(0);
+  for (const [name, c] of l.terms) if (c !== 0) out = add(out, mul(l.atoms.get(name)!, c));
+  return add(out, l.c);
+}
+
 /** Bounds [lo, hi] of an integer index expression given loop extents; null if unknown. */
 function interval(e: Expr, extent: (v: string) => number | undefined): [number, number] | null {
   switch (e.k) {
@@ -289,7 +298,7 @@ export class Lowerer {
 
   private bufferOf(t: Tensor): { buf: string; index: (idx: readonly Expr[]) => Expr } {
     const region = this.regions.get(t.name);
-    if (region) return { buf: cName(t.name), index: (idx) => flatten(idx.map((x, d) => add(x, mul(region.base[d], -1))), region.len) };
+    if (region) return { buf: cName(t.name), index: (idx) => flatten(idx.map((x, d) => simplifyAffine(add(x, mul(region.base[d], -1)))), region.len) };
     return { buf: cName(t.name), index: (idx) => flatten(idx, t.shape) };
   }
 

@@ -1,0 +1,55 @@
+// `tensortune compile <network> --target T --out DIR`: compile a builtin network for a CPU
+// target with default schedules (tuned records come with the auto-scheduler).
+
+import path from 'node:path';
+import { compileModel } from '../compile/model';
+import { UserError } from '../errors';
+import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
+import { cacheRoot } from '../native/build';
+import { parseTarget } from '../target';
+import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+
+const USAGE = `Usage: tensortune compile <network> --target "llvm -mcpu=native" --out DIR [--layout NHWC|NCHW] [--batch N]
+
+Compile a builtin network into DIR/model.so (kernels + entry point), DIR/params.bin and
+DIR/manifest.json. Kernels are compiled into an object cache keyed by their source, so
+recompiling an unchanged model compiles nothing.
+
+Options:
+  --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple
+  --out DIR           output directory (required)
+  --layout NHWC|NCHW  data layout (default NHWC)
+  --batch N           batch size (default 1)
+  --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
+  -h, --help          show this help
+
+Networks: ${NETWORK_NAMES.join(', ')}
+`;
+
+export const compileCommand: Command = {
+  name: 'compile',
+  summary: 'compile a network into a shared library, params and manifest',
+  usage: USAGE,
+  async run(argv: readonly string[], io: CliIo): Promise<number> {
+    const { values, positionals } = parseFlags(argv, {
+      target: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' },
+      cache: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    });
+    if (values.help) { io.out(USAGE); return 0; }
+    if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
+    if (!values.out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
+    const target = parseTarget(values.target ?? 'llvm -mcpu=native', '--target');
+    const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
+    const batch = positiveInt('--batch', values.batch, 1);
+    const net = getNetwork(positionals[0], { layout, batch });
+    const started = Date.now();
+    const result = await compileModel({
+      name: positionals[0], graph: net.graph, target, outDir: path.resolve(values.out),
+      cacheDir: path.resolve(values.cache ?? path.join(cacheRoot(), 'kernels')),
+      log: (line) => io.out(`${line}\n`),
+    });
+    io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);
+    return 0;
+  },
+};
