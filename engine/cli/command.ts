@@ -21,9 +21,12 @@ export interface Command {
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
+type StrictConfig<O extends Options> = { args: string[]; options: O; allowPositionals: true; strict: true };
+/** What parseArgs returns for these options (named through parseArgs, whose result type is not exported). */
+export type ParsedFlags<O extends Options> = ReturnType<typeof parseArgs<StrictConfig<O>>>;
 
 /** parseArgs with strict flags; its errors become UserErrors naming the flags expected. */
-export function parseFlags<O extends Options>(argv: readonly string[], options: O) {
+export function parseFlags<O extends Options>(argv: readonly string[], options: O): ParsedFlags<O> {
   const expected = Object.entries(options)
     .map(([name, o]) => `--${name}${o.type === 'string' ? ' <value>' : ''}`)
     .join(', ');
