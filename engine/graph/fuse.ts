@@ -64,6 +64,12 @@ interface DomNode {
   pattern: OpPattern;
 }
 
+/**
+ * A union-find set of nodes. Every node starts with its own Group; `pattern` is that
+ * node's pattern, raised to OutEWiseFusable when the group (as a root) absorbs a group
+ * holding a conv/dense/pool. The fusion rules read a node's *own* group pattern to pick
+ * its rule, and the *root's* pattern when checking the nodes on a path.
+ */
 class Group {
   parent: Group | undefined;
   pattern: OpPattern;
