@@ -102,7 +102,7 @@ const STACK_TEMP_FLOATS = 16384;
 
 /** Render one kernel as a C function `int32_t name(float* args...)` returning 0. */
 export function renderKernel(k: Kernel): string {
-  const params = k.args.map((a, i) => `${i < k.args.length ? 'float* __restrict__' : ''} ${a.buf}`).join(', ');
+  const params = k.args.map((a) => `float* __restrict__ ${a.buf}`).join(', ');
   const out: string[] = [`int32_t ${k.name}(${params}) {`];
   for (const t of k.temps) {
     if (t.size <= STACK_TEMP_FLOATS) out.push(`  float ${t.buf}[${t.size}] __attribute__((aligned(64)));`);

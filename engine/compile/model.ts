@@ -7,6 +7,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { C_PRELUDE, renderKernel } from '../codegen/c';
 import { lower } from '../codegen/lower';
+import { describeGroup } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import type { ConstantNode, Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
@@ -60,12 +61,6 @@ export interface CompileResult {
 
 const KERNEL_CFLAGS = ['-O3', '-std=gnu11', '-fPIC', '-fopenmp', '-fno-math-errno', '-ffp-contract=fast'];
 
-function describe(g: Graph, group: FusedGroup): string {
-  const ops = group.nodes.map((id) => g.node(id).op).join('+');
-  const shapes = (ids: readonly number[]) => ids.map((id) => g.node(id).shape.join('x')).join(', ');
-  return `${ops} ${shapes(group.inputs.filter((id) => g.node(id).op !== 'constant'))} -> ${shapes([group.output])}`;
-}
-
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
@@ -89,7 +84,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     if (existing) { existing.groups.push(group.id); continue; }
     const code = `${C_PRELUDE}\n${body.replace('int32_t KERNEL(', `int32_t ${symbol}(`)}`;
     kernels.set(symbol, {
-      symbol, groups: [group.id], key: group.dag.workloadKey, desc: describe(graph, group),
+      symbol, groups: [group.id], key: group.dag.workloadKey, desc: describeGroup(graph, group),
       schedule: tuned ? 'tuned' : 'default', source: tuned?.source ?? 'default schedule',
       flops: group.dag.flops, objectHash: sha(JSON.stringify([code, cflags, compiler.identity])).slice(0, 24),
       compiled: false, code,
