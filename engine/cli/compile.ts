@@ -1,11 +1,9 @@
 // `tensortune compile <network> --target T --out DIR`: compile a builtin network for a CPU
 // target with default schedules (tuned records come with the auto-scheduler).
 
-import path from 'node:path';
-import { compileModel } from '../compile/model';
+import { compileNetwork } from '../compile/network';
 import { UserError } from '../errors';
-import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
-import { cacheRoot } from '../native/build';
+import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
 import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
@@ -38,15 +36,14 @@ export const compileCommand: Command = {
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
     if (!values.out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
-    const target = parseTarget(values.target ?? 'llvm -mcpu=native', '--target');
+    const target = values.target ?? 'llvm -mcpu=native';
+    parseTarget(target, '--target');
     const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
     const batch = positiveInt('--batch', values.batch, 1);
-    const net = getNetwork(positionals[0], { layout, batch });
     const started = Date.now();
-    const result = await compileModel({
-      name: positionals[0], graph: net.graph, target, outDir: path.resolve(values.out),
-      cacheDir: path.resolve(values.cache ?? path.join(cacheRoot(), 'kernels')),
-      log: (line) => io.out(`${line}\n`),
+    const result = await compileNetwork({
+      model: positionals[0], layout, batch, target, outDir: values.out,
+      cacheDir: values.cache, log: (line) => io.out(`${line}\n`),
     });
     io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);

@@ -1,0 +1,10 @@
+// The engine's public API: what the CLI, the Nx executors and library users call.
+// Nothing here (or below) imports Nx.
+
+export { loadModel, type ModelSpec, type LoadedModel } from './frontend/load';
+export { compileNetwork, type CompileNetworkOptions } from './compile/network';
+export { runBench, type BenchOptions, type BenchResult } from './native/bench';
+export { parseTarget, hardwareFingerprint, type Target } from './target';
+export { extractTasks, type Task } from './graph/extract';
+export { UserError } from './errors';
+export { ENGINE_VERSION } from './compile/model';

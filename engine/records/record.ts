@@ -1,0 +1,32 @@
+// One tuning record: a JSON line per measured candidate (schemas/record.schema.json).
+
+import type { ErrorClass } from '../search/types';
+import type { Step } from '../schedule/steps';
+
+export const RECORD_FORMAT_VERSION = 1;
+
+export interface TuningRecord {
+  /** Record format version (RECORD_FORMAT_VERSION). */
+  v: number;
+  /** tensortune engine version that measured it. */
+  engine: string;
+  /** Workload key of the task (TVM's format). */
+  key: string;
+  /** Task description, e.g. `conv2d_nhwc+add+relu 1x56x56x64 -> 1x56x56x128`. */
+  desc: string;
+  /** Canonical target string. */
+  target: string;
+  /** Hardware fingerprint (engine/target.ts). */
+  fingerprint: string;
+  steps: Step[];
+  /** Per repeat, ms per run; empty for an error. */
+  costs_ms: number[];
+  error: ErrorClass | null;
+  message?: string;
+  /** Seed of the search that proposed it and of the measured inputs. */
+  seed: number;
+  /** ISO 8601 time of measurement. */
+  time: string;
+  /** Search policy that proposed it. */
+  policy?: string;
+}

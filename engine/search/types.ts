@@ -1,0 +1,90 @@
+// The contracts between the auto-scheduler's parts, so each can be built and tested on
+// its own: the search policy proposes step lists, the measurer builds, runs and verifies
+// them, the records module logs every outcome, the cost model learns from the outcomes,
+// and the task scheduler shares the budget between tasks.
+//
+//   task scheduler --(task, n)--> SearchPolicy.nextBatch --> Measurer.measure
+//        ^                              ^    (CostModel.predict)     |
+//        |                              |                           v
+//        +------ latency per task ------+---- notify / update <-- outcomes -> records
+
+import type { Task } from '../graph/extract';
+import type { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import type { Target } from '../target';
+
+/** Why a candidate has no valid time. `null` in a record means it ran and was verified. */
+export type ErrorClass = 'invalid_schedule' | 'compile_error' | 'runtime_error' | 'timeout' | 'wrong_answer';
+
+export const ERROR_CLASSES: readonly ErrorClass[] = ['invalid_schedule', 'compile_error', 'runtime_error', 'timeout', 'wrong_answer'];
+
+/** One candidate's measurement. */
+export interface MeasureOutcome {
+  steps: Step[];
+  /** Per repeat, milliseconds per run; empty when `error` is set. */
+  costs_ms: number[];
+  error: ErrorClass | null;
+  /** First lines of the compiler/runtime message, or how the output differed. */
+  message?: string;
+  /** Wall time spent compiling and running this candidate (ms), for the "outside measurement" figure. */
+  build_ms: number;
+  run_ms: number;
+}
+
+export interface MeasureOptions {
+  /** As TVM's time_evaluator. */
+  number: number;
+  repeat: number;
+  minRepeatMs: number;
+  /** Per candidate: the whole run in the worker (load, warm-up, repeats). */
+  timeoutMs: number;
+  /** Evict caches between runs (TVM's enable_cpu_cache_flush). */
+  flush: boolean;
+  /** Parallel compiler processes (default: number of cores). */
+  buildJobs: number;
+  /** Threads of the measured kernel (default 1). */
+  threads: number;
+}
+
+/** Builds, runs and verifies candidates of one task at a time; never throws for a bad candidate. */
+export interface Measurer {
+  measure(task: Task, candidates: readonly Step[][]): Promise<MeasureOutcome[]>;
+  close(): Promise<void>;
+}
+
+/** A measured candidate as the search and the cost model see it. */
+export interface MeasuredState {
+  steps: Step[];
+  /** Mean cost in ms, or null for an error. */
+  cost_ms: number | null;
+}
+
+/** Learns throughput from measured programs of all tasks; higher score = predicted faster. */
+export interface CostModel {
+  /** Add measurements (any task) and retrain. */
+  update(task: Task, measured: readonly MeasuredState[]): void;
+  /** Scores for states of `task` (comparable within one task only). */
+  predict(task: Task, states: readonly State[]): number[];
+}
+
+export type PolicyName = 'evolutionary' | 'random' | 'grid';
+
+export interface PolicyContext {
+  task: Task;
+  target: Target;
+  /** The shared cost model (ignored by 'random' and 'grid'). */
+  costModel: CostModel;
+  /** Everything already measured for this task (from records when resuming). */
+  measured: readonly MeasuredState[];
+  /** Seed of the policy's random generator. */
+  seed: number;
+}
+
+/** Proposes schedules for one task. */
+export interface SearchPolicy {
+  readonly name: PolicyName;
+  /** Up to `n` valid step lists never measured before (fewer when the space is exhausted). */
+  nextBatch(n: number): Step[][];
+  /** Tell the policy what its last batch measured. */
+  notify(measured: readonly MeasuredState[]): void;
+}
