@@ -88,3 +88,49 @@ export interface SearchPolicy {
   /** Tell the policy what its last batch measured. */
   notify(measured: readonly MeasuredState[]): void;
 }
+
+/** Options of tuneNetwork (engine/search/tune.ts), the entry point of `tensortune tune` and the Nx tune executor. */
+export interface TuneNetworkOptions {
+  /** What to tune (ModelSpec of engine/frontend/load.ts: builtin name or model file, batch, layout). */
+  model: import('../frontend/load').ModelSpec;
+  /** Target string, e.g. "llvm -mcpu=native". */
+  target: string;
+  /** The record log measurements are appended to; tuning resumes from it. */
+  records: string;
+  /** Further logs read (never written): tasks they already cover are warm-started or skipped. */
+  readRecords?: string[];
+  /** Budgets: total trials, trials per task, wall-clock seconds (any combination; first reached stops). */
+  trials?: number;
+  trialsPerTask?: number;
+  timeLimitS?: number;
+  /** Stop a task after this many trials without improvement (TVM's early_stopping). */
+  earlyStopping?: number;
+  /** Candidates measured per round (TVM's num_measures_per_round). */
+  batchSize?: number;
+  policy?: PolicyName;
+  measure?: Partial<MeasureOptions>;
+  seed?: number;
+  /** Human-readable progress lines (task table, estimated latency). */
+  log?: (line: string) => void;
+  /** Machine-readable progress (`--json` prints one JSON line per event). */
+  onEvent?: (event: TuneEvent) => void;
+  /** Abort (Ctrl-C): stop after the in-flight batch, records intact. */
+  signal?: AbortSignal;
+}
+
+export type TuneEvent =
+  | { type: 'start'; tasks: { id: number; key: string; desc: string; weight: number; flops: number; measured: number }[] }
+  | { type: 'skip'; task: number; reason: string }
+  | { type: 'round'; task: number; trials: number; best_ms: number | null; errors: number; total_trials: number; estimated_ms: number | null }
+  | { type: 'done'; total_trials: number; estimated_ms: number | null; wall_s: number; reason: string };
+
+export interface TuneNetworkResult {
+  tasks: { key: string; desc: string; weight: number; trials: number; best_ms: number | null }[];
+  /** Trials measured in this run (not counting resumed ones). */
+  trials: number;
+  /** Σ weight × best latency over tasks (ms); null while any task has no valid measurement. */
+  estimatedMs: number | null;
+  wallS: number;
+  /** Why tuning stopped: 'budget', 'time', 'early-stop', 'aborted', 'done'. */
+  reason: string;
+}
