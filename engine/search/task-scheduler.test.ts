@@ -1,0 +1,242 @@
+// The task scheduler's allocation logic, driven by a deterministic in-test measurer and
+// policy: candidate k of a task costs latency(task, k) ms, so every decision the
+// scheduler takes can be computed by hand.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { getNetwork } from '../frontend/networks';
+import { extractTasks, type Task } from '../graph/extract';
+import type { Step } from '../schedule/steps';
+import {
+  ALPHA, NO_VALID_ROUNDS, TaskScheduler, perRoundTrials, similarityTag,
+  type RoundReport, type SchedulerHooks, type SchedulerOptions, type SchedulerTask,
+} from './task-scheduler';
+import type { CostModel, MeasuredState, MeasureOutcome, Measurer, SearchPolicy } from './types';
+
+const TASKS: Task[] = extractTasks(getNetwork('mobilenet', { imageSize: 32, weights: 'zeros' }).graph).slice(0, 4);
+
+/** Candidate k of a task is one step naming k; its cost comes from `latency`. */
+const candidate = (k: number): Step[] => [{ s: 'compute_root', stage: `c${k}` }];
+const indexOf = (steps: readonly Step[]): number => Number((steps[0] as { stage: string }).stage.slice(1));
+
+class CountingPolicy implements SearchPolicy {
+  readonly name = 'random' as const;
+  next: number;
+  notified: MeasuredState[][] = [];
+  constructor(start: number, private readonly limit = Infinity) { this.next = start; }
+  nextBatch(n: number): Step[][] {
+    const out: Step[][] = [];
+    while (out.length < n && this.next < this.limit) out.push(candidate(this.next++));
+    return out;
+  }
+  notify(measured: readonly MeasuredState[]): void { this.notified.push([...measured]); }
+}
+
+type Latency = (task: number, k: number) => number | null;
+
+class TableMeasurer implements Measurer {
+  calls: { task: number; n: number }[] = [];
+  onMeasure?: () => void;
+  constructor(private readonly latency: Latency) {}
+  async measure(task: Task, candidates: readonly Step[][]): Promise<MeasureOutcome[]> {
+    const t = TASKS.indexOf(task);
+    this.calls.push({ task: t, n: candidates.length });
+    this.onMeasure?.();
+    return candidates.map((steps) => {
+      const ms = this.latency(t, indexOf(steps));
+      return ms === null
+        ? { steps, costs_ms: [], error: 'runtime_error', build_ms: 1, run_ms: 1 }
+        : { steps, costs_ms: [ms, ms], error: null, build_ms: 1, run_ms: 1 };
+    });
+  }
+  async close(): Promise<void> { /* nothing to release */ }
+}
+
+class RecordingModel implements CostModel {
+  updates: { task: string; n: number }[] = [];
+  update(task: Task, measured: readonly MeasuredState[]): void { this.updates.push({ task: task.key, n: measured.length }); }
+  predict(): number[] { return []; }
+}
+
+function setup(latency: Latency, opts: Partial<SchedulerOptions>, prior: MeasuredState[][] = [], limits: number[] = []) {
+  const policies = TASKS.map((_, i) => new CountingPolicy(prior[i]?.length ?? 0, limits[i]));
+  const entries: SchedulerTask[] = TASKS.map((task, i) => ({ task, policy: policies[i], prior: prior[i] ?? [] }));
+  const measurer = new TableMeasurer(latency);
+  const model = new RecordingModel();
+  const log: string[] = [];
+  const rounds: RoundReport[] = [];
+  const skips: [number, string][] = [];
+  const hooks: SchedulerHooks = {
+    measurer, costModel: model,
+    record: (i, outcomes) => { log.push(`record ${i} ${outcomes.length}`); },
+    onRound: (r) => { rounds.push(r); },
+    onSkip: (i, reason) => { skips.push([i, reason]); },
+  };
+  const scheduler = new TaskScheduler(entries, { batchSize: 4, seed: 1, ...opts }, hooks);
+  return { scheduler, policies, measurer, model, log, rounds, skips };
+}
+
+/** Latency falls as 10/(k+1) for every task: every round improves. */
+const falling: Latency = (t, k) => (t + 1) * 10 / (k + 1);
+
+test('per-round size is TVM\'s min(batch, trials // tasks), capped by the per-task budget', () => {
+  assert.is(perRoundTrials({ batchSize: 64, trials: 2000 }, 22), 64);
+  assert.is(perRoundTrials({ batchSize: 64, trials: 200 }, 22), 9);
+  assert.is(perRoundTrials({ batchSize: 64, trials: 10 }, 22), 1);
+  assert.is(perRoundTrials({ batchSize: 64, trialsPerTask: 16 }, 22), 16);
+});
+
+test('warm-up: one round per task in order, then rounds go by gradient; the total budget is exact', async () => {
+  const { scheduler, measurer, rounds, log, model, policies } = setup(falling, { trials: 30 });
+  const result = await scheduler.run();
+  assert.equal(measurer.calls.slice(0, 4).map((c) => c.task), [0, 1, 2, 3]);
+  assert.ok(rounds.slice(0, 4).every((r) => r.warmup));
+  assert.ok(rounds.slice(4).every((r) => !r.warmup));
+  assert.is(result.reason, 'budget');
+  assert.is(result.trials, 30);
+  assert.is(measurer.calls.reduce((a, c) => a + c.n, 0), 30);
+  // the last round is cut to what is left of the budget: 7 rounds of 4, then 2
+  assert.is(measurer.calls[measurer.calls.length - 1].n, 2);
+  // every batch is recorded, learnt by the model and told to its policy
+  assert.is(log.length, measurer.calls.length);
+  assert.is(model.updates.length, measurer.calls.length);
+  assert.is(policies.reduce((a, p) => a + p.notified.length, 0), measurer.calls.length);
+  assert.not.equal(result.estimatedMs, null);
+});
+
+test('after the warm-up the task with the largest weighted latency gets the next round', async () => {
+  // task 3 is 4x slower than task 0 (and all weights are 1 in this slice but one): pick it.
+  const { scheduler, measurer } = setup(falling, { trials: 20 });
+  await scheduler.run();
+  const weights = TASKS.map((t) => t.weight);
+  const firstAfterWarmup = measurer.calls[4].task;
+  const expected = [0, 1, 2, 3].reduce((a, b) => (weights[b] * (b + 1) > weights[a] * (a + 1) ? b : a));
+  assert.is(firstAfterWarmup, expected);
+});
+
+test('gradient = w * (alpha * backward + (1 - alpha) * (min(g - g/t, similar) - g)) with a 3-round backward window', () => {
+  // Resumed histories (per round of 4): task 0 bests 8, 8, 6, 4, 4 (5 rounds); task 1: 5 (1 round).
+  const cost = (ms: number): MeasuredState => ({ steps: [], cost_ms: ms });
+  const prior = [
+    [8, 9, 9, 9, 9, 9, 9, 9, 6, 9, 9, 9, 4, 9, 9, 9, 9, 9, 9, 9].map(cost),
+    [5, 5, 5, 5].map(cost),
+    [2].map(cost),
+    [],
+  ];
+  const { scheduler } = setup(falling, { batchSize: 4, trials: 1000 }, prior);
+  const grads = scheduler.gradients();
+  const w = TASKS.map((t) => t.weight);
+  const sim = [0, 1, 2].map((i) => TASKS.filter((t) => similarityTag(t) === similarityTag(TASKS[i])).length);
+  assert.ok(sim.every((n) => n === 1), 'the first tasks of mobilenet-32 are not similar to each other');
+  // task 0: g = 4, t = 5, history [8, 8, 6, 4, 4]: backward = (4 - 8) / 3
+  const g0 = 4, t0 = 5;
+  assert.ok(Math.abs(grads[0]! - w[0] * (ALPHA * ((4 - 8) / 3) + (1 - ALPHA) * (g0 - g0 / t0 - g0))) < 1e-12);
+  // task 1: one round, no backward term: forward = (5 - 5/1) - 5
+  assert.ok(Math.abs(grads[1]! - w[1] * (1 - ALPHA) * -5) < 1e-12);
+  assert.ok(Math.abs(grads[2]! - w[2] * (1 - ALPHA) * -2) < 1e-12);
+  assert.is(grads[3], null, 'a task without a valid program has no gradient');
+  assert.is(scheduler.pick(), 3, 'a task without a valid program goes first');
+});
+
+test('similar tasks: the forward term is bounded by beta * FLOP / the best rate of the group', () => {
+  const twins = extractTasks(getNetwork('mobilenet', { imageSize: 32, weights: 'zeros' }).graph);
+  const tagCount = new Map<string, number>();
+  for (const t of twins) tagCount.set(similarityTag(t), (tagCount.get(similarityTag(t)) ?? 0) + 1);
+  assert.ok([...tagCount.values()].some((n) => n > 1), 'mobilenet has tasks of one op chain and FLOP bucket');
+  assert.ok(similarityTag(twins[0]).startsWith(`${twins[0].desc.split(' ')[0]}_`));
+});
+
+test('per-task early stopping: a task that stops improving is dropped; the run ends early-stop', async () => {
+  // task 0 never improves after its first candidate; the others improve until candidate 12.
+  const plateau: Latency = (t, k) => (t === 0 ? 5 : 10 / (Math.min(k, 12) + 1));
+  const { scheduler, measurer } = setup(plateau, { earlyStopping: 8, batchSize: 4 });
+  const result = await scheduler.run();
+  assert.is(result.reason, 'early-stop');
+  const perTask = [0, 1, 2, 3].map((t) => measurer.calls.filter((c) => c.task === t).reduce((a, c) => a + c.n, 0));
+  // task 0: best at trial 1, stops once 8 trials passed without improvement (3 rounds = 12 trials)
+  assert.is(perTask[0], 12);
+  // the others improve up to candidate 12 (trial 13), then need 8 more: 24 trials in rounds of 4
+  for (const n of perTask.slice(1)) assert.is(n, 24);
+  assert.ok(result.tasks.every((t) => t.stopped?.startsWith('early-stopped')));
+});
+
+test('trials-per-task budget: every task gets exactly its budget; the run ends with reason budget', async () => {
+  const { scheduler, measurer } = setup(falling, { trialsPerTask: 6, batchSize: 4 });
+  const result = await scheduler.run();
+  assert.is(result.reason, 'budget');
+  assert.equal(result.tasks.map((t) => t.trials), [6, 6, 6, 6]);
+  assert.equal(measurer.calls.map((c) => c.n), [4, 4, 4, 4, 2, 2, 2, 2]);
+});
+
+test('time budget: checked before each round with the injected clock', async () => {
+  let clock = 0;
+  const { scheduler, measurer } = setup(falling, { timeLimitS: 10, now: () => clock });
+  measurer.onMeasure = () => { clock += 3000; };
+  const result = await scheduler.run();
+  assert.is(result.reason, 'time');
+  assert.is(measurer.calls.length, 4, 'rounds start at 0, 3, 6 and 9 s; none at 12 s');
+});
+
+test('abort: the in-flight batch is finished and recorded, then the run stops', async () => {
+  const controller = new AbortController();
+  const { scheduler, measurer, log } = setup(falling, { trials: 1000, signal: controller.signal });
+  measurer.onMeasure = () => { if (measurer.calls.length === 2) controller.abort(); };
+  const result = await scheduler.run();
+  assert.is(result.reason, 'aborted');
+  assert.is(measurer.calls.length, 2);
+  assert.is(log.length, 2);
+  assert.is(result.trials, 8);
+});
+
+test('resume: spent tasks are skipped with a reason; the same budget again measures nothing', async () => {
+  const prior = [0, 1, 2, 3].map((t) => Array.from({ length: 6 }, (_, k) => ({ steps: candidate(k), cost_ms: falling(t, k) })));
+  const perTask = setup(falling, { trialsPerTask: 6 }, prior);
+  const r1 = await perTask.scheduler.run();
+  assert.is(perTask.measurer.calls.length, 0);
+  assert.is(r1.trials, 0);
+  assert.is(r1.reason, 'budget');
+  assert.equal(perTask.skips.map(([i]) => i), [0, 1, 2, 3]);
+  assert.match(perTask.skips[0][1], 'trials-per-task budget spent (6 of 6)');
+  assert.equal(r1.tasks.map((t) => t.resumed), [6, 6, 6, 6]);
+  assert.is(r1.estimatedMs, TASKS.reduce((a, t, i) => a + t.weight * falling(i, 5)!, 0));
+
+  const total = setup(falling, { trials: 24 }, prior);
+  const r2 = await total.scheduler.run();
+  assert.is(total.measurer.calls.length, 0);
+  assert.is(r2.reason, 'budget');
+
+  // a larger budget continues: no warm-up for resumed tasks, new candidates only
+  const more = setup(falling, { trials: 28 }, prior);
+  const r3 = await more.scheduler.run();
+  assert.is(r3.trials, 4);
+  assert.is(more.measurer.calls.length, 1);
+  assert.ok(more.policies.every((p, i) => p.next === 6 || i === more.measurer.calls[0].task));
+});
+
+test('resume: a task early-stopped in the log is skipped', async () => {
+  const flat = Array.from({ length: 12 }, () => ({ steps: [], cost_ms: 3 }));
+  const { scheduler, skips } = setup(falling, { trials: 20, earlyStopping: 8 }, [flat]);
+  await scheduler.run();
+  assert.equal(skips[0], [0, 'early-stopped: no improvement in the last 11 trials']);
+});
+
+test(`a task without a valid program is retried for ${NO_VALID_ROUNDS} rounds, then given up; the others go on`, async () => {
+  const broken: Latency = (t, k) => (t === 1 ? null : falling(t, k));
+  const { scheduler, measurer } = setup(broken, { trialsPerTask: 12 });
+  const result = await scheduler.run();
+  assert.is(measurer.calls.filter((c) => c.task === 1).length, NO_VALID_ROUNDS);
+  assert.match(result.tasks[1].stopped!, `no valid program in ${NO_VALID_ROUNDS} rounds`);
+  assert.is(result.estimatedMs, null);
+  assert.equal(result.tasks.filter((_, i) => i !== 1).map((t) => t.trials), [12, 12, 12]);
+  assert.is(result.reason, 'done');
+});
+
+test('an exhausted search space stops its task', async () => {
+  const { scheduler, skips } = setup(falling, { trials: 40 }, [], [3, Infinity, Infinity, Infinity]);
+  const result = await scheduler.run();
+  assert.is(result.tasks[0].trials, 3);
+  assert.ok(skips.some(([i, r]) => i === 0 && r.startsWith('search space exhausted')));
+  assert.is(result.trials, 40);
+});
+
+test.run();

@@ -1,0 +1,391 @@
+// The task scheduler: shares a measurement budget among the tasks of a network so that
+// the objective Σ weight × best latency falls as fast as possible (TVM's TaskScheduler,
+// §6 of shared/reference/tvm-ansor.md). A warm-up round gives every task that has no
+// measurement yet one batch; after that each round goes to the task whose predicted
+// gradient of the objective is the most negative. A round is: the task's policy proposes
+// a batch, the measurer builds/runs/verifies it, the outcomes are handed to `record`
+// (appended to the log before anything else happens, so a crash loses at most the batch
+// in flight), then the cost model and the policy learn from them.
+//
+// Where we differ from TVM, on purpose:
+// - a task without any valid program is retried (up to NO_VALID_ROUNDS rounds in this
+//   run) instead of being dropped for good after the warm-up;
+// - similarity groups are formed from the op chain of the task and its FLOP bucket, so
+//   the "similar task" term of the gradient is live (in TVM no compute sets the tag);
+// - budgets are total trials, trials per task and wall-clock time, in any combination,
+//   and resumed measurements count towards them (re-running with the same log and the
+//   same budget measures nothing new).
+
+import type { Task } from '../graph/extract';
+import type { CostModel, MeasuredState, MeasureOutcome, Measurer, SearchPolicy } from './types';
+
+/** TVM's TaskScheduler defaults (python/tvm/auto_scheduler/task_scheduler.py). */
+export const ALPHA = 0.2;
+export const BETA = 2;
+export const BACKWARD_WINDOW = 3;
+/** Rounds in one run that a task may produce no valid program before it is given up. */
+export const NO_VALID_ROUNDS = 2;
+/** Base of the FLOP buckets of similarity tags (TVM: int(log_1.618(FLOP + 1))). */
+const GOLDEN = 1.618;
+
+export interface SchedulerTask {
+  task: Task;
+  policy: SearchPolicy;
+  /** What the log already holds for this task, oldest first (resume). */
+  prior: readonly MeasuredState[];
+}
+
+export interface SchedulerOptions {
+  /** Total trials over all tasks, resumed ones included. */
+  trials?: number;
+  /** Trials per task, resumed ones included. */
+  trialsPerTask?: number;
+  /** Wall-clock seconds of this run (checked before each round). */
+  timeLimitS?: number;
+  /** A task stops after this many trials without a better latency. */
+  earlyStopping?: number;
+  /** Candidates per round (TVM's num_measures_per_round, 64). */
+  batchSize: number;
+  /** Seed of the tie-breaking choice among equal gradients. */
+  seed: number;
+  alpha?: number;
+  beta?: number;
+  backwardWindow?: number;
+  signal?: AbortSignal;
+  /** Clock in ms (tests inject one). */
+  now?: () => number;
+}
+
+export interface SchedulerHooks {
+  measurer: Measurer;
+  costModel: CostModel;
+  /** Persist a batch's outcomes (append to the record log); awaited before the next step. */
+  record(taskIndex: number, outcomes: readonly MeasureOutcome[]): Promise<void> | void;
+  onSkip?(taskIndex: number, reason: string): void;
+  onRound?(round: RoundReport): void;
+  /** After the warm-up round, with the state of every task. */
+  onWarmupDone?(): void;
+}
+
+export interface RoundReport {
+  task: number;
+  /** Trials measured in this round. */
+  trials: number;
+  errors: number;
+  best_ms: number | null;
+  /** Trials of all tasks so far, resumed ones included. */
+  total_trials: number;
+  /** Trials measured in this run. */
+  run_trials: number;
+  estimated_ms: number | null;
+  /** Whether this was the task's warm-up round. */
+  warmup: boolean;
+}
+
+export type StopReason = 'budget' | 'time' | 'early-stop' | 'aborted' | 'done';
+
+export interface TaskStatus {
+  key: string;
+  desc: string;
+  weight: number;
+  flops: number;
+  /** Trials of this task, resumed ones included. */
+  trials: number;
+  /** Trials measured in this run. */
+  runTrials: number;
+  /** Trials of this task found in the log at the start. */
+  resumed: number;
+  best_ms: number | null;
+  /** Why this task gets no more trials, or null while it is live. */
+  stopped: string | null;
+}
+
+export interface SchedulerResult {
+  reason: StopReason;
+  /** Trials measured in this run. */
+  trials: number;
+  estimatedMs: number | null;
+  tasks: TaskStatus[];
+}
+
+type StopKind = 'task-budget' | 'early-stop' | 'exhausted' | 'no-valid';
+
+interface TaskState {
+  readonly entry: SchedulerTask;
+  readonly tag: string;
+  trials: number;
+  runTrials: number;
+  readonly resumed: number;
+  /** Rounds of this task (resumed ones counted as ceil(prior / per round)). */
+  rounds: number;
+  best: number | null;
+  /** Best latency after each round (null before the first valid one). */
+  history: (number | null)[];
+  /** `trials` when the best last improved. */
+  improvedAt: number;
+  /** Rounds of this run without any valid program while best is null. */
+  noValidRounds: number;
+  stop: { kind: StopKind; message: string } | null;
+}
+
+const meanOf = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** The measured state of an outcome (mean cost, or null for an error). */
+export function measuredState(o: MeasureOutcome): MeasuredState {
+  return { steps: o.steps, cost_ms: o.error === null && o.costs_ms.length > 0 ? meanOf(o.costs_ms) : null };
+}
+
+/** The op chain of a task description and its FLOP bucket: tasks with equal tags are "similar". */
+export function similarityTag(task: Pick<Task, 'desc' | 'flops'>): string {
+  const ops = task.desc.split(' ')[0];
+  return `${ops}_${Math.floor(Math.log(task.flops + 1) / Math.log(GOLDEN))}`;
+}
+
+/** Candidates per round: TVM's min(num_measures_per_round, trials // tasks), and the per-task budget. */
+export function perRoundTrials(opts: Pick<SchedulerOptions, 'batchSize' | 'trials' | 'trialsPerTask'>, tasks: number): number {
+  let n = opts.batchSize;
+  if (opts.trials !== undefined && tasks > 0) n = Math.min(n, Math.floor(opts.trials / tasks));
+  if (opts.trialsPerTask !== undefined) n = Math.min(n, opts.trialsPerTask);
+  return Math.max(1, n);
+}
+
+/** mulberry32: a small seeded generator for tie-breaking. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export class TaskScheduler {
+  private readonly states: TaskState[];
+  private readonly perRound: number;
+  private readonly alpha: number;
+  private readonly beta: number;
+  private readonly window: number;
+  private readonly random: () => number;
+  private readonly now: () => number;
+  /** Similarity groups: tag -> member task indices (members are expelled as TVM does). */
+  private readonly groups = new Map<string, number[]>();
+
+  constructor(tasks: readonly SchedulerTask[], private readonly opts: SchedulerOptions, private readonly hooks: SchedulerHooks) {
+    this.perRound = perRoundTrials(opts, tasks.length);
+    this.alpha = opts.alpha ?? ALPHA;
+    this.beta = opts.beta ?? BETA;
+    this.window = opts.backwardWindow ?? BACKWARD_WINDOW;
+    this.random = rng(opts.seed);
+    this.now = opts.now ?? Date.now;
+    this.states = tasks.map((entry) => this.resumeState(entry));
+    this.states.forEach((s, i) => {
+      const members = this.groups.get(s.tag) ?? [];
+      members.push(i);
+      this.groups.set(s.tag, members);
+    });
+  }
+
+  /** Trials per round this scheduler uses. */
+  get roundSize(): number { return this.perRound; }
+
+  /** Rebuild a task's counters from its logged measurements, in chunks of one round. */
+  private resumeState(entry: SchedulerTask): TaskState {
+    const s: TaskState = {
+      entry, tag: similarityTag(entry.task), trials: 0, runTrials: 0, resumed: entry.prior.length, rounds: 0,
+      best: null, history: [], improvedAt: 0, noValidRounds: 0, stop: null,
+    };
+    entry.prior.forEach((m, i) => {
+      s.trials += 1;
+      if (m.cost_ms !== null && (s.best === null || m.cost_ms < s.best)) {
+        s.best = m.cost_ms;
+        s.improvedAt = s.trials;
+      }
+      if ((i + 1) % this.perRound === 0 || i === entry.prior.length - 1) {
+        s.rounds += 1;
+        s.history.push(s.best);
+      }
+    });
+    return s;
+  }
+
+  status(): TaskStatus[] {
+    return this.states.map((s) => ({
+      key: s.entry.task.key, desc: s.entry.task.desc, weight: s.entry.task.weight, flops: s.entry.task.flops,
+      trials: s.trials, runTrials: s.runTrials, resumed: s.resumed, best_ms: s.best, stopped: s.stop?.message ?? null,
+    }));
+  }
+
+  /** Σ weight × best latency (ms), or null while some task has no valid program. */
+  estimatedMs(): number | null {
+    let sum = 0;
+    for (const s of this.states) {
+      if (s.best === null) return null;
+      sum += s.entry.task.weight * s.best;
+    }
+    return sum;
+  }
+
+  private totalTrials(): number { return this.states.reduce((a, s) => a + s.trials, 0); }
+  private runTrials(): number { return this.states.reduce((a, s) => a + s.runTrials, 0); }
+
+  /** Why a task must not get another round (budget / early stopping), or null. */
+  private checkStop(s: TaskState): TaskState['stop'] {
+    const { trialsPerTask, earlyStopping } = this.opts;
+    if (trialsPerTask !== undefined && s.trials >= trialsPerTask) {
+      return { kind: 'task-budget', message: `trials-per-task budget spent (${s.trials} of ${trialsPerTask})` };
+    }
+    if (earlyStopping !== undefined && s.best !== null && s.trials - s.improvedAt >= earlyStopping) {
+      return { kind: 'early-stop', message: `early-stopped: no improvement in the last ${s.trials - s.improvedAt} trials` };
+    }
+    return null;
+  }
+
+  /** Why the whole run must stop before the next round, or null. */
+  private globalStop(started: number): StopReason | null {
+    if (this.opts.signal?.aborted) return 'aborted';
+    if (this.opts.timeLimitS !== undefined && this.now() - started >= this.opts.timeLimitS * 1000) return 'time';
+    if (this.opts.trials !== undefined && this.totalTrials() >= this.opts.trials) return 'budget';
+    return null;
+  }
+
+  async run(): Promise<SchedulerResult> {
+    const started = this.now();
+    this.states.forEach((s, i) => {
+      s.stop = this.checkStop(s);
+      if (s.stop) this.hooks.onSkip?.(i, s.stop.message);
+    });
+    let reason: StopReason | null = null;
+    // Warm-up: one round for every task the log knows nothing about.
+    for (let i = 0; i < this.states.length && reason === null; i++) {
+      const s = this.states[i];
+      if (s.trials > 0 || s.stop) continue;
+      reason = this.globalStop(started);
+      if (reason === null) await this.round(i, true);
+    }
+    if (reason === null) this.hooks.onWarmupDone?.();
+    while (reason === null) {
+      reason = this.globalStop(started);
+      if (reason !== null) break;
+      const next = this.pick();
+      if (next === null) {
+        reason = this.allStoppedReason();
+        break;
+      }
+      await this.round(next, false);
+    }
+    return { reason, trials: this.runTrials(), estimatedMs: this.estimatedMs(), tasks: this.status() };
+  }
+
+  private allStoppedReason(): StopReason {
+    const kinds = new Set(this.states.map((s) => s.stop?.kind));
+    if (kinds.has('early-stop')) return 'early-stop';
+    if (kinds.size === 1 && kinds.has('task-budget')) return 'budget';
+    return 'done';
+  }
+
+  /** One round of task `i`: propose, measure, record, learn. */
+  private async round(i: number, warmup: boolean): Promise<void> {
+    const s = this.states[i];
+    const { task, policy } = s.entry;
+    let n = this.perRound;
+    if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials());
+    if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - s.trials);
+    const candidates = n > 0 ? policy.nextBatch(n) : [];
+    if (candidates.length === 0) {
+      s.stop = { kind: 'exhausted', message: 'search space exhausted: no new candidate' };
+      this.hooks.onSkip?.(i, s.stop.message);
+      return;
+    }
+    const outcomes = await this.hooks.measurer.measure(task, candidates);
+    await this.hooks.record(i, outcomes);
+    const measured = outcomes.map(measuredState);
+    this.hooks.costModel.update(task, measured);
+    policy.notify(measured);
+
+    let errors = 0;
+    let valid = false;
+    for (const m of measured) {
+      s.trials += 1;
+      s.runTrials += 1;
+      if (m.cost_ms === null) { errors += 1; continue; }
+      valid = true;
+      if (s.best === null || m.cost_ms < s.best) {
+        s.best = m.cost_ms;
+        s.improvedAt = s.trials;
+      }
+    }
+    s.rounds += 1;
+    s.history.push(s.best);
+    if (s.best === null && !valid) s.noValidRounds += 1;
+    this.adjustGroup(i);
+    s.stop = this.checkStop(s);
+    if (!s.stop && s.best === null && s.noValidRounds >= NO_VALID_ROUNDS) {
+      s.stop = { kind: 'no-valid', message: `no valid program in ${s.noValidRounds} rounds (${s.trials} trials)` };
+    }
+    this.hooks.onRound?.({
+      task: i, trials: measured.length, errors, best_ms: s.best, total_trials: this.totalTrials(), run_trials: this.runTrials(),
+      estimated_ms: this.estimatedMs(), warmup,
+    });
+  }
+
+  /** Gradient of the objective for each live task (TVM's "gradient" strategy); lower = more promising. */
+  gradients(): (number | null)[] {
+    return this.states.map((s, i) => {
+      if (s.stop || s.best === null) return null;
+      const g = s.best;
+      const t = Math.max(1, s.rounds);
+      const chain = s.entry.task.weight; // ∂(Σ w·g)/∂g_i
+      const h = s.history;
+      const backward = h.length > this.window && h[h.length - 1] !== null && h[h.length - 1 - this.window] !== null
+        ? (h[h.length - 1]! - h[h.length - 1 - this.window]!) / this.window
+        : 0;
+      const optimistic = g - g / t;
+      const similar = this.similarBound(i);
+      const forward = Math.min(optimistic, similar) - g;
+      return chain * (this.alpha * backward + (1 - this.alpha) * forward);
+    });
+  }
+
+  /** β × FLOP_i / the best FLOP rate among its similar tasks; +∞ when it has none. */
+  private similarBound(i: number): number {
+    const members = this.groups.get(this.states[i].tag) ?? [];
+    if (members.length <= 1 || !members.includes(i)) return Infinity;
+    let bestRate = 0;
+    for (const j of members) {
+      const b = this.states[j].best;
+      if (b !== null && b > 0) bestRate = Math.max(bestRate, this.states[j].entry.task.flops / b);
+    }
+    return bestRate > 0 ? (this.beta * this.states[i].entry.task.flops) / bestRate : Infinity;
+  }
+
+  /** A task tuned for many more rounds than its group but still β× slower is not similar after all. */
+  private adjustGroup(i: number): void {
+    const s = this.states[i];
+    const members = this.groups.get(s.tag);
+    if (!members || members.length <= 1 || !members.includes(i) || s.best === null) return;
+    let bestRate = 0;
+    let maxOtherRounds = 0;
+    for (const j of members) {
+      const o = this.states[j];
+      if (o.best !== null && o.best > 0) bestRate = Math.max(bestRate, o.entry.task.flops / o.best);
+      if (j !== i) maxOtherRounds = Math.max(maxOtherRounds, o.rounds);
+    }
+    const rate = s.best > 0 ? s.entry.task.flops / s.best : Infinity;
+    if (rate < bestRate / this.beta && s.rounds > 5 + maxOtherRounds) members.splice(members.indexOf(i), 1);
+  }
+
+  /** The next task to tune: a live task without a valid program first, else the most negative gradient. */
+  pick(): number | null {
+    const live = this.states.map((s, i) => (s.stop ? -1 : i)).filter((i) => i >= 0);
+    if (live.length === 0) return null;
+    const invalid = live.filter((i) => this.states[i].best === null);
+    if (invalid.length > 0) return invalid.reduce((a, b) => (this.states[b].rounds < this.states[a].rounds ? b : a));
+    const grads = this.gradients();
+    let min = Infinity;
+    for (const i of live) min = Math.min(min, grads[i]!);
+    const ties = live.filter((i) => grads[i] === min);
+    return ties[Math.floor(this.random() * ties.length)];
+  }
+}
