@@ -11,6 +11,8 @@ export interface ModelSpec {
   model: string;
   batch?: number;
   layout?: Layout;
+  /** Builtin networks only: height = width of the input image (see NetworkOptions.imageSize). */
+  imageSize?: number;
   /** Builtin networks only: weight seed and batch-norm statistics (see NetworkOptions). */
   seed?: number;
   randomStats?: boolean;
@@ -27,7 +29,7 @@ export interface LoadedModel {
 
 export function loadModel(spec: ModelSpec): LoadedModel {
   const net = getNetwork(spec.model, {
-    batch: spec.batch, layout: spec.layout, seed: spec.seed, randomStats: spec.randomStats, weights: spec.weights,
+    batch: spec.batch, layout: spec.layout, imageSize: spec.imageSize, seed: spec.seed, randomStats: spec.randomStats, weights: spec.weights,
   });
   return { name: net.name, graph: net.graph, inputs: [{ name: net.inputName, shape: net.inputShape }] };
 }
