@@ -1,0 +1,418 @@
+// Program features for the learned cost model: one fixed-length vector per stored buffer
+// of a lowered kernel, in the spirit of TVM's per-store features (Ansor paper, appendix B;
+// apache/tvm src/auto_scheduler/feature.cc): arithmetic counts weighted by trip counts,
+// the annotated loops around the store, how each buffer is touched (bytes, cache lines,
+// reuse, strides), an arithmetic-intensity curve, allocation sizes and the outer loops.
+// Every value goes through slog(x) = sign(x)·log2(|x|+1), as TVM does.
+//
+// The analysis works on the flat indices lower.ts produces. An index is treated as affine
+// in the loop variables; floordiv/floormod of fused loops get an average slope (the slope
+// of the dividend divided by the divisor, resp. the dividend's), which is what a
+// feature needs, not an exact answer.
+
+import { dtypeOf, type Expr } from '../ir/expr';
+import { numElements } from '../ir/tensor';
+import { lower, type Kernel, type LoopKind, type Stmt } from '../codegen/lower';
+import type { State } from '../schedule/state';
+
+const ELEM_BYTES = 4; // float32 and int32
+const CACHE_LINE = 64; // bytes, as TVM's CPU hardware params
+/** Buffers described per store (TVM: max_n_bufs = 5). */
+export const MAX_BUFFERS = 5;
+const CURVE_POINTS = 10;
+
+const slog = (x: number): number => (x >= 0 ? Math.log2(x + 1) : -Math.log2(1 - x));
+
+// ---------------------------------------------------------------- feature layout
+
+const COMPUTE_NAMES = [
+  'float_addsub', 'float_mul', 'float_div', 'float_minmax', 'float_cmp', 'float_math',
+  'int_addsub', 'int_mul', 'int_divmod', 'int_minmax', 'int_cmp', 'bool_op', 'select', 'loads',
+] as const;
+const LOOP_KINDS: readonly Exclude<LoopKind, 'serial'>[] = ['vectorize', 'unroll', 'parallel'];
+/** Per annotation kind: count, product of extents, extent nearest the store, position one-hot. */
+const LOOP_NAMES = ['num', 'prod', 'len', 'pos_innermost', 'pos_outermost', 'pos_middle', 'pos_none'];
+const BUFFER_NAMES = [
+  'read', 'write', 'read_write', 'bytes', 'unique_bytes', 'lines', 'unique_lines',
+  'reuse_loop', 'reuse_serial', 'reuse_none', 'reuse_dis_iter', 'reuse_dis_bytes', 'reuse_ct',
+  'bytes_d_reuse', 'unique_bytes_d_reuse', 'lines_d_reuse', 'unique_lines_d_reuse',
+  'stride', 'inner_stride',
+];
+const TAIL_NAMES = [
+  'alloc_size', 'alloc_prod', 'alloc_outer_prod', 'alloc_inner_prod',
+  'outer_prod', 'num_loops', 'auto_unroll_max_step', 'guard_depth', 'is_reduction_update', 'num_stores',
+];
+
+/** Names of the feature vector's entries, in order. */
+export const FEATURE_NAMES: readonly string[] = [
+  ...COMPUTE_NAMES,
+  ...LOOP_KINDS.flatMap((k) => LOOP_NAMES.map((n) => `${k}_${n}`)),
+  ...Array.from({ length: MAX_BUFFERS }, (_, b) => BUFFER_NAMES.map((n) => `B${b}.${n}`)).flat(),
+  ...Array.from({ length: CURVE_POINTS }, (_, i) => `arith_intensity_${i}`),
+  ...TAIL_NAMES,
+];
+export const NUM_FEATURES = FEATURE_NAMES.length;
+
+/** Index of a named feature (for tests and debugging). */
+export function featureIndex(name: string): number {
+  const i = FEATURE_NAMES.indexOf(name);
+  if (i < 0) throw new Error(`no feature named ${name}`);
+  return i;
+}
+
+// ---------------------------------------------------------------- index analysis
+
+interface Loop { v: string; extent: number; kind: LoopKind; owner: string; node: Stmt & { k: 'for' } }
+
+/** Slope of an integer expression in variable `x` (average slope through floordiv). */
+function slope(e: Expr, x: string): number {
+  switch (e.k) {
+    case 'var': return e.name === x ? 1 : 0;
+    case 'bin':
+      switch (e.op) {
+        case '+': return slope(e.a, x) + slope(e.b, x);
+        case '-': return slope(e.a, x) - slope(e.b, x);
+        case '*': {
+          const ca = constValue(e.a), cb = constValue(e.b);
+          if (cb !== undefined) return slope(e.a, x) * cb;
+          if (ca !== undefined) return slope(e.b, x) * ca;
+          return slope(e.a, x) + slope(e.b, x);
+        }
+        case 'floordiv': { const d = constValue(e.b); return d ? slope(e.a, x) / d : 0; }
+        case 'floormod': return slope(e.a, x);
+        default: return slope(e.a, x) + slope(e.b, x);
+      }
+    case 'select': case 'if': return Math.max(slope(e.t, x), slope(e.f, x));
+    case 'cast': case 'not': return slope(e.a, x);
+    default: return 0;
+  }
+}
+
+function constValue(e: Expr): number | undefined {
+  return e.k === 'const' ? e.value : undefined;
+}
+
+function usesVar(e: Expr, x: string): boolean {
+  switch (e.k) {
+    case 'var': return e.name === x;
+    case 'const': return false;
+    case 'bin': return usesVar(e.a, x) || usesVar(e.b, x);
+    case 'select': case 'if': return usesVar(e.cond, x) || usesVar(e.t, x) || usesVar(e.f, x);
+    case 'cast': case 'not': return usesVar(e.a, x);
+    case 'call': return e.args.some((a) => usesVar(a, x));
+    case 'load': return e.indices.some((a) => usesVar(a, x));
+    case 'reduce': return usesVar(e.source, x);
+  }
+}
+
+/** Arithmetic counts of one evaluation of an expression (loads counted, not their index math). */
+function countOps(e: Expr, out: Float64Array): void {
+  const at = (name: (typeof COMPUTE_NAMES)[number]): number => COMPUTE_NAMES.indexOf(name);
+  const visit = (x: Expr): void => {
+    switch (x.k) {
+      case 'const': case 'var': return;
+      case 'load': out[at('loads')]++; x.indices.forEach(visit); return;
+      case 'cast': visit(x.a); return;
+      case 'not': out[at('bool_op')]++; visit(x.a); return;
+      case 'select': case 'if': out[at('select')]++; visit(x.cond); visit(x.t); visit(x.f); return;
+      case 'call': out[at('float_math')]++; x.args.forEach(visit); return;
+      case 'reduce': visit(x.source); return;
+      case 'bin': {
+        visit(x.a); visit(x.b);
+        const isFloat = x.dtype === 'float32' || (x.dtype === 'bool' && dtypeOf(x.a) === 'float32');
+        const kind = x.op === '+' || x.op === '-' ? 'addsub'
+          : x.op === '*' ? 'mul'
+            : x.op === '/' || x.op === 'floordiv' || x.op === 'floormod' ? 'div'
+              : x.op === 'min' || x.op === 'max' ? 'minmax'
+                : x.op === '&&' || x.op === '||' ? 'bool' : 'cmp';
+        if (kind === 'bool') out[at('bool_op')]++;
+        else if (isFloat) out[at(`float_${kind}` as (typeof COMPUTE_NAMES)[number])]++;
+        else out[at(kind === 'div' ? 'int_divmod' : `int_${kind}` as (typeof COMPUTE_NAMES)[number])]++;
+      }
+    }
+  };
+  visit(e);
+}
+
+const FLOAT_OPS = ['float_addsub', 'float_mul', 'float_div', 'float_minmax', 'float_cmp', 'float_math'].map((n) => COMPUTE_NAMES.indexOf(n as (typeof COMPUTE_NAMES)[number]));
+
+// ---------------------------------------------------------------- one buffer access
+
+interface Access { buf: string; indices: Expr[]; read: boolean; write: boolean }
+
+interface BufferRow { lines: number; bytes: number; values: number[] }
+
+/** Elements of `buf` touched by its accesses while the loops `inner` (innermost last) run once. */
+function footprint(acc: Access, inner: readonly Loop[], size: number): number {
+  // Union of the accesses' ranges: per access, the span of its index over the loops, capped
+  // by the product of the extents of the loops it uses (and by the buffer's size).
+  let best = 0;
+  for (const idx of acc.indices) {
+    let span = 1, prod = 1;
+    for (const l of inner) {
+      if (!usesVar(idx, l.v)) continue;
+      prod *= l.extent;
+      span += Math.abs(slope(idx, l.v)) * (l.extent - 1);
+    }
+    best = Math.max(best, Math.min(prod, Math.ceil(span)));
+  }
+  return Math.min(best, size);
+}
+
+function describeBuffer(acc: Access, loops: readonly Loop[], size: number, serialTouches: (l: Loop, buf: string) => number): BufferRow {
+  const n = loops.length;
+  const outer = loops.reduce((a, l) => a * l.extent, 1);
+  const accesses = acc.indices.length;
+  const bytes = outer * ELEM_BYTES * accesses;
+  const unique = footprint(acc, loops, size);
+  const uniqueBytes = unique * ELEM_BYTES;
+  // Stride: slope in the innermost loop that the index uses; innerStride: slope in the innermost loop.
+  let stride = 0, innerStride = 0;
+  for (let i = n - 1; i >= 0; i--) {
+    const s = Math.max(...acc.indices.map((idx) => Math.abs(slope(idx, loops[i].v))));
+    if (i === n - 1) innerStride = s;
+    if (s > 0) { stride = s; break; }
+  }
+  // Cache lines: accesses, less the innermost loops that do not move the index, times the
+  // share of a line one step of the moving loop advances.
+  let invariantInner = 1;
+  for (let i = n - 1; i >= 0 && acc.indices.every((idx) => !usesVar(idx, loops[i].v)); i--) invariantInner *= loops[i].extent;
+  const lineShare = Math.min(1, (stride * ELEM_BYTES) / CACHE_LINE);
+  const lines = (outer / invariantInner) * accesses * (stride > 0 ? lineShare : 1);
+  const minSlope = Math.min(...loops.flatMap((l) => acc.indices.map((idx) => Math.abs(slope(idx, l.v)))).filter((s) => s > 0), Infinity);
+  const uniqueLines = unique * (Number.isFinite(minSlope) ? Math.min(1, (minSlope * ELEM_BYTES) / CACHE_LINE) : 1);
+  // Reuse: the innermost loop that does not move the index reuses the data `extent` times;
+  // otherwise a loop whose body touches the buffer in several statements reuses it serially.
+  let reuseType = 2, reuseCount = 0, reuseIter = 0, reuseBytes = 0;
+  for (let i = n - 1; i >= 0; i--) {
+    const l = loops[i];
+    if (l.extent === 1) continue;
+    const inner = loops.slice(i + 1);
+    if (acc.indices.every((idx) => !usesVar(idx, l.v))) {
+      reuseType = 0; reuseCount = l.extent;
+      reuseIter = inner.reduce((a, x) => a * x.extent, 1);
+      reuseBytes = footprint(acc, inner, size) * ELEM_BYTES;
+      break;
+    }
+    const touches = serialTouches(l, acc.buf);
+    if (touches > 1) {
+      reuseType = 1; reuseCount = touches;
+      reuseIter = inner.reduce((a, x) => a * x.extent, 1);
+      reuseBytes = footprint(acc, inner, size) * ELEM_BYTES;
+      break;
+    }
+  }
+  const per = (x: number): number => (reuseType === 2 ? 2 * x : x / reuseCount);
+  const values = [
+    acc.read && !acc.write ? 1 : 0, acc.write && !acc.read ? 1 : 0, acc.read && acc.write ? 1 : 0,
+    bytes, uniqueBytes, lines, uniqueLines,
+    reuseType === 0 ? 1 : 0, reuseType === 1 ? 1 : 0, reuseType === 2 ? 1 : 0,
+    reuseIter, reuseBytes, reuseCount,
+    per(bytes), per(uniqueBytes), per(lines), per(uniqueLines),
+    stride, innerStride,
+  ];
+  return { lines, bytes, values };
+}
+
+// ---------------------------------------------------------------- the kernel walk
+
+export interface FeatureOptions {
+  /** auto_unroll_max_step of each stage (by stage name, the `owner` of its loops). */
+  autoUnroll?: ReadonlyMap<string, number>;
+}
+
+/** One feature row per stored buffer of `kernel` (slog-scaled), in first-store order. */
+export function kernelFeatures(kernel: Kernel, opts: FeatureOptions = {}): Float32Array[] {
+  const sizes = new Map<string, number>();
+  for (const a of kernel.args) sizes.set(a.buf, numElements(a.tensor.shape));
+  for (const t of kernel.temps) sizes.set(t.buf, t.size);
+  const allocs = new Map<string, { size: number; outer: number }>();
+  for (const t of kernel.temps) allocs.set(t.buf, { size: t.size, outer: 1 });
+
+  // Which buffers each loop's body touches, and in how many store statements.
+  const touches = new Map<Stmt, Map<string, number>>();
+  const collect = (s: Stmt): Map<string, number> => {
+    const m = new Map<string, number>();
+    if (s.k === 'store') {
+      m.set(s.buf, 1);
+      const seen = new Set<string>([s.buf]);
+      walkLoads(s.value, (buf) => { if (!seen.has(buf)) { seen.add(buf); m.set(buf, 1); } });
+      return m;
+    }
+    if (s.k === 'for' || s.k === 'if') {
+      for (const c of s.body) for (const [b, n] of collect(c)) m.set(b, (m.get(b) ?? 0) + n);
+    }
+    if (s.k === 'for') touches.set(s, m);
+    return m;
+  };
+  kernel.body.forEach(collect);
+  const serialTouches = (l: Loop, buf: string): number => touches.get(l.node)?.get(buf) ?? 0;
+
+  const rows = new Map<string, { row: Float64Array; outer: number; stores: number }>();
+  const loops: Loop[] = [];
+  let guards = 0;
+  const visit = (s: Stmt): void => {
+    switch (s.k) {
+      case 'alloc':
+        sizes.set(s.buf, s.size);
+        allocs.set(s.buf, { size: s.size, outer: loops.reduce((a, l) => a * l.extent, 1) });
+        return;
+      case 'if':
+        guards++;
+        s.body.forEach(visit);
+        guards--;
+        return;
+      case 'for':
+        loops.push({ v: s.v, extent: s.extent, kind: s.kind, owner: s.owner, node: s });
+        s.body.forEach(visit);
+        loops.pop();
+        return;
+      case 'store': {
+        const row = storeRow(s, loops, guards, sizes, allocs, serialTouches, opts);
+        const outer = loops.reduce((a, l) => a * l.extent, 1);
+        const prev = rows.get(s.buf);
+        if (!prev) { rows.set(s.buf, { row, outer, stores: 1 }); return; }
+        // Several stores to one buffer (a reduction's init and update): add the work, keep
+        // the description of the store that runs most often.
+        const keep = outer >= prev.outer ? row : prev.row;
+        const other = keep === row ? prev.row : row;
+        for (let i = 0; i < COMPUTE_NAMES.length; i++) keep[i] += other[i];
+        rows.set(s.buf, { row: keep, outer: Math.max(outer, prev.outer), stores: prev.stores + 1 });
+      }
+    }
+  };
+  kernel.body.forEach(visit);
+  const numStores = FEATURE_NAMES.indexOf('num_stores');
+  return [...rows.values()].map(({ row, stores }) => {
+    row[numStores] = stores;
+    return Float32Array.from(row, slog);
+  });
+}
+
+function walkLoads(e: Expr, f: (buf: string) => void): void {
+  if (e.k === 'load') f(e.tensor.name);
+  switch (e.k) {
+    case 'bin': walkLoads(e.a, f); walkLoads(e.b, f); return;
+    case 'select': case 'if': walkLoads(e.cond, f); walkLoads(e.t, f); walkLoads(e.f, f); return;
+    case 'cast': case 'not': walkLoads(e.a, f); return;
+    case 'call': e.args.forEach((a) => walkLoads(a, f)); return;
+    case 'load': e.indices.forEach((a) => walkLoads(a, f)); return;
+    default:
+  }
+}
+
+function storeRow(
+  s: Stmt & { k: 'store' },
+  loops: readonly Loop[],
+  guards: number,
+  sizes: ReadonlyMap<string, number>,
+  allocs: ReadonlyMap<string, { size: number; outer: number }>,
+  serialTouches: (l: Loop, buf: string) => number,
+  opts: FeatureOptions,
+): Float64Array {
+  const row = new Float64Array(NUM_FEATURES);
+  const outer = loops.reduce((a, l) => a * l.extent, 1);
+  let o = 0;
+
+  // 1. Arithmetic, times the trip count.
+  const ops = new Float64Array(COMPUTE_NAMES.length);
+  countOps(s.value, ops);
+  for (let i = 0; i < ops.length; i++) row[o++] = ops[i] * outer;
+
+  // 2. Annotated loops.
+  for (const kind of LOOP_KINDS) {
+    const idx = loops.map((l, i) => (l.kind === kind ? i : -1)).filter((i) => i >= 0);
+    const prod = idx.reduce((a, i) => a * loops[i].extent, 1);
+    const nearest = idx.length ? loops[idx[idx.length - 1]].extent : 0;
+    const pos = idx.length === 0 ? 3 : idx.includes(loops.length - 1) ? 0 : idx.includes(0) ? 1 : 2;
+    row[o++] = idx.length; row[o++] = idx.length ? prod : 0; row[o++] = nearest;
+    for (let p = 0; p < 4; p++) row[o++] = pos === p ? 1 : 0;
+  }
+
+  // 3. Buffers, most cache lines first.
+  const accesses = new Map<string, Access>();
+  const touch = (buf: string, index: Expr, read: boolean, write: boolean): void => {
+    const a = accesses.get(buf);
+    if (!a) { accesses.set(buf, { buf, indices: [index], read, write }); return; }
+    if (!a.indices.some((x) => sameExpr(x, index))) a.indices.push(index);
+    a.read ||= read; a.write ||= write;
+  };
+  touch(s.buf, s.index, false, true);
+  const collectLoads = (e: Expr): void => {
+    if (e.k === 'load') touch(e.tensor.name, e.indices[0], true, false);
+    forChildren(e, collectLoads);
+  };
+  collectLoads(s.value);
+  const buffers = [...accesses.values()].map((a) => describeBuffer(a, loops, sizes.get(a.buf) ?? Infinity, serialTouches));
+  buffers.sort((a, b) => b.lines - a.lines || b.bytes - a.bytes);
+  for (let b = 0; b < MAX_BUFFERS; b++) {
+    const values = buffers[b]?.values;
+    for (let i = 0; i < BUFFER_NAMES.length; i++) row[o++] = values ? values[i] : 0;
+  }
+
+  // 4. Arithmetic intensity: float ops over bytes touched, from the store outwards, sampled
+  // at ten evenly spaced op counts (piecewise linear in between).
+  const floatOps = FLOAT_OPS.reduce((a, i) => a + ops[i], 0);
+  const levelOps: number[] = [], levelIntensity: number[] = [];
+  let trips = 1;
+  for (let i = loops.length; i >= 0; i--) {
+    const inner = loops.slice(i);
+    if (i < loops.length) trips *= loops[i].extent;
+    let bytes = 0;
+    for (const a of accesses.values()) bytes += footprint(a, inner, sizes.get(a.buf) ?? Infinity) * ELEM_BYTES;
+    levelOps.push(floatOps * trips);
+    levelIntensity.push(bytes > 0 ? (floatOps * trips) / bytes : 0);
+  }
+  const maxOps = levelOps[levelOps.length - 1];
+  for (let p = 0; p < CURVE_POINTS; p++) {
+    const target = (maxOps * (p + 1)) / CURVE_POINTS;
+    let value = 0;
+    if (maxOps > 0) {
+      let k = levelOps.findIndex((x) => x >= target);
+      if (k < 0) k = levelOps.length - 1;
+      if (k === 0) value = levelIntensity[0] * (target / levelOps[0]);
+      else {
+        const [x0, x1] = [levelOps[k - 1], levelOps[k]], [y0, y1] = [levelIntensity[k - 1], levelIntensity[k]];
+        value = x1 === x0 ? y1 : y0 + ((y1 - y0) * (target - x0)) / (x1 - x0);
+      }
+    }
+    row[o++] = value;
+  }
+
+  // 5. Allocation of the stored buffer, outer loops, unroll pragma, guards.
+  const alloc = allocs.get(s.buf);
+  row[o++] = alloc ? alloc.size * ELEM_BYTES : 0;
+  row[o++] = alloc ? alloc.size * ELEM_BYTES * alloc.outer : 0;
+  row[o++] = alloc ? alloc.outer : 0;
+  row[o++] = alloc ? outer / alloc.outer : 0;
+  row[o++] = outer;
+  row[o++] = loops.length;
+  const owner = loops.length ? loops[loops.length - 1].owner : undefined;
+  row[o++] = owner ? opts.autoUnroll?.get(owner) ?? 0 : 0;
+  row[o++] = guards;
+  row[o++] = accesses.get(s.buf)!.read ? 1 : 0;
+  row[o++] = 1; // num_stores, filled in by the caller
+  return row;
+}
+
+function forChildren(e: Expr, f: (e: Expr) => void): void {
+  switch (e.k) {
+    case 'bin': f(e.a); f(e.b); return;
+    case 'select': case 'if': f(e.cond); f(e.t); f(e.f); return;
+    case 'cast': case 'not': f(e.a); return;
+    case 'call': e.args.forEach(f); return;
+    case 'reduce': f(e.source); return;
+    default:
+  }
+}
+
+function sameExpr(a: Expr, b: Expr): boolean {
+  return JSON.stringify(a, (k, x: unknown) => (k === 'tensor' ? undefined : x)) === JSON.stringify(b, (k, x: unknown) => (k === 'tensor' ? undefined : x));
+}
+
+/** Features of a scheduled state: lowered, then one row per stored buffer. Throws ScheduleError for an invalid state. */
+export function stateFeatures(state: State): Float32Array[] {
+  const autoUnroll = new Map<string, number>();
+  for (const s of state.stages) if (s.autoUnroll.size) autoUnroll.set(s.name, Math.max(...s.autoUnroll.values()));
+  return kernelFeatures(lower(state, 'features'), { autoUnroll });
+}
