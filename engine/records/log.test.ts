@@ -1,0 +1,193 @@
+// The record log: schema round trip, broken lines, concurrent appenders, best and distill.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, promises as fs, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { UserError } from '../errors';
+import { bestRecords, meanCost, rankedByWorkload } from './best';
+import { distill, distillFiles } from './distill';
+import { appendRecords, readRecords, withFileLock } from './log';
+import { openLog } from './open';
+import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
+import { checkRecord } from './schema';
+
+const work = mkdtempSync(path.join(tmpdir(), 'tt-records-test-'));
+const KEY_A = '["0123456789abcdef0123456789abcdef", [1, 8, 8, 4], [3, 3, 4, 4], [1, 8, 8, 4]]';
+const KEY_B = '["fedcba9876543210fedcba9876543210", [1, 16], [1, 16]]';
+
+function rec(over: Partial<TuningRecord> = {}): TuningRecord {
+  return {
+    v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: KEY_A, desc: 'conv2d_nhwc 1x8x8x4 -> 1x8x8x4', target: 'llvm -mcpu=native',
+    fingerprint: '0123456789abcdef',
+    steps: [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [4] }, { s: 'annotate', stage: 'conv2d_nhwc', iter: 'ff.1', ann: 'vectorize' }],
+    costs_ms: [1.5, 1.25], error: null, seed: 7, time: '2024-05-01T10:00:00.000Z', policy: 'evolutionary', ...over,
+  };
+}
+
+const file = (name: string): string => path.join(work, name);
+
+test('a record round-trips through the log and matches the schema', async () => {
+  const f = file('roundtrip.jsonl');
+  const records = [rec(), rec({ costs_ms: [], error: 'timeout', message: 'did not finish within 10 ms' })];
+  await appendRecords(f, records);
+  const { entries, skipped } = await readRecords(f);
+  assert.equal(skipped, []);
+  assert.equal(entries.map((e) => e.record), records);
+  assert.equal(entries.map((e) => e.line), [1, 2]);
+  const text = await fs.readFile(f, 'utf8');
+  assert.is(text.split('\n').length, 3, 'one line per record');
+});
+
+test('the schema rejects malformed records, and names the field', () => {
+  const bad: [unknown, RegExp][] = [
+    [{ ...rec(), key: 'conv' }, /record\/key must match pattern/],
+    [{ ...rec(), steps: [{ s: 'split', stage: 'conv"); system("rm', iter: 'ff', lengths: [4] }] }, /record\/steps\/0\/stage must match pattern/],
+    [{ ...rec(), steps: [{ s: 'split', stage: 'c', iter: 'ff', lengths: [0] }] }, /lengths\/0 must be >= 1/],
+    [{ ...rec(), error: 'oops' }, /record\/error must be equal to one of/],
+    [{ ...rec(), costs_ms: [] }, /costs_ms must NOT have fewer than 1 items/],
+    [{ ...rec(), error: 'timeout' }, /costs_ms must NOT have more than 0 items/],
+    [{ ...rec(), extra: 1 }, /additional properties 'extra'/],
+    [{ ...rec(), v: RECORD_FORMAT_VERSION + 1 }, /newer than this tensortune reads/],
+    [{ ...rec(), time: 'yesterday' }, /record\/time must match pattern/],
+  ];
+  for (const [value, re] of bad) {
+    const check = checkRecord(value);
+    assert.not.ok(check.ok, JSON.stringify(value));
+    if (!check.ok) assert.match(check.message, re);
+  }
+  assert.ok(checkRecord(rec()).ok);
+});
+
+test('broken lines are skipped with ONE warning naming the file and the lines', async () => {
+  const f = file('broken.jsonl');
+  const good = JSON.stringify(rec());
+  await fs.writeFile(f, [good, '{"v":1,"key":', '# a comment', '', JSON.stringify({ ...rec(), error: 'nope' }), good, '{"trunc'].join('\n'));
+  const warnings: string[] = [];
+  const { entries, skipped } = await readRecords(f, { warn: (m) => warnings.push(m) });
+  assert.is(entries.length, 2);
+  assert.equal(entries.map((e) => e.line), [1, 6]);
+  assert.equal(skipped, [2, 5, 7]);
+  assert.is(warnings.length, 1);
+  assert.ok(warnings[0].includes(f) && warnings[0].includes('line 2, 5, 7'), warnings[0]);
+});
+
+test('a missing log is a UserError naming it, or empty when resuming', async () => {
+  const f = file('nope.jsonl');
+  try {
+    await readRecords(f);
+    assert.unreachable();
+  } catch (e) {
+    assert.instance(e, UserError);
+    assert.match((e as Error).message, /records file .*nope\.jsonl does not exist/);
+  }
+  assert.equal((await readRecords(f, { missingOk: true })).entries, []);
+});
+
+test('a line torn by a killed writer stays one broken line; the next append starts a new line', async () => {
+  const f = file('torn.jsonl');
+  await fs.writeFile(f, JSON.stringify(rec()) + '\n' + JSON.stringify(rec()).slice(0, 40));
+  await appendRecords(f, [rec({ seed: 99 })]);
+  const warnings: string[] = [];
+  const { entries, skipped } = await readRecords(f, { warn: (m) => warnings.push(m) });
+  assert.equal(entries.map((e) => e.record.seed), [7, 99]);
+  assert.equal(skipped, [2]);
+  assert.is(warnings.length, 1);
+});
+
+test('appendRecords refuses an invalid record instead of writing it', async () => {
+  const f = file('refuse.jsonl');
+  try {
+    await appendRecords(f, [rec({ key: 'bad' })]);
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, /record 0 is invalid: record\/key/);
+  }
+  assert.equal((await readRecords(f, { missingOk: true })).entries, []);
+});
+
+function runChild(f: string, tag: string, count: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'append-child.fixture.ts'), f, tag, String(count)], { stdio: ['ignore', 'ignore', 'inherit'] });
+    child.on('error', reject);
+    child.on('close', (code) => resolve(code ?? -1));
+  });
+}
+
+test('two processes appending to one log concurrently lose nothing', async () => {
+  const f = file('concurrent.jsonl');
+  const count = 60;
+  const codes = await Promise.all([runChild(f, 'first', count), runChild(f, 'second', count)]);
+  assert.equal(codes, [0, 0]);
+  const warnings: string[] = [];
+  const { entries, skipped } = await readRecords(f, { warn: (m) => warnings.push(m) });
+  assert.equal(skipped, []);
+  assert.equal(warnings, []);
+  for (const tag of ['first', 'second']) {
+    const seeds = entries.filter((e) => e.record.desc.startsWith(`${tag} `)).map((e) => e.record.seed);
+    assert.equal(seeds, Array.from({ length: count }, (_, i) => i), tag);
+  }
+  assert.not.ok(existsSync(`${f}.lock`), 'lock left behind');
+});
+
+test('a lock left by a dead process is broken; a live one is waited for', async () => {
+  const f = file('stale.jsonl');
+  // A pid that is not running: a child that has exited.
+  const child = spawn(process.execPath, ['-e', '0']);
+  const deadPid = await new Promise<number>((resolve) => child.on('close', () => resolve(child.pid!)));
+  await fs.writeFile(`${f}.lock`, JSON.stringify({ pid: deadPid, host: (await import('node:os')).hostname(), time: Date.now(), token: 'x' }));
+  await appendRecords(f, [rec()]);
+  assert.is((await readRecords(f)).entries.length, 1);
+
+  const order: string[] = [];
+  const first = withFileLock(f, async () => { order.push('a start'); await new Promise((r) => setTimeout(r, 30)); order.push('a end'); });
+  const second = withFileLock(f, async () => { order.push('b'); });
+  await Promise.all([first, second]);
+  assert.equal(order, ['a start', 'a end', 'b']);
+});
+
+test('best keeps the fastest valid record per (key, target, fingerprint); distill writes them', async () => {
+  const records = [
+    rec({ costs_ms: [3] }),
+    rec({ costs_ms: [1, 3] }), // mean 2: best of A on this machine
+    rec({ costs_ms: [], error: 'wrong_answer' }),
+    rec({ costs_ms: [0.5], fingerprint: 'ffffffffffffffff' }), // another machine
+    rec({ key: KEY_B, costs_ms: [4] }),
+    rec({ key: KEY_B, costs_ms: [5], target: 'llvm -mcpu=znver4' }),
+    rec({ key: KEY_B, costs_ms: [], error: 'runtime_error' }),
+  ];
+  const best = distill(records);
+  assert.equal(best, [records[1], records[3], records[4], records[5]]);
+  assert.is(meanCost(records[1]), 2);
+  const ranked = rankedByWorkload(records.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef');
+  assert.equal(ranked.get(KEY_A)!.map((e) => e.line), [2, 1]);
+  assert.equal(ranked.get(KEY_B)!.map((e) => e.line), [5]);
+  assert.is(bestRecords(records.map((record) => ({ record }))).size, 4);
+
+  const input = file('big.jsonl');
+  const out = file('big.best.jsonl');
+  await appendRecords(input, records);
+  const result = await distillFiles([input], out);
+  assert.equal({ read: result.read, kept: result.kept }, { read: 7, kept: 4 });
+  assert.equal((await readRecords(out)).entries.map((e) => e.record), best);
+  // Distilling again into the same output changes nothing; a better record replaces one.
+  await appendRecords(input, [rec({ costs_ms: [0.25] })]);
+  const again = await distillFiles([input], out);
+  assert.is(again.kept, 4);
+  assert.equal((await readRecords(out)).entries[0].record.costs_ms, [0.25]);
+});
+
+test('openLog groups this machine\'s measurements by workload key', async () => {
+  const f = file('resume.jsonl');
+  await appendRecords(f, [rec({ costs_ms: [2, 4] }), rec({ costs_ms: [], error: 'timeout' }), rec({ fingerprint: 'ffffffffffffffff' }), rec({ key: KEY_B })]);
+  const opened = await openLog(f, { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' });
+  assert.is(opened.entries.length, 4);
+  assert.equal(opened.measured.get(KEY_A)!.map((m) => m.cost_ms), [3, null]);
+  assert.is(opened.measured.get(KEY_B)!.length, 1);
+  assert.is((await openLog(file('fresh.jsonl'), { target: 't', fingerprint: 'f' })).measured.size, 0);
+});
+
+test.after(() => rmSync(work, { recursive: true, force: true }));
+test.run();
