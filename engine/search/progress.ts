@@ -1,0 +1,149 @@
+// Tuning progress for people and machines: TVM's task-scheduler table and its
+// "Estimated total latency" footer (as printed in the seeds' tune_network tutorials), a
+// progress bar with an ETA for terminals, and a reporter the CLI wires to tuneNetwork's
+// `log` / `onEvent` (JSON lines with --json; only the final table on CI unless asked).
+
+import type { TuneEvent, TuneNetworkResult } from './types';
+
+export interface TableRow {
+  desc: string;
+  weight: number;
+  flops: number;
+  trials: number;
+  best_ms: number | null;
+}
+
+/** `| ID | Task Description | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`, one row per task. */
+export function formatTaskTable(rows: readonly TableRow[], descWidth = 48): string[] {
+  const desc = (d: string): string => (d.length > descWidth ? `${d.slice(0, descWidth - 3)}...` : d).padEnd(descWidth);
+  const header = `|  ID  | ${'Task Description'.padEnd(descWidth)} | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`;
+  const rule = header.replace(/[^|]/g, '-');
+  const lines = [rule, header, rule];
+  rows.forEach((r, i) => {
+    const latency = r.best_ms === null ? '-' : r.best_ms.toFixed(3);
+    const speed = r.best_ms === null || r.best_ms <= 0 ? '-' : (r.flops / (r.best_ms * 1e-3) / 1e9).toFixed(2);
+    lines.push(`| ${String(i).padStart(4)} | ${desc(r.desc)} | ${latency.padStart(12)} | ${speed.padStart(14)} | ${String(r.trials).padStart(6)} | ${String(r.weight).padStart(6)} |`);
+  });
+  lines.push(rule);
+  return lines;
+}
+
+/** TVM's footer: `Estimated total latency: X ms  Trials: N  Used time : S s  Next ID: k` (X is `-` until every task has a valid program). */
+export function formatEstimate(estimatedMs: number | null, trials: number, usedS: number, nextId?: number | null): string {
+  const est = estimatedMs === null ? '-' : estimatedMs.toFixed(3);
+  const next = nextId === undefined || nextId === null ? '' : `\tNext ID: ${nextId}`;
+  return `Estimated total latency: ${est} ms\tTrials: ${trials}\tUsed time : ${Math.round(usedS)} s${next}`;
+}
+
+const clock = (s: number): string => {
+  if (!Number.isFinite(s)) return '--:--';
+  const t = Math.max(0, Math.round(s));
+  const h = Math.floor(t / 3600), m = Math.floor((t % 3600) / 60), sec = t % 60;
+  return `${h > 0 ? `${h}:${String(m).padStart(2, '0')}` : String(m)}:${String(sec).padStart(2, '0')}`;
+};
+
+/** `[######......]  120/400 trials  30%  ETA 2:10`: the fraction done is the larger of trials/budget and time/limit. */
+export function formatBar(done: { trials: number; elapsedS: number }, budget: { trials?: number; timeLimitS?: number }, width = 30): string {
+  const fTrials = budget.trials ? done.trials / budget.trials : 0;
+  const fTime = budget.timeLimitS ? done.elapsedS / budget.timeLimitS : 0;
+  const f = Math.min(1, Math.max(fTrials, fTime));
+  const filled = Math.round(f * width);
+  const eta = f > 0 ? (done.elapsedS / f) * (1 - f) : Infinity;
+  const count = budget.trials ? `${done.trials}/${budget.trials} trials` : `${done.trials} trials`;
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${count}  ${Math.floor(f * 100)}%  ${clock(done.elapsedS)} elapsed  ETA ${clock(eta)}`;
+}
+
+export interface ReporterOptions {
+  /** Where tables, lines and JSON go (stdout). */
+  out(text: string): void;
+  /** Where the bar goes (stderr). */
+  err(text: string): void;
+  /** One JSON line per event on `out`, nothing else. */
+  json: boolean;
+  /** Draw a progress bar on `err` (a terminal). */
+  bar: boolean;
+  /** Print only the final table and summary (CI, unless asked for more). */
+  quiet: boolean;
+  /** Budgets as given, to size the bar; trials per task is turned into a total once the tasks are known. */
+  budget: { trials?: number; trialsPerTask?: number; timeLimitS?: number };
+  now?: () => number;
+}
+
+/** The CLI's side of tuneNetwork's progress: give `log` and `onEvent` to it, call `finish` with its result. */
+export class ProgressReporter {
+  private readonly started: number;
+  private readonly now: () => number;
+  private start: Extract<TuneEvent, { type: 'start' }> | null = null;
+  private totalBudget: { trials?: number; timeLimitS?: number };
+  private runTrials = 0;
+  private barShown = false;
+
+  constructor(private readonly opts: ReporterOptions) {
+    this.now = opts.now ?? Date.now;
+    this.started = this.now();
+    this.totalBudget = { trials: opts.budget.trials, timeLimitS: opts.budget.timeLimitS };
+  }
+
+  /** For tuneNetwork's `log` (undefined when it should be silent). */
+  get log(): ((line: string) => void) | undefined {
+    if (this.opts.json || this.opts.quiet) return undefined;
+    return (line) => {
+      this.clearBar();
+      this.opts.out(`${line}\n`);
+      this.drawBar();
+    };
+  }
+
+  readonly onEvent = (event: TuneEvent): void => {
+    if (this.opts.json) this.opts.out(`${JSON.stringify(event)}\n`);
+    if (event.type === 'start') {
+      this.start = event;
+      const resumed = event.tasks.reduce((a, t) => a + t.measured, 0);
+      const perTask = this.opts.budget.trialsPerTask;
+      const fromPerTask = perTask === undefined ? undefined : event.tasks.reduce((a, t) => a + Math.max(0, perTask - t.measured), 0);
+      const fromTotal = this.opts.budget.trials === undefined ? undefined : Math.max(0, this.opts.budget.trials - resumed);
+      const trials = [fromPerTask, fromTotal].filter((x): x is number => x !== undefined);
+      this.totalBudget = { trials: trials.length ? Math.min(...trials) : undefined, timeLimitS: this.opts.budget.timeLimitS };
+    }
+    if (event.type === 'round') {
+      this.runTrials += event.trials;
+      this.clearBar();
+      this.drawBar();
+    }
+    if (event.type === 'done') this.clearBar();
+  };
+
+  private drawBar(): void {
+    if (!this.opts.bar || this.opts.json || !this.start) return;
+    this.opts.err(`\r\x1b[K${formatBar({ trials: this.runTrials, elapsedS: (this.now() - this.started) / 1000 }, this.totalBudget)}`);
+    this.barShown = true;
+  }
+
+  private clearBar(): void {
+    if (!this.barShown) return;
+    this.opts.err('\r\x1b[K');
+    this.barShown = false;
+  }
+
+  /** The closing summary; in quiet mode preceded by the final table and footer (the other modes have logged them). */
+  finish(result: TuneNetworkResult): void {
+    this.clearBar();
+    if (this.opts.json) return;
+    if (this.opts.quiet) this.finalTable(result);
+    this.opts.out(`${summaryLine(result)}\n`);
+  }
+
+  private finalTable(result: TuneNetworkResult): void {
+    const flops = new Map((this.start?.tasks ?? []).map((t) => [t.key, t.flops]));
+    const rows = result.tasks.map((t) => ({ ...t, flops: flops.get(t.key) ?? 0 }));
+    for (const line of formatTaskTable(rows)) this.opts.out(`${line}\n`);
+    const total = result.tasks.reduce((a, t) => a + t.trials, 0);
+    this.opts.out(`${formatEstimate(result.estimatedMs, total, result.wallS)}\n`);
+  }
+}
+
+/** One line on how tuning ended. */
+export function summaryLine(result: TuneNetworkResult): string {
+  const est = result.estimatedMs === null ? 'not every task has a valid program yet' : `estimated total latency ${result.estimatedMs.toFixed(3)} ms`;
+  return `tuning stopped (${result.reason}): ${result.trials} new trial(s) in ${result.wallS.toFixed(1)} s; ${est}`;
+}
