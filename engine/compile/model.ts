@@ -59,7 +59,8 @@ export interface CompileResult {
   reused: number;
 }
 
-const KERNEL_CFLAGS = ['-O3', '-std=gnu11', '-fPIC', '-fopenmp', '-fno-math-errno', '-ffp-contract=fast'];
+/** Flags of every generated kernel (the target's flags follow). */
+export const KERNEL_CFLAGS: readonly string[] = ['-O3', '-std=gnu11', '-fPIC', '-fopenmp', '-fno-math-errno', '-ffp-contract=fast'];
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -77,7 +78,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     const tuned = opts.schedules?.get(group.dag.workloadKey);
     const steps = tuned?.steps ?? defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes });
     const kernel = lower(State.replay(group.dag, steps), 'KERNEL');
-    const body = renderKernel(kernel);
+    const body = renderKernel(kernel, { vectorLanes: opts.target.vectorLanes });
     const symbol = `tt_k_${sha(body).slice(0, 16)}`;
     groupSymbol.set(group.id, symbol);
     const existing = kernels.get(symbol);
