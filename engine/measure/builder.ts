@@ -1,0 +1,132 @@
+// The builder: candidate schedules of one task -> one shared library each, compiled in
+// parallel (one compiler process per core by default), with the target's flags.
+//
+// Each library exports CANDIDATE_SYMBOL with the worker's calling convention
+// (tt_kernel_fn: an array of buffer pointers, the DAG's inputs then its outputs) and
+// calls the lowered kernel, which stays static. Errors are results, never exceptions:
+// steps that fail the schema, replay or lowering are `invalid_schedule`; a compiler
+// failure (or a compiler that runs past its time limit) is `compile_error` with the first
+// lines of its message. Identical sources share one library (named by their hash).
+
+import { createHash } from 'node:crypto';
+import { existsSync, promises as fs } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { C_PRELUDE, renderKernel } from '../codegen/c';
+import { lower } from '../codegen/lower';
+import { KERNEL_CFLAGS } from '../compile/model';
+import type { ComputeDAG } from '../ir/dag';
+import { findCompiler, loadExeca, nativeIncludeDir, type Compiler } from '../native/build';
+import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { checkSteps } from '../schedule/validate-steps';
+import type { Target } from '../target';
+
+/** The exported entry point of every candidate library. */
+export const CANDIDATE_SYMBOL = 'tt_candidate';
+
+/** Lines of compiler output kept in a compile_error's message. */
+const MESSAGE_LINES = 12;
+
+export type BuiltCandidate =
+  | { steps: Step[]; lib: string; symbol: string; build_ms: number }
+  | { steps: Step[]; error: 'invalid_schedule' | 'compile_error'; message: string; build_ms: number };
+
+export interface BuilderOptions {
+  /** Parallel compiler processes (default: number of cores). */
+  jobs?: number;
+  /** Where libraries are written (created if missing). */
+  workDir: string;
+  /** Per compiler process (default 60 s). */
+  timeoutMs?: number;
+}
+
+export type RenderResult = { ok: true; code: string } | { ok: false; message: string };
+
+/** The C translation unit of one candidate, or why its steps do not make a kernel. */
+export function renderCandidate(dag: ComputeDAG, steps: unknown, target: Pick<Target, 'vectorLanes'>): RenderResult {
+  const check = checkSteps(steps);
+  if (!check.ok) return { ok: false, message: check.message };
+  let body: string;
+  try {
+    body = renderKernel(lower(State.replay(dag, check.steps), 'tt_candidate_kernel'), { vectorLanes: target.vectorLanes });
+  } catch (e) {
+    return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+  }
+  return { ok: true, code: wrapKernel(body, dag.inputs.length + dag.outputs.length) };
+}
+
+/** A rendered kernel `int32_t tt_candidate_kernel(float*, ...)` as a tt_kernel_fn library. */
+export function wrapKernel(kernelSource: string, nargs: number): string {
+  const args = Array.from({ length: nargs }, (_, i) => `args[${i}]`).join(', ');
+  return [
+    C_PRELUDE,
+    '#include "tensortune.h"',
+    `static ${kernelSource.trimEnd()}`,
+    `TT_EXPORT int ${CANDIDATE_SYMBOL}(float* const* args) { return tt_candidate_kernel(${args}); }`,
+    '',
+  ].join('\n');
+}
+
+const firstLines = (text: string): string => {
+  const lines = text.trim().split('\n');
+  return lines.slice(0, MESSAGE_LINES).join('\n') + (lines.length > MESSAGE_LINES ? `\n... (${lines.length - MESSAGE_LINES} more lines)` : '');
+};
+
+export class Builder {
+  private readonly jobs: number;
+  private compiler?: Promise<Compiler>;
+
+  constructor(private readonly target: Target, private readonly opts: BuilderOptions) {
+    this.jobs = Math.max(1, opts.jobs ?? availableParallelism());
+  }
+
+  /** Renders and compiles each candidate; results in the order of `candidates`. */
+  build(dag: ComputeDAG, candidates: readonly Step[][]): Promise<BuiltCandidate[]> {
+    return this.pool(candidates, async (steps) => {
+      const started = performance.now();
+      const rendered = renderCandidate(dag, steps, this.target);
+      if (!rendered.ok) return { steps, error: 'invalid_schedule', message: rendered.message, build_ms: performance.now() - started };
+      return this.compileNow(steps, rendered.code, started);
+    });
+  }
+
+  /** Compiles translation units that are already written (a hand-written kernel, say). */
+  buildSources(items: readonly { steps: Step[]; code: string }[]): Promise<BuiltCandidate[]> {
+    return this.pool(items, (item) => this.compileNow(item.steps, item.code, performance.now()));
+  }
+
+  private async pool<I>(items: readonly I[], fn: (item: I) => Promise<BuiltCandidate>): Promise<BuiltCandidate[]> {
+    await fs.mkdir(this.opts.workDir, { recursive: true });
+    const results = new Array<BuiltCandidate>(items.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i]);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.jobs, items.length) }, worker));
+    return results;
+  }
+
+  private async compileNow(steps: Step[], code: string, started: number): Promise<BuiltCandidate> {
+    const compiler = await (this.compiler ??= findCompiler(this.target.ccPrefix ? `${this.target.ccPrefix}gcc` : undefined));
+    const flags = [...KERNEL_CFLAGS, ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
+    const hash = createHash('sha256').update(JSON.stringify([code, flags, compiler.identity])).digest('hex').slice(0, 24);
+    const lib = path.join(this.opts.workDir, `${hash}.so`);
+    const done = (): BuiltCandidate => ({ steps, lib, symbol: CANDIDATE_SYMBOL, build_ms: performance.now() - started });
+    if (existsSync(lib)) return done();
+    const src = path.join(this.opts.workDir, `${hash}.c`);
+    const tmp = `${lib}.tmp-${process.pid}`;
+    await fs.writeFile(src, code);
+    const { execa } = await loadExeca();
+    const timeoutMs = this.opts.timeoutMs ?? 60_000;
+    const r = await execa(compiler.command, [...compiler.args, ...flags, src, '-o', tmp, '-lm'], { reject: false, timeout: timeoutMs });
+    await fs.rm(src, { force: true });
+    if (r.failed) {
+      await fs.rm(tmp, { force: true });
+      const why = r.timedOut ? `the compiler did not finish within ${timeoutMs} ms` : firstLines(r.stderr || r.message || 'the compiler failed');
+      return { steps, error: 'compile_error', message: why, build_ms: performance.now() - started };
+    }
+    await fs.rename(tmp, lib);
+    return done();
+  }
+}

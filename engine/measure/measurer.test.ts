@@ -1,0 +1,88 @@
+// The measurer end to end on a small conv task: default steps give a verified time; a
+// crashing, a hanging and a wrong kernel, bad steps and C that does not compile each come
+// back with their error class while the measurer carries on.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { getNetwork } from '../frontend/networks';
+import { extractTasks, type Task } from '../graph/extract';
+import { defaultSchedule } from '../schedule/defaults';
+import type { Step } from '../schedule/steps';
+import { parseTarget } from '../target';
+import { renderCandidate, wrapKernel } from './builder';
+import { LocalMeasurer } from './measurer';
+import { compareOutput, computeReference } from './verify';
+
+const target = parseTarget('llvm -mcpu=native');
+const tasks = extractTasks(getNetwork('mobilenet', { imageSize: 32, weights: 'zeros' }).graph);
+// A plain (not depthwise) conv with a small output: conv2d_nhwc+add+relu 1x16x16x32 -> 1x16x16x64 or the like.
+const conv: Task = tasks.find((t) => t.desc.startsWith('conv2d_nhwc') && t.dag.flops < 5e6)!;
+const defaults = defaultSchedule(conv.dag, { vectorLanes: target.vectorLanes });
+const nargs = conv.dag.inputs.length + conv.dag.outputs.length;
+const params = Array.from({ length: nargs }, (_, i) => `float* a${i}`).join(', ');
+const outSize = conv.dag.outputs[0].shape.reduce((a, b) => a * b, 1);
+
+const crashing = wrapKernel(`int32_t tt_candidate_kernel(${params}) { volatile float* volatile p = 0; p[(int)a0[0]] = 1.0f; return 0; }`, nargs);
+const hanging = wrapKernel(`int32_t tt_candidate_kernel(${params}) { volatile int spin = 1; while (spin) a${nargs - 1}[0] = 0.0f; return 0; }`, nargs);
+const good = renderCandidate(conv.dag, defaults, target);
+if (!good.ok) throw new Error(good.message);
+// Correct everywhere but one element.
+const wrong = good.code.replace(/return tt_candidate_kernel\(([^)]*)\);/, (_, args: string) =>
+  `int r = tt_candidate_kernel(${args}); args[${nargs - 1}][${outSize >> 1}] += 0.5f; return r;`);
+const broken = 'int tt_candidate(float* const* args) { return args[0] +; }';
+
+test('the reference evaluator is deterministic and the comparison has a stated tolerance', () => {
+  const a = computeReference(conv.dag, 3), b = computeReference(conv.dag, 3), c = computeReference(conv.dag, 4);
+  assert.equal(compareOutput(a.outputs[0], b.outputs[0]), { ok: true });
+  assert.not.ok(compareOutput(a.outputs[0], c.outputs[0]).ok);
+  const near = Float32Array.from(a.outputs[0], (x) => x * (1 + 5e-5));
+  assert.ok(compareOutput(near, a.outputs[0]).ok);
+  const nan = Float32Array.from(a.outputs[0]);
+  nan[3] = NaN;
+  const cmp = compareOutput(nan, a.outputs[0]);
+  assert.ok(!cmp.ok && cmp.message.startsWith('1 of ') && cmp.message.includes('index 3'), JSON.stringify(cmp));
+});
+
+test('default steps on a conv task: a verified time; every error class with the measurer carrying on', async () => {
+  assert.ok(conv, `no small conv task in ${tasks.map((t) => t.desc).join('; ')}`);
+  assert.ok(wrong !== good.code, 'the wrong kernel differs from the good one');
+  const measurer = new LocalMeasurer(target, { timeoutMs: 1500, repeat: 2, minRepeatMs: 1, buildJobs: 2, seed: 5 });
+  try {
+    const [valid] = await measurer.measure(conv, [defaults]);
+    assert.is(valid.error, null, valid.message);
+    assert.is(valid.costs_ms.length, 2);
+    assert.ok(valid.costs_ms.every((c) => c > 0 && Number.isFinite(c)));
+    assert.ok(valid.build_ms > 0 && valid.run_ms > 0);
+
+    const badSteps: Step[][] = [
+      [{ s: 'split', stage: 'no_such_stage', iter: 'x', lengths: [2] }],
+      [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [0] }],
+    ];
+    const invalid = await measurer.measure(conv, badSteps);
+    assert.equal(invalid.map((o) => o.error), ['invalid_schedule', 'invalid_schedule']);
+    assert.match(invalid[0].message!, /no_such_stage/);
+    assert.match(invalid[1].message!, /steps\/0\/lengths\/0 must be >= 1/);
+
+    const steps = (tag: string): Step[] => [{ s: 'compute_root', stage: tag }];
+    const outcomes = await measurer.measureSources(conv, [
+      { steps: steps('crash'), code: crashing },
+      { steps: steps('hang'), code: hanging },
+      { steps: steps('wrong'), code: wrong },
+      { steps: steps('broken'), code: broken },
+      { steps: steps('good'), code: good.code },
+    ]);
+    assert.equal(outcomes.map((o) => o.error), ['runtime_error', 'timeout', 'wrong_answer', 'compile_error', null]);
+    assert.equal(outcomes.map((o) => o.steps[0]), ['crash', 'hang', 'wrong', 'broken', 'good'].map(steps).map((s) => s[0]));
+    assert.match(outcomes[0].message!, /SIGSEGV/);
+    assert.match(outcomes[1].message!, /did not finish within 1500 ms/);
+    assert.match(outcomes[2].message!, new RegExp(`1 of ${outSize} elements differ; worst at index ${outSize >> 1}`));
+    assert.match(outcomes[3].message!, /error/);
+    assert.ok(outcomes.slice(0, 4).every((o) => o.costs_ms.length === 0));
+    assert.is(outcomes[4].costs_ms.length, 2);
+    assert.is(measurer.workerRestarts, 2, 'one restart after the crash, one after the hang');
+  } finally {
+    await measurer.close();
+  }
+});
+
+test.run();

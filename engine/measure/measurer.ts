@@ -1,0 +1,152 @@
+// The local measurer (search/types.ts Measurer): build a batch of candidates in parallel,
+// run them one at a time in the native worker (MeasureWorker), check each output against
+// the task's reference before its time counts, and classify what went wrong:
+//
+//   invalid_schedule  steps fail the schema, replay or lowering          (builder)
+//   compile_error     the C compiler fails or runs too long               (builder)
+//   runtime_error     the kernel crashes, fails to load or returns != 0   (worker)
+//   timeout           the run takes longer than timeoutMs; worker killed  (worker)
+//   wrong_answer      the output differs from the reference evaluator     (verify)
+//
+// A bad candidate never throws: it is an outcome with its class and the first lines of
+// what went wrong. Only a broken setup (no C compiler) throws.
+
+import { promises as fs, mkdtempSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Task } from '../graph/extract';
+import { UserError } from '../errors';
+import { numElements } from '../ir/tensor';
+import { readFloat32File } from '../runtime/rawfile';
+import type { Step } from '../schedule/steps';
+import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
+import type { Target } from '../target';
+import { Builder, type BuiltCandidate } from './builder';
+import { compareOutput, computeReference, DEFAULT_TOLERANCE, type Reference, type Tolerance } from './verify';
+import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
+
+export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
+  number: 1,
+  repeat: 3,
+  minRepeatMs: 10,
+  timeoutMs: 10_000,
+  flush: false,
+  buildJobs: availableParallelism(),
+  threads: 1,
+};
+
+export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
+  /** Seed of the random inputs (default 0); the reference is computed for it. */
+  seed?: number;
+  tolerance?: Tolerance;
+  /** Where libraries and output files go (default: a fresh temp directory, removed by close()). */
+  workDir?: string;
+  /** Per compiler process (default 60 s). */
+  buildTimeoutMs?: number;
+  /** Passed to the worker (binary, start timeout); threads come from `threads`. */
+  worker?: Omit<WorkerOptions, 'threads'>;
+}
+
+/** The task fields the measurer needs. */
+export type MeasuredTask = Pick<Task, 'dag'>;
+
+export class LocalMeasurer implements Measurer {
+  readonly options: Readonly<MeasureOptions>;
+  private readonly seed: number;
+  private readonly tolerance: Tolerance;
+  private readonly workDir: string;
+  private readonly ownsWorkDir: boolean;
+  private readonly builder: Builder;
+  private readonly worker: MeasureWorker;
+  private readonly references = new Map<string, Reference>();
+  private outputSeq = 0;
+
+  constructor(target: Target, opts: LocalMeasurerOptions = {}) {
+    const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
+    this.options = { ...DEFAULT_MEASURE_OPTIONS, ...measure };
+    this.seed = seed ?? 0;
+    this.tolerance = tolerance ?? DEFAULT_TOLERANCE;
+    this.ownsWorkDir = workDir === undefined;
+    this.workDir = workDir ?? mkdtempSync(path.join(tmpdir(), 'tt-measure-'));
+    this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
+    this.worker = new MeasureWorker({ ...worker, threads: this.options.threads });
+  }
+
+  /** Worker restarts so far (one per crash or timeout). */
+  get workerRestarts(): number {
+    return this.worker.restarts;
+  }
+
+  async measure(task: MeasuredTask, candidates: readonly Step[][]): Promise<MeasureOutcome[]> {
+    return this.run(task, await this.builder.build(task.dag, candidates));
+  }
+
+  /** Compiles hand-written translation units (exporting CANDIDATE_SYMBOL) and measures them like candidates. */
+  async measureSources(task: MeasuredTask, sources: readonly { steps: Step[]; code: string }[]): Promise<MeasureOutcome[]> {
+    return this.run(task, await this.builder.buildSources(sources));
+  }
+
+  /** Runs built candidates one at a time, verifying each. */
+  async run(task: MeasuredTask, built: readonly BuiltCandidate[]): Promise<MeasureOutcome[]> {
+    const outcomes: MeasureOutcome[] = [];
+    for (const b of built) {
+      if ('error' in b) {
+        outcomes.push({ steps: b.steps, costs_ms: [], error: b.error, message: b.message, build_ms: b.build_ms, run_ms: 0 });
+        continue;
+      }
+      const started = performance.now();
+      const outcome = await this.runOne(task, b);
+      outcomes.push({ ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: performance.now() - started });
+    }
+    for (const b of new Set(built.flatMap((x) => ('lib' in x ? [x.lib] : [])))) await fs.rm(b, { force: true });
+    return outcomes;
+  }
+
+  async close(): Promise<void> {
+    await this.worker.close();
+    if (this.ownsWorkDir) await fs.rm(this.workDir, { recursive: true, force: true });
+  }
+
+  private reference(task: MeasuredTask): Reference {
+    const key = task.dag.workloadKey;
+    let ref = this.references.get(key);
+    if (!ref) {
+      ref = computeReference(task.dag, this.seed);
+      this.references.set(key, ref);
+    }
+    return ref;
+  }
+
+  private async runOne(task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>): Promise<Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'>> {
+    const dag = task.dag;
+    const outFiles = dag.outputs.map(() => path.join(this.workDir, `out-${++this.outputSeq}.bin`));
+    const buffers: MeasureBuffer[] = [
+      ...dag.inputs.map((t): MeasureBuffer => ({ kind: 'in', size: numElements(t.shape) })),
+      ...dag.outputs.map((t, i): MeasureBuffer => ({ kind: 'out', size: numElements(t.shape), file: outFiles[i] })),
+    ];
+    const o = this.options;
+    try {
+      let result;
+      try {
+        result = await this.worker.run({
+          lib: b.lib, symbol: b.symbol, buffers, timeoutMs: o.timeoutMs, number: o.number, repeat: o.repeat,
+          minRepeatMs: o.minRepeatMs, flush: o.flush, seed: this.seed,
+        });
+      } catch (e) {
+        if (e instanceof UserError) throw e; // the setup, not the candidate (e.g. tt_measure cannot be built)
+        // The worker could not be driven (a protocol failure): the candidate cannot count.
+        return { costs_ms: [], error: 'runtime_error', message: (e as Error).message };
+      }
+      if ('error' in result) return { costs_ms: [], error: result.error, message: result.message };
+      const ref = this.reference(task);
+      for (let i = 0; i < outFiles.length; i++) {
+        const got = await readFloat32File(outFiles[i]);
+        const cmp = compareOutput(got, ref.outputs[i], this.tolerance);
+        if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[i].name}: ${cmp.message}` };
+      }
+      return { costs_ms: result.costs_ms, error: null };
+    } finally {
+      await Promise.all(outFiles.map((f) => fs.rm(f, { force: true })));
+    }
+  }
+}
