@@ -10,6 +10,7 @@ import { UserError } from '../errors';
 import { bestRecords, meanCost, rankedByWorkload } from './best';
 import { distill, distillFiles } from './distill';
 import { appendRecords, readRecords, withFileLock } from './log';
+import { makeRecord } from './make';
 import { openLog } from './open';
 import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
 import { checkRecord } from './schema';
@@ -187,6 +188,18 @@ test('openLog groups this machine\'s measurements by workload key', async () => 
   assert.equal(opened.measured.get(KEY_A)!.map((m) => m.cost_ms), [3, null]);
   assert.is(opened.measured.get(KEY_B)!.length, 1);
   assert.is((await openLog(file('fresh.jsonl'), { target: 't', fingerprint: 'f' })).measured.size, 0);
+});
+
+test('makeRecord turns measurement outcomes into valid records', async () => {
+  const ctx = { task: { key: KEY_A, desc: 'conv' }, target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef', seed: 3, policy: 'random' };
+  const ok = makeRecord({ steps: rec().steps, costs_ms: [0.5, 0.7], error: null, build_ms: 10, run_ms: 2 }, ctx);
+  const bad = makeRecord({ steps: [], costs_ms: [], error: 'compile_error', message: 'x'.repeat(9000), build_ms: 10, run_ms: 0 }, ctx);
+  assert.ok(checkRecord(ok).ok && checkRecord(bad).ok);
+  assert.equal([ok.costs_ms, ok.error, ok.policy, ok.seed], [[0.5, 0.7], null, 'random', 3]);
+  assert.ok(bad.message!.length < 8192);
+  const f = file('made.jsonl');
+  await appendRecords(f, [ok, bad]);
+  assert.equal((await readRecords(f)).entries.map((e) => e.record), [ok, bad]);
 });
 
 test.after(() => rmSync(work, { recursive: true, force: true }));

@@ -1,0 +1,31 @@
+// A record line from one measurement outcome (what the tuner appends after each batch).
+
+import { ENGINE_VERSION } from '../compile/model';
+import type { MeasureOutcome } from '../search/types';
+import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
+
+export interface RecordContext {
+  task: { key: string; desc: string };
+  /** Canonical target string and hardware fingerprint of the machine that measured. */
+  target: string;
+  fingerprint: string;
+  seed: number;
+  policy?: string;
+  /** Default: now. */
+  time?: Date;
+}
+
+/** Messages longer than this are cut (the schema's limit is 8192). */
+const MAX_MESSAGE = 4000;
+
+export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext): TuningRecord {
+  const record: TuningRecord = {
+    v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: ctx.task.key, desc: ctx.task.desc.slice(0, 1024),
+    target: ctx.target, fingerprint: ctx.fingerprint, steps: outcome.steps,
+    costs_ms: outcome.error === null ? outcome.costs_ms : [], error: outcome.error,
+    seed: ctx.seed, time: (ctx.time ?? new Date()).toISOString(),
+  };
+  if (outcome.message) record.message = outcome.message.length > MAX_MESSAGE ? `${outcome.message.slice(0, MAX_MESSAGE)}...` : outcome.message;
+  if (ctx.policy) record.policy = ctx.policy;
+  return record;
+}
