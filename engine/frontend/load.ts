@@ -1,10 +1,15 @@
 // loadModel: what the CLI and the Nx executors call to turn a user's model reference
-// (a builtin network name, later an ONNX file) into a graph. One place decides how a
-// reference is interpreted, so `tasks`, `tune` and `compile` agree on it.
+// (a builtin network name, or a path ending in .onnx) into a graph. One place decides how
+// a reference is interpreted, so `tasks`, `tune` and `compile` agree on it.
 
 import type { Graph } from '../graph/graph';
 import type { Layout } from '../topi/nn';
+import path from 'node:path';
 import { getNetwork } from './networks';
+import { loadOnnx } from './onnx/import';
+
+/** Whether a model reference names an ONNX file (rather than a builtin network). */
+export const isOnnxPath = (model: string): boolean => model.toLowerCase().endsWith('.onnx');
 
 export interface ModelSpec {
   /** A builtin network name (see NETWORK_NAMES) or a path to a model file. */
@@ -20,7 +25,7 @@ export interface ModelSpec {
 }
 
 export interface LoadedModel {
-  /** Name recorded in manifests and logs. */
+  /** Name recorded in manifests and logs: the network name, or the ONNX file's absolute path. */
   name: string;
   graph: Graph;
   /** Graph input names and shapes, in order. */
@@ -28,6 +33,12 @@ export interface LoadedModel {
 }
 
 export function loadModel(spec: ModelSpec): LoadedModel {
+  if (isOnnxPath(spec.model)) {
+    // The file carries its own weights and input shape; batch sizes a symbolic batch dimension.
+    const file = path.resolve(spec.model);
+    const m = loadOnnx(file, { batch: spec.batch, layout: spec.layout });
+    return { name: file, graph: m.graph, inputs: m.inputs };
+  }
   const net = getNetwork(spec.model, {
     batch: spec.batch, layout: spec.layout, imageSize: spec.imageSize, seed: spec.seed, randomStats: spec.randomStats, weights: spec.weights,
   });

@@ -83,6 +83,12 @@ export const OPS: Record<string, OpDef> = {
   leaky_relu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.leakyRelu(x, num(a, 'alpha')) },
   sigmoid: { pattern: OpPattern.ElemWise, compute: ([x]) => ew.sigmoid(x) },
   tanh: { pattern: OpPattern.ElemWise, compute: ([x]) => ew.tanh(x) },
+  hard_sigmoid: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.hardSigmoid(x, num(a, 'alpha'), num(a, 'beta')) },
+  hard_swish: { pattern: OpPattern.ElemWise, compute: ([x]) => ew.hardSwish(x) },
+  mean: {
+    pattern: OpPattern.CommReduce,
+    compute: ([x], a) => nn.reduceMean(x, a.axes as number[], (a.keepdims as boolean | undefined) ?? true),
+  },
   pad: {
     pattern: OpPattern.Injective,
     compute: ([x], a) => tr.pad(x, a.before as number[], a.after as number[], 'PadInput', (a.value as number | undefined) ?? 0),

@@ -55,3 +55,9 @@ export const sigmoid = (x: Tensor): Tensor => math('sigmoid', x);
 export const tanh = (x: Tensor): Tensor => math('tanh', x);
 /** y = x * a + b, elementwise (scale/shift with scalar constants). */
 export const affine = (x: Tensor, a: number, b: number, name = 'T_affine'): Tensor => unary(name, x, (e) => add(mul(e, f32(a)), f32(b)));
+/** ONNX HardSigmoid: max(0, min(1, alpha * x + beta)). */
+export const hardSigmoid = (x: Tensor, alpha: number, beta: number): Tensor =>
+  unary('T_hard_sigmoid', x, (e) => max(min(add(mul(e, f32(alpha)), f32(beta)), f32(1)), f32(0)));
+/** ONNX HardSwish: x * max(0, min(1, x / 6 + 0.5)) (alpha 1/6, beta 0.5, fixed by the spec). */
+export const hardSwish = (x: Tensor): Tensor =>
+  unary('T_hard_swish', x, (e) => mul(e, max(min(add(mul(e, f32(1 / 6)), f32(0.5)), f32(1)), f32(0))));

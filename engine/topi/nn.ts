@@ -253,3 +253,30 @@ export function batchNorm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, 
 function vr(axis: { name: string }): Expr {
   return { k: 'var', name: axis.name };
 }
+
+/**
+ * Mean over `axes` (TOPI `mean`: a sum stage, then a division by the number of reduced
+ * elements); `keepdims` keeps the reduced axes with extent 1.
+ */
+export function reduceMean(data: Tensor, axes: readonly number[], keepdims: boolean): Tensor {
+  const rank = data.shape.length;
+  const red = [...new Set(axes.map((a) => (a < 0 ? a + rank : a)))].sort((x, y) => x - y);
+  if (red.some((a) => !Number.isInteger(a) || a < 0 || a >= rank)) throw new Error(`mean: axes [${axes.join(', ')}] out of range for rank ${rank}`);
+  const raxes = red.map((a, i) => reduceAxis(`k${i}`, data.shape[a]));
+  const shape = data.shape.flatMap((d, i) => (red.includes(i) ? (keepdims ? [1] : []) : [d]));
+  const names = shape.map((_, i) => `ax${i}`);
+  const count = red.reduce((acc, a) => acc * data.shape[a], 1);
+  const source = (ax: Expr[]): Expr[] => {
+    let j = 0;
+    return data.shape.map((_, i) => {
+      const r = red.indexOf(i);
+      if (r >= 0) {
+        if (keepdims) j++;
+        return vr(raxes[r]);
+      }
+      return ax[j++];
+    });
+  };
+  const total = compute('T_sum', shape, names, (...ax) => sum(load(data, source(ax)), raxes), 'comm_reduce');
+  return compute('T_mean', shape, names, (...ax) => div(load(total, ax), f32(count)), 'elemwise');
+}

@@ -14,7 +14,7 @@ import { constantOf, rebuild, type Rebuilder } from '../rewrite';
 import { BINARY_OPS } from './canonicalize-bias';
 
 const LAYOUT_OPS = new Set(['conv2d', 'max_pool2d', 'avg_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d']);
-const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh']);
+const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh', 'hard_sigmoid', 'hard_swish']);
 
 /** Permute a row-major array: output axis i is input axis perm[i]. */
 export function permuteData(data: Float32Array, shape: readonly number[], perm: readonly number[]): Float32Array {

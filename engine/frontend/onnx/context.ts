@@ -1,0 +1,173 @@
+// What an operator converter sees while the importer walks an ONNX graph: the node (its
+// inputs, outputs and attributes) and the values computed so far. A value is either a
+// node of our graph or a static tensor known at import time (initializers, Constant
+// nodes, and whatever Shape/Gather/Concat/... compute from them); static float tensors
+// become graph constants when an operator reads them.
+
+import { Graph } from '../../graph/graph';
+import type { Attrs } from '../../graph/ops';
+import { AttributeType, type AttributeMessage, type NodeMessage } from './schema';
+import { numElements, OnnxFormatError, tensorFromProto, type StaticTensor } from './tensor';
+
+export type Value = { readonly kind: 'node'; readonly id: number } | { readonly kind: 'static'; readonly t: StaticTensor };
+
+/** An operator, attribute or attribute value we do not implement (listed, with every other, in one error). */
+export class UnsupportedError extends Error {}
+
+const decoder = new TextDecoder();
+
+/** Typed access to a node's attributes. */
+export class AttrReader {
+  private readonly byName: Map<string, AttributeMessage>;
+  private readonly modelDir: string;
+
+  constructor(attrs: readonly AttributeMessage[], modelDir: string) {
+    this.byName = new Map(attrs.map((a) => [a.name ?? '', a]));
+    this.modelDir = modelDir;
+  }
+
+  names(): string[] { return [...this.byName.keys()]; }
+  has(name: string): boolean { return this.byName.has(name); }
+
+  private get(name: string, type: number): AttributeMessage | undefined {
+    const a = this.byName.get(name);
+    if (!a) return undefined;
+    if (a.ref_attr_name) throw new UnsupportedError(`attribute ${name} refers to a function attribute`);
+    // Files of IR version 1 have no type field; trust the field then.
+    if (a.type !== undefined && a.type !== 0 && a.type !== type) throw new OnnxFormatError(`attribute ${name} has type ${a.type}, expected ${type}`);
+    return a;
+  }
+
+  int(name: string, dflt: number): number { return this.get(name, AttributeType.INT)?.i ?? dflt; }
+  float(name: string, dflt: number): number { return this.get(name, AttributeType.FLOAT)?.f ?? dflt; }
+  ints(name: string): number[] | undefined {
+    const a = this.get(name, AttributeType.INTS);
+    return a ? [...(a.ints ?? [])] : undefined;
+  }
+  floats(name: string): number[] | undefined {
+    const a = this.get(name, AttributeType.FLOATS);
+    return a ? [...(a.floats ?? [])] : undefined;
+  }
+  string(name: string, dflt: string): string {
+    const a = this.get(name, AttributeType.STRING);
+    return a?.s ? decoder.decode(a.s) : dflt;
+  }
+  tensor(name: string): StaticTensor | undefined {
+    const a = this.get(name, AttributeType.TENSOR);
+    return a?.t ? tensorFromProto(a.t, this.modelDir, `attribute ${name}`) : undefined;
+  }
+}
+
+/** One ONNX node, as converters read it. */
+export class NodeView {
+  readonly opType: string;
+  readonly name: string;
+  readonly inputs: readonly string[];
+  readonly outputs: readonly string[];
+  readonly attr: AttrReader;
+  readonly opset: number;
+  private readonly cx: ImportContext;
+
+  constructor(n: NodeMessage, opset: number, cx: ImportContext) {
+    this.opType = n.op_type ?? '';
+    this.outputs = n.output ?? [];
+    this.name = n.name || this.outputs[0] || this.opType;
+    this.inputs = n.input ?? [];
+    this.attr = new AttrReader(n.attribute ?? [], cx.modelDir);
+    this.opset = opset;
+    this.cx = cx;
+  }
+
+  /** Input `i`, or undefined when absent (omitted or named ''). */
+  optional(i: number): Value | undefined {
+    const name = this.inputs[i];
+    return name ? this.cx.value(name) : undefined;
+  }
+
+  input(i: number, what = `input ${i}`): Value {
+    const v = this.optional(i);
+    if (!v) throw new OnnxFormatError(`missing ${what}`);
+    return v;
+  }
+
+  /** Input `i` as a graph node id (static tensors become constants). */
+  node(i: number, what?: string): number { return this.cx.nodeOf(this.input(i, what)); }
+
+  /** Input `i` as a static tensor, or an UnsupportedError saying it must be a constant. */
+  static(i: number, what = `input ${i}`): StaticTensor {
+    const v = this.input(i, what);
+    if (v.kind !== 'static') throw new UnsupportedError(`${what} must be a constant (an initializer or a constant-foldable expression)`);
+    return v.t;
+  }
+
+  /** Input `i` as a list of integers known at import time. */
+  ints(i: number, what = `input ${i}`): number[] {
+    const t = this.static(i, what);
+    return [...t.data].map((v) => Math.trunc(v));
+  }
+
+  shape(i: number): readonly number[] { return this.cx.shapeOf(this.input(i)); }
+
+  /** An op node of our graph, named after this ONNX node. */
+  op(op: string, inputs: readonly number[], attrs: Attrs = {}, suffix = ''): Value {
+    return { kind: 'node', id: this.cx.graph.op(op, inputs, attrs, `${this.name}${suffix}`) };
+  }
+
+  /** A value as a graph node id; a static one becomes a constant named after this node (+ suffix). */
+  nodeOf(v: Value, suffix: string): number {
+    if (v.kind === 'node') return v.id;
+    return this.constant(suffix, v.t.shape, v.t.type === 'float' ? v.t.data : Float32Array.from(v.t.data));
+  }
+
+  /** A float constant of our graph. */
+  constant(suffix: string, shape: readonly number[], data: Float32Array): number {
+    return this.cx.graph.constant(`${this.name}${suffix}`, shape, data);
+  }
+
+  get graph(): Graph { return this.cx.graph; }
+}
+
+export const staticValue = (t: StaticTensor): Value => ({ kind: 'static', t });
+export const nodeValue = (id: number): Value => ({ kind: 'node', id });
+
+export class ImportContext {
+  readonly graph = new Graph();
+  readonly modelDir: string;
+  private readonly values = new Map<string, Value>();
+  private readonly materialized = new Map<StaticTensor, number>();
+  private readonly names = new Map<StaticTensor, string>();
+
+  constructor(modelDir: string) {
+    this.modelDir = modelDir;
+  }
+
+  has(name: string): boolean { return this.values.has(name); }
+
+  value(name: string): Value {
+    const v = this.values.get(name);
+    if (!v) throw new OnnxFormatError(`value '${name}' is used before it is defined`);
+    return v;
+  }
+
+  set(name: string, v: Value): void {
+    if (v.kind === 'static' && !this.names.has(v.t)) this.names.set(v.t, name);
+    this.values.set(name, v);
+  }
+
+  shapeOf(v: Value): readonly number[] {
+    return v.kind === 'node' ? this.graph.node(v.id).shape : v.t.shape;
+  }
+
+  /** The graph node of a value: a static tensor becomes a float constant (once). */
+  nodeOf(v: Value): number {
+    if (v.kind === 'node') return v.id;
+    let id = this.materialized.get(v.t);
+    if (id === undefined) {
+      const data = v.t.type === 'float' ? v.t.data : Float32Array.from(v.t.data);
+      if (numElements(v.t.shape) !== data.length) throw new OnnxFormatError(`constant of shape [${v.t.shape.join(', ')}] has ${data.length} values`);
+      id = this.graph.constant(this.names.get(v.t) ?? `const_${this.graph.nodes.length}`, v.t.shape, data);
+      this.materialized.set(v.t, id);
+    }
+    return id;
+  }
+}

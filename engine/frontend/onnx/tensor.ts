@@ -1,0 +1,153 @@
+// ONNX tensors <-> the importer's static values. A TensorProto holds its numbers in
+// raw_data (little-endian), in a typed field (float_data, int64_data, ...), or in an
+// external file next to the model (external_data: location, offset, length). Floating
+// types become float32 values; integer and bool types become integers (as JS numbers),
+// which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs.
+
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import path from 'node:path';
+import { DataType, EXTERNAL_DATA, type TensorMessage } from './schema';
+
+export type StaticTensor =
+  | { readonly type: 'float'; readonly shape: readonly number[]; readonly data: Float32Array }
+  | { readonly type: 'int'; readonly shape: readonly number[]; readonly data: readonly number[] };
+
+/** A problem with the model's content; the importer prefixes the file name. */
+export class OnnxFormatError extends Error {}
+
+const ELEMENT_BYTES: Record<number, number> = {
+  [DataType.FLOAT]: 4, [DataType.DOUBLE]: 8, [DataType.FLOAT16]: 2,
+  [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.INT16]: 2, [DataType.INT8]: 1,
+  [DataType.UINT64]: 8, [DataType.UINT32]: 4, [DataType.UINT16]: 2, [DataType.UINT8]: 1, [DataType.BOOL]: 1,
+};
+const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16]);
+const TYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(DataType).map(([k, v]) => [v, k]));
+
+export const dataTypeName = (t: number | undefined): string => TYPE_NAMES[t ?? 0] ?? `data type ${t ?? 0}`;
+export const isSupportedDataType = (t: number | undefined): boolean => t !== undefined && ELEMENT_BYTES[t] !== undefined;
+
+export const numElements = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
+
+/** Dims of a tensor, checked: non-negative integers whose product fits in memory. */
+export function checkedDims(dims: readonly number[] | undefined, what: string): number[] {
+  const out = [...(dims ?? [])];
+  for (const d of out) {
+    if (!Number.isSafeInteger(d) || d < 0) throw new OnnxFormatError(`${what}: bad dimension ${d} in [${out.join(', ')}]`);
+  }
+  if (numElements(out) > 2 ** 31) throw new OnnxFormatError(`${what}: shape [${out.join(', ')}] has more than 2^31 elements`);
+  return out;
+}
+
+function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  if (exp === 0) return sign * 2 ** -14 * (frac / 1024);
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * 2 ** (exp - 15) * (1 + frac / 1024);
+}
+
+/** Decode `count` little-endian elements of `dataType` from bytes. */
+function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32Array | number[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (dataType === DataType.FLOAT) {
+    const out = new Float32Array(count);
+    for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
+    return out;
+  }
+  if (dataType === DataType.DOUBLE || dataType === DataType.FLOAT16) {
+    const out = new Float32Array(count);
+    for (let i = 0; i < count; i++) out[i] = dataType === DataType.DOUBLE ? view.getFloat64(i * 8, true) : halfToFloat(view.getUint16(i * 2, true));
+    return out;
+  }
+  const read: Record<number, (i: number) => number> = {
+    [DataType.INT64]: (i) => Number(view.getBigInt64(i * 8, true)),
+    [DataType.UINT64]: (i) => Number(view.getBigUint64(i * 8, true)),
+    [DataType.INT32]: (i) => view.getInt32(i * 4, true),
+    [DataType.UINT32]: (i) => view.getUint32(i * 4, true),
+    [DataType.INT16]: (i) => view.getInt16(i * 2, true),
+    [DataType.UINT16]: (i) => view.getUint16(i * 2, true),
+    [DataType.INT8]: (i) => view.getInt8(i),
+    [DataType.UINT8]: (i) => view.getUint8(i),
+    [DataType.BOOL]: (i) => (view.getUint8(i) ? 1 : 0),
+  };
+  return Array.from({ length: count }, (_, i) => read[dataType](i));
+}
+
+/** The bytes of an external tensor: `location` relative to the model's directory, with optional offset/length. */
+function readExternal(t: TensorMessage, modelDir: string, what: string, expected: number): Uint8Array {
+  const entries = new Map((t.external_data ?? []).map((e) => [e.key ?? '', e.value ?? '']));
+  const location = entries.get('location');
+  if (!location) throw new OnnxFormatError(`${what}: external data without a 'location'`);
+  const offset = Number(entries.get('offset') ?? '0');
+  const length = entries.has('length') ? Number(entries.get('length')) : expected;
+  if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0) {
+    throw new OnnxFormatError(`${what}: bad external data offset/length '${entries.get('offset')}'/'${entries.get('length')}'`);
+  }
+  if (length !== expected) throw new OnnxFormatError(`${what}: external data length ${length} bytes, the shape needs ${expected}`);
+  const file = path.resolve(modelDir, location);
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (e) {
+    throw new OnnxFormatError(`${what}: cannot open external data file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (offset + length > size) throw new OnnxFormatError(`${what}: external data ${file} has ${size} bytes, needs ${offset + length}`);
+    const out = new Uint8Array(length);
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, out, done, length - done, offset + done);
+      if (n <= 0) throw new OnnxFormatError(`${what}: external data ${file} ended early`);
+      done += n;
+    }
+    return out;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Decode a TensorProto (initializer or attribute) into a static value. */
+export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tensor '${t.name ?? ''}'`): StaticTensor {
+  const dataType = t.data_type ?? 0;
+  if (!isSupportedDataType(dataType)) throw new OnnxFormatError(`${what}: ${dataTypeName(dataType)} tensors are not supported`);
+  const shape = checkedDims(t.dims, what);
+  const count = numElements(shape);
+  const bytes = count * ELEMENT_BYTES[dataType];
+  let values: Float32Array | number[];
+  if (t.data_location === EXTERNAL_DATA) {
+    values = fromBytes(readExternal(t, modelDir, what, bytes), dataType, count);
+  } else if (t.raw_data && t.raw_data.length > 0) {
+    if (t.raw_data.length !== bytes) throw new OnnxFormatError(`${what}: raw_data has ${t.raw_data.length} bytes, shape [${shape.join(', ')}] needs ${bytes}`);
+    values = fromBytes(t.raw_data, dataType, count);
+  } else {
+    const field = typedField(t, dataType);
+    if (field.length !== count) throw new OnnxFormatError(`${what}: ${field.length} values for shape [${shape.join(', ')}]`);
+    values = FLOAT_TYPES.has(dataType)
+      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 ? halfToFloat(v) : v))
+      : field.map((v) => (dataType === DataType.BOOL ? (v ? 1 : 0) : v));
+  }
+  return values instanceof Float32Array ? { type: 'float', shape, data: values } : { type: 'int', shape, data: values };
+}
+
+function typedField(t: TensorMessage, dataType: number): number[] {
+  switch (dataType) {
+    case DataType.FLOAT: return t.float_data ?? [];
+    case DataType.DOUBLE: return t.double_data ?? [];
+    case DataType.INT64: return t.int64_data ?? [];
+    case DataType.UINT32: case DataType.UINT64: return t.uint64_data ?? [];
+    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16 (as bits)
+  }
+}
+
+/** A float32 tensor as a TensorProto with raw_data. */
+export function floatTensorProto(name: string, shape: readonly number[], data: Float32Array): TensorMessage {
+  const raw = new Uint8Array(data.length * 4);
+  const view = new DataView(raw.buffer);
+  data.forEach((v, i) => view.setFloat32(i * 4, v, true));
+  return { name, dims: [...shape], data_type: DataType.FLOAT, raw_data: raw };
+}
+
+/** An int64 tensor as a TensorProto. */
+export function int64TensorProto(name: string, shape: readonly number[], data: readonly number[]): TensorMessage {
+  return { name, dims: [...shape], data_type: DataType.INT64, int64_data: [...data] };
+}
