@@ -2,7 +2,7 @@
 // split/fuse relations that derive its loops, the current loop order, annotations and
 // where it is computed. Steps (steps.ts) edit it; lowering (codegen/lower.ts) reads it.
 
-import { load, readTensors, v, type Expr, type IterVar } from '../ir/expr';
+import { add, floordiv, floormod, load, mul, readTensors, substitute, v, type Expr, type IterVar } from '../ir/expr';
 import type { ComputeDAG } from '../ir/dag';
 import type { Tensor } from '../ir/tensor';
 import type { Annotation, Step } from './steps';
@@ -150,6 +150,9 @@ export class State {
         this.stages.splice(this.stages.indexOf(s), 0, local);
         break;
       }
+      case 'rfactor':
+        this.rfactor(s, st.iter);
+        break;
       case 'annotate': {
         this.leafIndex(s, st.iter);
         if (st.ann !== 'unroll' && s.kinds.get(st.iter) === 'R') {
@@ -213,6 +216,78 @@ export class State {
       at = target.attach;
     }
     return false;
+  }
+
+  /**
+   * TVM's rfactor, expressed as a new compute stage so that lowering needs nothing new:
+   * `<X>.rf(spatial..., f) = reduce over the other reduce loops` and `X = reduce over f of .rf`.
+   * Only the reduce loops of X may have been split or fused, and those splits must divide.
+   */
+  private rfactor(s: StageState, iter: string): void {
+    const where = `rfactor ${s.name}.${iter}`;
+    this.leafIndex(s, iter);
+    const body = s.body;
+    if (body.k !== 'reduce') throw new ScheduleError(`${where}: the stage is not a reduction`);
+    if (s.kinds.get(iter) !== 'R') throw new ScheduleError(`${where}: not a reduce loop`);
+    const rfName = `${s.name}.rf`;
+    if (this.stages.some((x) => x.name === rfName)) throw new ScheduleError(`${where}: ${rfName} exists already`);
+    const spatial = s.axes.map((a) => a.name);
+    if (s.relations.some((r) => (r.k === 'split' ? s.kinds.get(r.parent) : s.kinds.get(r.child)) === 'S')
+      || s.leaves.filter((l) => s.kinds.get(l) === 'S').join() !== spatial.join()) {
+      throw new ScheduleError(`${where}: must come before the spatial loops are split, fused or reordered`);
+    }
+    // Extents of every reduce iterator, then the original reduce axes in terms of the leaves.
+    const ext = new Map(s.reduceAxes.map((a) => [a.name, a.extent]));
+    for (const r of s.relations) {
+      if (r.k === 'split') {
+        const inner = r.lengths.reduce((a, b) => a * b, 1);
+        const parent = ext.get(r.parent)!;
+        if (parent % inner !== 0) throw new ScheduleError(`${where}: split of ${r.parent} (${parent}) by ${inner} does not divide`);
+        ext.set(r.children[0], parent / inner);
+        r.lengths.forEach((l, i) => ext.set(r.children[i + 1], l));
+      } else {
+        ext.set(r.child, r.parents.reduce((a, p) => a * ext.get(p)!, 1));
+      }
+    }
+    const reduceLeaves = s.leaves.filter((l) => s.kinds.get(l) === 'R');
+    const values = new Map<string, Expr>(reduceLeaves.map((l) => [l, v(l)]));
+    for (const r of [...s.relations].reverse()) {
+      if (r.k === 'split') {
+        let val = values.get(r.children[0])!;
+        r.lengths.forEach((l, i) => { val = add(mul(val, l), values.get(r.children[i + 1])!); });
+        values.set(r.parent, val);
+      } else {
+        const f = values.get(r.child)!;
+        let stride = 1;
+        for (let i = r.parents.length - 1; i >= 0; i--) {
+          const q = floordiv(f, stride);
+          values.set(r.parents[i], i === 0 ? q : floormod(q, ext.get(r.parents[i])!));
+          stride *= ext.get(r.parents[i])!;
+        }
+      }
+    }
+    const roots = new Map(s.reduceAxes.map((a) => [a.name, values.get(a.name)!]));
+    const factorAxis: IterVar = { name: iter, extent: ext.get(iter)! };
+    const rest: IterVar[] = reduceLeaves.filter((l) => l !== iter).map((l) => ({ name: l, extent: ext.get(l)! }));
+    const rfBody: Expr = { k: 'reduce', combiner: body.combiner, source: substitute(body.source, roots), axes: rest };
+    const rfAxes = [...s.axes, factorAxis];
+    const rfTensor: Tensor = {
+      name: rfName, shape: rfAxes.map((a) => a.extent), dtype: s.tensor.dtype,
+      op: { kind: 'compute', axes: rfAxes, reduceAxes: rest, body: rfBody, tag: `${s.tensor.op.kind === 'compute' ? s.tensor.op.tag : 'reduce'}.rf` },
+    };
+    const rf: StageState = {
+      name: rfName, tensor: rfTensor, body: rfBody, axes: rfAxes, reduceAxes: rest, relations: [],
+      leaves: [...rfAxes, ...rest].map((a) => a.name),
+      kinds: new Map([...rfAxes.map((a) => [a.name, 'S'] as const), ...rest.map((a) => [a.name, 'R'] as const)]),
+      ann: new Map(), autoUnroll: new Map(), attach: { k: 'root' }, isOutput: false,
+    };
+    s.body = { k: 'reduce', combiner: body.combiner, source: load(rfTensor, rfAxes.map((a) => v(a.name))), axes: [factorAxis] };
+    s.reduceAxes = [factorAxis];
+    s.relations = [];
+    s.leaves = [...spatial, iter];
+    s.kinds = new Map([...spatial.map((a) => [a, 'S'] as const), [iter, 'R'] as const]);
+    for (const m of [s.ann, s.autoUnroll]) for (const k of [...m.keys()]) if (!s.leaves.includes(k)) m.delete(k);
+    this.stages.splice(this.stages.indexOf(s), 0, rf);
   }
 
   private leafIndex(s: StageState, iter: string): number {

@@ -18,13 +18,18 @@ export type Step =
   /** Compute `stage` into a new local stage `<stage>.local`; `stage` becomes a copy of it. */
   | { s: 'cache_write'; stage: string }
   | { s: 'annotate'; stage: string; iter: string; ann: Annotation }
+  /**
+   * Factor a reduction (TVM's rfactor): the reduce loop `iter` becomes a spatial axis of a new
+   * stage `<stage>.rf` that reduces over the other reduce loops; `stage` then reduces `.rf` over `iter`.
+   */
+  | { s: 'rfactor'; stage: string; iter: string }
   /** Unroll loops below `iter` whose total trip count is at most `value` (TVM's auto_unroll_max_step). */
   | { s: 'pragma'; stage: string; iter: string; pragma: 'auto_unroll_max_step'; value: number };
 
 export type StepKind = Step['s'];
 
 export const STEP_KINDS: readonly StepKind[] = [
-  'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma',
+  'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma', 'rfactor',
 ];
 
 /** One line per step, for logs and `tensortune show`. */
@@ -39,5 +44,6 @@ export function printStep(st: Step): string {
     case 'cache_write': return `cache_write ${st.stage}`;
     case 'annotate': return `${st.ann} ${st.stage}.${st.iter}`;
     case 'pragma': return `pragma ${st.stage}.${st.iter} ${st.pragma}=${st.value}`;
+    case 'rfactor': return `rfactor ${st.stage}.${st.iter}`;
   }
 }

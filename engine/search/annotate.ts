@@ -1,0 +1,314 @@
+// Annotation: a sketch plus concrete values (tile sizes, compute locations, parallel
+// granularity, unroll depth) gives a step list. The builder asks a ParamSource for each
+// value as it goes, so the same code samples a random state (TVM's init rules, reference
+// §3.3), rebuilds a mutated genome (mutate.ts) and enumerates a grid (grid.ts).
+//
+// A Genome is the values a build used, by parameter key; with the sketch it determines the
+// steps, so mutation edits values and never has to patch steps by hand.
+
+import type { ComputeDAG } from '../ir/dag';
+import { numElements } from '../ir/tensor';
+import { ScheduleError, State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { factorizations, MAX_INNERMOST_FACTOR, product } from './factors';
+import type { Rng } from './rng';
+import type { Plan, Sketch } from './sketch';
+
+/** TVM's CPU candidates for auto_unroll_max_step. */
+export const UNROLL_STEPS: readonly number[] = [0, 16, 64, 512];
+
+/** Same bound as codegen/lower.ts: a stage computed inside a loop lives in a stack buffer. */
+export const MAX_LOCAL_FLOATS = 1 << 16;
+
+/** What a value is, for mutation weights (reference §4.3). */
+export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order';
+
+export type ParamSpec =
+  | { kind: 'tile'; extent: number; parts: number; maxInner: number }
+  | { kind: Exclude<ParamKind, 'tile'>; n: number };
+
+export type ParamValue = number | readonly number[];
+
+export interface Genome {
+  readonly sketch: number;
+  readonly values: ReadonlyMap<string, ParamValue>;
+}
+
+export interface ParamSource {
+  /** Factors (outermost first) of `extent` in `parts` pieces, innermost at most `maxInner`. */
+  tile(key: string, extent: number, parts: number, maxInner: number): readonly number[];
+  /** An index in [0, n). */
+  choice(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number;
+}
+
+export interface Built {
+  readonly steps: Step[];
+  readonly state: State;
+  readonly genome: Genome;
+  readonly specs: ReadonlyMap<string, ParamSpec>;
+}
+
+/** Samples every value uniformly (tile sizes uniformly over the factorisations, as TVM). */
+export class RandomSource implements ParamSource {
+  constructor(private readonly rng: Rng) {}
+  tile(_key: string, extent: number, parts: number, maxInner: number): readonly number[] {
+    return this.rng.pick(factorizations(extent, parts, maxInner));
+  }
+  choice(_key: string, _kind: ParamKind, n: number): number {
+    return this.rng.int(n);
+  }
+}
+
+/** Takes values from a genome where they fit the requested domain, else from `fallback`. */
+export class GenomeSource implements ParamSource {
+  constructor(private readonly values: ReadonlyMap<string, ParamValue>, private readonly fallback: ParamSource) {}
+  tile(key: string, extent: number, parts: number, maxInner: number): readonly number[] {
+    const v = this.values.get(key);
+    if (Array.isArray(v) && v.length === parts && product(v) === extent && v[parts - 1] <= maxInner) return v;
+    return this.fallback.tile(key, extent, parts, maxInner);
+  }
+  choice(key: string, kind: ParamKind, n: number): number {
+    const v = this.values.get(key);
+    if (typeof v === 'number' && v < n) return v;
+    return this.fallback.choice(key, kind as Exclude<ParamKind, 'tile'>, n);
+  }
+}
+
+/** A canonical string of a step list: equal strings, equal programs. Used to deduplicate. */
+export function stepsKey(steps: readonly Step[]): string {
+  return JSON.stringify(steps);
+}
+
+/**
+ * Build the steps of `sketches[index]` with values from `src`. Throws ScheduleError when
+ * the values make an invalid state (a local buffer too large, a bad compute location).
+ */
+export function buildState(dag: ComputeDAG, sketches: readonly Sketch[], index: number, src: ParamSource): Built {
+  return new Builder(dag, sketches[index], index, src).build();
+}
+
+class Builder {
+  private readonly state: State;
+  private readonly steps: Step[] = [];
+  private readonly values = new Map<string, ParamValue>();
+  private readonly specs = new Map<string, ParamSpec>();
+
+  constructor(private readonly dag: ComputeDAG, private readonly sketch: Sketch, private readonly index: number, private readonly src: ParamSource) {
+    this.state = new State(dag);
+  }
+
+  build(): Built {
+    const names = this.dag.computeStages.map((t) => t.name);
+    // Inline first, so every later decision sees the inlined structure; then consumers before producers.
+    for (const x of names) if (this.plan(x).k === 'inline') this.emit({ s: 'compute_inline', stage: x });
+    for (let i = names.length - 1; i >= 0; i--) {
+      const x = names[i];
+      const p = this.plan(x);
+      if (p.k === 'tile') this.tile(x, p);
+      else if (p.k === 'rfactor') this.rfactor(x, p.inner);
+      else if (p.k === 'simple') this.simple(x);
+    }
+    this.state.validate();
+    return { steps: this.steps, state: this.state, genome: { sketch: this.index, values: this.values }, specs: this.specs };
+  }
+
+  private plan(x: string): Plan {
+    return this.sketch.plans.get(x)!;
+  }
+
+  private emit(st: Step): void {
+    this.state.apply(st);
+    this.steps.push(st);
+  }
+
+  private tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR): readonly number[] {
+    const v = this.src.tile(key, extent, parts, maxInner);
+    this.values.set(key, v);
+    this.specs.set(key, { kind: 'tile', extent, parts, maxInner });
+    return v;
+  }
+
+  private choiceOf(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number {
+    const v = n <= 1 ? 0 : this.src.choice(key, kind, n);
+    if (n > 1) {
+      this.values.set(key, v);
+      this.specs.set(key, { kind, n });
+    }
+    return v;
+  }
+
+  private leaves(stage: string): string[] {
+    return [...this.state.stage(stage).leaves];
+  }
+
+  /** Fuse the first `n` of `loops` (consecutive, outermost) and mark the result parallel; returns its name. */
+  private parallel(stage: string, loops: readonly string[], n: number): string | undefined {
+    if (n <= 0) return undefined;
+    const picked = loops.slice(0, n);
+    if (picked.length >= 2) this.emit({ s: 'fuse', stage, iters: [...picked] });
+    const name = picked.join('@');
+    this.emit({ s: 'annotate', stage, iter: name, ann: 'parallel' });
+    return name;
+  }
+
+  private unroll(stage: string, key: string): void {
+    const first = this.leaves(stage)[0];
+    const v = UNROLL_STEPS[this.choiceOf(key, 'unroll', UNROLL_STEPS.length)];
+    this.emit({ s: 'pragma', stage, iter: first, pragma: 'auto_unroll_max_step', value: v });
+  }
+
+  private vectorize(stage: string, iter: string, extent: number): void {
+    if (extent > 1) this.emit({ s: 'annotate', stage, iter, ann: 'vectorize' });
+  }
+
+  // ------------------------------------------------------------ multi-level tiling
+
+  private tile(x: string, p: Extract<Plan, { k: 'tile' }>): void {
+    let t = x, c = p.consumer;
+    if (p.cacheWrite) {
+      this.emit({ s: 'cache_write', stage: x });
+      t = `${x}.local`;
+      c = x;
+    }
+    const ts = this.state.stage(t);
+    const sp = ts.axes, rd = ts.reduceAxes;
+    const fs = sp.map((a) => this.tileOf(`${x}/S/${a.name}`, a.extent, 4));
+    const gs = rd.map((r) => this.tileOf(`${x}/R/${r.name}`, r.extent, 2));
+    const lvl = (names: readonly string[], k: number): string[] => names.map((n) => `${n}.${k}`);
+    const sn = sp.map((a) => a.name), rn = rd.map((r) => r.name);
+    const last = sp.length - 1;
+    if (p.level === 0) {
+      sp.forEach((a, i) => this.emit({ s: 'split', stage: t, iter: a.name, lengths: fs[i].slice(1) }));
+      rd.forEach((r, i) => this.emit({ s: 'split', stage: t, iter: r.name, lengths: gs[i].slice(1) }));
+      this.emit({ s: 'reorder', stage: t, order: [...lvl(sn, 0), ...lvl(sn, 1), ...lvl(rn, 0), ...lvl(sn, 2), ...lvl(rn, 1), ...lvl(sn, 3)] });
+      const outer = [...lvl(sn, 0), ...lvl(sn, 1)];
+      this.parallel(t, outer, this.choiceOf(`${x}/parallel`, 'parallel', outer.length) + 1);
+      this.unroll(t, `${x}/unroll`);
+      this.vectorize(t, `${sn[last]}.3`, fs[last][3]);
+      return;
+    }
+    const L = p.level;
+    const cs = this.state.stage(c!);
+    const cn = cs.axes.map((a) => a.name);
+    if (cn.length !== sn.length) throw new ScheduleError(`${c}: cannot follow the tiles of ${t}`);
+    // The consumer takes the outer L levels; the reduction fills the region of the inner ones.
+    cn.forEach((a, i) => {
+      const f = fs[i];
+      this.emit({ s: 'split', stage: c!, iter: a, lengths: L === 1 ? [f[1] * f[2] * f[3]] : [f[1], f[2] * f[3]] });
+    });
+    const corder: string[] = [];
+    for (let k = 0; k <= L; k++) corder.push(...lvl(cn, k));
+    this.emit({ s: 'reorder', stage: c!, order: corder });
+    const outer = corder.slice(0, cn.length * L);
+    const region = numElements(fs.map((f) => product(f.slice(L))));
+    if (region > MAX_LOCAL_FLOATS) throw new ScheduleError(`${t}: a tile of ${region} floats is too large for a local buffer`);
+    const n = this.choiceOf(`${x}/parallel`, 'parallel', outer.length) + 1;
+    const fused = this.parallel(c!, outer, n);
+    const attach = n === outer.length ? fused! : outer[outer.length - 1];
+    this.vectorize(c!, `${cn[last]}.${L}`, product(fs[last].slice(L)));
+    this.emit({ s: 'compute_at', stage: t, target: c!, iter: attach });
+    sp.forEach((a, i) => this.emit({ s: 'split', stage: t, iter: a.name, lengths: fs[i].slice(L + 1) }));
+    rd.forEach((r, i) => this.emit({ s: 'split', stage: t, iter: r.name, lengths: gs[i].slice(1) }));
+    const order = L === 1
+      ? [...lvl(sn, 0), ...lvl(rn, 0), ...lvl(sn, 1), ...lvl(rn, 1), ...lvl(sn, 2)]
+      : [...lvl(rn, 0), ...lvl(sn, 0), ...lvl(rn, 1), ...lvl(sn, 1)];
+    this.emit({ s: 'reorder', stage: t, order });
+    this.unroll(t, `${x}/unroll`);
+    this.vectorize(t, `${sn[last]}.${L === 1 ? 2 : 1}`, fs[last][3]);
+  }
+
+  // ------------------------------------------------------------ rfactor
+
+  private rfactor(x: string, inner: boolean): void {
+    const s = this.state.stage(x);
+    const rn = s.reduceAxes.map((r) => r.name);
+    const total = numElements(s.reduceAxes.map((r) => r.extent));
+    let r = rn[0];
+    if (rn.length > 1) {
+      this.emit({ s: 'fuse', stage: x, iters: rn });
+      r = rn.join('@');
+    }
+    const [, g1] = this.tileOf(`${x}/rf`, total, 2);
+    this.emit({ s: 'split', stage: x, iter: r, lengths: [g1] });
+    const factor = inner ? `${r}.1` : `${r}.0`, rest = inner ? `${r}.0` : `${r}.1`;
+    this.emit({ s: 'rfactor', stage: x, iter: factor });
+    this.simple(x);
+    // The partial reduction: spatial loops (with the factor axis), then the rest of the reduction.
+    const rf = `${x}.rf`;
+    const spatial = this.state.stage(rf).axes.map((a) => a.name);
+    if (!this.locate(rf)) return;
+    const attached = this.state.stage(rf).attach.k === 'at';
+    if (inner) {
+      const outer = spatial.slice(0, -1);
+      this.emit({ s: 'reorder', stage: rf, order: [...outer, rest, factor] });
+      if (!attached) this.parallel(rf, outer, this.choiceOf(`${rf}/parallel`, 'parallel', outer.length + 1));
+      this.vectorize(rf, factor, g1);
+    } else if (!attached) {
+      this.parallel(rf, spatial, this.choiceOf(`${rf}/parallel`, 'parallel', spatial.length + 1));
+    }
+    this.unroll(rf, `${rf}/unroll`);
+  }
+
+  // ------------------------------------------------------------ no tiling
+
+  /**
+   * Choose where a non-tiled stage is computed: root, inline (no reduction), or at a loop
+   * of its single consumer. Returns false when it was inlined.
+   */
+  private locate(x: string): boolean {
+    const s = this.state.stage(x);
+    if (s.isOutput) return true;
+    const consumers = this.state.effectiveReaders(x);
+    const canInline = s.reduceAxes.length === 0;
+    const options: ({ k: 'root' } | { k: 'inline' } | { k: 'at'; target: string; iter: string })[] = [{ k: 'root' }];
+    if (canInline) options.push({ k: 'inline' });
+    if (consumers.length === 1) {
+      const c = this.state.stage(consumers[0]);
+      // Inside a multi-level tile a producer may also sit between the reduce loops.
+      const tiled = this.sketch.plans.get(c.name.replace(/\.local$/, ''))?.k === 'tile';
+      for (const leaf of c.leaves) {
+        if (!tiled && c.kinds.get(leaf) === 'R') break;
+        if (c.ann.get(leaf) === 'vectorize') break;
+        options.push({ k: 'at', target: c.name, iter: leaf });
+      }
+    }
+    const o = options[this.choiceOf(`${x}/location`, 'location', options.length)];
+    if (o.k === 'inline') { this.emit({ s: 'compute_inline', stage: x }); return false; }
+    if (o.k === 'at') this.emit({ s: 'compute_at', stage: x, target: o.target, iter: o.iter });
+    return true;
+  }
+
+  private simple(x: string): void {
+    if (!this.locate(x)) return;
+    const s = this.state.stage(x);
+    const sp = s.axes;
+    if (sp.length === 0) return;
+    const hasReduce = s.reduceAxes.length > 0;
+    const reduceLeaves = s.leaves.filter((l) => s.kinds.get(l) === 'R');
+    const last = sp[sp.length - 1];
+    if (s.attach.k === 'at') {
+      // Inside a consumer's loops the region is small: keep the loops, vectorise a contiguous inner one.
+      if (!hasReduce && s.leaves[s.leaves.length - 1] === last.name) this.vectorize(x, last.name, 2);
+      return;
+    }
+    const [, inner] = this.tileOf(`${x}/vec`, last.extent, 2);
+    const outerSpatial = sp.slice(0, -1).map((a) => a.name);
+    let lastOuter = last.name, lastInner: string | undefined;
+    if (inner > 1 && inner < last.extent) {
+      this.emit({ s: 'split', stage: x, iter: last.name, lengths: [inner] });
+      lastOuter = `${last.name}.0`;
+      lastInner = `${last.name}.1`;
+    } else if (inner === last.extent) {
+      lastOuter = '';
+      lastInner = last.name;
+    }
+    const outer = lastOuter ? [...outerSpatial, lastOuter] : outerSpatial;
+    // With a reduction: keep it innermost, or move it outside the vector loop.
+    const reduceOutside = hasReduce && lastInner !== undefined && this.choiceOf(`${x}/order`, 'order', 2) === 1;
+    const order = [...outer, ...(reduceOutside ? reduceLeaves : []), ...(lastInner ? [lastInner] : []), ...(reduceOutside ? [] : reduceLeaves)];
+    if (order.join() !== s.leaves.join()) this.emit({ s: 'reorder', stage: x, order });
+    this.parallel(x, outer, this.choiceOf(`${x}/parallel`, 'parallel', outer.length + 1));
+    if (lastInner && (!hasReduce || reduceOutside)) this.vectorize(x, lastInner, inner);
+    if (hasReduce) this.unroll(x, `${x}/unroll`);
+  }
+}

@@ -1,0 +1,88 @@
+// What every policy needs around the builder: random sampling of valid states, the
+// lowering check that rejects invalid states before they are measured, and the set of
+// programs already measured or proposed (by canonical step string).
+
+import { lower } from '../codegen/lower';
+import type { ComputeDAG } from '../ir/dag';
+import { ScheduleError } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { buildState, RandomSource, stepsKey, type Built } from './annotate';
+import type { Rng } from './rng';
+import { generateSketches, type Sketch } from './sketch';
+import type { MeasuredState, PolicyContext } from './types';
+import { availableParallelism } from 'node:os';
+
+export interface SpaceOptions {
+  /** Cores of the target (rfactor rule, parallel granularity); default: this machine's. */
+  numCores?: number;
+}
+
+export class SearchSpace {
+  readonly dag: ComputeDAG;
+  readonly sketches: readonly Sketch[];
+  /** Canonical strings of everything measured or already proposed. */
+  private readonly seen = new Set<string>();
+  private readonly lowerable = new Map<string, boolean>();
+
+  constructor(ctx: PolicyContext, opts: SpaceOptions = {}) {
+    this.dag = ctx.task.dag;
+    this.sketches = generateSketches(this.dag, { numCores: opts.numCores ?? availableParallelism() });
+    for (const m of ctx.measured) this.seen.add(stepsKey(m.steps));
+  }
+
+  /** A random annotation of a random sketch; null when the sampled values are invalid. */
+  sample(rng: Rng): Built | null {
+    return this.tryBuild(() => buildState(this.dag, this.sketches, rng.int(this.sketches.length), new RandomSource(rng)));
+  }
+
+  tryBuild(f: () => Built): Built | null {
+    try {
+      return f();
+    } catch (e) {
+      if (e instanceof ScheduleError) return null;
+      throw e;
+    }
+  }
+
+  isSeen(key: string): boolean {
+    return this.seen.has(key);
+  }
+
+  markSeen(steps: readonly Step[]): void {
+    this.seen.add(stepsKey(steps));
+  }
+
+  notify(measured: readonly MeasuredState[]): void {
+    for (const m of measured) this.markSeen(m.steps);
+  }
+
+  /** The state replays and lowers (local buffers within codegen's limits). Cached by key. */
+  lowers(b: Built, key = stepsKey(b.steps)): boolean {
+    let ok = this.lowerable.get(key);
+    if (ok === undefined) {
+      try {
+        lower(b.state, 'candidate');
+        ok = true;
+      } catch {
+        // A candidate that codegen rejects is never measured, whatever the reason.
+        ok = false;
+      }
+      this.lowerable.set(key, ok);
+    }
+    return ok;
+  }
+
+  /** Up to `n` new valid random states, never seen before (they are marked seen). */
+  randomBatch(n: number, rng: Rng, maxAttempts = Math.max(64, n * 40)): Built[] {
+    const out: Built[] = [];
+    for (let attempt = 0; attempt < maxAttempts && out.length < n; attempt++) {
+      const b = this.sample(rng);
+      if (!b) continue;
+      const key = stepsKey(b.steps);
+      if (this.seen.has(key) || !this.lowers(b, key)) continue;
+      this.seen.add(key);
+      out.push(b);
+    }
+    return out;
+  }
+}

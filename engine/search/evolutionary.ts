@@ -1,0 +1,168 @@
+// The default policy (TVM's SketchPolicy, reference §4.2–4.4): each round samples an
+// initial population of random annotations of the sketches, adds the best states measured
+// so far, evolves it for a few generations with the cost model as fitness, and proposes
+// mostly the model's best states plus a few random ones (ε-greedy), never a program that
+// was measured or proposed before.
+
+import type { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { stepsKey, type Built } from './annotate';
+import { SearchSpace, type SpaceOptions } from './candidates';
+import { mutate } from './mutate';
+import { Rng } from './rng';
+import type { CostModel, MeasuredState, PolicyContext, SearchPolicy } from './types';
+
+export interface EvolutionOptions extends SpaceOptions {
+  /** States per generation. TVM uses 2048; JS building and scoring cost ~1 ms a state, so 512 by default. */
+  population?: number;
+  /** Generations after the initial population (TVM: 4). */
+  generations?: number;
+  /** Probability that a child is a mutation rather than a copy (TVM: 0.85). */
+  mutationProb?: number;
+  /** Share of each batch drawn at random instead of from the model's best (TVM: 0.05). */
+  epsGreedy?: number;
+  /** At most this share of the population is seeded with the best measured states (TVM: 0.2). */
+  measuredRatio?: number;
+}
+
+export const EVOLUTION_DEFAULTS = {
+  population: 512, generations: 4, mutationProb: 0.85, epsGreedy: 0.05, measuredRatio: 0.2,
+} as const;
+
+interface Scored { built: Built; key: string; score: number }
+
+/** Model scores; a model that fails on a state gives that state -Infinity rather than failing the search. */
+function predictSafely(model: CostModel, ctx: PolicyContext, states: State[]): number[] {
+  if (states.length === 0) return [];
+  try {
+    const out = model.predict(ctx.task, states);
+    if (out.length === states.length) return out.map((x) => (Number.isFinite(x) ? x : -Infinity));
+  } catch {
+    // fall through: score one by one so a single bad state costs only itself
+  }
+  return states.map((s) => {
+    try {
+      const [x] = model.predict(ctx.task, [s]);
+      return Number.isFinite(x) ? x : -Infinity;
+    } catch {
+      return -Infinity;
+    }
+  });
+}
+
+export class EvolutionaryPolicy implements SearchPolicy {
+  readonly name = 'evolutionary' as const;
+  readonly space: SearchSpace;
+  private readonly ctx: PolicyContext;
+  private readonly opts: Required<Omit<EvolutionOptions, keyof SpaceOptions>>;
+  private readonly rng: Rng;
+  /** Proposed states awaiting their measurement, by key. */
+  private readonly pending = new Map<string, Built>();
+  /** Measured valid states whose genome we know (proposed by this policy), with their cost. */
+  private readonly measuredSeeds: { built: Built; cost: number }[] = [];
+
+  constructor(ctx: PolicyContext, opts: EvolutionOptions = {}) {
+    this.ctx = ctx;
+    this.space = new SearchSpace(ctx, opts);
+    this.opts = {
+      population: opts.population ?? EVOLUTION_DEFAULTS.population,
+      generations: opts.generations ?? EVOLUTION_DEFAULTS.generations,
+      mutationProb: opts.mutationProb ?? EVOLUTION_DEFAULTS.mutationProb,
+      epsGreedy: opts.epsGreedy ?? EVOLUTION_DEFAULTS.epsGreedy,
+      measuredRatio: opts.measuredRatio ?? EVOLUTION_DEFAULTS.measuredRatio,
+    };
+    this.rng = new Rng(ctx.seed);
+  }
+
+  nextBatch(n: number): Step[][] {
+    if (n <= 0) return [];
+    const init = this.initialPopulation();
+    const seeds = [...this.measuredSeeds].sort((a, b) => a.cost - b.cost)
+      .slice(0, Math.floor(this.opts.measuredRatio * this.opts.population)).map((s) => s.built);
+    const best = this.evolve([...init, ...seeds]);
+    const picks: Built[] = [];
+    const take = (b: Built): void => {
+      const key = stepsKey(b.steps);
+      if (this.space.isSeen(key) || !this.space.lowers(b, key)) return;
+      this.space.markSeen(b.steps);
+      this.pending.set(key, b);
+      picks.push(b);
+    };
+    const nBest = n - Math.floor(this.opts.epsGreedy * n);
+    for (const s of best) {
+      if (picks.length >= nBest) break;
+      take(s.built);
+    }
+    // ε-greedy: the rest at random from the initial population, then fresh random states.
+    const pool = [...init];
+    while (picks.length < n && pool.length > 0) take(pool.splice(this.rng.int(pool.length), 1)[0]);
+    for (const b of this.space.randomBatch(n - picks.length, this.rng)) {
+      this.pending.set(stepsKey(b.steps), b);
+      picks.push(b);
+    }
+    return picks.map((b) => b.steps);
+  }
+
+  notify(measured: readonly MeasuredState[]): void {
+    this.space.notify(measured);
+    for (const m of measured) {
+      const key = stepsKey(m.steps);
+      const built = this.pending.get(key);
+      this.pending.delete(key);
+      if (built && m.cost_ms !== null) this.measuredSeeds.push({ built, cost: m.cost_ms });
+    }
+  }
+
+  /** Random annotations of the sketches, distinct, replaying (TVM's SampleInitPopulation). */
+  private initialPopulation(): Built[] {
+    const out: Built[] = [];
+    const keys = new Set<string>();
+    const target = this.opts.population;
+    for (let attempt = 0; attempt < target * 3 && out.length < target; attempt++) {
+      const b = this.space.sample(this.rng);
+      if (!b) continue;
+      const key = stepsKey(b.steps);
+      if (keys.has(key)) continue;
+      keys.add(key);
+      out.push(b);
+    }
+    return out;
+  }
+
+  /** Evolve `population`; returns every never-measured state it scored, best predicted first. */
+  private evolve(population: Built[]): Scored[] {
+    const scores = new Map<string, number>();
+    const best = new Map<string, Scored>();
+    let pop = population;
+    for (let g = 0; ; g++) {
+      const keys = pop.map((b) => stepsKey(b.steps));
+      const fresh = new Map<string, Built>();
+      keys.forEach((k, i) => { if (!scores.has(k)) fresh.set(k, pop[i]); });
+      const predicted = predictSafely(this.ctx.costModel, this.ctx, [...fresh.values()].map((b) => b.state));
+      [...fresh.keys()].forEach((k, i) => scores.set(k, predicted[i]));
+      pop.forEach((b, i) => {
+        const key = keys[i], score = scores.get(key)!;
+        if (score > -Infinity && !this.space.isSeen(key) && !best.has(key)) best.set(key, { built: b, key, score });
+      });
+      if (g >= this.opts.generations || pop.length === 0) break;
+      // Fitness-proportional selection on scores shifted to be positive.
+      const raw = keys.map((k) => scores.get(k)!);
+      const finite = raw.filter((x) => x > -Infinity);
+      const lo = finite.length ? Math.min(...finite) : 0, hi = finite.length ? Math.max(...finite) : 0;
+      const weights = raw.map((x) => (x === -Infinity ? 0 : hi > lo ? (x - lo) / (hi - lo) + 1e-3 : 1));
+      if (weights.every((w) => w === 0)) break;
+      const next: Built[] = [];
+      for (let attempt = 0; next.length < this.opts.population && attempt < this.opts.population * 3; attempt++) {
+        const parent = pop[this.rng.weighted(weights)];
+        if (this.rng.float() < this.opts.mutationProb) {
+          const child = mutate(this.space.dag, this.space.sketches, parent, this.rng);
+          if (child) next.push(child);
+        } else {
+          next.push(parent);
+        }
+      }
+      pop = next;
+    }
+    return [...best.values()].sort((a, b) => b.score - a.score);
+  }
+}

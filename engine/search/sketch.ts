@@ -1,0 +1,91 @@
+// Sketch generation (TVM's derivation rules for CPU, reference §3.2): walk the stages from
+// the output to the inputs and decide each one's structure, branching where a rule keeps
+// several variants. A sketch fixes structure only (what is inlined, tiled, fused, cached,
+// rfactored); annotate.ts turns it into concrete steps by choosing tile sizes and pragmas.
+//
+// Rules, in TVM's CPU order: always-inline (strictly inlineable elementwise stages),
+// rfactor (reductions with little spatial work; two variants), cache-write (a tiled
+// reduction with no fusible consumer), multi-level tiling with fusion of the elementwise
+// consumer at tile level 1 or 2, plain multi-level tiling ("SSRSRS"), and no tiling for
+// everything else.
+
+import type { ComputeDAG } from '../ir/dag';
+import { StageAnalysis } from './analysis';
+
+export type Plan =
+  /** compute_inline. */
+  | { k: 'inline' }
+  /**
+   * Multi-level tiling. `level` 0: the stage is tiled SSRSRS at root. 1 or 2: the consumer
+   * (`consumer`, or the stage itself after `cacheWrite` with the reduction in `<stage>.local`)
+   * takes the outer `level` spatial tile levels and the reduction is computed inside them.
+   */
+  | { k: 'tile'; level: 0 | 1 | 2; consumer?: string; cacheWrite: boolean }
+  /** Loops are laid out by the tiled producer `producer` fused into it. */
+  | { k: 'fused-consumer'; producer: string }
+  /** Fuse the reduce loops, split them, and rfactor the inner (vectorisable) or the outer (parallel) part. */
+  | { k: 'rfactor'; inner: boolean }
+  /** No tiling: compute location, parallel outer loops, a vectorised inner loop, unroll. */
+  | { k: 'simple' };
+
+export interface Sketch {
+  /** e.g. `conv2d_nhwc:tile2>T_relu pad_temp:simple`, for logs and tests. */
+  readonly name: string;
+  /** Plan of every compute stage of the DAG, by stage name. */
+  readonly plans: ReadonlyMap<string, Plan>;
+}
+
+export interface SketchOptions {
+  /** Cores of the target (TVM's hardware_params.num_cores): rfactor and parallel granularity depend on it. */
+  numCores: number;
+}
+
+function planName(p: Plan): string {
+  switch (p.k) {
+    case 'inline': return 'inline';
+    case 'tile': return `tile${p.level}${p.cacheWrite ? '+cache' : ''}${p.consumer ? `>${p.consumer}` : ''}`;
+    case 'fused-consumer': return `fused<${p.producer}`;
+    case 'rfactor': return `rfactor-${p.inner ? 'inner' : 'outer'}`;
+    case 'simple': return 'simple';
+  }
+}
+
+export function generateSketches(dag: ComputeDAG, opts: SketchOptions): Sketch[] {
+  const an = new StageAnalysis(dag);
+  const names = dag.computeStages.map((t) => t.name);
+  let partials: Map<string, Plan>[] = [new Map()];
+  for (let i = names.length - 1; i >= 0; i--) {
+    const x = names[i];
+    const next: Map<string, Plan>[] = [];
+    for (const plans of partials) {
+      if (plans.has(x)) { next.push(plans); continue; }
+      const inlined = (s: string): boolean => plans.get(s)?.k === 'inline';
+      const withPlan = (p: Plan, extra: [string, Plan][] = []): Map<string, Plan> => new Map([...plans, [x, p], ...extra]);
+      if (!an.hasReduce(x)) {
+        next.push(withPlan(!an.isOutput(x) && an.isStrictlyInlineable(x) ? { k: 'inline' } : { k: 'simple' }));
+        continue;
+      }
+      if (an.needsRfactor(x, opts.numCores)) {
+        next.push(withPlan({ k: 'rfactor', inner: true }), withPlan({ k: 'rfactor', inner: false }));
+      }
+      if (an.needsMultiLevelTiling(x)) {
+        const consumer = an.fusibleConsumer(x, inlined);
+        if (consumer !== undefined) {
+          for (const level of [1, 2] as const) {
+            next.push(withPlan({ k: 'tile', level, consumer, cacheWrite: false }, [[consumer, { k: 'fused-consumer', producer: x }]]));
+          }
+        } else {
+          for (const level of [1, 2] as const) next.push(withPlan({ k: 'tile', level, cacheWrite: true }));
+        }
+        next.push(withPlan({ k: 'tile', level: 0, cacheWrite: false }));
+      } else {
+        next.push(withPlan({ k: 'simple' }));
+      }
+    }
+    partials = next;
+  }
+  return partials.map((plans) => ({
+    name: names.filter((n) => plans.get(n)!.k !== 'inline').map((n) => `${n}:${planName(plans.get(n)!)}`).join(' '),
+    plans,
+  }));
+}
