@@ -1,15 +1,44 @@
 // The C renderer for CPU targets: one function per kernel, restrict pointers, OpenMP for
-// parallel loops, `omp simd` for vectorised loops, GCC unroll pragmas for unrolled ones.
+// parallel loops. Loops the schedule unrolls or vectorises are expanded here rather than
+// left to the compiler's heuristics, so that what the schedule says is what runs:
+//  - an `unroll` loop is emitted once per iteration with its variable replaced by a
+//    constant (GCC's own `#pragma GCC unroll` is the fallback for very large bodies);
+//  - a `vectorize` loop whose stores are contiguous in it is emitted as GCC vector
+//    extension code, one statement per `lanes`-wide chunk: contiguous loads become
+//    unaligned vector loads, loads that do not depend on the loop become scalars that
+//    the vector arithmetic broadcasts; anything else falls back to `omp simd`;
+//  - a local buffer (a stage computed inside a loop) whose every access ends up at a
+//    constant index after that expansion is replaced by named variables, so register
+//    tiles really live in registers (GCC does not promote arrays of this size itself).
 // Names reaching the C source are rebuilt from our own identifiers (cName), never pasted
 // from records or config.
 
-import type { Expr, MathFn } from '../ir/expr';
-import { formatFloat32 } from '../ir/printer';
+import { children, type Expr, type MathFn } from '../ir/expr';
+import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
+import { affineIn, constValue, foldExpr, substConst } from './fold';
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
 };
+
+const VECTOR_WIDTHS = [4, 8, 16] as const;
+
+function vectorPrelude(n: number): string {
+  const t = `tt_v${n}`;
+  const lanes = (body: string): string => `{ ${t} r; for (int i = 0; i < ${n}; ++i) ${body}; return r; }`;
+  return [
+    `typedef float ${t} __attribute__((vector_size(${n * 4})));`,
+    // Unaligned, may-alias view of a float buffer as vectors.
+    `typedef float ${t}u __attribute__((vector_size(${n * 4}), aligned(4), may_alias));`,
+    `static inline ${t} ${t}_load(const float* p) { return *(const ${t}u*)p; }`,
+    `static inline void ${t}_store(float* p, ${t} x) { *(${t}u*)p = x; }`,
+    `static inline ${t} ${t}_splat(float x) { return (${t}){${Array(n).fill('x').join(', ')}}; }`,
+    `static inline ${t} ${t}_max(${t} a, ${t} b) ${lanes('r[i] = a[i] > b[i] ? a[i] : b[i]')}`,
+    `static inline ${t} ${t}_min(${t} a, ${t} b) ${lanes('r[i] = a[i] < b[i] ? a[i] : b[i]')}`,
+    ...Object.entries(MATH).map(([fn, c]) => `static inline ${t} ${t}_${fn}(${t} a) ${lanes(`r[i] = ${c}(a[i])`)}`),
+  ].join('\n');
+}
 
 /** Helpers every generated translation unit starts with. */
 export const C_PRELUDE = `#include <math.h>
@@ -24,6 +53,7 @@ static inline int32_t tt_floordiv(int32_t a, int32_t b) { int32_t q = a / b; ret
 static inline int32_t tt_floormod(int32_t a, int32_t b) { int32_t m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
 static inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
 `;
 
 function floatLiteral(x: number): string {
@@ -32,32 +62,6 @@ function floatLiteral(x: number): string {
   if (Number.isNaN(x)) return 'NAN';
   const s = formatFloat32(x);
   return /[.eE]/.test(s) ? `${s}f` : `${s}.0f`;
-}
-
-export function renderExpr(e: Expr): string {
-  switch (e.k) {
-    case 'const':
-      if (e.dtype === 'float32') return floatLiteral(e.value);
-      return e.dtype === 'bool' ? (e.value ? '1' : '0') : String(e.value);
-    case 'var': return e.name;
-    case 'not': return `(!${renderExpr(e.a)})`;
-    case 'cast': return e.dtype === 'float32' ? `((float)${renderExpr(e.a)})` : `((int32_t)${renderExpr(e.a)})`;
-    case 'select': case 'if': return `(${renderExpr(e.cond)} ? ${renderExpr(e.t)} : ${renderExpr(e.f)})`;
-    case 'call': return `${MATH[e.fn]}(${e.args.map(renderExpr).join(', ')})`;
-    case 'load': return `${e.tensor.name}[${renderExpr(e.indices[0])}]`;
-    case 'reduce': throw new Error('renderExpr: reduce node after lowering');
-    case 'bin': {
-      const a = renderExpr(e.a), b = renderExpr(e.b);
-      const isFloat = e.a.k === 'const' ? e.b.k !== 'const' && isFloatExpr(e.b) : isFloatExpr(e.a);
-      switch (e.op) {
-        case 'floordiv': return `tt_floordiv(${a}, ${b})`;
-        case 'floormod': return `tt_floormod(${a}, ${b})`;
-        case 'min': return isFloat ? `tt_minf(${a}, ${b})` : `tt_mini(${a}, ${b})`;
-        case 'max': return isFloat ? `tt_maxf(${a}, ${b})` : `tt_maxi(${a}, ${b})`;
-        default: return `(${a} ${e.op} ${b})`;
-      }
-    }
-  }
 }
 
 function isFloatExpr(e: Expr): boolean {
@@ -73,35 +77,391 @@ function isFloatExpr(e: Expr): boolean {
   }
 }
 
-function renderStmt(s: Stmt, indent: string, out: string[]): void {
-  switch (s.k) {
-    case 'alloc':
-      out.push(`${indent}float ${s.buf}[${s.size}] __attribute__((aligned(64)));`);
-      return;
-    case 'store':
-      out.push(`${indent}${s.buf}[${renderExpr(s.index)}] = ${renderExpr(s.value)};`);
-      return;
-    case 'if':
-      out.push(`${indent}if (${renderExpr(s.cond)}) {`);
-      s.body.forEach((b) => renderStmt(b, indent + '  ', out));
-      out.push(`${indent}}`);
-      return;
-    case 'for': {
-      if (s.kind === 'parallel') out.push(`${indent}#pragma omp parallel for schedule(static)`);
-      if (s.kind === 'vectorize') out.push(`${indent}#pragma omp simd`);
-      if (s.kind === 'unroll') out.push(`${indent}#pragma GCC unroll ${s.extent}`);
-      out.push(`${indent}for (int32_t ${s.v} = 0; ${s.v} < ${s.extent}; ++${s.v}) {`);
-      s.body.forEach((b) => renderStmt(b, indent + '  ', out));
-      out.push(`${indent}}`);
+/** Render a scalar expression; `load` decides how a buffer element is read, `named` may name a sub-expression. */
+function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named?: (e: Expr) => string | undefined): string {
+  const r = (x: Expr): string => renderScalar(x, load, named);
+  const name = named?.(e);
+  if (name) return name;
+  switch (e.k) {
+    case 'const':
+      if (e.dtype === 'float32') return floatLiteral(e.value);
+      return e.dtype === 'bool' ? (e.value ? '1' : '0') : String(e.value);
+    case 'var': return e.name;
+    case 'not': return `(!${r(e.a)})`;
+    case 'cast': return e.dtype === 'float32' ? `((float)${r(e.a)})` : `((int32_t)${r(e.a)})`;
+    case 'select': case 'if': return `(${r(e.cond)} ? ${r(e.t)} : ${r(e.f)})`;
+    case 'call': return `${MATH[e.fn]}(${e.args.map(r).join(', ')})`;
+    case 'load': return load(e.tensor.name, e.indices[0]);
+    case 'reduce': throw new Error('renderExpr: reduce node after lowering');
+    case 'bin': {
+      const a = r(e.a), b = r(e.b);
+      const isFloat = e.a.k === 'const' ? e.b.k !== 'const' && isFloatExpr(e.b) : isFloatExpr(e.a);
+      switch (e.op) {
+        case 'floordiv': return `tt_floordiv(${a}, ${b})`;
+        case 'floormod': return `tt_floormod(${a}, ${b})`;
+        case 'min': return isFloat ? `tt_minf(${a}, ${b})` : `tt_mini(${a}, ${b})`;
+        case 'max': return isFloat ? `tt_maxf(${a}, ${b})` : `tt_maxi(${a}, ${b})`;
+        default: return `(${a} ${e.op} ${b})`;
+      }
     }
   }
+}
+
+/** Render an expression as plain C (array reads for every load). */
+export function renderExpr(e: Expr): string {
+  return renderScalar(e, (buf, index) => `${buf}[${renderExpr(index)}]`);
+}
+
+export interface RenderOptions {
+  /** float32 lanes of the target's vectors (target.vectorLanes): 4, 8 or 16. Default 16. */
+  vectorLanes?: number;
+}
+
+/** Statements emitted by explicit unrolling/vectorisation above which GCC's unroll pragma is used instead. */
+const MAX_EXPANDED_STMTS = 512;
+/** Largest local buffer (floats) turned into named variables. */
+const MAX_PROMOTED_FLOATS = 512;
+/** The lane variable of a vectorised loop: `v = base + LANE`. */
+const LANE = '__lane';
+
+/** How accesses to a local buffer were seen while rendering (first pass). */
+interface AccessLog { vec: Set<number>; scalar: Set<number>; dynamic: boolean }
+
+type Promotion = { mode: 'vector'; lanes: number } | { mode: 'scalar' };
+
+class VectorFail extends Error {}
+
+class Renderer {
+  private readonly lanes: number;
+  private readonly vt: string;
+  /** Local buffers (allocated in the body) and what the first pass saw of them. */
+  readonly logs = new Map<string, AccessLog>();
+  private readonly sizes = new Map<string, number>();
+  /** Loop variables bound by the loops being rendered (not the expanded ones). */
+  private readonly bound = new Set<string>();
+  /** printExpr(sub-expression) -> the const variable holding it, in the current scope. */
+  private hoisted = new Map<string, string>();
+  private hoistCount = 0;
+
+  constructor(lanes: number, private readonly promoted: ReadonlyMap<string, Promotion>) {
+    if (!(VECTOR_WIDTHS as readonly number[]).includes(lanes)) throw new Error(`renderKernel: vectorLanes ${lanes} not in ${VECTOR_WIDTHS.join(', ')}`);
+    this.lanes = lanes;
+    this.vt = `tt_v${lanes}`;
+  }
+
+  private note(buf: string, kind: 'vec' | 'scalar', index: number | undefined): void {
+    const log = this.logs.get(buf);
+    if (!log) return;
+    if (index === undefined) log.dynamic = true;
+    else log[kind].add(index);
+  }
+
+  /** Scalar read/write target of `buf[index]`. */
+  private scalarRef(buf: string, index: Expr): string {
+    const c = constValue(index);
+    this.note(buf, 'scalar', c);
+    const p = this.promoted.get(buf);
+    if (p && c !== undefined) {
+      if (p.mode === 'scalar') return `${buf}_s${c}`;
+      return `${buf}_v${Math.floor(c / p.lanes)}[${c % p.lanes}]`;
+    }
+    return `${buf}[${this.scalar(index)}]`;
+  }
+
+  private scalar(e: Expr): string {
+    return renderScalar(e, (b, i) => this.scalarRef(b, i), (x) => this.hoistedName(x));
+  }
+
+  private hoistedName(e: Expr): string | undefined {
+    if (this.hoisted.size === 0 || e.k !== 'bin' || (e.op !== 'floordiv' && e.op !== 'floormod')) return undefined;
+    return this.hoisted.get(printExpr(e));
+  }
+
+  /**
+   * Loop-invariant code motion for index arithmetic: the floordiv/floormod terms that
+   * rebuild a fused or split loop's root index depend only on enclosing loop variables,
+   * but GCC recomputes them (with their sign branches) inside the innermost loops.
+   * Name each once, at the top of the innermost loop that binds all its variables.
+   */
+  private hoist(body: readonly Stmt[], loopVar: string, env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
+    const found = new Map<string, Expr>();
+    const visit = (e: Expr): void => {
+      if (e.k === 'bin' && (e.op === 'floordiv' || e.op === 'floormod')) {
+        const vars = freeVars(e);
+        if (vars.has(loopVar) && [...vars].every((x) => this.bound.has(x))) {
+          const key = printExpr(e);
+          if (!this.hoisted.has(key)) found.set(key, e);
+          return;
+        }
+      }
+      for (const c of children(e)) visit(c);
+    };
+    const scan = (stmts: readonly Stmt[]): void => {
+      for (const st of stmts) {
+        if (st.k === 'store') { visit(foldExpr(substConst(st.index, env))); visit(foldExpr(substConst(st.value, env))); }
+        else if (st.k === 'if') { visit(foldExpr(substConst(st.cond, env))); scan(st.body); }
+        else if (st.k === 'for') scan(st.body);
+      }
+    };
+    scan(body);
+    for (const [key, e] of found) {
+      const name = `h${this.hoistCount++}`;
+      out.push(`${indent}const int32_t ${name} = ${this.scalar(e)};`);
+      this.hoisted.set(key, name);
+    }
+  }
+
+  /** A vector register holding `buf[base .. base+lanes)` if `buf` is promoted, else undefined. */
+  private vectorReg(buf: string, base: Expr): string | undefined {
+    const c = constValue(base);
+    this.note(buf, 'vec', c);
+    const p = this.promoted.get(buf);
+    if (!p || c === undefined || p.mode !== 'vector' || c % p.lanes !== 0) return undefined;
+    return `${buf}_v${c / p.lanes}`;
+  }
+
+  /** Render `e` (which may use LANE) as a vector expression, or `{scalar}` when it does not depend on LANE. */
+  private vector(e: Expr): { code: string; vec: boolean } {
+    if (!usesLane(e)) {
+      if (!isFloatExpr(e)) throw new VectorFail('non-float uniform value');
+      return { code: this.scalar(e), vec: false };
+    }
+    const splat = (x: { code: string; vec: boolean }): string => (x.vec ? x.code : `${this.vt}_splat(${x.code})`);
+    switch (e.k) {
+      case 'load': {
+        if (e.tensor.dtype !== 'float32') throw new VectorFail('non-float load');
+        const coef = affineIn(e.indices[0], LANE);
+        if (coef !== 1) throw new VectorFail('non-contiguous load');
+        const base = foldExpr(substConst(e.indices[0], new Map([[LANE, 0]])));
+        const reg = this.vectorReg(e.tensor.name, base);
+        return { code: reg ?? `${this.vt}_load(&${this.scalarRef(e.tensor.name, base)})`, vec: true };
+      }
+      case 'bin': {
+        if (e.dtype !== 'float32') throw new VectorFail('integer arithmetic on the lane');
+        const a = this.vector(e.a), b = this.vector(e.b);
+        switch (e.op) {
+          case '+': case '-': case '*': case '/':
+            return { code: `(${a.vec ? a.code : splat(a)} ${e.op} ${b.code})`, vec: true };
+          case 'min': case 'max':
+            return { code: `${this.vt}_${e.op}(${splat(a)}, ${splat(b)})`, vec: true };
+          default: throw new VectorFail(`operator ${e.op}`);
+        }
+      }
+      case 'select': case 'if': {
+        if (usesLane(e.cond)) throw new VectorFail('condition varies across lanes');
+        const t = this.vector(e.t), f = this.vector(e.f);
+        return { code: `(${this.scalar(e.cond)} ? ${splat(t)} : ${splat(f)})`, vec: true };
+      }
+      case 'call':
+        if (e.args.length !== 1) throw new VectorFail('call arity');
+        return { code: `${this.vt}_${e.fn}(${splat(this.vector(e.args[0]))})`, vec: true };
+      default: throw new VectorFail(`${e.k} on the lane`);
+    }
+  }
+
+  /** Emit one vectorised chunk of a store (LANE free in `s`'s index with coefficient 1). */
+  private vectorStore(s: Extract<Stmt, { k: 'store' }>, indent: string, out: string[]): void {
+    if (affineIn(s.index, LANE) !== 1) throw new VectorFail('store not contiguous in the vector loop');
+    const value = this.vector(s.value);
+    const code = value.vec ? value.code : `${this.vt}_splat(${value.code})`;
+    const base = foldExpr(substConst(s.index, new Map([[LANE, 0]])));
+    const reg = this.vectorReg(s.buf, base);
+    if (reg) out.push(`${indent}${reg} = ${code};`);
+    else out.push(`${indent}${this.vt}_store(&${this.scalarRef(s.buf, base)}, ${code});`);
+  }
+
+  private vectorBody(body: readonly Stmt[], env: ReadonlyMap<string, number>, loopVar: string, base: number, indent: string, out: string[]): void {
+    const laneEnv = new Map(env);
+    laneEnv.delete(loopVar);
+    for (const s of body) {
+      if (s.k === 'store') {
+        const index = foldExpr(substConst(substLane(s.index, loopVar, base), laneEnv));
+        const value = foldExpr(substConst(substLane(s.value, loopVar, base), laneEnv));
+        this.vectorStore({ ...s, index, value }, indent, out);
+      } else if (s.k === 'if') {
+        const cond = foldExpr(substConst(substLane(s.cond, loopVar, base), laneEnv));
+        if (usesLane(cond)) throw new VectorFail('guard varies across lanes');
+        const c = constValue(cond);
+        if (c === 0) continue;
+        if (c === undefined) out.push(`${indent}if (${this.scalar(cond)}) {`);
+        this.vectorBody(s.body, env, loopVar, base, c === undefined ? indent + '  ' : indent, out);
+        if (c === undefined) out.push(`${indent}}`);
+      } else {
+        throw new VectorFail(`${s.k} inside a vectorised loop`);
+      }
+    }
+  }
+
+  stmts(body: readonly Stmt[], env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
+    for (const s of body) this.stmt(s, env, indent, out);
+  }
+
+  private stmt(s: Stmt, env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
+    switch (s.k) {
+      case 'alloc': {
+        this.sizes.set(s.buf, s.size);
+        if (!this.logs.has(s.buf)) this.logs.set(s.buf, { vec: new Set(), scalar: new Set(), dynamic: false });
+        const p = this.promoted.get(s.buf);
+        if (p?.mode === 'vector') {
+          const names = Array.from({ length: s.size / p.lanes }, (_, i) => `${s.buf}_v${i}`);
+          out.push(`${indent}tt_v${p.lanes} ${names.join(', ')};`);
+        } else if (p?.mode === 'scalar') {
+          out.push(`${indent}float ${Array.from({ length: s.size }, (_, i) => `${s.buf}_s${i}`).join(', ')};`);
+        } else {
+          out.push(`${indent}float ${s.buf}[${s.size}] __attribute__((aligned(64)));`);
+        }
+        return;
+      }
+      case 'store': {
+        const index = foldExpr(substConst(s.index, env));
+        out.push(`${indent}${this.scalarRef(s.buf, index)} = ${this.scalar(foldExpr(substConst(s.value, env)))};`);
+        return;
+      }
+      case 'if': {
+        const cond = foldExpr(substConst(s.cond, env));
+        const c = constValue(cond);
+        if (c === 0) return;
+        if (c !== undefined) { this.stmts(s.body, env, indent, out); return; }
+        out.push(`${indent}if (${this.scalar(cond)}) {`);
+        this.stmts(s.body, env, indent + '  ', out);
+        out.push(`${indent}}`);
+        return;
+      }
+      case 'for': this.loop(s, env, indent, out);
+    }
+  }
+
+  private loop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
+    // A loop of one iteration is its body with the variable at 0 (and a parallel loop of
+    // one iteration has nothing to share).
+    if (s.extent === 1 || (s.kind === 'unroll' && expandedSize([s], this.lanes) <= MAX_EXPANDED_STMTS)) {
+      for (let i = 0; i < s.extent; i++) {
+        out.push(`${indent}{`);
+        this.stmts(s.body, new Map([...env, [s.v, i]]), indent + '  ', out);
+        out.push(`${indent}}`);
+      }
+      return;
+    }
+    if (s.kind === 'vectorize' && expandedSize([s], this.lanes) <= MAX_EXPANDED_STMTS) {
+      const full = Math.floor(s.extent / this.lanes) * this.lanes;
+      const attempt: string[] = [];
+      const logsBefore = this.snapshotLogs();
+      try {
+        for (let base = 0; base < full; base += this.lanes) this.vectorBody(s.body, env, s.v, base, indent, attempt);
+        out.push(...attempt);
+        if (full < s.extent) this.serialLoop(s, env, indent, out, full);
+        return;
+      } catch (e) {
+        if (!(e instanceof VectorFail)) throw e;
+        this.restoreLogs(logsBefore);
+      }
+    }
+    this.serialLoop(s, env, indent, out, 0);
+  }
+
+  private serialLoop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[], start: number): void {
+    if (s.kind === 'parallel') out.push(`${indent}#pragma omp parallel for schedule(static)`);
+    // `omp simd` only where every store moves with the loop (a reduction into one
+    // element would need a reduction clause).
+    if (s.kind === 'vectorize' && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
+    if (s.kind === 'unroll') out.push(`${indent}#pragma GCC unroll ${s.extent}`);
+    out.push(`${indent}for (int32_t ${s.v} = ${start}; ${s.v} < ${s.extent}; ++${s.v}) {`);
+    const inner = new Map(env);
+    inner.delete(s.v);
+    const saved = this.hoisted;
+    this.hoisted = new Map(saved);
+    this.bound.add(s.v);
+    this.hoist(s.body, s.v, inner, indent + '  ', out);
+    this.stmts(s.body, inner, indent + '  ', out);
+    this.bound.delete(s.v);
+    this.hoisted = saved;
+    out.push(`${indent}}`);
+  }
+
+  private snapshotLogs(): Map<string, AccessLog> {
+    return new Map([...this.logs].map(([k, l]) => [k, { vec: new Set(l.vec), scalar: new Set(l.scalar), dynamic: l.dynamic }]));
+  }
+
+  private restoreLogs(saved: Map<string, AccessLog>): void {
+    this.logs.clear();
+    for (const [k, l] of saved) this.logs.set(k, l);
+  }
+
+  /** Which local buffers can become variables, from what this (first) pass saw. */
+  promotions(): Map<string, Promotion> {
+    const out = new Map<string, Promotion>();
+    for (const [buf, log] of this.logs) {
+      const size = this.sizes.get(buf)!;
+      if (log.dynamic || size > MAX_PROMOTED_FLOATS) continue;
+      if (log.vec.size > 0) {
+        if (size % this.lanes !== 0 || [...log.vec].some((i) => i % this.lanes !== 0)) continue;
+        out.set(buf, { mode: 'vector', lanes: this.lanes });
+      } else {
+        out.set(buf, { mode: 'scalar' });
+      }
+    }
+    return out;
+  }
+}
+
+function freeVars(e: Expr, out = new Set<string>()): Set<string> {
+  if (e.k === 'var') out.add(e.name);
+  for (const c of children(e)) freeVars(c, out);
+  return out;
+}
+
+function usesLane(e: Expr): boolean {
+  switch (e.k) {
+    case 'var': return e.name === LANE;
+    case 'const': return false;
+    case 'bin': return usesLane(e.a) || usesLane(e.b);
+    case 'not': case 'cast': return usesLane(e.a);
+    case 'select': case 'if': return usesLane(e.cond) || usesLane(e.t) || usesLane(e.f);
+    case 'call': return e.args.some(usesLane);
+    case 'load': return e.indices.some(usesLane);
+    case 'reduce': return usesLane(e.source);
+  }
+}
+
+/** Replace loop variable `v` by `base + LANE`. */
+function substLane(e: Expr, v: string, base: number): Expr {
+  return substConst(e, new Map(), new Map([[v, { base, lane: LANE }]]));
+}
+
+function storesMoveWith(body: readonly Stmt[], v: string): boolean {
+  return body.every((s) => {
+    if (s.k === 'store') return (affineIn(s.index, v) ?? 1) !== 0;
+    if (s.k === 'if' || s.k === 'for') return storesMoveWith(s.body, v);
+    return true;
+  });
+}
+
+/** Statements the expansion of `body` would emit (unrolled and vectorised loops multiplied out). */
+function expandedSize(body: readonly Stmt[], lanes: number): number {
+  let n = 0;
+  for (const s of body) {
+    if (s.k === 'for') {
+      const inner = expandedSize(s.body, lanes);
+      if (s.kind === 'unroll') n += s.extent * inner;
+      else if (s.kind === 'vectorize') n += Math.ceil(s.extent / lanes) * inner;
+      else n += inner + 1;
+    } else if (s.k === 'if') n += expandedSize(s.body, lanes) + 1;
+    else n += 1;
+  }
+  return n;
 }
 
 /** Largest whole-tensor temporary kept on the stack (floats); larger ones are heap-allocated. */
 const STACK_TEMP_FLOATS = 16384;
 
 /** Render one kernel as a C function `int32_t name(float* args...)` returning 0. */
-export function renderKernel(k: Kernel): string {
+export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
+  const lanes = opts.vectorLanes ?? 16;
+  // First pass: see how local buffers are accessed once loops are expanded; second pass:
+  // render with the promotable ones as variables.
+  const probe = new Renderer(lanes, new Map());
+  probe.stmts(k.body, new Map(), '', []);
+  const renderer = new Renderer(lanes, probe.promotions());
   const params = k.args.map((a) => `float* __restrict__ ${a.buf}`).join(', ');
   const out: string[] = [`int32_t ${k.name}(${params}) {`];
   for (const t of k.temps) {
@@ -110,7 +470,7 @@ export function renderKernel(k: Kernel): string {
   }
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
-  k.body.forEach((s) => renderStmt(s, '  ', out));
+  renderer.stmts(k.body, new Map(), '  ', out);
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
   return out.join('\n') + '\n';

@@ -8,12 +8,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { numElements } from '../ir/tensor';
-import { C_PRELUDE, renderKernel } from './c';
+import { C_PRELUDE, renderKernel, type RenderOptions } from './c';
 import type { Kernel } from './lower';
 
 export const DEFAULT_CFLAGS = ['-O3', '-march=native', '-fno-math-errno', '-ffp-contract=fast', '-fopenmp'];
 
-export function runKernel(k: Kernel, inputs: readonly Float32Array[], cflags: readonly string[] = DEFAULT_CFLAGS): Float32Array[] {
+export function runKernel(
+  k: Kernel, inputs: readonly Float32Array[], cflags: readonly string[] = DEFAULT_CFLAGS, render: RenderOptions = {},
+): Float32Array[] {
   const nIn = inputs.length;
   const sizes = k.args.map((a) => numElements(a.tensor.shape));
   const main = [
@@ -34,7 +36,7 @@ export function runKernel(k: Kernel, inputs: readonly Float32Array[], cflags: re
   ].join('\n');
   const dir = mkdtempSync(join(tmpdir(), 'tt-kernel-'));
   try {
-    writeFileSync(join(dir, 'k.c'), `${C_PRELUDE}\n${renderKernel(k)}\n${main}\n`);
+    writeFileSync(join(dir, 'k.c'), `${C_PRELUDE}\n${renderKernel(k, render)}\n${main}\n`);
     const cc = process.env.CC ?? 'cc';
     execFileSync(cc, [...cflags, '-std=gnu11', '-o', join(dir, 'k'), join(dir, 'k.c'), '-lm'], { stdio: 'pipe' });
     const blob = Buffer.concat(inputs.map((x) => Buffer.from(x.buffer, x.byteOffset, x.byteLength)));

@@ -1,0 +1,160 @@
+// Every kind of task, lowered with its default schedule and with hand-written step lists
+// (splits that do not divide, reorders, compute_at, cache_write, vectorise, unroll,
+// parallel), compiled to C and run, agrees with the reference evaluator.
+//
+// Tolerance: the kernels accumulate in float32, in another order than the float64
+// reference; |got - ref| <= 1e-5 + 1e-4 * |ref| elementwise (these reductions are at
+// most a few hundred terms of values in [0, 1)).
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ComputeDAG } from '../ir/dag';
+import { evaluate } from '../ir/evaluate';
+import { placeholder, type Tensor } from '../ir/tensor';
+import { uniform } from '../runtime/random';
+import { defaultSchedule } from '../schedule/defaults';
+import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { binary, relu } from '../topi/elemwise';
+import { conv2dNCHW, conv2dNHWC, dense, depthwiseConv2dNHWC, pool2d, softmax } from '../topi/nn';
+import { renderKernel } from './c';
+import { lower } from './lower';
+import { runKernel } from './run-c';
+
+function check(dag: ComputeDAG, steps: readonly Step[], what: string, vectorLanes = 16): string {
+  const kernel = lower(State.replay(dag, steps), 'kernel');
+  const inputs = dag.inputs.map((t, i) => uniform(t.shape.reduce((a, b) => a * b, 1), 7, i));
+  const got = runKernel(kernel, inputs, undefined, { vectorLanes });
+  const ref = evaluate(dag, new Map(dag.inputs.map((t, i) => [t, inputs[i]] as const)));
+  dag.outputs.forEach((out, o) => {
+    const want = ref.get(out.name)!;
+    assert.is(got[o].length, want.length, `${what}: output size`);
+    for (let i = 0; i < want.length; i++) {
+      const tol = 1e-5 + 1e-4 * Math.abs(want[i]);
+      if (!(Math.abs(got[o][i] - want[i]) <= tol)) assert.unreachable(`${what}: ${out.name}[${i}] = ${got[o][i]}, reference ${want[i]}`);
+    }
+  });
+  return renderKernel(kernel, { vectorLanes });
+}
+
+const conv = (h: number, ci: number, co: number, k: number, stride: number, pad: number): ComputeDAG => {
+  const data = placeholder('data', [1, h, h, ci]);
+  const weight = placeholder('weight', [k, k, ci, co]);
+  const bias = placeholder('bias', [1, 1, 1, co]);
+  const c = conv2dNHWC(data, weight, { strides: [stride, stride], padding: [pad, pad, pad, pad], dilation: [1, 1] });
+  return new ComputeDAG([relu(binary('add', c, bias))]);
+};
+
+const dflt = (dag: ComputeDAG, lanes = 16): Step[] => defaultSchedule(dag, { vectorLanes: lanes });
+
+test('conv2d NHWC + bias + relu, default schedule, 16 and 8 lanes', () => {
+  const dag = conv(9, 8, 32, 3, 1, 1);
+  const code = check(dag, dflt(dag), 'conv 3x3');
+  assert.match(code, /tt_v16_load/, 'the inner tile is rendered as vector code');
+  assert.match(code, /conv2d_nhwc_v0/, 'the accumulator tile lives in named vector variables');
+  check(dag, dflt(dag, 8), 'conv 3x3, 8 lanes', 8);
+});
+
+test('conv2d NHWC, stride 2, three input channels (a first layer)', () => {
+  const dag = conv(15, 3, 16, 3, 2, 1);
+  check(dag, dflt(dag), 'strided conv');
+});
+
+test('1x1 conv with an extent the vector width does not divide', () => {
+  const dag = conv(5, 12, 20, 1, 1, 0);
+  check(dag, dflt(dag), '1x1 conv, 20 channels');
+});
+
+test('depthwise conv NHWC, stride 2', () => {
+  const data = placeholder('data', [1, 10, 10, 24]);
+  const w = placeholder('w', [3, 3, 24, 1]);
+  const dag = new ComputeDAG([relu(depthwiseConv2dNHWC(data, w, { strides: [2, 2], padding: [1, 1, 1, 1], dilation: [1, 1] }))]);
+  check(dag, dflt(dag), 'depthwise');
+});
+
+test('conv2d NCHW, default schedule', () => {
+  const data = placeholder('data', [1, 6, 8, 8]);
+  const w = placeholder('w', [10, 6, 3, 3]);
+  const dag = new ComputeDAG([conv2dNCHW(data, w, { strides: [1, 1], padding: [1, 1, 1, 1], dilation: [1, 1] })]);
+  check(dag, dflt(dag), 'conv NCHW');
+});
+
+test('dense + bias, pooling, softmax: default schedules', () => {
+  const x = placeholder('x', [2, 40]);
+  const w = placeholder('w', [24, 40]);
+  const b = placeholder('b', [1, 24]);
+  check(new ComputeDAG([binary('add', dense(x, w), b)]), dflt(new ComputeDAG([binary('add', dense(x, w), b)])), 'dense');
+  const img = placeholder('img', [1, 9, 9, 20]);
+  for (const kind of ['max', 'avg'] as const) {
+    const dag = new ComputeDAG([pool2d(img, { kind, kernel: [3, 3], strides: [2, 2], padding: [1, 1, 1, 1], layout: 'NHWC', countIncludePad: false })]);
+    check(dag, dflt(dag), `${kind} pool`);
+  }
+  const logits = placeholder('logits', [1, 37]);
+  const sm = new ComputeDAG([softmax(logits)]);
+  check(sm, dflt(sm), 'softmax');
+  const a = placeholder('a', [3, 5, 7]);
+  const c = placeholder('c', [3, 5, 7]);
+  const ew = new ComputeDAG([relu(binary('multiply', a, c))]);
+  check(ew, dflt(ew), 'elementwise');
+});
+
+test('hand-written conv schedules: non-dividing splits, reorder, compute_at, unroll, vectorize, parallel', () => {
+  const dag = conv(7, 6, 20, 3, 1, 1);
+  const base: Step[] = [{ s: 'compute_inline', stage: 'pad_temp' }, { s: 'compute_inline', stage: 'T_add' }];
+  // Output tile: ff split by 8 (20 = 8+8+4: a guarded tail), xx by 3 (7: guarded).
+  const tiled: Step[] = [
+    ...base,
+    { s: 'split', stage: 'T_relu', iter: 'ax3', lengths: [8] },
+    { s: 'split', stage: 'T_relu', iter: 'ax2', lengths: [3] },
+    { s: 'reorder', stage: 'T_relu', order: ['ax0', 'ax1', 'ax2.0', 'ax3.0', 'ax2.1', 'ax3.1'] },
+    { s: 'fuse', stage: 'T_relu', iters: ['ax0', 'ax1', 'ax2.0'] },
+    { s: 'annotate', stage: 'T_relu', iter: 'ax0@ax1@ax2.0', ann: 'parallel' },
+    { s: 'annotate', stage: 'T_relu', iter: 'ax3.1', ann: 'vectorize' },
+    { s: 'compute_at', stage: 'conv2d_nhwc', target: 'T_relu', iter: 'ax3.0' },
+  ];
+  check(dag, [
+    ...tiled,
+    { s: 'reorder', stage: 'conv2d_nhwc', order: ['nn', 'yy', 'ry', 'rx', 'rc', 'xx', 'ff'] },
+    { s: 'annotate', stage: 'conv2d_nhwc', iter: 'xx', ann: 'unroll' },
+    { s: 'annotate', stage: 'conv2d_nhwc', iter: 'ff', ann: 'vectorize' },
+  ], 'tiled, guarded, vectorised');
+  // The reduction split by a non-divisor and the tile order changed.
+  check(dag, [
+    ...tiled,
+    { s: 'split', stage: 'conv2d_nhwc', iter: 'rc', lengths: [4] },
+    { s: 'reorder', stage: 'conv2d_nhwc', order: ['nn', 'rc.0', 'yy', 'ry', 'rx', 'xx', 'rc.1', 'ff'] },
+    { s: 'annotate', stage: 'conv2d_nhwc', iter: 'ff', ann: 'vectorize' },
+    { s: 'pragma', stage: 'conv2d_nhwc', iter: 'nn', pragma: 'auto_unroll_max_step', value: 16 },
+  ], 'reduction split by 4 of 6');
+  // cache_write: the conv computed into a local stage, copied out.
+  check(dag, [
+    { s: 'compute_inline', stage: 'pad_temp' },
+    { s: 'cache_write', stage: 'conv2d_nhwc' },
+    { s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [16] },
+    { s: 'annotate', stage: 'conv2d_nhwc', iter: 'ff.1', ann: 'vectorize' },
+    { s: 'compute_at', stage: 'conv2d_nhwc.local', target: 'conv2d_nhwc', iter: 'ff.0' },
+    { s: 'annotate', stage: 'conv2d_nhwc.local', iter: 'ff', ann: 'vectorize' },
+  ], 'cache_write');
+});
+
+test('a reduction split by a non-divisor with an unrolled inner part; vectorising a reduce loop is refused', () => {
+  const x = placeholder('x', [3, 50]);
+  const w = placeholder('w', [5, 50]);
+  const dag = new ComputeDAG([dense(x, w)]);
+  check(dag, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'k.1', ann: 'unroll' },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'i', ann: 'parallel' },
+  ], 'dense, k split by 16 of 50');
+  assert.throws(() => State.replay(dag, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'k.1', ann: 'vectorize' },
+  ]), /reduce loop/);
+});
+
+function namesOf(t: Tensor): string { return t.name; }
+test('stage names used above exist', () => {
+  assert.equal(conv(5, 4, 4, 3, 1, 1).computeStages.map(namesOf), ['pad_temp', 'conv2d_nhwc', 'T_add', 'T_relu']);
+});
+
+test.run();
