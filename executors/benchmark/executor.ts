@@ -1,0 +1,45 @@
+// `nx benchmark <network>`: time the compiled network on this machine with the native
+// runner and write <outDir>/<network>/reports/<target>.json and .html. Never cached.
+
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ExecutorContext } from '@nx/devkit';
+import { UserError } from '../../engine/errors';
+import { runBench } from '../../engine/native/bench';
+import { reporting, resolveFor, type ExecutorResult } from '../run';
+import { renderHtml, type BenchmarkReport } from './report';
+import type { BenchmarkExecutorOptions } from './schema';
+
+interface Manifest { library: string; params: string; target: string; fingerprint: string; engine_version: string }
+
+export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
+  return reporting('benchmark', async () => {
+    const run = resolveFor(options, ctx);
+    const rel = (p: string): string => path.relative(ctx.root, p) || '.';
+    const manifestFile = path.join(run.modelDir, 'manifest.json');
+    if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
+    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Manifest;
+    const result = await runBench({
+      model: path.join(run.modelDir, manifest.library),
+      params: path.join(run.modelDir, manifest.params),
+      repeat: options.repeat,
+      number: options.number,
+      minRepeatMs: options.minRepeatMs,
+      threads: options.threads ?? run.target.threads,
+    });
+    console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
+    console.log(result.summary);
+    const { summary: _summary, ...numbers } = result;
+    const report: BenchmarkReport = {
+      network: run.network, target: run.targetName, target_string: manifest.target, fingerprint: manifest.fingerprint,
+      engine_version: manifest.engine_version, time: new Date().toISOString(), model_dir: rel(run.modelDir), result: numbers,
+    };
+    mkdirSync(run.reportsDir, { recursive: true });
+    const json = path.join(run.reportsDir, `${run.targetName}.json`);
+    const html = path.join(run.reportsDir, `${run.targetName}.html`);
+    writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(html, renderHtml(report));
+    console.log(`wrote ${rel(json)} and ${rel(html)}`);
+    return { success: true };
+  });
+}

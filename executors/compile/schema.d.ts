@@ -1,0 +1,9 @@
+// Options of the tensortune:compile executor (executors/compile/schema.json).
+import type { NetworkExecutorOptions } from '../run';
+
+export interface CompileExecutorOptions extends NetworkExecutorOptions {
+  /** Recompile when the config, the model or the tuning log changes (never re-tunes). */
+  watch?: boolean;
+  /** Fail when a task has no tuning record instead of using its default schedule. */
+  strict?: boolean;
+}

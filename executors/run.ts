@@ -1,0 +1,46 @@
+// What the three executors share: resolve a run from the config named in the options,
+// and turn a failure into one clear message plus `{ success: false }` (a user's mistake
+// without a stack trace; a bug with one).
+
+import type { ExecutorContext } from '@nx/devkit';
+import { UserError } from '../engine/errors';
+import { loadConfig } from '../plugin/config';
+import { resolveRun, type ResolvedRun } from '../plugin/resolve';
+
+export interface NetworkExecutorOptions {
+  /** The tensortune config file, relative to the workspace root. */
+  config: string;
+  /** The network (key in the config's networks). */
+  network: string;
+  /** A target name from the config (default: defaults.target, else the first). */
+  target?: string;
+}
+
+export type ExecutorResult = { success: boolean };
+
+export function resolveFor(options: NetworkExecutorOptions, ctx: ExecutorContext, budget?: string): ResolvedRun {
+  return resolveRun(loadConfig(options.config, ctx.root), ctx.root, options.network, options.target, budget);
+}
+
+/** Run `body`; a UserError becomes one line on stderr and `{ success: false }`. */
+export async function reporting(name: string, body: () => Promise<ExecutorResult>): Promise<ExecutorResult> {
+  try {
+    return await body();
+  } catch (e) {
+    if (e instanceof UserError) {
+      console.error(`tensortune ${name}: ${e.message}`);
+      return { success: false };
+    }
+    console.error(e);
+    return { success: false };
+  }
+}
+
+/** Ctrl-C / SIGTERM abort the run cleanly (records stay intact). */
+export function abortOnSignals(): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return { signal: controller.signal, dispose: () => { process.off('SIGINT', stop); process.off('SIGTERM', stop); } };
+}

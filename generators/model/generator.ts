@@ -1,0 +1,93 @@
+// `nx g tensortune:model <name> --model <builtin|file.onnx>`: add a network to the
+// workspace's tensortune config (creating the config with a CPU target and tiny / full
+// budgets if there is none) and scaffold its project folder. Comments and layout of an
+// existing YAML config are kept. Runs init first.
+
+import { joinPathFragments, type Tree } from '@nx/devkit';
+import { parseDocument, stringify } from 'yaml';
+import { NETWORK_NAMES } from '../../engine/frontend/networks';
+import { isModelFile } from '../../plugin/config';
+import initGenerator from '../init/generator';
+
+export interface ModelGeneratorOptions {
+  name: string;
+  model: string;
+  directory?: string;
+  config?: string;
+  batch?: number;
+  layout?: 'NHWC' | 'NCHW';
+  imageSize?: number;
+}
+
+export const DEFAULT_CONFIG = 'tensortune.config.yaml';
+
+const STARTER = {
+  records: '.tensortune/records',
+  outDir: 'dist/tensortune',
+  defaults: { target: 'cpu', budget: 'tiny' },
+  targets: { cpu: { target: 'llvm -mcpu=native' } },
+  budgets: {
+    tiny: { trialsPerTask: 4, batchSize: 4, earlyStopping: 4 },
+    full: { trialsPerTask: 800, batchSize: 64, earlyStopping: 200 },
+  },
+  networks: {},
+};
+
+function fail(message: string): never {
+  throw new Error(`tensortune:model: ${message}`);
+}
+
+export default function modelGenerator(tree: Tree, options: ModelGeneratorOptions): void {
+  const name = options.name?.trim();
+  if (!name || !/^[a-z0-9][a-z0-9_.-]*$/.test(name)) fail(`name: expected lower-case letters, digits, '.', '_' or '-', got ${JSON.stringify(options.name)}`);
+  const configPath = options.config ?? DEFAULT_CONFIG;
+  if (!/\.(ya?ml)$/.test(configPath) && tree.exists(configPath)) fail(`${configPath}: only YAML configs are edited by this generator; add the network by hand`);
+  const configDir = configPath.includes('/') ? configPath.slice(0, configPath.lastIndexOf('/')) : '';
+  const root = options.directory ?? joinPathFragments('models', name);
+
+  const network: Record<string, unknown> = {};
+  if (isModelFile(options.model)) {
+    if (!tree.exists(options.model)) fail(`model: file ${options.model} not found in the workspace (give a workspace-relative path)`);
+    const ext = options.model.slice(options.model.lastIndexOf('.'));
+    const dest = joinPathFragments(root, `model${ext}`);
+    if (dest !== options.model) tree.write(dest, tree.read(options.model)!);
+    network.model = relativeTo(configDir, dest);
+    if (options.imageSize !== undefined) fail('imageSize: applies to builtin networks only');
+  } else {
+    if (!NETWORK_NAMES.includes(options.model)) fail(`model: expected a builtin network (${NETWORK_NAMES.join(', ')}) or an .onnx file, got ${JSON.stringify(options.model)}`);
+    network.model = options.model;
+    if (options.imageSize !== undefined) network.imageSize = options.imageSize;
+  }
+  if (root !== joinPathFragments('models', name) || configDir) network.root = relativeTo(configDir, root);
+  if (options.batch !== undefined) network.batch = options.batch;
+  if (options.layout !== undefined) network.layout = options.layout;
+
+  const doc = parseDocument(tree.exists(configPath) ? tree.read(configPath, 'utf-8')! : stringify(STARTER));
+  if (doc.errors.length) fail(`${configPath}: cannot be parsed: ${doc.errors[0].message}`);
+  if (doc.hasIn(['networks', name])) fail(`${configPath}: networks.${name} exists already`);
+  if (!doc.has('networks') || doc.get('networks') === null) doc.set('networks', doc.createNode({}));
+  doc.setIn(['networks', name], doc.createNode(network));
+  tree.write(configPath, doc.toString());
+
+  tree.write(joinPathFragments(root, 'README.md'), `# ${name}
+
+The network \`${String(network.model)}\`, declared in \`${configPath}\` (networks.${name}).
+Nx infers its targets from that file:
+
+\`\`\`sh
+npx nx tune ${name}          # search schedules (budget: defaults.budget; -c full for the big one)
+npx nx compile ${name}       # best schedule per task -> model.so, params.bin, manifest.json
+npx nx benchmark ${name}     # time it on this machine, JSON + HTML report
+npx nx show project ${name}  # every inferred target with its inputs and outputs
+\`\`\`
+`);
+  initGenerator(tree, {});
+}
+
+function relativeTo(dir: string, p: string): string {
+  if (!dir) return p;
+  const from = dir.split('/');
+  const to = p.split('/');
+  while (from.length && to.length && from[0] === to[0]) { from.shift(); to.shift(); }
+  return [...from.map(() => '..'), ...to].join('/');
+}

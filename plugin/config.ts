@@ -1,0 +1,203 @@
+// The workspace configuration (tensortune.config.{yaml,yml,json}, .tensortunerc*): found by
+// cosmiconfig's loaders, validated by schemas/config.schema.json (ajv), then checked for
+// what a schema cannot say (names that refer to other entries, target strings, model
+// files). Every mistake is one ConfigError naming the file, the JSON path and what was
+// expected. Used by createNodes (graph time) and by the executors (run time).
+
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import Ajv, { type ErrorObject } from 'ajv';
+import { cosmiconfigSync } from 'cosmiconfig';
+import { UserError } from '../engine/errors';
+import { NETWORK_NAMES } from '../engine/frontend/networks';
+import { parseTarget } from '../engine/target';
+import schema from '../schemas/config.schema.json';
+
+export const CONFIG_FILE_NAMES = [
+  'tensortune.config.yaml', 'tensortune.config.yml', 'tensortune.config.json',
+  '.tensortunerc', '.tensortunerc.yaml', '.tensortunerc.yml', '.tensortunerc.json',
+] as const;
+
+export interface NetworkConfig {
+  model: string;
+  root?: string;
+  batch?: number;
+  layout?: 'NHWC' | 'NCHW';
+  dtype?: 'float32';
+  imageSize?: number;
+  inputs?: Record<string, number[]>;
+  targets?: string[];
+}
+
+export interface TargetConfig {
+  target: string;
+  host?: string;
+  runner?: string;
+  threads?: number;
+}
+
+export interface BudgetConfig {
+  trials?: number;
+  trialsPerTask?: number;
+  earlyStopping?: number;
+  timeLimit?: number;
+  batchSize?: number;
+  policy?: 'evolutionary' | 'random' | 'grid';
+  seed?: number;
+  measure?: { number?: number; repeat?: number; minRepeatMs?: number; timeoutMs?: number; flush?: boolean; buildJobs?: number };
+}
+
+export interface TensortuneConfig {
+  records?: string;
+  outDir?: string;
+  defaults?: { target?: string; budget?: string };
+  networks: Record<string, NetworkConfig>;
+  targets: Record<string, TargetConfig>;
+  budgets?: Record<string, BudgetConfig>;
+}
+
+export interface LoadedConfig {
+  /** Absolute path of the config file. */
+  file: string;
+  /** Its directory: relative paths in the config are relative to it. */
+  dir: string;
+  config: TensortuneConfig;
+}
+
+/** A mistake in a config file; the message names the file and the JSON path. */
+export class ConfigError extends UserError {
+  constructor(readonly file: string, readonly jsonPath: string, readonly expected: string) {
+    super(`${file}: ${jsonPath ? `${jsonPath}: ` : ''}${expected}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** `/networks/mobilenet/batch` -> `networks.mobilenet.batch` (keys with dots are quoted). */
+function dottedPath(pointer: string): string {
+  if (!pointer) return '';
+  return pointer.split('/').slice(1)
+    .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((seg, i) => (/^\d+$/.test(seg) ? `[${seg}]` : /^[A-Za-z0-9_$-]+$/.test(seg) ? `${i ? '.' : ''}${seg}` : `[${JSON.stringify(seg)}]`))
+    .join('');
+}
+
+const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'nothing' : JSON.stringify(v) ?? String(v));
+
+/** One ajv error -> [JSON path, what was expected]. */
+function describe(err: ErrorObject): [string, string] {
+  const where = dottedPath(err.instancePath);
+  const p = err.params as Record<string, unknown>;
+  const got = `, got ${show(err.data)}`;
+  switch (err.keyword) {
+    case 'required':
+      return [where, `missing required property '${String(p.missingProperty)}'`];
+    case 'additionalProperties': {
+      const allowed = Object.keys((err.parentSchema?.properties ?? {}) as object);
+      return [dottedPath(`${err.instancePath}/${String(p.additionalProperty)}`),
+        `unknown property${allowed.length ? ` (expected one of: ${allowed.join(', ')})` : ''}`];
+    }
+    case 'propertyNames':
+      return [where, `bad name ${show(p.propertyName)}`];
+    case 'pattern':
+      return [where, `expected a name matching ${String(p.pattern)}${got}`];
+    case 'type':
+      return [where, `expected ${String(p.type) === 'integer' ? 'an integer' : `a ${String(p.type)}`}${got}`];
+    case 'enum':
+      return [where, `expected one of ${(p.allowedValues as unknown[]).map(show).join(', ')}${got}`];
+    case 'minimum': case 'maximum': case 'exclusiveMinimum': case 'exclusiveMaximum': {
+      const op = { minimum: '>=', maximum: '<=', exclusiveMinimum: '>', exclusiveMaximum: '<' }[err.keyword];
+      return [where, `expected a number ${op} ${String(p.limit)}${got}`];
+    }
+    case 'minProperties':
+      return [where, `expected at least ${String(p.limit)} entr${p.limit === 1 ? 'y' : 'ies'}`];
+    case 'minLength':
+      return [where, 'expected a non-empty string'];
+    case 'minItems':
+      return [where, `expected at least ${String(p.limit)} item(s)`];
+    case 'uniqueItems':
+      return [where, 'expected no duplicate items'];
+    default:
+      return [where, `${err.message ?? 'invalid'}${got}`];
+  }
+}
+
+let validator: ReturnType<Ajv['compile']> | undefined;
+
+/** Schema validation plus the cross-checks a schema cannot express. `label` names the file in messages. */
+export function validateConfig(raw: unknown, label: string, dir: string): TensortuneConfig {
+  validator ??= new Ajv({ allErrors: false, verbose: true, strict: false }).compile(schema);
+  if (raw === null || raw === undefined) throw new ConfigError(label, '', 'the file is empty (expected networks and targets)');
+  if (!validator(raw)) {
+    // Errors inside propertyNames come with a sibling 'propertyNames' error; report the first.
+    const [where, expected] = describe(validator.errors![0]);
+    throw new ConfigError(label, where, expected);
+  }
+  const config = raw as TensortuneConfig;
+  const targetNames = Object.keys(config.targets);
+  const budgetNames = Object.keys(config.budgets ?? {});
+  const oneOf = (names: string[]): string => names.join(', ') || '(none defined)';
+  if (config.defaults?.target !== undefined && !targetNames.includes(config.defaults.target)) {
+    throw new ConfigError(label, 'defaults.target', `unknown target ${show(config.defaults.target)} (expected one of: ${oneOf(targetNames)})`);
+  }
+  if (config.defaults?.budget !== undefined && !budgetNames.includes(config.defaults.budget)) {
+    throw new ConfigError(label, 'defaults.budget', `unknown budget ${show(config.defaults.budget)} (expected one of: ${oneOf(budgetNames)})`);
+  }
+  const clash = budgetNames.find((b) => targetNames.includes(b));
+  if (clash) throw new ConfigError(label, `budgets.${clash}`, `'${clash}' is also a target name; budgets and targets name Nx configurations, so they must differ`);
+  for (const [name, t] of Object.entries(config.targets)) {
+    try {
+      parseTarget(t.target, `targets.${name}.target`);
+      if (t.host !== undefined) parseTarget(t.host, `targets.${name}.host`);
+    } catch (e) {
+      if (e instanceof UserError) throw new ConfigError(label, '', e.message);
+      throw e;
+    }
+    if (t.runner !== undefined && !t.runner.includes('{command}')) {
+      throw new ConfigError(label, `targets.${name}.runner`, `expected a command template containing {command}, got ${show(t.runner)}`);
+    }
+  }
+  for (const [name, n] of Object.entries(config.networks)) {
+    const at = `networks.${name}`;
+    for (const [i, t] of (n.targets ?? []).entries()) {
+      if (!targetNames.includes(t)) throw new ConfigError(label, `${at}.targets[${i}]`, `unknown target ${show(t)} (expected one of: ${oneOf(targetNames)})`);
+    }
+    if (isModelFile(n.model)) {
+      if (!existsSync(path.resolve(dir, n.model))) throw new ConfigError(label, `${at}.model`, `model file ${show(n.model)} not found (relative to ${label})`);
+      if (n.imageSize !== undefined) throw new ConfigError(label, `${at}.imageSize`, 'applies to builtin networks only (a model file fixes its input size; use inputs)');
+    } else {
+      if (!NETWORK_NAMES.includes(n.model)) {
+        throw new ConfigError(label, `${at}.model`, `unknown builtin network ${show(n.model)} (expected a path to an .onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
+      }
+      if (n.inputs !== undefined) throw new ConfigError(label, `${at}.inputs`, 'applies to model files only (builtin networks fix their input; use imageSize and batch)');
+    }
+  }
+  return config;
+}
+
+/** A model reference that names a file rather than a builtin network. */
+export function isModelFile(model: string): boolean {
+  return /[\\/]/.test(model) || /\.onnx$/i.test(model);
+}
+
+const explorer = cosmiconfigSync('tensortune', { cache: false });
+
+/** The config file's parsed content (not validated); a file that does not parse is a ConfigError. */
+export function readConfigFile(file: string, workspaceRoot = process.cwd()): { abs: string; label: string; raw: unknown } {
+  const abs = path.resolve(workspaceRoot, file);
+  const label = path.relative(workspaceRoot, abs) || path.basename(abs);
+  if (!existsSync(abs)) throw new ConfigError(label, '', 'file not found');
+  try {
+    return { abs, label, raw: explorer.load(abs)?.config };
+  } catch (e) {
+    // cosmiconfig's loaders prefix the file; keep the parser's own message (line/column).
+    const message = (e as Error).message.split(abs).join('').replace(/^[:\s]+/, '').replace(/^Error parsing\s*:?\s*/, '').split('\n')[0];
+    throw new ConfigError(label, '', `cannot be parsed: ${message}`);
+  }
+}
+
+/** Load and validate a config file; every problem is a ConfigError. */
+export function loadConfig(file: string, workspaceRoot = process.cwd()): LoadedConfig {
+  const { abs, label, raw } = readConfigFile(file, workspaceRoot);
+  const dir = path.dirname(abs);
+  return { file: abs, dir, config: validateConfig(raw, label, dir) };
+}

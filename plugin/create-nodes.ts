@@ -1,0 +1,114 @@
+// Nx 24 createNodes (batched): every tensortune config file in the workspace becomes one
+// Nx project per network. Results are cached in Nx's workspace data directory by the
+// config file's content, the plugin options and the plugin's version (an upgraded plugin
+// must not serve the old targets). A config that does not load never breaks the graph:
+// its networks (from the raw file, or the last good load) keep their target names, the
+// executors report the error when run, and a warning names the file and the field.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { createNodesFromFiles, logger, type CreateNodes, type CreateNodesResult } from '@nx/devkit';
+import { PluginCache, workspaceDataDirectory } from '@nx/devkit/internal';
+import { CONFIG_FILE_NAMES, ConfigError, loadConfig, readConfigFile } from './config';
+import { PACKAGE_ROOT, PLUGIN_VERSION } from './package-info';
+import { toPosix } from './resolve';
+import { brokenProjects, inferProjects, type InferenceContext, type TensortunePluginOptions } from './targets';
+
+export const CONFIG_GLOB = `**/{${CONFIG_FILE_NAMES.join(',')}}`;
+
+interface CacheEntry {
+  result: CreateNodesResult;
+  /** Networks of the last good load, for a file that later breaks. */
+  names?: { name: string; root: string }[];
+}
+
+function workspaceDependsOnTensortune(workspaceRoot: string): boolean {
+  try {
+    const pkg = JSON.parse(readFileSync(path.join(workspaceRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string> | string>;
+    if (pkg.name === 'tensortune') return false;
+    return ['dependencies', 'devDependencies', 'optionalDependencies']
+      .some((k) => typeof pkg[k] === 'object' && 'tensortune' in (pkg[k] as Record<string, string>));
+  } catch {
+    return false;
+  }
+}
+
+/** How Nx runs `tensortune fingerprint` from the workspace root: this package's own bin. */
+export function fingerprintCommand(workspaceRoot: string): string {
+  const bin = toPosix(path.relative(workspaceRoot, path.join(PACKAGE_ROOT, 'bin', 'tensortune.js')));
+  return `node ${bin} fingerprint`;
+}
+
+function inferenceContext(workspaceRoot: string): InferenceContext {
+  return {
+    workspaceRoot,
+    fingerprintCommand: fingerprintCommand(workspaceRoot),
+    externalDependency: workspaceDependsOnTensortune(workspaceRoot),
+  };
+}
+
+const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+function toResult(projects: ReturnType<typeof inferProjects>): CreateNodesResult {
+  return { projects: Object.fromEntries(projects.map(({ root, ...p }) => [root, { root, ...p }])) };
+}
+
+function namesOfRaw(raw: unknown): { name: string; root: string }[] | undefined {
+  const networks = (raw as { networks?: unknown } | null)?.networks;
+  if (typeof networks !== 'object' || networks === null || Array.isArray(networks)) return undefined;
+  return Object.entries(networks as Record<string, unknown>).map(([name, n]) => {
+    const root = (n as { root?: unknown } | null)?.root;
+    return { name, root: typeof root === 'string' ? root : path.join('models', name) };
+  });
+}
+
+/** Infer the projects of one config file (uncached). */
+export function createNodesForConfig(
+  configFile: string, options: TensortunePluginOptions | undefined, ctx: InferenceContext, lastGood?: CacheEntry['names'],
+): CacheEntry {
+  try {
+    const loaded = loadConfig(configFile, ctx.workspaceRoot);
+    const projects = inferProjects(loaded, ctx, options);
+    return { result: toResult(projects), names: projects.map((p) => ({ name: p.name, root: p.root })) };
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    logger.warn(`tensortune: ${e.message} (the projects of this file report it when run)`);
+    let names: { name: string; root: string }[] | undefined;
+    try {
+      const { raw } = readConfigFile(configFile, ctx.workspaceRoot);
+      const dir = path.dirname(configFile);
+      names = namesOfRaw(raw)?.map((n) => ({ name: n.name, root: toPosix(path.join(dir, n.root)) }));
+    } catch { /* the file does not even parse: fall back to the last good load */ }
+    names ??= lastGood ?? [];
+    return { result: toResult(brokenProjects(names, toPosix(configFile), e.message, options)), names: lastGood };
+  }
+}
+
+export const createNodes: CreateNodes<TensortunePluginOptions> = [
+  CONFIG_GLOB,
+  async (configFiles, options, context) => {
+    const ctx = inferenceContext(context.workspaceRoot);
+    const optionsKey = sha(JSON.stringify({ options: options ?? {}, version: PLUGIN_VERSION, ctx })).slice(0, 16);
+    const cache = new PluginCache<CacheEntry>(path.join(workspaceDataDirectory, `tensortune-${optionsKey}.hash`));
+    try {
+      return await createNodesFromFiles((file, opts) => {
+        const abs = path.join(context.workspaceRoot, file);
+        const content = existsSync(abs) ? readFileSync(abs, 'utf8') : '';
+        const key = sha(`${file}\0${content}`);
+        const hit = cache.get(key);
+        if (hit) return hit.result;
+        const lastGood = cache.get(`names:${file}`)?.names;
+        const entry = createNodesForConfig(file, opts, ctx, lastGood);
+        // A broken file is re-inferred every time (so the warning shows); a good one is cached.
+        if (entry.names && entry.names !== lastGood) {
+          cache.set(key, entry);
+          cache.set(`names:${file}`, { result: {}, names: entry.names });
+        }
+        return entry.result;
+      }, configFiles, options, context);
+    } finally {
+      cache.writeToDisk();
+    }
+  },
+];

@@ -1,0 +1,93 @@
+// From a validated config to what one tune / compile / benchmark run needs: the model
+// spec, the target, the budget and the file layout. Relative paths in the config are
+// relative to the config file; everything here is absolute except the `*Rel` fields
+// (workspace-relative, for Nx inputs and outputs).
+//
+// Layout (defaults):  <records>/<network>.<target>.jsonl       the network's own log
+//                     <records>/*.jsonl                        the store: read by every network
+//                     <outDir>/<network>/<target>/             compiled model
+//                     <outDir>/<network>/reports/<target>.*    benchmark reports
+
+import path from 'node:path';
+import type { ModelSpec } from '../engine/frontend/load';
+import { ConfigError, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
+
+export const DEFAULT_RECORDS_DIR = '.tensortune/records';
+export const DEFAULT_OUT_DIR = 'dist/tensortune';
+
+export interface ResolvedRun {
+  network: string;
+  net: NetworkConfig;
+  spec: ModelSpec;
+  /** Absolute model file, for file models. */
+  modelFile?: string;
+  targetName: string;
+  target: TargetConfig;
+  budgetName?: string;
+  budget: BudgetConfig;
+  storeDir: string;
+  recordsFile: string;
+  modelDir: string;
+  reportsDir: string;
+}
+
+const label = (loaded: LoadedConfig, root: string): string => path.relative(root, loaded.file) || path.basename(loaded.file);
+
+export function defaultTargetName(loaded: LoadedConfig): string {
+  return loaded.config.defaults?.target ?? Object.keys(loaded.config.targets)[0];
+}
+
+export function defaultBudgetName(loaded: LoadedConfig): string | undefined {
+  return loaded.config.defaults?.budget ?? Object.keys(loaded.config.budgets ?? {})[0];
+}
+
+/** Target names a network is built for. */
+export function networkTargets(loaded: LoadedConfig, network: string): string[] {
+  return loaded.config.networks[network]?.targets ?? Object.keys(loaded.config.targets);
+}
+
+export function storeDir(loaded: LoadedConfig): string {
+  return path.resolve(loaded.dir, loaded.config.records ?? DEFAULT_RECORDS_DIR);
+}
+
+export function outDir(loaded: LoadedConfig): string {
+  return path.resolve(loaded.dir, loaded.config.outDir ?? DEFAULT_OUT_DIR);
+}
+
+/** Resolve one run; unknown names are ConfigErrors naming what exists. */
+export function resolveRun(
+  loaded: LoadedConfig, workspaceRoot: string, network: string, targetName?: string, budgetName?: string,
+): ResolvedRun {
+  const file = label(loaded, workspaceRoot);
+  const net = loaded.config.networks[network];
+  if (!net) throw new ConfigError(file, 'networks', `no network '${network}' (expected one of: ${Object.keys(loaded.config.networks).join(', ')})`);
+  const tName = targetName ?? defaultTargetName(loaded);
+  const allowed = networkTargets(loaded, network);
+  if (!allowed.includes(tName)) {
+    throw new ConfigError(file, `networks.${network}.targets`, `target '${tName}' is not one of this network's targets (${allowed.join(', ')})`);
+  }
+  const bName = budgetName ?? defaultBudgetName(loaded);
+  const budget = bName === undefined ? {} : loaded.config.budgets?.[bName];
+  if (!budget) throw new ConfigError(file, 'budgets', `no budget '${bName}' (expected one of: ${Object.keys(loaded.config.budgets ?? {}).join(', ') || '(none defined)'})`);
+  const modelFile = isModelFile(net.model) ? path.resolve(loaded.dir, net.model) : undefined;
+  const spec: ModelSpec = { model: modelFile ?? net.model, batch: net.batch, layout: net.layout, imageSize: net.imageSize };
+  const store = storeDir(loaded);
+  const out = path.join(outDir(loaded), network);
+  return {
+    network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget,
+    storeDir: store,
+    recordsFile: path.join(store, `${network}.${tName}.jsonl`),
+    modelDir: path.join(out, tName),
+    reportsDir: path.join(out, 'reports'),
+  };
+}
+
+/** The Nx project root of a network, relative to the workspace root (posix separators). */
+export function projectRootOf(loaded: LoadedConfig, workspaceRoot: string, network: string): string {
+  const root = loaded.config.networks[network].root ?? path.join('models', network);
+  return toPosix(path.relative(workspaceRoot, path.resolve(loaded.dir, root))) || '.';
+}
+
+export function toPosix(p: string): string {
+  return p.split(path.sep).join('/');
+}
