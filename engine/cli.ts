@@ -5,13 +5,11 @@
 import { UserError } from './errors';
 import type { CliIo, Command } from './cli/command';
 import { tasksCommand } from './cli/tasks';
-import { tuneCommand } from './cli/tune';
 import { compileCommand } from './cli/compile';
 import { benchmarkCommand } from './cli/benchmark';
 import { distillCommand } from './cli/distill';
-import { fingerprintCommand } from './cli/fingerprint';
 
-const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, distillCommand, fingerprintCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, compileCommand, benchmarkCommand, distillCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

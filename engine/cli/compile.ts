@@ -1,5 +1,6 @@
-// `tensortune compile <network> --target T --out DIR`: compile a builtin network for a CPU
-// target with default schedules (tuned records come with the auto-scheduler).
+// `tensortune compile <network> --target T --out DIR [--records FILE]... [--strict]`: compile
+// a builtin network for a CPU target, with the best tuned record of each task where the
+// record logs have one and default schedules elsewhere.
 
 import { compileNetwork } from '../compile/network';
 import { UserError } from '../errors';
@@ -7,15 +8,22 @@ import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
 import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune compile <network> --target "llvm -mcpu=native" --out DIR [--layout NHWC|NCHW] [--batch N]
+const USAGE = `Usage: tensortune compile <network> --target "llvm -mcpu=native" --out DIR [--records FILE]... [--strict]
+                          [--layout NHWC|NCHW] [--batch N]
 
 Compile a builtin network into DIR/model.so (kernels + entry point), DIR/params.bin and
 DIR/manifest.json. Kernels are compiled into an object cache keyed by their source, so
-recompiling an unchanged model compiles nothing.
+recompiling an unchanged model compiles nothing, and a changed record recompiles one kernel.
+
+With --records, each task uses the fastest verified record measured for this target on
+this kind of machine (same hardware fingerprint); tasks without one keep their default
+schedule, and one summary says which and their share of the estimated latency.
 
 Options:
   --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple
   --out DIR           output directory (required)
+  --records FILE      a tuning record log (JSON lines); repeat to read several
+  --strict            fail, naming them, if any task has no usable record
   --layout NHWC|NCHW  data layout (default NHWC)
   --batch N           batch size (default 1)
   --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
@@ -31,7 +39,8 @@ export const compileCommand: Command = {
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' },
-      cache: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      cache: { type: 'string' }, records: { type: 'string', multiple: true }, strict: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
@@ -43,7 +52,8 @@ export const compileCommand: Command = {
     const started = Date.now();
     const result = await compileNetwork({
       model: positionals[0], layout, batch, target, outDir: values.out,
-      cacheDir: values.cache, log: (line) => io.out(`${line}\n`),
+      cacheDir: values.cache, records: values.records, strict: values.strict,
+      log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
     });
     io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);

@@ -1,10 +1,14 @@
-// compileNetwork: model reference + target (+ records, once the auto-scheduler lands) ->
-// compiled model directory. The CLI's `compile` and the Nx compile executor both call it.
+// compileNetwork: model reference + target (+ record logs) -> compiled model directory.
+// The CLI's `compile` and the Nx compile executor both call it. With records, every task
+// gets the best record measured on this target and machine (apply-records.ts); the rest
+// keep their default schedules, or `strict` fails naming them.
 
 import path from 'node:path';
 import { loadModel, type ModelSpec } from '../frontend/load';
+import { extractTasks } from '../graph/extract';
 import { cacheRoot } from '../native/build';
-import { parseTarget } from '../target';
+import { hardwareFingerprint, parseTarget } from '../target';
+import { applyRecords } from './apply-records';
 import { compileModel, type CompileResult } from './model';
 
 export interface CompileNetworkOptions extends ModelSpec {
@@ -18,14 +22,24 @@ export interface CompileNetworkOptions extends ModelSpec {
   /** Fail when a task has no record instead of using its default schedule. */
   strict?: boolean;
   log?: (line: string) => void;
+  /** Warnings (broken record lines, records that no longer apply); default stderr. */
+  warn?: (message: string) => void;
 }
 
 export async function compileNetwork(opts: CompileNetworkOptions): Promise<CompileResult> {
   const target = parseTarget(opts.target, 'target');
   const model = loadModel(opts);
+  let schedules;
+  if (opts.records?.length || opts.strict) {
+    const applied = await applyRecords({
+      tasks: extractTasks(model.graph), target: target.text, fingerprint: hardwareFingerprint(target),
+      files: opts.records ?? [], strict: opts.strict, log: opts.log, warn: opts.warn,
+    });
+    schedules = applied.schedules;
+  }
   return compileModel({
     name: model.name, graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
-    log: opts.log,
+    schedules, log: opts.log,
   });
 }

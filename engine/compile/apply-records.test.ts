@@ -1,0 +1,119 @@
+// compile --records: the best record of a task is compiled in, untuned tasks are summarised
+// once, a changed record recompiles exactly one kernel, --strict names what is missing.
+
+import { mkdtempSync, promises as fs, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { main } from '../cli';
+import { UserError } from '../errors';
+import { getNetwork } from '../frontend/networks';
+import { extractTasks } from '../graph/extract';
+import { appendRecords, readRecords } from '../records/log';
+import { RECORD_FORMAT_VERSION, type TuningRecord } from '../records/record';
+import { defaultSchedule } from '../schedule/defaults';
+import type { Step } from '../schedule/steps';
+import { hardwareFingerprint, parseTarget } from '../target';
+import { applyRecords } from './apply-records';
+import { compileNetwork } from './network';
+
+const work = mkdtempSync(path.join(tmpdir(), 'tt-apply-records-test-'));
+const cacheDir = path.join(work, 'cache');
+const target = parseTarget('llvm -mcpu=native');
+const fingerprint = hardwareFingerprint(target);
+const tasks = extractTasks(getNetwork('mobilenet', { imageSize: 32, weights: 'zeros' }).graph);
+const conv = tasks.find((t) => t.desc.startsWith('conv2d_nhwc'))!;
+
+function rec(steps: Step[], costs: number[], over: Partial<TuningRecord> = {}): TuningRecord {
+  return {
+    v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: conv.key, desc: conv.desc, target: target.text, fingerprint,
+    steps, costs_ms: costs, error: null, seed: 0, time: new Date().toISOString(), ...over,
+  };
+}
+const lanes4 = defaultSchedule(conv.dag, { vectorLanes: 4 });
+const lanes2 = defaultSchedule(conv.dag, { vectorLanes: 2 });
+
+test('applyRecords: fastest usable record per task, records of other machines ignored, one summary', async () => {
+  const file = path.join(work, 'apply.jsonl');
+  await appendRecords(file, [
+    rec(lanes4, [2]),
+    rec([{ s: 'split', stage: 'no_such_stage', iter: 'x', lengths: [2] }], [0.1]), // fastest, but no longer applies
+    rec(lanes2, [0.5], { fingerprint: 'ffffffffffffffff' }), // another machine
+    rec(lanes2, [], { error: 'wrong_answer' }),
+  ]);
+  await fs.appendFile(file, '{"broken\n');
+  const logs: string[] = [], warnings: string[] = [];
+  const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], log: (l) => logs.push(l), warn: (w) => warnings.push(w) });
+  assert.equal([...applied.schedules.keys()], [conv.key]);
+  assert.equal(applied.schedules.get(conv.key), { steps: lanes4, source: `${file}:1` });
+  assert.is(applied.untuned.length, tasks.length - 1);
+  assert.ok(applied.untunedShare > 0 && applied.untunedShare < 1);
+  assert.is(logs.length, 1, 'one summary');
+  assert.match(logs[0], new RegExp(`^records: 1 of ${tasks.length} task\\(s\\) tuned`));
+  assert.match(logs[0], /1 record\(s\) of other targets or machines ignored/);
+  assert.match(logs[0], /untuned use default schedules, ~\d+(\.\d+)?% of the estimated latency \(untuned latency estimated from FLOPs at the tuned tasks' [\d.]+ GFLOPS/);
+  for (const t of applied.untuned) assert.ok(logs[0].includes(t.desc), t.desc);
+  assert.is(warnings.length, 2, warnings.join('\n'));
+  assert.match(warnings.find((w) => w.includes('broken'))!, /apply\.jsonl: skipped 1 broken line\(s\) \(line 5\)/);
+  assert.match(warnings.find((w) => w.includes('no longer apply'))!, /apply\.jsonl:2: .*no_such_stage/);
+});
+
+test('applyRecords --strict fails naming the untuned tasks', async () => {
+  const file = path.join(work, 'strict.jsonl');
+  await appendRecords(file, [rec(lanes4, [2])]);
+  try {
+    await applyRecords({ tasks, target: target.text, fingerprint, files: [file], strict: true });
+    assert.unreachable();
+  } catch (e) {
+    assert.instance(e, UserError);
+    const msg = (e as Error).message;
+    assert.match(msg, new RegExp(`^--strict: ${tasks.length - 1} of ${tasks.length} task\\(s\\) have no usable record for llvm -mcpu=native`));
+    for (const t of tasks.filter((x) => x !== conv)) assert.ok(msg.includes(t.desc), t.desc);
+    assert.not.ok(msg.includes(`  ${conv.desc} (`));
+  }
+});
+
+test('compile --records compiles the record in; a changed record recompiles exactly one kernel', async () => {
+  const file = path.join(work, 'compile.jsonl');
+  await appendRecords(file, [rec(lanes4, [2])]);
+  const logs: string[] = [];
+  const opts = { model: 'mobilenet', imageSize: 32, target: target.text, cacheDir, records: [file], log: (l: string) => logs.push(l) };
+  const first = await compileNetwork({ ...opts, outDir: path.join(work, 'out1') });
+  const tuned = first.kernels.filter((k) => k.schedule === 'tuned');
+  assert.equal(tuned.map((k) => [k.key, k.source]), [[conv.key, `${file}:1`]]);
+  assert.ok(logs.some((l) => l.startsWith('records: 1 of ')));
+  const manifest = JSON.parse(await fs.readFile(first.manifest, 'utf8')) as { kernels: { schedule: string; source: string }[] };
+  assert.ok(manifest.kernels.some((k) => k.schedule === 'tuned' && k.source === `${file}:1`));
+
+  const same = await compileNetwork({ ...opts, outDir: path.join(work, 'out2') });
+  assert.is(same.compiled, 0);
+  await appendRecords(file, [rec(lanes2, [1])]); // a faster record for the same task
+  const changed = await compileNetwork({ ...opts, outDir: path.join(work, 'out3') });
+  assert.is(changed.compiled, 1);
+  assert.equal(changed.kernels.filter((k) => k.schedule === 'tuned').map((k) => k.source), [`${file}:2`]);
+});
+
+test('CLI: compile --strict without records fails naming tasks; a missing records file is one clear error; distill', async () => {
+  const out: string[] = [], err: string[] = [];
+  const io = { out: (t: string) => { out.push(t); }, err: (t: string) => { err.push(t); } };
+  assert.is(await main(['compile', 'mobilenet', '--out', path.join(work, 'cli'), '--strict'], io), 2);
+  assert.match(err.join(''), /^tensortune compile: --strict: \d+ of \d+ task\(s\) have no usable record .*\(no records files\)/);
+  err.length = 0;
+  const missing = path.join(work, 'missing.jsonl');
+  assert.is(await main(['compile', 'mobilenet', '--out', path.join(work, 'cli'), '--records', missing], io), 2);
+  assert.equal(err.join(''), `tensortune compile: records file ${missing} does not exist\n`);
+
+  const log = path.join(work, 'distill-me.jsonl');
+  await appendRecords(log, [rec(lanes4, [3]), rec(lanes2, [1]), rec(lanes2, [], { error: 'timeout' })]);
+  assert.is(await main(['distill', log], io), 0);
+  const best = path.join(work, 'distill-me.best.jsonl');
+  assert.match(out.join(''), new RegExp(`kept 1 of 3 record\\(s\\) .* in ${best.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  assert.equal((await readRecords(best)).entries.map((e) => e.record.costs_ms), [[1]]);
+  err.length = 0;
+  assert.is(await main(['distill'], io), 2);
+  assert.match(err.join(''), /expected at least one record log/);
+});
+
+test.after(() => rmSync(work, { recursive: true, force: true }));
+test.run();

@@ -1,0 +1,121 @@
+// "Apply history best" for compile: read record logs, pick for every task of the model the
+// fastest valid record measured on this target and machine (same target string, same
+// hardware fingerprint), check that its steps are well-formed and still replay and lower
+// on the task's DAG (else the next best is tried), and report the tasks left untuned in one
+// summary with their share of the estimated latency.
+//
+// The estimate: a tuned task costs its record's mean time. An untuned task (default
+// schedule) is estimated as its FLOPs at the FLOP rate the tuned tasks reached together
+// (sum of FLOPs / sum of measured times). Default schedules are slower than tuned ones,
+// so the share printed is a lower bound. With no tuned task there is no measured rate,
+// and the shares are FLOP shares.
+
+import { lower } from '../codegen/lower';
+import { UserError } from '../errors';
+import type { Task } from '../graph/extract';
+import { meanCost, rankedByWorkload } from '../records/best';
+import { readRecordFiles, type LogEntry } from '../records/log';
+import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { checkSteps } from '../schedule/validate-steps';
+
+export interface ApplyRecordsOptions {
+  tasks: readonly Task[];
+  /** Canonical target string and hardware fingerprint the records must match. */
+  target: string;
+  fingerprint: string;
+  files: readonly string[];
+  /** Fail (UserError naming the untuned tasks) instead of compiling them with default schedules. */
+  strict?: boolean;
+  log?: (line: string) => void;
+  warn?: (message: string) => void;
+}
+
+export interface AppliedRecords {
+  /** By workload key: the steps to compile and where they came from (`file:line`). */
+  schedules: Map<string, { steps: Step[]; source: string }>;
+  /** Tasks without a usable record. */
+  untuned: Task[];
+  /** Share of the estimated latency (Σ weight × latency) of the untuned tasks, in [0, 1]. */
+  untunedShare: number;
+}
+
+/** The usable record of a task, trying its records fastest first. */
+function pick(task: Task, ranked: readonly LogEntry[], rejected: string[]): LogEntry | undefined {
+  for (const entry of ranked) {
+    const check = checkSteps(entry.record.steps);
+    let why = check.ok ? '' : check.message;
+    if (check.ok) {
+      try {
+        lower(State.replay(task.dag, check.steps), 'KERNEL');
+      } catch (e) {
+        why = (e as Error).message;
+      }
+    }
+    if (!why) return entry;
+    rejected.push(`${entry.file}:${entry.line}: ${why}`);
+  }
+  return undefined;
+}
+
+const pct = (x: number): string => (x < 1e-4 ? '<0.01%' : `~${(100 * x).toFixed(x < 0.001 ? 2 : 1)}%`);
+
+/** Untuned tasks listed by name in the summary; the rest are counted. */
+const LISTED = 12;
+
+export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRecords> {
+  const log = opts.log ?? (() => undefined);
+  const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
+  const entries = await readRecordFiles(opts.files, { warn });
+  const ranked = rankedByWorkload(entries, opts.target, opts.fingerprint);
+  const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
+
+  const schedules = new Map<string, { steps: Step[]; source: string }>();
+  const tunedMs = new Map<string, number>();
+  const untuned: Task[] = [];
+  const rejected: string[] = [];
+  for (const task of opts.tasks) {
+    const best = pick(task, ranked.get(task.key) ?? [], rejected);
+    if (!best) { untuned.push(task); continue; }
+    schedules.set(task.key, { steps: best.record.steps, source: `${best.file}:${best.line}` });
+    tunedMs.set(task.key, meanCost(best.record));
+  }
+  if (rejected.length > 0) {
+    warn(`${rejected.length} record(s) no longer apply to their task and were passed over (first: ${rejected[0]})`);
+  }
+
+  // Estimated latency per task (ms), see the header.
+  const tuned = opts.tasks.filter((t) => tunedMs.has(t.key));
+  const tunedFlops = tuned.reduce((a, t) => a + t.flops, 0);
+  const tunedTime = tuned.reduce((a, t) => a + tunedMs.get(t.key)!, 0);
+  const rate = tuned.length > 0 && tunedTime > 0 ? tunedFlops / tunedTime : undefined; // FLOPs per ms
+  const estimate = (t: Task): number => tunedMs.get(t.key) ?? (rate ? t.flops / rate : t.flops);
+  const total = opts.tasks.reduce((a, t) => a + t.weight * estimate(t), 0);
+  const share = (t: Task): number => (total > 0 ? (t.weight * estimate(t)) / total : 0);
+  const untunedShare = untuned.reduce((a, t) => a + share(t), 0);
+
+  const where = `${opts.target}, fingerprint ${opts.fingerprint}`;
+  const ignored = elsewhere > 0 ? `; ${elsewhere} record(s) of other targets or machines ignored` : '';
+  if (opts.strict && untuned.length > 0) {
+    throw new UserError(
+      `--strict: ${untuned.length} of ${opts.tasks.length} task(s) have no usable record for ${where} in ${opts.files.join(', ') || '(no records files)'}${ignored}:\n` +
+      untuned.map((t) => `  ${t.desc} (weight ${t.weight})`).join('\n'),
+    );
+  }
+  if (untuned.length === 0) {
+    log(`records: all ${opts.tasks.length} task(s) tuned (${where})${ignored}`);
+  } else {
+    const how = rate
+      ? `untuned latency estimated from FLOPs at the tuned tasks' ${(rate / 1e6).toFixed(1)} GFLOPS, a lower bound`
+      : 'no tuned task to estimate from: FLOP shares';
+    const sorted = [...untuned].sort((a, b) => share(b) - share(a));
+    const lines = sorted.slice(0, LISTED).map((t) => `  ${t.desc} (weight ${t.weight}): ${pct(share(t))}`);
+    const rest = sorted.slice(LISTED);
+    if (rest.length > 0) lines.push(`  ... and ${rest.length} more (${pct(rest.reduce((a, t) => a + share(t), 0))})`);
+    log(
+      `records: ${opts.tasks.length - untuned.length} of ${opts.tasks.length} task(s) tuned (${where})${ignored}; ` +
+      `${untuned.length} untuned use default schedules, ${pct(untunedShare)} of the estimated latency (${how}):\n${lines.join('\n')}`,
+    );
+  }
+  return { schedules, untuned, untunedShare };
+}
