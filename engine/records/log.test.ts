@@ -2,7 +2,7 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, promises as fs, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -138,9 +138,18 @@ test('a lock left by a dead process is broken; a live one is waited for', async 
   // A pid that is not running: a child that has exited.
   const child = spawn(process.execPath, ['-e', '0']);
   const deadPid = await new Promise<number>((resolve) => child.on('close', () => resolve(child.pid!)));
-  await fs.writeFile(`${f}.lock`, JSON.stringify({ pid: deadPid, host: (await import('node:os')).hostname(), time: Date.now(), token: 'x' }));
+  await fs.writeFile(`${f}.lock`, JSON.stringify({ pid: deadPid, host: hostname(), time: Date.now(), token: 'x' }));
   await appendRecords(f, [rec()]);
   assert.is((await readRecords(f)).entries.length, 1);
+
+  // A lock held by a live process (this one, under another token) is waited for.
+  await fs.writeFile(`${f}.lock`, JSON.stringify({ pid: process.pid, host: hostname(), time: Date.now(), token: 'other' }));
+  const waiting = appendRecords(f, [rec({ seed: 2 })]);
+  await new Promise((r) => setTimeout(r, 150));
+  assert.is((await readRecords(f)).entries.length, 1, 'nothing written while the lock is held');
+  await fs.rm(`${f}.lock`);
+  await waiting;
+  assert.equal((await readRecords(f)).entries.map((e) => e.record.seed), [7, 2]);
 
   const order: string[] = [];
   const first = withFileLock(f, async () => { order.push('a start'); await new Promise((r) => setTimeout(r, 30)); order.push('a end'); });

@@ -95,11 +95,12 @@ const inProcess = new Map<string, Promise<unknown>>();
  * processes wait for the lock file.
  */
 export function withFileLock<T>(file: string, fn: () => Promise<T>, opts: LockOptions = {}): Promise<T> {
-  const previous = inProcess.get(file) ?? Promise.resolve();
+  const id = path.resolve(file);
+  const previous = inProcess.get(id) ?? Promise.resolve();
   const run = previous.then(() => lockAndRun(file, fn, opts));
   const tail = run.catch(() => undefined);
-  inProcess.set(file, tail);
-  void tail.then(() => { if (inProcess.get(file) === tail) inProcess.delete(file); });
+  inProcess.set(id, tail);
+  void tail.then(() => { if (inProcess.get(id) === tail) inProcess.delete(id); });
   return run;
 }
 
