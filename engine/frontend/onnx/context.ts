@@ -38,8 +38,15 @@ export class AttrReader {
     return a;
   }
 
-  int(name: string, dflt: number): number { return this.get(name, AttributeType.INT)?.i ?? dflt; }
-  float(name: string, dflt: number): number { return this.get(name, AttributeType.FLOAT)?.f ?? dflt; }
+  // A present attribute without its value field holds proto3's default, zero.
+  int(name: string, dflt: number): number {
+    const a = this.get(name, AttributeType.INT);
+    return a ? a.i ?? 0 : dflt;
+  }
+  float(name: string, dflt: number): number {
+    const a = this.get(name, AttributeType.FLOAT);
+    return a ? a.f ?? 0 : dflt;
+  }
   ints(name: string): number[] | undefined {
     const a = this.get(name, AttributeType.INTS);
     return a ? [...(a.ints ?? [])] : undefined;

@@ -1,5 +1,5 @@
 // The ONNX writer: one of our graphs (a builtin network with its weights) -> a .onnx
-// ModelProto at opset 13, so that any network can be run by ONNX Runtime and tests can
+// ModelProto at opset 14, so that any network can be run by ONNX Runtime and tests can
 // make ONNX models. ONNX's convs and pools are NCHW; an NHWC graph is first converted
 // with convertLayout, which keeps its NHWC input and output (Transpose nodes at the
 // boundary, as in models exported from TensorFlow).
@@ -11,8 +11,9 @@ import { DataType, encodeModel, type AttributeMessage, type NodeMessage, type Te
 import { floatTensorProto, int64TensorProto } from './tensor';
 import { AttributeType } from './schema';
 
-export const EXPORT_OPSET = 13;
-/** IR version 7 goes with opset 13 (onnx/helper.py's VERSION_TABLE, onnx 1.8). */
+/** Opset 14: the first with HardSwish. */
+export const EXPORT_OPSET = 14;
+/** IR version 7 goes with opset 14 (onnx/helper.py's VERSION_TABLE, onnx 1.9). */
 export const EXPORT_IR_VERSION = 7;
 
 export interface ExportOptions {
