@@ -15,6 +15,7 @@ import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { parseTarget } from '../target';
+import { readManifest } from './manifest';
 import { compileModel } from './model';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-compile-test-'));
@@ -25,6 +26,7 @@ async function compileAndCompare(name: string, imageSize: number) {
   const net = getNetwork(name, { imageSize, randomStats: true });
   const outDir = path.join(work, name);
   const first = await compileModel({ name, graph: net.graph, target, outDir, cacheDir });
+  assert.is(readManifest(outDir).kernels.length, first.kernels.length, 'the manifest matches schemas/manifest.schema.json');
   const x = uniform(net.inputShape.reduce((a, b) => a * b, 1), 11, 0);
   const input = path.join(work, `${name}.in.bin`);
   await writeFloat32File(input, x);

@@ -19,6 +19,7 @@ import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
+import type { Manifest } from './manifest';
 import { planMemory } from './memory-plan';
 
 export const MANIFEST_VERSION = 1;
@@ -145,7 +146,9 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   await writeParams(paramsFile, params);
 
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
-  const manifest = {
+  // Whether a kernel came from the object cache is not part of the model: keep the
+  // manifest identical between builds of the same model (Nx caches it).
+  const manifest: Manifest = {
     format_version: MANIFEST_VERSION,
     engine_version: ENGINE_VERSION,
     name: opts.name,
@@ -157,7 +160,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     workspace_bytes: plan.size * 4,
     inputs: inputs.map((n) => ({ name: n.name, shape: [...n.shape], dtype: 'float32' })),
     outputs: graph.outputs.map((id, i) => ({ name: outputName(graph, id, i), shape: [...graph.node(id).shape], dtype: 'float32' })),
-    kernels: kernelList,
+    kernels: kernelList.map(({ compiled: _compiled, ...k }) => k),
   };
   const manifestFile = path.join(opts.outDir, 'manifest.json');
   await fs.writeFile(manifestFile, JSON.stringify(manifest, null, 2) + '\n');

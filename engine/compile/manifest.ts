@@ -1,0 +1,59 @@
+// manifest.json of a compiled model directory: its type, and reading it back with
+// validation against schemas/manifest.schema.json (benchmark, compare and the Nx executors
+// read it; a hand-edited or truncated manifest gets one clear message).
+
+import Ajv, { type ValidateFunction } from 'ajv';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { UserError } from '../errors';
+import { describeSchemaError, loadSchema } from '../schedule/validate-steps';
+
+export interface ManifestTensor { name: string; shape: number[]; dtype: 'float32' }
+
+export interface ManifestKernel {
+  symbol: string;
+  groups: number[];
+  key: string;
+  desc: string;
+  schedule: 'default' | 'tuned';
+  source: string;
+  flops: number;
+  objectHash: string;
+}
+
+export interface Manifest {
+  format_version: 1;
+  engine_version: string;
+  name: string;
+  target: string;
+  fingerprint: string;
+  library: string;
+  params: string;
+  params_count: number;
+  workspace_bytes: number;
+  inputs: ManifestTensor[];
+  outputs: ManifestTensor[];
+  kernels: ManifestKernel[];
+}
+
+let validate: ValidateFunction | undefined;
+
+/** Check a parsed manifest; throws UserError naming `file` and the first offending field. */
+export function checkManifest(value: unknown, file: string): Manifest {
+  validate ??= new Ajv({ strict: true }).compile(loadSchema('manifest.schema.json'));
+  if (!validate(value)) throw new UserError(`${file}: not a tensortune manifest: ${describeSchemaError(validate.errors)}`);
+  return value as Manifest;
+}
+
+/** Read and validate `<dir>/manifest.json`. */
+export function readManifest(dir: string): Manifest {
+  const file = path.join(dir, 'manifest.json');
+  if (!existsSync(file)) throw new UserError(`${file}: not found (expected the output directory of 'tensortune compile')`);
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  return checkManifest(value, file);
+}
