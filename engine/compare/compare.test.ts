@@ -1,0 +1,91 @@
+// Compiled ONNX models against ONNX Runtime. MobileNet and ResNet-18 with random weights
+// and non-trivial batch-norm statistics are exported to ONNX (logits: the final softmax
+// removed), compiled from the .onnx file with default schedules (compileNetwork), run by
+// the native runner on a raw input file, and compared with ONNX Runtime on the same input:
+// |ours - ort| <= 1e-4 + 1e-4 * |ort| on every logit, and the same top-1 class. Images are
+// 64x64 (instead of 224) to keep compile and run time small; the kernels are the same
+// kinds. Skipped, with a message, when onnxruntime-node cannot be loaded.
+
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { compileNetwork } from '../compile/network';
+import { getNetwork } from '../frontend/networks';
+import { writeOnnxFile } from '../frontend/onnx/export';
+import { runBench } from '../native/bench';
+import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
+import { uniform } from '../runtime/random';
+import { compareWithOnnxRuntime, formatCompareReport, outputError, top1, withoutSoftmax } from './compare';
+import { openOrtSession, tryLoadOnnxRuntime } from './ort';
+
+const IMAGE = 64;
+const ort = tryLoadOnnxRuntime();
+let dir = '';
+
+test.before(async () => {
+  dir = await fs.mkdtemp(path.join(tmpdir(), 'tt-compare-test-'));
+});
+test.after(async () => {
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+test('outputError and top1', () => {
+  const e = outputError(Float32Array.from([1, 2.5, 0]), Float32Array.from([1, 2, 1e-9]));
+  assert.is(e.maxAbs, 0.5);
+  assert.is(e.maxRel, 0.25); // 1e-9 is below 1e-6 * max|b| and does not count
+  assert.equal(top1(Float32Array.from([0, 3, 1, 5, 4, 2]), 3), [1, 0]);
+});
+
+for (const name of ['mobilenet', 'resnet-18']) {
+  test(`${name} (ONNX, random BN statistics, ${IMAGE}x${IMAGE}): compiled logits agree with ONNX Runtime`, async () => {
+    if (!ort.module) {
+      console.log(`  (skipped: ${ort.error})`);
+      return;
+    }
+    const net = getNetwork(name, { layout: 'NCHW', imageSize: IMAGE, randomStats: true, seed: 7 });
+    const onnx = path.join(dir, `${name}.onnx`);
+    writeOnnxFile(onnx, withoutSoftmax(net.graph));
+    const out = path.join(dir, name);
+    await compileNetwork({ model: onnx, target: 'llvm', outDir: out });
+    const manifest = JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8'));
+    assert.is(manifest.name, onnx, 'the manifest records the ONNX file');
+    assert.equal(manifest.inputs[0].shape, [1, 3, IMAGE, IMAGE], 'the compiled model keeps the NCHW input');
+
+    const x = uniform(3 * IMAGE * IMAGE, 5, 0);
+    const inputFile = path.join(dir, `${name}-input.bin`);
+    await writeFloat32File(inputFile, x);
+    const saved = path.join(dir, `${name}-out`);
+    await runBench({ model: path.join(out, 'model.so'), params: path.join(out, 'params.bin'), repeat: 1, number: 1, minRepeatMs: 0, threads: 2, inputs: { data: inputFile }, saveOutputs: saved });
+    const ours = await readFloat32File(path.join(saved, 'output.bin'), 1000);
+
+    const session = await openOrtSession(onnx, 2, [[1, 3, IMAGE, IMAGE]]);
+    const [want] = await session.run([x]);
+    await session.release();
+    const e = outputError(ours, want);
+    assert.ok(e.maxValue > 1e-3, `logits are not negligible (max |logit| ${e.maxValue})`);
+    for (let i = 0; i < want.length; i++) {
+      if (!(Math.abs(ours[i] - want[i]) <= 1e-4 + 1e-4 * Math.abs(want[i]))) assert.unreachable(`logit ${i}: ${ours[i]} vs ONNX Runtime ${want[i]}`);
+    }
+    assert.equal(top1(ours, 1000), top1(want, 1000), 'top-1 class');
+  });
+}
+
+test('compareWithOnnxRuntime: finds the ONNX file from the manifest, interleaves, reports errors and top-1', async () => {
+  if (!ort.module) {
+    console.log(`  (skipped: ${ort.error})`);
+    return;
+  }
+  const report = await compareWithOnnxRuntime({ modelDir: path.join(dir, 'mobilenet'), threads: 1, rounds: 2, repeat: 2, number: 1 });
+  assert.is(report.onnx_source, 'manifest');
+  assert.is(report.tensortune_runs_ms.length, 4);
+  assert.is(report.onnxruntime_runs_ms.length, 4);
+  assert.ok(report.ratio > 0 && Number.isFinite(report.ratio));
+  assert.is(report.outputs.length, 1);
+  assert.ok(report.outputs[0].max_abs_err <= 1e-4, `max abs err ${report.outputs[0].max_abs_err}`);
+  assert.ok(report.top1.agree);
+  assert.match(formatCompareReport(report), /ratio: +\d/);
+});
+
+test.run();

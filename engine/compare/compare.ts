@@ -1,0 +1,234 @@
+// `benchmark DIR --compare onnxruntime`: a compiled model and ONNX Runtime side by side,
+// on identical weights, the same seeded input and the same thread count.
+//
+// Which ONNX file: `onnx` when given; else the compiled model's own source when it was
+// compiled from an ONNX file (compile records the file's absolute path as the manifest's
+// `name`); else, for a builtin network, the network is exported here with the weights
+// `compile` gives it (seed 0, TVM's identity batch-norm statistics), in the compiled
+// model's input layout, batch and image size.
+//
+// Timing: `rounds` interleaved rounds A B A B ...; each round times our model with the
+// native runner (tt_bench, `repeat` measurements of `number` runs) and then ONNX Runtime
+// (the same number of measurements of the same number of runs); medians over all
+// measurements. Outputs: one run of each on the same input, max absolute and relative
+// error per output, and whether the top-1 class (argmax of the last axis of the first
+// output, per batch row) agrees.
+
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { UserError } from '../errors';
+import { isOpNode, type Graph } from '../graph/graph';
+import { rebuild } from '../graph/rewrite';
+import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
+import { writeOnnxFile } from '../frontend/onnx/export';
+import { runBench } from '../native/bench';
+import { outputFileName } from '../runtime/abi';
+import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
+import { uniform } from '../runtime/random';
+import { openOrtSession } from './ort';
+
+export interface CompareOptions {
+  /** Output directory of `tensortune compile`. */
+  modelDir: string;
+  /** The ONNX file to give ONNX Runtime (default: found from the manifest, see above). */
+  onnx?: string;
+  /** Threads for both engines (OpenMP threads; ORT intraOpNumThreads). */
+  threads: number;
+  /** Interleaved rounds (default 5). */
+  rounds?: number;
+  /** Measurements per engine and round (default 3). */
+  repeat?: number;
+  /** Runs per measurement for both (default: what tt_bench picks for minRepeatMs). */
+  number?: number;
+  minRepeatMs?: number;
+  /** Seed of the input (default 0): input i is uniform(size, seed, i) in [0, 1), as tt_bench fills it. */
+  seed?: number;
+  log?: (line: string) => void;
+}
+
+export interface OutputError { name: string; shape: number[]; max_abs_err: number; max_rel_err: number; max_abs_value: number }
+
+export interface CompareReport {
+  model_dir: string;
+  onnx: string;
+  onnx_source: 'option' | 'manifest' | 'exported builtin network';
+  onnxruntime_version: string;
+  threads: number;
+  rounds: number;
+  number: number;
+  tensortune_median_ms: number;
+  onnxruntime_median_ms: number;
+  /** tensortune / onnxruntime (below 1: tensortune is faster). */
+  ratio: number;
+  tensortune_runs_ms: number[];
+  onnxruntime_runs_ms: number[];
+  outputs: OutputError[];
+  top1: { tensortune: number[]; onnxruntime: number[]; agree: boolean };
+}
+
+interface Manifest {
+  name: string;
+  library: string;
+  params: string;
+  inputs: { name: string; shape: number[] }[];
+  outputs: { name: string; shape: number[] }[];
+}
+
+const isShape = (s: unknown): s is number[] => Array.isArray(s) && s.every((d) => Number.isInteger(d) && d > 0);
+const isTensorList = (l: unknown): l is { name: string; shape: number[] }[] =>
+  Array.isArray(l) && l.every((t) => typeof t === 'object' && t !== null && typeof t.name === 'string' && isShape(t.shape));
+
+export function readManifest(dir: string): Manifest {
+  const file = path.join(dir, 'manifest.json');
+  if (!existsSync(file)) throw new UserError(`${file}: not found (expected the output directory of 'tensortune compile')`);
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  for (const key of ['name', 'library', 'params']) {
+    if (typeof m[key] !== 'string') throw new UserError(`${file}: field '${key}' must be a string`);
+  }
+  if (/[/\\]/.test(`${m.library as string}${m.params as string}`)) throw new UserError(`${file}: fields 'library' and 'params' must name files in ${dir}`);
+  if (!isTensorList(m.inputs) || !isTensorList(m.outputs)) throw new UserError(`${file}: fields 'inputs' and 'outputs' must list {name, shape}`);
+  return m as unknown as Manifest;
+}
+
+/** The graph with a final softmax removed: its outputs are the logits. */
+export function withoutSoftmax(g: Graph): Graph {
+  return rebuild(g, () => undefined, (b, id) => {
+    const n = g.node(id);
+    return b.map(isOpNode(n) && n.op === 'softmax' ? n.inputs[0] : id);
+  });
+}
+
+/** The ONNX file for a compiled model, and where it came from. */
+async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promise<{ file: string; source: CompareReport['onnx_source'] }> {
+  if (opts.onnx) {
+    if (!existsSync(opts.onnx)) throw new UserError(`--onnx ${opts.onnx}: file not found`);
+    return { file: path.resolve(opts.onnx), source: 'option' };
+  }
+  if (m.name.toLowerCase().endsWith('.onnx')) {
+    if (!existsSync(m.name)) throw new UserError(`${opts.modelDir}: compiled from ${m.name}, which no longer exists (pass --onnx FILE)`);
+    return { file: m.name, source: 'manifest' };
+  }
+  if (!NETWORK_NAMES.includes(m.name)) {
+    throw new UserError(`${opts.modelDir}: compiled from '${m.name}', neither an ONNX file nor a builtin network; pass --onnx FILE`);
+  }
+  const shape = m.inputs[0].shape;
+  const layout = shape.length === 4 && shape[1] === 3 ? 'NCHW' : 'NHWC';
+  const net = getNetwork(m.name, { batch: shape[0], layout, imageSize: layout === 'NCHW' ? shape[2] : shape[1] });
+  const file = path.join(work, `${m.name}.onnx`);
+  writeOnnxFile(file, net.graph);
+  return { file, source: 'exported builtin network' };
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+
+/** Max absolute error, and max relative error |a-b|/|b| over the elements with |b| >= 1e-6 * max|b|. */
+export function outputError(got: Float32Array, want: Float32Array): { maxAbs: number; maxRel: number; maxValue: number } {
+  let maxAbs = 0, maxRel = 0, maxValue = 0;
+  for (const v of want) maxValue = Math.max(maxValue, Math.abs(v));
+  const floor = 1e-6 * maxValue;
+  for (let i = 0; i < want.length; i++) {
+    const err = Math.abs(got[i] - want[i]);
+    if (!(err <= maxAbs)) maxAbs = Number.isNaN(err) ? NaN : Math.max(maxAbs, err);
+    if (Math.abs(want[i]) >= floor && floor > 0) maxRel = Math.max(maxRel, err / Math.abs(want[i]));
+  }
+  return { maxAbs, maxRel, maxValue };
+}
+
+/** argmax over the last axis, per row. */
+export function top1(values: Float32Array, classes: number): number[] {
+  const rows = Math.floor(values.length / classes);
+  return Array.from({ length: rows }, (_, r) => {
+    let best = 0;
+    for (let c = 1; c < classes; c++) if (values[r * classes + c] > values[r * classes + best]) best = c;
+    return best;
+  });
+}
+
+export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<CompareReport> {
+  const dir = path.resolve(opts.modelDir);
+  const m = readManifest(dir);
+  const log = opts.log ?? (() => undefined);
+  const rounds = opts.rounds ?? 5, repeat = opts.repeat ?? 3, seed = opts.seed ?? 0;
+  const work = await fs.mkdtemp(path.join(tmpdir(), 'tt-compare-'));
+  try {
+    const onnx = await findOnnx(opts, m, work);
+    log(`ONNX model: ${onnx.file} (${onnx.source})`);
+    const session = await openOrtSession(onnx.file, opts.threads, m.inputs.map((i) => i.shape));
+    try {
+      const inputs = m.inputs.map((inp, i) => uniform(inp.shape.reduce((a, b) => a * b, 1), seed, i));
+      const inputFiles: Record<string, string> = {};
+      await Promise.all(m.inputs.map(async (inp, i) => {
+        inputFiles[inp.name] = path.join(work, `input${i}.bin`);
+        await writeFloat32File(inputFiles[inp.name], inputs[i]);
+      }));
+      const bench = { model: path.join(dir, m.library), params: path.join(dir, m.params), threads: opts.threads, inputs: inputFiles };
+
+      // Outputs, once each.
+      const saved = path.join(work, 'outputs');
+      await fs.mkdir(saved);
+      const first = await runBench({ ...bench, repeat: 1, number: opts.number, minRepeatMs: opts.minRepeatMs, saveOutputs: saved });
+      const ours = await Promise.all(m.outputs.map((o) => readFloat32File(path.join(saved, `${outputFileName(o.name)}.bin`))));
+      const theirs = await session.run(inputs);
+      if (theirs.length !== ours.length) throw new UserError(`${onnx.file}: ONNX Runtime gives ${theirs.length} output(s), the compiled model ${ours.length}`);
+      const outputs = m.outputs.map((o, k) => {
+        if (theirs[k].length !== ours[k].length) throw new UserError(`output ${k}: ${ours[k].length} values here, ${theirs[k].length} from ONNX Runtime`);
+        const e = outputError(ours[k], theirs[k]);
+        return { name: o.name, shape: o.shape, max_abs_err: e.maxAbs, max_rel_err: e.maxRel, max_abs_value: e.maxValue };
+      });
+      const classes = m.outputs[0].shape[m.outputs[0].shape.length - 1];
+      const a = top1(ours[0], classes), b = top1(theirs[0], classes);
+
+      // Interleaved timing with the same runs per measurement on both sides.
+      const number = opts.number ?? first.number;
+      const oursMs: number[] = [], ortMs: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const res = await runBench({ ...bench, repeat, number, minRepeatMs: 0 });
+        oursMs.push(...res.runs_ms);
+        await session.run(inputs); // warm
+        for (let k = 0; k < repeat; k++) {
+          const t0 = performance.now();
+          for (let j = 0; j < number; j++) await session.run(inputs);
+          ortMs.push((performance.now() - t0) / number);
+        }
+        log(`round ${r + 1}/${rounds}: tensortune ${median(res.runs_ms).toFixed(3)} ms, onnxruntime ${median(ortMs.slice(-repeat)).toFixed(3)} ms`);
+      }
+      const oursMedian = median(oursMs), ortMedian = median(ortMs);
+      return {
+        model_dir: dir, onnx: onnx.file, onnx_source: onnx.source, onnxruntime_version: session.version, threads: opts.threads,
+        rounds, number, tensortune_median_ms: oursMedian, onnxruntime_median_ms: ortMedian, ratio: oursMedian / ortMedian,
+        tensortune_runs_ms: oursMs, onnxruntime_runs_ms: ortMs, outputs,
+        top1: { tensortune: a, onnxruntime: b, agree: a.every((c, i) => c === b[i]) },
+      };
+    } finally {
+      await session.release();
+    }
+  } finally {
+    await fs.rm(work, { recursive: true, force: true });
+  }
+}
+
+const fmt = (x: number): string => (x === 0 ? '0' : Math.abs(x) >= 0.01 && Math.abs(x) < 1e4 ? x.toPrecision(4) : x.toExponential(2));
+
+export function formatCompareReport(r: CompareReport): string {
+  const lines = [
+    `Comparison with ONNX Runtime ${r.onnxruntime_version} (${r.threads} thread${r.threads > 1 ? 's' : ''}, ${r.rounds} interleaved rounds, ${r.number} run(s) per measurement)`,
+    `  ONNX model:   ${r.onnx} (${r.onnx_source})`,
+    `  tensortune:   median ${r.tensortune_median_ms.toFixed(3)} ms`,
+    `  onnxruntime:  median ${r.onnxruntime_median_ms.toFixed(3)} ms`,
+    `  ratio:        ${r.ratio.toFixed(3)} (tensortune / onnxruntime; below 1 is faster)`,
+    ...r.outputs.map((o) => `  output ${o.name} [${o.shape.join(', ')}]: max abs err ${fmt(o.max_abs_err)}, max rel err ${fmt(o.max_rel_err)} (max |value| ${fmt(o.max_abs_value)})`),
+    `  top-1:        ${r.top1.agree ? 'agrees' : 'DIFFERS'} (tensortune ${r.top1.tensortune.join(', ')}; onnxruntime ${r.top1.onnxruntime.join(', ')})`,
+  ];
+  return lines.join('\n');
+}
