@@ -64,46 +64,53 @@ export function featureIndex(name: string): number {
 
 interface Loop { v: string; extent: number; kind: LoopKind; owner: string; node: Stmt & { k: 'for' } }
 
-/** Slope of an integer expression in variable `x` (average slope through floordiv). */
-function slope(e: Expr, x: string): number {
+/**
+ * Slopes of an integer index in every variable it uses (a used variable is present even
+ * with slope 0). floordiv by a constant divides the slope, floormod keeps it: the average
+ * slope, which is what the features need.
+ */
+type Form = Map<string, number>;
+function affineForm(e: Expr): Form {
   switch (e.k) {
-    case 'var': return e.name === x ? 1 : 0;
-    case 'bin':
+    case 'var': return new Map([[e.name, 1]]);
+    case 'const': return new Map();
+    case 'bin': {
+      const a = affineForm(e.a), b = affineForm(e.b);
       switch (e.op) {
-        case '+': return slope(e.a, x) + slope(e.b, x);
-        case '-': return slope(e.a, x) - slope(e.b, x);
+        case '-': return merge(a, b, -1);
         case '*': {
-          const ca = constValue(e.a), cb = constValue(e.b);
-          if (cb !== undefined) return slope(e.a, x) * cb;
-          if (ca !== undefined) return slope(e.b, x) * ca;
-          return slope(e.a, x) + slope(e.b, x);
+          if (e.b.k === 'const') return scaled(a, e.b.value);
+          if (e.a.k === 'const') return scaled(b, e.a.value);
+          return merge(a, b, 1);
         }
-        case 'floordiv': { const d = constValue(e.b); return d ? slope(e.a, x) / d : 0; }
-        case 'floormod': return slope(e.a, x);
-        default: return slope(e.a, x) + slope(e.b, x);
+        case 'floordiv': return e.b.k === 'const' && e.b.value !== 0 ? scaled(a, 1 / e.b.value) : scaled(a, 0);
+        case 'floormod': return a;
+        default: return merge(a, b, 1);
       }
-    case 'select': case 'if': return Math.max(slope(e.t, x), slope(e.f, x));
-    case 'cast': case 'not': return slope(e.a, x);
-    default: return 0;
+    }
+    case 'select': case 'if': {
+      const t = affineForm(e.t), f = affineForm(e.f), out = new Map(t);
+      for (const [k, x] of f) out.set(k, Math.max(Math.abs(x), Math.abs(out.get(k) ?? 0)));
+      for (const k of affineForm(e.cond).keys()) if (!out.has(k)) out.set(k, 0);
+      return out;
+    }
+    case 'cast': case 'not': return affineForm(e.a);
+    case 'call': return e.args.reduce((m, x) => merge(m, affineForm(x), 1), new Map<string, number>());
+    case 'load': return e.indices.reduce((m, x) => merge(m, scaled(affineForm(x), 0), 1), new Map<string, number>());
+    case 'reduce': return affineForm(e.source);
   }
 }
-
-function constValue(e: Expr): number | undefined {
-  return e.k === 'const' ? e.value : undefined;
+function merge(a: Form, b: Form, sign: number): Form {
+  const out = new Map(a);
+  for (const [k, x] of b) out.set(k, (out.get(k) ?? 0) + sign * x);
+  return out;
 }
-
-function usesVar(e: Expr, x: string): boolean {
-  switch (e.k) {
-    case 'var': return e.name === x;
-    case 'const': return false;
-    case 'bin': return usesVar(e.a, x) || usesVar(e.b, x);
-    case 'select': case 'if': return usesVar(e.cond, x) || usesVar(e.t, x) || usesVar(e.f, x);
-    case 'cast': case 'not': return usesVar(e.a, x);
-    case 'call': return e.args.some((a) => usesVar(a, x));
-    case 'load': return e.indices.some((a) => usesVar(a, x));
-    case 'reduce': return usesVar(e.source, x);
-  }
+function scaled(a: Form, c: number): Form {
+  const out = new Map<string, number>();
+  for (const [k, x] of a) out.set(k, x * c);
+  return out;
 }
+const slopeIn = (f: Form, v: string): number => Math.abs(f.get(v) ?? 0);
 
 /** Arithmetic counts of one evaluation of an expression (loads counted, not their index math). */
 function countOps(e: Expr, out: Float64Array): void {
@@ -138,7 +145,7 @@ const FLOAT_OPS = ['float_addsub', 'float_mul', 'float_div', 'float_minmax', 'fl
 
 // ---------------------------------------------------------------- one buffer access
 
-interface Access { buf: string; indices: Expr[]; read: boolean; write: boolean }
+interface Access { buf: string; forms: Form[]; keys: string[]; read: boolean; write: boolean }
 
 interface BufferRow { lines: number; bytes: number; values: number[] }
 
@@ -147,12 +154,12 @@ function footprint(acc: Access, inner: readonly Loop[], size: number): number {
   // Union of the accesses' ranges: per access, the span of its index over the loops, capped
   // by the product of the extents of the loops it uses (and by the buffer's size).
   let best = 0;
-  for (const idx of acc.indices) {
+  for (const idx of acc.forms) {
     let span = 1, prod = 1;
     for (const l of inner) {
-      if (!usesVar(idx, l.v)) continue;
+      if (!idx.has(l.v)) continue;
       prod *= l.extent;
-      span += Math.abs(slope(idx, l.v)) * (l.extent - 1);
+      span += slopeIn(idx, l.v) * (l.extent - 1);
     }
     best = Math.max(best, Math.min(prod, Math.ceil(span)));
   }
@@ -162,24 +169,24 @@ function footprint(acc: Access, inner: readonly Loop[], size: number): number {
 function describeBuffer(acc: Access, loops: readonly Loop[], size: number, serialTouches: (l: Loop, buf: string) => number): BufferRow {
   const n = loops.length;
   const outer = loops.reduce((a, l) => a * l.extent, 1);
-  const accesses = acc.indices.length;
+  const accesses = acc.forms.length;
   const bytes = outer * ELEM_BYTES * accesses;
   const unique = footprint(acc, loops, size);
   const uniqueBytes = unique * ELEM_BYTES;
   // Stride: slope in the innermost loop that the index uses; innerStride: slope in the innermost loop.
   let stride = 0, innerStride = 0;
   for (let i = n - 1; i >= 0; i--) {
-    const s = Math.max(...acc.indices.map((idx) => Math.abs(slope(idx, loops[i].v))));
+    const s = Math.max(...acc.forms.map((idx) => slopeIn(idx, loops[i].v)));
     if (i === n - 1) innerStride = s;
     if (s > 0) { stride = s; break; }
   }
   // Cache lines: accesses, less the innermost loops that do not move the index, times the
   // share of a line one step of the moving loop advances.
   let invariantInner = 1;
-  for (let i = n - 1; i >= 0 && acc.indices.every((idx) => !usesVar(idx, loops[i].v)); i--) invariantInner *= loops[i].extent;
+  for (let i = n - 1; i >= 0 && acc.forms.every((idx) => !idx.has(loops[i].v)); i--) invariantInner *= loops[i].extent;
   const lineShare = Math.min(1, (stride * ELEM_BYTES) / CACHE_LINE);
   const lines = (outer / invariantInner) * accesses * (stride > 0 ? lineShare : 1);
-  const minSlope = Math.min(...loops.flatMap((l) => acc.indices.map((idx) => Math.abs(slope(idx, l.v)))).filter((s) => s > 0), Infinity);
+  const minSlope = Math.min(...loops.flatMap((l) => acc.forms.map((idx) => slopeIn(idx, l.v))).filter((s) => s > 0), Infinity);
   const uniqueLines = unique * (Number.isFinite(minSlope) ? Math.min(1, (minSlope * ELEM_BYTES) / CACHE_LINE) : 1);
   // Reuse: the innermost loop that does not move the index reuses the data `extent` times;
   // otherwise a loop whose body touches the buffer in several statements reuses it serially.
@@ -188,7 +195,7 @@ function describeBuffer(acc: Access, loops: readonly Loop[], size: number, seria
     const l = loops[i];
     if (l.extent === 1) continue;
     const inner = loops.slice(i + 1);
-    if (acc.indices.every((idx) => !usesVar(idx, l.v))) {
+    if (acc.forms.every((idx) => !idx.has(l.v))) {
       reuseType = 0; reuseCount = l.extent;
       reuseIter = inner.reduce((a, x) => a * x.extent, 1);
       reuseBytes = footprint(acc, inner, size) * ELEM_BYTES;
@@ -333,8 +340,9 @@ function storeRow(
   const accesses = new Map<string, Access>();
   const touch = (buf: string, index: Expr, read: boolean, write: boolean): void => {
     const a = accesses.get(buf);
-    if (!a) { accesses.set(buf, { buf, indices: [index], read, write }); return; }
-    if (!a.indices.some((x) => sameExpr(x, index))) a.indices.push(index);
+    const key = exprKey(index);
+    if (!a) { accesses.set(buf, { buf, forms: [affineForm(index)], keys: [key], read, write }); return; }
+    if (!a.keys.includes(key)) { a.keys.push(key); a.forms.push(affineForm(index)); }
     a.read ||= read; a.write ||= write;
   };
   touch(s.buf, s.index, false, true);
@@ -406,8 +414,19 @@ function forChildren(e: Expr, f: (e: Expr) => void): void {
   }
 }
 
-function sameExpr(a: Expr, b: Expr): boolean {
-  return JSON.stringify(a, (k, x: unknown) => (k === 'tensor' ? undefined : x)) === JSON.stringify(b, (k, x: unknown) => (k === 'tensor' ? undefined : x));
+/** A structural key of an index expression (loads by buffer name). */
+function exprKey(e: Expr): string {
+  switch (e.k) {
+    case 'const': return String(e.value);
+    case 'var': return e.name;
+    case 'bin': return `(${exprKey(e.a)}${e.op}${exprKey(e.b)})`;
+    case 'not': return `!${exprKey(e.a)}`;
+    case 'cast': return `${e.dtype}(${exprKey(e.a)})`;
+    case 'select': case 'if': return `(${exprKey(e.cond)}?${exprKey(e.t)}:${exprKey(e.f)})`;
+    case 'call': return `${e.fn}(${e.args.map(exprKey).join(',')})`;
+    case 'load': return `${e.tensor.name}[${e.indices.map(exprKey).join(',')}]`;
+    case 'reduce': return `reduce(${exprKey(e.source)})`;
+  }
 }
 
 /** Features of a scheduled state: lowered, then one row per stored buffer. Throws ScheduleError for an invalid state. */
