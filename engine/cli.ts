@@ -5,11 +5,12 @@
 import { UserError } from './errors';
 import type { CliIo, Command } from './cli/command';
 import { tasksCommand } from './cli/tasks';
+import { tuneCommand } from './cli/tune';
 import { compileCommand } from './cli/compile';
 import { benchmarkCommand } from './cli/benchmark';
 import { distillCommand } from './cli/distill';
 
-const COMMANDS: readonly Command[] = [tasksCommand, compileCommand, benchmarkCommand, distillCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, distillCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

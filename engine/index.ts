@@ -2,6 +2,8 @@
 // Nothing here (or below) imports Nx.
 
 export { loadModel, type ModelSpec, type LoadedModel } from './frontend/load';
+export { tuneNetwork, type TuneResult, type TuneTiming } from './search/tune';
+export type { TuneNetworkOptions, TuneNetworkResult, TuneEvent, PolicyName, MeasureOptions } from './search/types';
 export { compileNetwork, type CompileNetworkOptions } from './compile/network';
 export { runBench, type BenchOptions, type BenchResult } from './native/bench';
 export { parseTarget, hardwareFingerprint, type Target } from './target';

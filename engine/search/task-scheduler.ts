@@ -376,8 +376,12 @@ export class TaskScheduler {
     if (rate < bestRate / this.beta && s.rounds > 5 + maxOtherRounds) members.splice(members.indexOf(i), 1);
   }
 
-  /** The next task to tune: a live task without a valid program first, else the most negative gradient. */
-  pick(): number | null {
+  /**
+   * The next task to tune: a live task without a valid program first, else the most
+   * negative gradient (a seeded random choice among exact ties). `peek` answers without
+   * drawing from the generator (for the progress footer), taking the first of any ties.
+   */
+  pick(peek = false): number | null {
     const live = this.states.map((s, i) => (s.stop ? -1 : i)).filter((i) => i >= 0);
     if (live.length === 0) return null;
     const invalid = live.filter((i) => this.states[i].best === null);
@@ -386,6 +390,6 @@ export class TaskScheduler {
     let min = Infinity;
     for (const i of live) min = Math.min(min, grads[i]!);
     const ties = live.filter((i) => grads[i] === min);
-    return ties[Math.floor(this.random() * ties.length)];
+    return ties.length === 1 || peek ? ties[0] : ties[Math.floor(this.random() * ties.length)];
   }
 }

@@ -1,0 +1,58 @@
+// Issue 4, benches (b) and (c): tune mobilenet (NHWC, batch 1) with a fixed trial budget,
+// compile it with the records and with default schedules, and print tuned vs default
+// latency (tt_bench, same threads), the wall time of tuning, trials per second, and the
+// share of tuning wall time spent outside the measurer (search, cost model, records).
+// `--policy random` at the same budget shows what the cost model buys.
+//
+//   npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary|random]
+//                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0]
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { compileNetwork } from '../engine/compile/network';
+import { runBench } from '../engine/native/bench';
+import { tuneNetwork } from '../engine/search/tune';
+import type { PolicyName } from '../engine/search/types';
+
+const args = process.argv.slice(2);
+const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+
+async function main(): Promise<void> {
+  const trials = Number(flag('--trials', '704'));
+  const batchSize = Number(flag('--batch-size', '32'));
+  const policy = flag('--policy', 'evolutionary') as PolicyName;
+  const imageSize = Number(flag('--image-size', '224'));
+  const threads = Number(flag('--threads', '1'));
+  const seed = Number(flag('--seed', '0'));
+  const target = 'llvm -mcpu=native';
+  const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-mobilenet-'));
+  const records = flag('--records', path.join(dir, 'mobilenet.jsonl'));
+  const model = { model: 'mobilenet', layout: 'NHWC' as const, batch: 1, imageSize };
+
+  console.log(`mobilenet ${imageSize}x${imageSize} NHWC: ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s); log ${records}`);
+  const result = await tuneNetwork({
+    model, target, records, trials, batchSize, policy, seed, measure: { threads },
+    log: (line) => { if (line.startsWith('Estimated total latency')) console.log(line); },
+  });
+
+  const time = async (recordsUsed: string[] | undefined, out: string): Promise<number> => {
+    const compiled = await compileNetwork({ ...model, target, outDir: path.join(dir, out), records: recordsUsed });
+    const bench = await runBench({ model: compiled.library, params: compiled.params, threads, repeat: 10, minRepeatMs: 100 });
+    return bench.median_ms;
+  };
+  const defaultMs = await time(undefined, 'default');
+  const tunedMs = await time([records], 'tuned');
+
+  const t = result.timing;
+  const outside = result.wallS - t.measureS;
+  console.log(`\npolicy ${policy}, stopped: ${result.reason}`);
+  console.log(`tuning wall time        ${result.wallS.toFixed(1)} s for ${result.trials} trials = ${(result.trials / result.wallS).toFixed(2)} trials/s`);
+  console.log(`  inside the measurer   ${t.measureS.toFixed(1)} s (candidate builds ${t.buildS.toFixed(1)} s, runs ${t.runS.toFixed(1)} s, as reported per candidate)`);
+  console.log(`  outside measurement   ${outside.toFixed(1)} s = ${((outside / result.wallS) * 100).toFixed(1)}% (search, cost model, records ${t.recordS.toFixed(1)} s, setup)`);
+  console.log(`estimated total latency ${result.estimatedMs === null ? '-' : `${result.estimatedMs.toFixed(3)} ms`} (sum of weight x best task latency)`);
+  console.log(`default schedules       ${defaultMs.toFixed(3)} ms (median, tt_bench, ${threads} thread(s))`);
+  console.log(`tuned                   ${tunedMs.toFixed(3)} ms  -> ${(defaultMs / tunedMs).toFixed(2)}x faster than default`);
+}
+
+if (require.main === module) main().catch((e: unknown) => { console.error(e); process.exitCode = 1; });

@@ -1,0 +1,97 @@
+// `tensortune tune` as a user runs it: flag errors, Ctrl-C, and SIGKILL then resume.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readRecords } from '../records/log';
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-tune-'));
+// The random policy: these tests are about the process, not the search, and it proposes fastest.
+const SMALL = ['mobilenet', '--image-size', '32', '--target', 'llvm -mcpu=native', '--batch-size', '2', '--policy', 'random', '--json'];
+
+interface Run { child: ChildProcess; done: Promise<{ code: number | null; signal: string | null; out: string; err: string }>; rounds: () => number }
+
+function start(...args: string[]): Run {
+  const child = spawn(process.execPath, [BIN, 'tune', ...args], { env: { ...process.env, CI: '' } });
+  let out = '', err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, out, err }));
+  });
+  return { child, done, rounds: () => out.split('\n').filter((l) => l.includes('"type":"round"')).length };
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1200 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(cond(), `timed out waiting for ${what}`);
+}
+
+const roundTrials = (out: string): number => out.split('\n').filter((l) => l.includes('"type":"round"'))
+  .reduce((a, l) => a + (JSON.parse(l) as { trials: number }).trials, 0);
+
+test('flag mistakes: one line naming the flag, exit 2', async () => {
+  const cases: [string[], RegExp][] = [
+    [['mobilenet'], /--records FILE is required/],
+    [['mobilenet', '--records', 'x.jsonl', '--trials', '0'], /bad --trials '0' \(expected a positive integer\)/],
+    [['mobilenet', '--records', 'x.jsonl', '--policy', 'annealing'], /bad --policy 'annealing' \(expected one of: evolutionary, random, grid\)/],
+    [['mobilenet', '--records', 'x.jsonl', '--time-limit', 'soon'], /bad --time-limit 'soon' \(expected a positive number\)/],
+    [['mobilenet', '--records', 'x.jsonl', '--target', 'llvm -mfoo=1'], /--target: unknown option '-mfoo=1'/],
+    [['no-such-net', '--records', 'x.jsonl'], /no-such-net/],
+  ];
+  for (const [args, pattern] of cases) {
+    const r = await start(...args).done;
+    assert.is(r.code, 2, `${args.join(' ')}: ${r.err}`);
+    assert.match(r.err, pattern);
+    assert.not.match(r.err, /\n\s+at /, 'no stack trace');
+  }
+});
+
+test('Ctrl-C: the batch in flight is finished and logged, exit 130, log intact and unlocked', async () => {
+  const records = path.join(dir, 'sigint.jsonl');
+  const run = start(...SMALL, '--records', records, '--trials', '200');
+  await until(() => run.rounds() >= 1, 'a first round');
+  run.child.kill('SIGINT');
+  const r = await run.done;
+  assert.is(r.code, 130, r.err);
+  assert.match(r.err, 'stopping after the batch being measured');
+  const done = JSON.parse(r.out.trim().split('\n').pop()!) as { type: string; reason: string };
+  assert.equal([done.type, done.reason], ['done', 'aborted']);
+  const { entries, skipped } = await readRecords(records);
+  assert.equal(skipped, []);
+  assert.is(entries.length, roundTrials(r.out));
+  assert.not.ok(existsSync(`${records}.lock`));
+});
+
+test('SIGKILL mid-run loses at most the batch in flight; re-running resumes to the same budget', async () => {
+  const records = path.join(dir, 'sigkill.jsonl');
+  const run = start(...SMALL, '--records', records, '--trials', '12');
+  await until(() => run.rounds() >= 2, 'two rounds');
+  run.child.kill('SIGKILL');
+  const killed = await run.done;
+  assert.is(killed.signal, 'SIGKILL');
+  const logged = roundTrials(killed.out);
+  const warnings: string[] = [];
+  const first = await readRecords(records, { warn: (m) => warnings.push(m) });
+  // every reported round was on disk before it was reported; only the batch in flight may be
+  // missing (12 trials over 22 tasks: rounds of one candidate, TVM's min(batch, trials // tasks))
+  assert.ok(first.entries.length >= logged && first.entries.length <= logged + 1, `${first.entries.length} records, ${logged} reported`);
+  assert.ok(first.skipped.length <= 1);
+
+  const again = await start(...SMALL, '--records', records, '--trials', '12').done;
+  assert.is(again.code, 0, again.err);
+  const second = await readRecords(records, { warn: () => undefined });
+  assert.is(second.entries.length, 12, 'resumed to exactly the budget');
+  const start0 = JSON.parse(again.out.split('\n')[0]) as { type: string; tasks: { measured: number }[] };
+  assert.is(start0.tasks.reduce((a, t) => a + t.measured, 0), first.entries.length);
+  assert.ok(readFileSync(records, 'utf8').endsWith('\n'));
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test.run();

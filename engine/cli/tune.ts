@@ -1,0 +1,150 @@
+// `tensortune tune <network|model.onnx> --target T --records FILE [budgets] [search] [measurement]`:
+// tune a network's tasks and append every measurement to the record log. Re-running with
+// the same log resumes. Ctrl-C stops after the batch being measured (the log is intact)
+// and exits 130; a second Ctrl-C quits at once (the log still parses: each line is one
+// write under a lock, so at most the batch in flight is lost).
+
+import { UserError } from '../errors';
+import { NETWORK_NAMES } from '../frontend/networks';
+import { ProgressReporter } from '../search/progress';
+import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
+import type { MeasureOptions } from '../search/types';
+import { parseTarget } from '../target';
+import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+
+const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
+
+Search schedules for every task of a network (TVM's auto-scheduler: sketches, annotation,
+evolutionary search with a learned cost model, verified measurements) and append one JSON
+line per measured candidate to the record log. Running it again with the same log
+continues where it stopped: spent tasks are skipped, measured schedules are not measured
+again, and the cost model starts from the log. Ctrl-C stops after the batch in flight
+(exit code 130); the log stays intact.
+
+Budgets (any combination; the first reached stops; resumed trials count):
+  --trials N            total trials over all tasks (default 800 per task when no budget is given)
+  --trials-per-task N   at most N trials per task
+  --time-limit S        stop starting new rounds after S seconds
+  --early-stopping N    stop a task after N trials without a better latency
+
+Search:
+  --policy P            evolutionary (default, cost-model guided), random or grid
+  --batch-size N        candidates measured per round (default ${DEFAULT_BATCH_SIZE})
+  --seed S              seed of the search and of the measured inputs (default 0)
+  --read-records FILE   another log to resume from without writing to it (repeatable)
+
+Measurement (as TVM's LocalRunner):
+  --threads N           threads of the measured kernels (default 1)
+  --number N            runs per repeat (default 1)
+  --repeat N            timed repeats (default 3)
+  --min-repeat-ms MS    grow --number until one repeat lasts this long (default 10)
+  --timeout S           per candidate: build and run limit in seconds (default 10)
+  --flush               evict the caches before each run (TVM's enable_cpu_cache_flush)
+  --build-jobs N        parallel compiler processes (default: number of cores)
+
+Model and output:
+  --layout NHWC|NCHW    data layout of a builtin network (default NHWC)
+  --batch N             batch size (default 1)
+  --image-size N        input height = width of a builtin network (default: the network's)
+  --json                one JSON line per event (start, skip, round, done) instead of text
+  --verbose             print progress on CI too (by default CI gets only the final table)
+  -h, --help            show this help
+
+Networks: ${NETWORK_NAMES.join(', ')}
+`;
+
+function nonNegativeInt(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UserError(`bad ${flag} '${value}' (expected a non-negative integer)`);
+  return Number(value);
+}
+
+function positiveNumber(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d*\.?\d+$/.test(value) || !(n > 0)) throw new UserError(`bad ${flag} '${value}' (expected a positive number)`);
+  return n;
+}
+
+const optionalInt = (flag: string, value: string | undefined): number | undefined =>
+  value === undefined ? undefined : positiveInt(flag, value, 0);
+
+export const tuneCommand: Command = {
+  name: 'tune',
+  summary: 'search schedules for a network\'s tasks and append them to a record log',
+  usage: USAGE,
+  async run(argv: readonly string[], io: CliIo): Promise<number> {
+    const { values, positionals } = parseFlags(argv, {
+      target: { type: 'string' }, records: { type: 'string' }, 'read-records': { type: 'string', multiple: true },
+      trials: { type: 'string' }, 'trials-per-task': { type: 'string' }, 'time-limit': { type: 'string' },
+      'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'batch-size': { type: 'string' }, seed: { type: 'string' },
+      threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
+      timeout: { type: 'string' }, flush: { type: 'boolean' }, 'build-jobs': { type: 'string' },
+      layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' },
+      json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    });
+    if (values.help) { io.out(USAGE); return 0; }
+    if (positionals.length !== 1) {
+      throw new UserError(`expected one <network> or model file, got ${positionals.length} (networks: ${NETWORK_NAMES.join(', ')})`);
+    }
+    if (!values.records) throw new UserError('--records FILE is required (the JSON-lines log measurements are appended to)');
+    const target = values.target ?? 'llvm -mcpu=native';
+    parseTarget(target, '--target');
+    const measure: Partial<MeasureOptions> = {};
+    const threads = optionalInt('--threads', values.threads);
+    if (threads !== undefined) measure.threads = threads;
+    const number = optionalInt('--number', values.number);
+    if (number !== undefined) measure.number = number;
+    const repeat = optionalInt('--repeat', values.repeat);
+    if (repeat !== undefined) measure.repeat = repeat;
+    const minRepeatMs = nonNegativeInt('--min-repeat-ms', values['min-repeat-ms']);
+    if (minRepeatMs !== undefined) measure.minRepeatMs = minRepeatMs;
+    const timeoutS = positiveNumber('--timeout', values.timeout);
+    if (timeoutS !== undefined) measure.timeoutMs = Math.round(timeoutS * 1000);
+    const buildJobs = optionalInt('--build-jobs', values['build-jobs']);
+    if (buildJobs !== undefined) measure.buildJobs = buildJobs;
+    if (values.flush) measure.flush = true;
+
+    const budget = {
+      trials: optionalInt('--trials', values.trials),
+      trialsPerTask: optionalInt('--trials-per-task', values['trials-per-task']),
+      timeLimitS: positiveNumber('--time-limit', values['time-limit']),
+    };
+    const json = values.json === true;
+    const quiet = !json && values.verbose !== true && Boolean(process.env.CI) && !process.stdout.isTTY;
+    const reporter = new ProgressReporter({
+      out: io.out, err: io.err, json, quiet, bar: !json && process.stderr.isTTY === true, budget,
+    });
+
+    const controller = new AbortController();
+    let interrupts = 0;
+    const onSigint = (): void => {
+      interrupts += 1;
+      if (interrupts > 1) process.exit(130);
+      io.err('\ntensortune tune: stopping after the batch being measured (Ctrl-C again to quit now)\n');
+      controller.abort();
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      const result = await tuneNetwork({
+        model: {
+          model: positionals[0],
+          layout: oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC'),
+          batch: positiveInt('--batch', values.batch, 1),
+          imageSize: optionalInt('--image-size', values['image-size']),
+        },
+        target, records: values.records, readRecords: values['read-records'],
+        ...budget,
+        earlyStopping: optionalInt('--early-stopping', values['early-stopping']),
+        batchSize: optionalInt('--batch-size', values['batch-size']),
+        policy: oneOf('--policy', values.policy, POLICY_NAMES, 'evolutionary'),
+        seed: nonNegativeInt('--seed', values.seed),
+        measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
+      });
+      reporter.finish(result);
+      return result.reason === 'aborted' ? 130 : 0;
+    } finally {
+      process.off('SIGINT', onSigint);
+    }
+  },
+};

@@ -1,0 +1,95 @@
+// The whole tuning loop with the real parts (policy, cost model, measurer, records) on a
+// small network, with a tiny budget: records that parse, a compile that applies them and
+// runs, and a resume that measures nothing new.
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { compileNetwork } from '../compile/network';
+import { UserError } from '../errors';
+import { loadModel } from '../frontend/load';
+import { extractTasks } from '../graph/extract';
+import { runBench } from '../native/bench';
+import { readRecords } from '../records/log';
+import { hardwareFingerprint, parseTarget } from '../target';
+import { tuneNetwork } from './tune';
+import type { TuneEvent } from './types';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-test-'));
+const records = path.join(dir, 'mobilenet.jsonl');
+const model = { model: 'mobilenet', imageSize: 32 };
+const target = 'llvm -mcpu=native';
+const tasks = extractTasks(loadModel(model).graph);
+
+const lines = (): string[] => readFileSync(records, 'utf8').split('\n').filter((l) => l !== '');
+
+test('a tiny budget: the warm-up measures the first tasks; every outcome is one valid record line', async () => {
+  const events: TuneEvent[] = [];
+  const result = await tuneNetwork({ model, target, records, trials: 4, batchSize: 2, onEvent: (e) => events.push(e) });
+  assert.is(result.trials, 4);
+  assert.is(result.reason, 'budget');
+  // 22 tasks, 4 trials: one per round, the warm-up goes through tasks 0..3
+  assert.equal(events.filter((e) => e.type === 'round').map((e) => (e as { task: number }).task), [0, 1, 2, 3]);
+  assert.equal(events[0].type, 'start');
+  assert.equal(events[events.length - 1].type, 'done');
+  const { entries, skipped } = await readRecords(records);
+  assert.equal(skipped, []);
+  assert.is(entries.length, 4);
+  const fingerprint = hardwareFingerprint(parseTarget(target));
+  entries.forEach(({ record }, i) => {
+    assert.is(record.key, tasks[i].key);
+    assert.is(record.desc, tasks[i].desc);
+    assert.is(record.target, target);
+    assert.is(record.fingerprint, fingerprint);
+    assert.is(record.policy, 'evolutionary');
+  });
+  assert.ok(result.tasks.slice(0, 4).every((t) => t.trials === 1));
+});
+
+test('resume: the same budget again measures nothing; a larger one continues the warm-up', async () => {
+  const before = lines();
+  const again = await tuneNetwork({ model, target, records, trials: 4, batchSize: 2 });
+  assert.is(again.trials, 0);
+  assert.is(again.reason, 'budget');
+  assert.equal(lines(), before);
+
+  const more = await tuneNetwork({ model, target, records, trials: 6, batchSize: 2 });
+  assert.is(more.trials, 2);
+  const { entries } = await readRecords(records);
+  assert.equal(entries.slice(4).map((e) => e.record.key), [tasks[4].key, tasks[5].key]);
+  const measured = new Set(entries.map((e) => JSON.stringify([e.record.key, e.record.steps])));
+  assert.is(measured.size, entries.length, 'nothing is measured twice');
+});
+
+test('compile applies the tuned records and the model runs', async () => {
+  const { entries } = await readRecords(records);
+  const tuned = new Set(entries.filter((e) => e.record.error === null).map((e) => e.record.key));
+  assert.ok(tuned.size > 0, 'at least one task got a valid program');
+  const compiled = await compileNetwork({ ...model, target, outDir: path.join(dir, 'out'), records: [records] });
+  for (const k of compiled.kernels) assert.is(k.schedule === 'tuned', tuned.has(k.key), `${k.desc}: ${k.schedule}`);
+  const bench = await runBench({ model: compiled.library, params: compiled.params, repeat: 1 });
+  assert.ok(bench.median_ms > 0);
+});
+
+test('bad options are UserErrors naming the option', async () => {
+  const bad = async (opts: object, pattern: RegExp): Promise<void> => {
+    try {
+      await tuneNetwork({ model, target, records, ...opts });
+      assert.unreachable('should have thrown');
+    } catch (e) {
+      assert.instance(e, UserError);
+      assert.match((e as Error).message, pattern);
+    }
+  };
+  await bad({ trials: 0 }, /trials must be an integer >= 1, got 0/);
+  await bad({ batchSize: 1.5 }, /batchSize must be an integer >= 1/);
+  await bad({ timeLimitS: -1 }, /timeLimitS must be a positive number/);
+  await bad({ policy: 'annealing' }, /unknown policy 'annealing'/);
+  await bad({ target: 'cuda -arch=sm_80' }, /unsupported target kind 'cuda'/);
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test.run();

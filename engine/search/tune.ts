@@ -1,0 +1,204 @@
+// tuneNetwork: the auto-scheduler end to end, as `tensortune tune` and the Nx tune
+// executor run it. Model -> tasks (the same passes and partition compile uses, so the
+// workload keys are the ones compile looks up) -> what the record log already holds for
+// this target and machine -> one search policy per task, all sharing one cost model
+// trained from that log -> the task scheduler, whose every measured batch is appended to
+// the log before anything else happens (a SIGKILL loses at most the batch in flight).
+
+import path from 'node:path';
+import { ENGINE_VERSION } from '../compile/model';
+import { UserError } from '../errors';
+import { loadModel } from '../frontend/load';
+import { extractTasks, type Task } from '../graph/extract';
+import { appendRecords, readRecordFiles } from '../records/log';
+import { measuredStates, openLog } from '../records/open';
+import { RECORD_FORMAT_VERSION, type TuningRecord } from '../records/record';
+import { hardwareFingerprint, parseTarget, type Target } from '../target';
+import { LearnedCostModel } from '../costmodel/model';
+import { LocalMeasurer } from '../measure/measurer';
+import { createPolicy } from './policy';
+import { formatEstimate, formatTaskTable } from './progress';
+import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
+import type {
+  CostModel, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
+} from './types';
+
+/** TVM's num_measures_per_round. */
+export const DEFAULT_BATCH_SIZE = 64;
+/** TVM's tutorials budget about 800 trials per task on CPU (tune_network_x86.py); used when no budget is given. */
+export const DEFAULT_TRIALS_PER_TASK_BUDGET = 800;
+export const POLICY_NAMES: readonly PolicyName[] = ['evolutionary', 'random', 'grid'];
+
+/** The parts a tuning run is made of (tune-parts.ts builds the real ones). */
+export interface TuningParts {
+  costModel: CostModel;
+  measurer: Measurer;
+  createPolicy(task: Task, measured: readonly MeasuredState[], seed: number): SearchPolicy;
+}
+
+/**
+ * The real parts: one cost model shared by all tasks, trained from what the logs hold for
+ * them (TVM retrains its XGBModel on the whole log when resuming), one policy per task
+ * preloaded with that task's measured states, and the local measurer.
+ */
+function createParts(
+  target: Target, policy: PolicyName, measure: Partial<MeasureOptions>, seed: number, tasks: readonly Task[], prior: (t: Task) => MeasuredState[],
+): TuningParts {
+  const costModel = new LearnedCostModel({ seed });
+  let known = 0;
+  for (const t of tasks) known += prior(t).length > 0 ? costModel.add(t, prior(t)) : 0;
+  if (known > 0) costModel.train();
+  return {
+    costModel,
+    measurer: new LocalMeasurer(target, { ...measure, seed }),
+    createPolicy: (task, measured, policySeed) => createPolicy(policy, { task, target, costModel, measured, seed: policySeed }),
+  };
+}
+
+function checkCount(name: string, value: number | undefined, min: number): void {
+  if (value === undefined) return;
+  if (!Number.isInteger(value) || value < min) {
+    throw new UserError(`tuneNetwork: ${name} must be an integer >= ${min}, got ${String(value)}`);
+  }
+}
+
+function checkOptions(opts: Omit<TuneNetworkOptions, 'model'>): void {
+  checkCount('trials', opts.trials, 1);
+  checkCount('trialsPerTask', opts.trialsPerTask, 1);
+  checkCount('earlyStopping', opts.earlyStopping, 1);
+  checkCount('batchSize', opts.batchSize, 1);
+  checkCount('seed', opts.seed, 0);
+  if (opts.timeLimitS !== undefined && !(opts.timeLimitS > 0 && Number.isFinite(opts.timeLimitS))) {
+    throw new UserError(`tuneNetwork: timeLimitS must be a positive number of seconds, got ${String(opts.timeLimitS)}`);
+  }
+  if (opts.policy !== undefined && !POLICY_NAMES.includes(opts.policy)) {
+    throw new UserError(`tuneNetwork: unknown policy '${String(opts.policy)}' (expected one of: ${POLICY_NAMES.join(', ')})`);
+  }
+  if (typeof opts.records !== 'string' || opts.records === '') throw new UserError('tuneNetwork: records (the log file to append to) is required');
+}
+
+/** Where the wall time of a run went (for the "outside measurement" figure of the benches). */
+export interface TuneTiming {
+  /** Inside Measurer.measure (building, running, verifying). */
+  measureS: number;
+  /** Of which the candidates' own build and run times, as the measurer reports them. */
+  buildS: number;
+  runS: number;
+  /** Appending records. */
+  recordS: number;
+}
+
+export type TuneResult = TuneNetworkResult & { timing: TuneTiming };
+
+/**
+ * Tune every task of a network, appending each measurement to `opts.records`; resumes
+ * from what that log holds. The tasks are extracted exactly as compileNetwork partitions
+ * the model, so their workload keys are the ones `compile --records` looks up.
+ */
+export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult> {
+  checkOptions(opts);
+  const started = Date.now();
+  const model = loadModel(opts.model);
+  return tuneTasks(model.name, extractTasks(model.graph), opts, started);
+}
+
+/** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
+export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit<TuneNetworkOptions, 'model'>, started = Date.now()): Promise<TuneResult> {
+  checkOptions(opts);
+  const target = parseTarget(opts.target, 'target');
+  const fingerprint = hardwareFingerprint(target);
+  const log = opts.log ?? (() => undefined);
+  const emit = opts.onEvent ?? (() => undefined);
+  const records = path.resolve(opts.records);
+  const match = { target: target.text, fingerprint };
+  // Broken lines in a log: one warning per file, in the progress log, else on stderr.
+  const warn = opts.log ? (message: string): void => log(`warning: ${message}`) : undefined;
+
+  // What is known already: further logs first, then our own (its latest lines are the newest).
+  const prior = new Map<string, MeasuredState[]>();
+  const extra = (opts.readRecords ?? []).map((f) => path.resolve(f)).filter((f) => f !== records);
+  if (extra.length > 0) for (const [key, states] of measuredStates(await readRecordFiles(extra, { warn }), match)) prior.set(key, [...states]);
+  for (const [key, states] of (await openLog(records, match, { warn })).measured) prior.set(key, [...(prior.get(key) ?? []), ...states]);
+  const priorOf = (t: Task): MeasuredState[] => prior.get(t.key) ?? [];
+
+  const policyName = opts.policy ?? 'evolutionary';
+  const seed = opts.seed ?? 0;
+  const measure: Partial<MeasureOptions> = { ...opts.measure };
+  const trials = opts.trials ?? (opts.trialsPerTask === undefined && opts.timeLimitS === undefined ? DEFAULT_TRIALS_PER_TASK_BUDGET * tasks.length : undefined);
+  const parts = createParts(target, policyName, measure, seed, tasks, priorOf);
+  const timing: TuneTiming = { measureS: 0, buildS: 0, runS: 0, recordS: 0 };
+  let result: SchedulerResult;
+  let table: () => void;
+  try {
+    emit({
+      type: 'start',
+      tasks: tasks.map((t, id) => ({ id, key: t.key, desc: t.desc, weight: t.weight, flops: t.flops, measured: priorOf(t).length })),
+    });
+    const resumed = tasks.reduce((a, t) => a + priorOf(t).length, 0);
+    log(`${name}: ${tasks.length} tasks, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
+
+    const entries: SchedulerTask[] = tasks.map((task, i) => ({
+      task, prior: priorOf(task), policy: parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0),
+    }));
+    const measurer: Measurer = {
+      async measure(task, candidates) {
+        const t0 = Date.now();
+        try {
+          const outcomes = await parts.measurer.measure(task, candidates);
+          for (const o of outcomes) { timing.buildS += o.build_ms / 1000; timing.runS += o.run_ms / 1000; }
+          return outcomes;
+        } finally {
+          timing.measureS += (Date.now() - t0) / 1000;
+        }
+      },
+      close: async () => undefined, // the parts' measurer is closed once, after the run
+    };
+    const toRecord = (task: Task, o: MeasureOutcome): TuningRecord => ({
+      v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: task.key, desc: task.desc, target: target.text, fingerprint,
+      steps: o.steps, costs_ms: o.error === null ? o.costs_ms : [], error: o.error, ...(o.message ? { message: o.message.slice(0, 2000) } : {}),
+      seed, time: new Date().toISOString(), policy: policyName,
+    });
+
+    let roundsSinceTable = 0;
+    const scheduler = new TaskScheduler(entries, {
+      trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping,
+      batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, seed, signal: opts.signal,
+    }, {
+      measurer,
+      costModel: parts.costModel,
+      async record(i, outcomes) {
+        const t0 = Date.now();
+        await appendRecords(records, outcomes.map((o) => toRecord(tasks[i], o)));
+        timing.recordS += (Date.now() - t0) / 1000;
+      },
+      onSkip(i, reason) {
+        emit({ type: 'skip', task: i, reason });
+        log(`task ${i} (${tasks[i].desc}): ${reason}`);
+      },
+      onRound(r) {
+        emit({ type: 'round', task: r.task, trials: r.trials, best_ms: r.best_ms, errors: r.errors, total_trials: r.total_trials, estimated_ms: r.estimated_ms });
+        const best = r.best_ms === null ? 'no valid program yet' : `best ${r.best_ms.toFixed(4)} ms`;
+        log(`${r.warmup ? 'warm-up ' : ''}task ${r.task} (${tasks[r.task].desc}): ${r.trials} trial(s), ${r.errors} error(s), ${best}`);
+        // TVM prints the table before every round; once per pass over the tasks is enough to follow.
+        if (!r.warmup && ++roundsSinceTable >= tasks.length) { roundsSinceTable = 0; table(); }
+      },
+      onWarmupDone: () => table(),
+    });
+    table = (): void => {
+      for (const line of formatTaskTable(scheduler.status())) log(line);
+      const total = scheduler.status().reduce((a, t) => a + t.trials, 0);
+      log(formatEstimate(scheduler.estimatedMs(), total, (Date.now() - started) / 1000, scheduler.pick(true)));
+    };
+
+    result = await scheduler.run();
+  } finally {
+    await parts.measurer.close();
+  }
+  table();
+  const wallS = (Date.now() - started) / 1000;
+  emit({ type: 'done', total_trials: result.tasks.reduce((a, t) => a + t.trials, 0), estimated_ms: result.estimatedMs, wall_s: wallS, reason: result.reason });
+  return {
+    tasks: result.tasks.map((t) => ({ key: t.key, desc: t.desc, weight: t.weight, trials: t.trials, best_ms: t.best_ms })),
+    trials: result.trials, estimatedMs: result.estimatedMs, wallS, reason: result.reason, timing,
+  };
+}
