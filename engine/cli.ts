@@ -9,8 +9,9 @@ import { tuneCommand } from './cli/tune';
 import { compileCommand } from './cli/compile';
 import { benchmarkCommand } from './cli/benchmark';
 import { distillCommand } from './cli/distill';
+import { exportCommand } from './cli/export';
 
-const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, distillCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -4,15 +4,27 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
+import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
 import { runBench } from '../native/bench';
-import { parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-repeat-ms MS] [--threads N] [--seed S]
                             [--input NAME=FILE ...] [--save-outputs DIR] [--json]
+       tensortune benchmark DIR --compare onnxruntime [--onnx FILE] [--threads N] [--rounds N]
+                            [--repeat N] [--number N] [--seed S] [--json]
 
 Run a compiled model (DIR from 'tensortune compile') on seeded random input or raw
 float32 files and print the execution time summary. With --json the last line is one
 JSON object with mean_ms, median_ms, max_ms, min_ms, std_ms, threads, ...
+
+--compare onnxruntime runs ONNX Runtime (onnxruntime-node; install it with
+ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node) on the same weights, the
+same seeded input and the same thread count, in interleaved rounds (A B A B ...), and
+prints both median latencies, their ratio, the max absolute and relative error of every
+output and whether the top-1 class agrees. The ONNX file is --onnx FILE, else the file
+DIR was compiled from (the manifest's name), else, for a builtin network, an export of
+it with the weights 'compile' gives it. --threads defaults to 1 here; --rounds to 5,
+--repeat to 3 measurements per engine and round.
 `;
 
 function nonNegativeInt(flag: string, value: string | undefined, dflt: number): number {
@@ -30,9 +42,25 @@ export const benchmarkCommand: Command = {
       repeat: { type: 'string' }, number: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
       threads: { type: 'string' }, seed: { type: 'string' }, input: { type: 'string', multiple: true },
       'save-outputs': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      compare: { type: 'string' }, onnx: { type: 'string' }, rounds: { type: 'string' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError('expected one directory made by tensortune compile');
+    if (values.compare !== undefined) {
+      oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
+      if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');
+      const report = await compareWithOnnxRuntime({
+        modelDir: positionals[0], onnx: values.onnx, threads: positiveInt('--threads', values.threads, 1),
+        rounds: positiveInt('--rounds', values.rounds, 5), repeat: positiveInt('--repeat', values.repeat, 3),
+        number: values.number === undefined ? undefined : positiveInt('--number', values.number, 1),
+        minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], 100),
+        seed: nonNegativeInt('--seed', values.seed, 0), log: (line) => io.err(`${line}\n`),
+      });
+      io.out(`${formatCompareReport(report)}\n`);
+      if (values.json) io.out(`${JSON.stringify(report)}\n`);
+      return 0;
+    }
+    if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
     const dir = path.resolve(positionals[0]);
     const manifestFile = path.join(dir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${manifestFile}: not found (expected the output directory of 'tensortune compile')`);
