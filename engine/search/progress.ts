@@ -14,7 +14,8 @@ export interface TableRow {
 }
 
 /** `| ID | Task Description | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`, one row per task. */
-export function formatTaskTable(rows: readonly TableRow[], descWidth = 48): string[] {
+export function formatTaskTable(rows: readonly TableRow[], maxDescWidth = 64): string[] {
+  const descWidth = Math.min(maxDescWidth, Math.max(16, ...rows.map((r) => r.desc.length)));
   const desc = (d: string): string => (d.length > descWidth ? `${d.slice(0, descWidth - 3)}...` : d).padEnd(descWidth);
   const header = `|  ID  | ${'Task Description'.padEnd(descWidth)} | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`;
   const rule = header.replace(/[^|]/g, '-');

@@ -128,7 +128,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const parts = createParts(target, policyName, measure, seed, tasks, priorOf);
   const timing: TuneTiming = { measureS: 0, buildS: 0, runS: 0, recordS: 0 };
   let result: SchedulerResult;
-  let table: () => void;
+  let table: (next?: boolean) => void;
   try {
     emit({
       type: 'start',
@@ -184,17 +184,17 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       },
       onWarmupDone: () => table(),
     });
-    table = (): void => {
+    table = (next = true): void => {
       for (const line of formatTaskTable(scheduler.status())) log(line);
       const total = scheduler.status().reduce((a, t) => a + t.trials, 0);
-      log(formatEstimate(scheduler.estimatedMs(), total, (Date.now() - started) / 1000, scheduler.pick(true)));
+      log(formatEstimate(scheduler.estimatedMs(), total, (Date.now() - started) / 1000, next ? scheduler.pick(true) : null));
     };
 
     result = await scheduler.run();
   } finally {
     await parts.measurer.close();
   }
-  table();
+  table(false);
   const wallS = (Date.now() - started) / 1000;
   emit({ type: 'done', total_trials: result.tasks.reduce((a, t) => a + t.trials, 0), estimated_ms: result.estimatedMs, wall_s: wallS, reason: result.reason });
   return {
