@@ -1,0 +1,67 @@
+// tensortune against ONNX Runtime, the table of issue 6: for each network (batch 1,
+// random weights with non-trivial batch-norm statistics, logits), export it to ONNX,
+// compile that file (NHWC inside, NCHW input kept) with default schedules, and with the
+// tuned records of --records FILE when given, then compare with ONNX Runtime at each
+// thread count (same weights, same seeded input, interleaved rounds, medians).
+//
+//   npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2]
+//                                [--records tuned.jsonl] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"]
+//
+// Records are matched by workload key: an ONNX export of a builtin network has the same
+// tasks as the builtin network, so records tuned on `mobilenet` apply to mobilenet.onnx.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { compareWithOnnxRuntime, withoutSoftmax, type CompareReport } from '../engine/compare/compare';
+import { compileNetwork } from '../engine/compile/network';
+import { getNetwork } from '../engine/frontend/networks';
+import { writeOnnxFile } from '../engine/frontend/onnx/export';
+
+function flag(name: string, dflt: string): string {
+  const i = process.argv.indexOf(name);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
+}
+
+async function main(): Promise<void> {
+  const networks = flag('--networks', 'mobilenet,resnet-18,resnet-50').split(',');
+  const threads = flag('--threads', '1,2').split(',').map(Number);
+  const records = flag('--records', '');
+  const imageSize = Number(flag('--image-size', '224'));
+  const rounds = Number(flag('--rounds', '5'));
+  const target = flag('--target', 'llvm -mcpu=native');
+  const work = mkdtempSync(path.join(tmpdir(), 'tt-compare-ort-'));
+  const rows: string[] = [];
+  try {
+    for (const name of networks) {
+      const net = getNetwork(name, { layout: 'NCHW', imageSize, randomStats: true });
+      const onnx = path.join(work, `${name}.onnx`);
+      writeOnnxFile(onnx, withoutSoftmax(net.graph), { name });
+      const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
+      if (records) variants.push({ schedules: `tuned (${path.basename(records)})`, records: [records] });
+      for (const v of variants) {
+        const outDir = path.join(work, `${name}-${v.records ? 'tuned' : 'default'}`);
+        await compileNetwork({ model: onnx, target, outDir, records: v.records, log: () => undefined });
+        for (const t of threads) {
+          const r: CompareReport = await compareWithOnnxRuntime({ modelDir: outDir, threads: t, rounds });
+          const err = Math.max(...r.outputs.map((o) => o.max_abs_err));
+          const scale = Math.max(...r.outputs.map((o) => o.max_abs_value));
+          const row = `| ${name} | ${v.schedules} | ${t} | ${r.tensortune_median_ms.toFixed(2)} | ${r.onnxruntime_median_ms.toFixed(2)} | ${r.ratio.toFixed(2)} | ${err.toExponential(1)} (of ${scale.toExponential(1)}) | ${r.top1.agree ? 'yes' : 'NO'} |`;
+          rows.push(row);
+          console.error(row);
+        }
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  console.log(`tensortune vs ONNX Runtime: batch 1, ${imageSize}x${imageSize}, target "${target}", ${rounds} interleaved rounds, medians`);
+  console.log('| network | schedules | threads | tensortune ms | onnxruntime ms | ratio | max abs err (of max abs logit) | top-1 agrees |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(r);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
