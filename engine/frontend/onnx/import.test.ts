@@ -11,6 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openOrtSession, tryLoadOnnxRuntime } from '../../compare/ort';
 import { UserError } from '../../errors';
+import { extractTasks } from '../../graph/extract';
 import { convertLayout } from '../../graph/passes';
 import { runGraph } from '../../graph/run';
 import { uniform } from '../../runtime/random';
@@ -181,6 +182,21 @@ test('not ONNX, truncated, wrong opset, no graph: clear UserErrors naming the fi
   expectError(new Uint8Array(0), /not an ONNX model/);
   expectError(new OnnxModelBuilder(9).input('x', [1]).node('Relu', ['x'], ['y']).output('y').build(), /opset 9 is not supported \(expected 11-21;/);
   expectError(new OnnxModelBuilder(13).input('x', [1]).node('Relu', ['z'], ['y']).output('y').build(), /value 'z' is used before it is defined/);
+});
+
+test('HardSwish, HardSigmoid, Clip and LeakyRelu after a conv fuse into its task (elementwise epilogue, NHWC)', () => {
+  const bytes = new OnnxModelBuilder(14).input('x', [1, 3, 8, 8]).float('w', [4, 3, 3, 3], rand(108, 1)).float('b', [4], rand(4, 2))
+    .node('Conv', ['x', 'w', 'b'], ['c'], { pads: [1, 1, 1, 1] })
+    .node('HardSwish', ['c'], ['h1']).node('HardSigmoid', ['h1'], ['h2']).node('LeakyRelu', ['h2'], ['h3']).node('Clip', ['h3'], ['y'])
+    .output('y').build();
+  const dir = mkdtempSync(path.join(tmpdir(), 'tt-onnx-'));
+  try {
+    writeFileSync(path.join(dir, 'm.onnx'), bytes);
+    const tasks = extractTasks(loadOnnx(path.join(dir, 'm.onnx')).graph);
+    assert.equal(tasks.map((t) => t.desc), ['conv2d_nhwc+add+hard_swish+hard_sigmoid+leaky_relu+clip 1x8x8x3 -> 1x8x8x4']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();
