@@ -51,6 +51,7 @@ async function main(): Promise<void> {
       if (e.type !== 'round') return;
       run += e.trials;
       curve.push({ trials: run, best_ms: e.best_ms });
+      console.log(`  round: ${run} trials, best ${e.best_ms === null ? '-' : `${e.best_ms.toFixed(4)} ms`}, ${e.errors} error(s) in this round`);
     },
   });
   const peak = await measurePeakGflops(1);
