@@ -166,7 +166,8 @@ function footprint(acc: Access, inner: readonly Loop[], size: number): number {
   return Math.min(best, size);
 }
 
-function describeBuffer(acc: Access, loops: readonly Loop[], size: number, serialTouches: (l: Loop, buf: string) => number): BufferRow {
+function describeBuffer(acc: Access, allLoops: readonly Loop[], size: number, serialTouches: (l: Loop, buf: string) => number): BufferRow {
+  const loops = allLoops.filter((l) => l.extent > 1); // a loop of one iteration moves nothing
   const n = loops.length;
   const outer = loops.reduce((a, l) => a * l.extent, 1);
   const accesses = acc.forms.length;
@@ -193,7 +194,6 @@ function describeBuffer(acc: Access, loops: readonly Loop[], size: number, seria
   let reuseType = 2, reuseCount = 0, reuseIter = 0, reuseBytes = 0;
   for (let i = n - 1; i >= 0; i--) {
     const l = loops[i];
-    if (l.extent === 1) continue;
     const inner = loops.slice(i + 1);
     if (acc.forms.every((idx) => !idx.has(l.v))) {
       reuseType = 0; reuseCount = l.extent;
