@@ -2,13 +2,14 @@
 // tasks of a builtin network, printed as TVM's extract_tasks tutorials print them.
 
 import { UserError } from '../errors';
-import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
+import { loadModel } from '../frontend/load';
+import { NETWORK_NAMES } from '../frontend/networks';
 import { extractTasks, type Task } from '../graph/extract';
 import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune tasks <network> [--layout NHWC|NCHW] [--batch N] [--json]
+const USAGE = `Usage: tensortune tasks <network|model.onnx> [--layout NHWC|NCHW] [--batch N] [--json]
 
-List the tuning tasks of a builtin network: its fused subgraphs that contain a
+List the tuning tasks of a builtin network or an ONNX model: its fused subgraphs that contain a
 reduction, one per distinct workload key, with their weights (occurrences).
 
 Options:
@@ -71,12 +72,12 @@ export const tasksCommand: Command = {
         : `expected one <network>, got ${positionals.length}: ${positionals.join(' ')}`);
     }
     const network = positionals[0];
-    if (!NETWORK_NAMES.includes(network)) {
-      throw new UserError(`unknown network '${network}' (expected one of: ${NETWORK_NAMES.join(', ')})`);
+    if (!NETWORK_NAMES.includes(network) && !network.endsWith('.onnx')) {
+      throw new UserError(`unknown network '${network}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
     }
     const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
     const batch = positiveInt('--batch', values.batch, 1);
-    const { graph } = getNetwork(network, { layout, batch, weights: 'zeros' });
+    const { graph } = loadModel({ model: network, layout, batch, weights: 'zeros' });
     const tasks = extractTasks(graph);
     io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks));
     return 0;
