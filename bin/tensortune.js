@@ -1,16 +1,17 @@
 #!/usr/bin/env node
-// The `tensortune` command: the compiled CLI when the package is built (dist/), else the
-// TypeScript sources through tsx (a development checkout).
+// The `tensortune` command: the TypeScript sources through tsx in a development checkout
+// (engine/cli.ts present, so edits take effect without a build), else the compiled CLI
+// in dist/ (the published package ships dist/ and not the sources).
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
 
-const built = path.join(__dirname, '..', 'dist', 'engine', 'cli.js');
+const source = path.join(__dirname, '..', 'engine', 'cli.ts');
 let cli;
-if (fs.existsSync(built)) {
-  cli = require(built);
-} else {
+if (fs.existsSync(source)) {
   require('tsx/cjs');
-  cli = require(path.join(__dirname, '..', 'engine', 'cli.ts'));
+  cli = require(source);
+} else {
+  cli = require(path.join(__dirname, '..', 'dist', 'engine', 'cli.js'));
 }
 cli.run(process.argv.slice(2));
