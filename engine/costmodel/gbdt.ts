@@ -116,7 +116,6 @@ export class GBDT {
     const nF = nRows ? data.rows[0].length : 0;
     const random = rng(p.seed);
     const { bins, edges } = binRows(data.rows, nF, p.maxBins);
-    const nBins = p.maxBins;
     // Constant columns (unused buffer slots, absent annotations) can never split.
     const informative = Array.from({ length: nF }, (_, f) => f).filter((f) => edges[f].length >= 2);
 
@@ -144,7 +143,7 @@ export class GBDT {
       const rows = Int32Array.from(chosen.flatMap((s) => data.samples[s]));
       const features = informative.filter(() => p.colsample >= 1 || random() < p.colsample);
       if (rows.length === 0 || features.length === 0) continue;
-      const tree = growTree(rows, features, bins, edges, nRows, nBins, grad, hess, p);
+      const tree = growTree(rows, features, bins, edges, nRows, grad, hess, p);
       trees.push(tree);
       // Update predictions of every row (binned traversal matches the raw thresholds).
       samplePred.fill(0);
@@ -213,19 +212,22 @@ function stripBins(t: Tree): Tree {
 }
 
 function growTree(
-  rows: Int32Array, features: number[], bins: Uint8Array, edges: Float32Array[], nRows: number, nBins: number,
+  rows: Int32Array, features: number[], bins: Uint8Array, edges: Float32Array[], nRows: number,
   grad: Float64Array, hess: Float64Array, p: GBDTParams,
 ): GrowingTree {
   const feature: number[] = [], threshold: number[] = [], bin: number[] = [], left: number[] = [], right: number[] = [], value: number[] = [];
-  const nF = edges.length;
+  // Histograms hold only this tree's features, each with as many bins as it has edges:
+  // [g, h] pairs at offset[i] + 2·bin for the i-th feature.
+  const offset = new Int32Array(features.length + 1);
+  features.forEach((f, i) => (offset[i + 1] = offset[i] + 2 * edges[f].length));
+  const histSize = offset[features.length];
   const histOf = (idx: Int32Array): Float64Array => {
-    // Layout: [feature][bin][g, h]
-    const h = new Float64Array(nF * nBins * 2);
-    for (const f of features) {
-      const base = f * nBins * 2, off = f * nRows;
-      for (let i = 0; i < idx.length; i++) {
-        const r = idx[i];
-        const k = base + bins[off + r] * 2;
+    const h = new Float64Array(histSize);
+    for (let i = 0; i < features.length; i++) {
+      const base = offset[i], off = features[i] * nRows;
+      for (let j = 0; j < idx.length; j++) {
+        const r = idx[j];
+        const k = base + 2 * bins[off + r];
         h[k] += grad[r]; h[k + 1] += hess[r];
       }
     }
@@ -233,19 +235,18 @@ function growTree(
   };
   const leafValue = (G: number, H: number): number => (-G / (H + p.lambda)) * p.learningRate;
 
-  const grow = (idx: Int32Array, hist: Float64Array, depth: number): number => {
+  /** Grows the subtree of rows `idx`; `hist` is their histogram (null at the last level, which only makes leaves). */
+  const grow = (idx: Int32Array, hist: Float64Array | null, depth: number): number => {
     const node = feature.length;
     feature.push(-1); threshold.push(0); bin.push(0); left.push(-1); right.push(-1); value.push(0);
     let G = 0, H = 0;
     for (let i = 0; i < idx.length; i++) { G += grad[idx[i]]; H += hess[idx[i]]; }
     value[node] = leafValue(G, H);
-    if (depth >= p.maxDepth || idx.length < 2) return node;
+    if (!hist || depth >= p.maxDepth || idx.length < 2) return node;
     const parentScore = (G * G) / (H + p.lambda);
     let bestGain = p.gamma, bestF = -1, bestB = -1;
-    for (const f of features) {
-      const nb = edges[f].length;
-      if (nb < 2) continue;
-      const base = f * nBins * 2;
+    for (let i = 0; i < features.length; i++) {
+      const f = features[i], nb = edges[f].length, base = offset[i];
       let GL = 0, HL = 0;
       for (let b = 0; b < nb - 1; b++) {
         GL += hist[base + b * 2]; HL += hist[base + b * 2 + 1];
@@ -263,14 +264,17 @@ function growTree(
     const li = new Int32Array(nLeft), ri = new Int32Array(idx.length - nLeft);
     let a = 0, c = 0;
     for (let i = 0; i < idx.length; i++) { const r = idx[i]; if (bins[off + r] <= bestB) li[a++] = r; else ri[c++] = r; }
-    // Histogram of the smaller child; the other one is the parent's minus it.
-    const smallIsLeft = li.length <= ri.length;
-    const small = histOf(smallIsLeft ? li : ri);
-    const large = new Float64Array(hist.length);
-    for (let k = 0; k < hist.length; k++) large[k] = hist[k] - small[k];
     feature[node] = bestF; bin[node] = bestB; threshold[node] = edges[bestF][bestB];
-    const l = grow(li, smallIsLeft ? small : large, depth + 1);
-    const r = grow(ri, smallIsLeft ? large : small, depth + 1);
+    let lh: Float64Array | null = null, rh: Float64Array | null = null;
+    if (depth + 1 < p.maxDepth) {
+      // Histogram of the smaller child; the other one is the parent's minus it (in place).
+      const smallIsLeft = li.length <= ri.length;
+      const small = histOf(smallIsLeft ? li : ri);
+      for (let k = 0; k < histSize; k++) hist[k] -= small[k];
+      [lh, rh] = smallIsLeft ? [small, hist] : [hist, small];
+    }
+    const l = grow(li, lh, depth + 1);
+    const r = grow(ri, rh, depth + 1);
     left[node] = l; right[node] = r;
     return node;
   };
