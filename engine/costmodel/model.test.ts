@@ -109,9 +109,13 @@ test('update: shared across tasks, labels normalised per task, errors kept as ze
     const task = tasks.get(t.name)!;
     model.update(task, t.samples.map((s) => ({ steps: s.steps, cost_ms: cost(s) })));
   }
+  // A failed candidate (no cost) is kept, as a program of throughput 0.
+  const conv = tasks.get('conv')!;
+  const failed: Step[] = [{ s: 'compute_inline', stage: 'pad_temp' }, { s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [2] }];
+  model.update(conv, [{ steps: failed, cost_ms: null }]);
   const stats = model.lastTraining!;
   assert.is(stats.tasks, 2);
-  assert.is(stats.samples, fixture.tasks.reduce((a, t) => a + t.samples.length, 0));
+  assert.is(stats.samples, fixture.tasks.reduce((a, t) => a + t.samples.length, 0) + 1);
   assert.ok(stats.rows > stats.samples, 'several stores per program');
   // The two tasks' fastest programs differ in absolute time, yet both score near 1 (their
   // normalised throughput), and each task's best scores above its slowest.
