@@ -9,12 +9,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileNetwork } from '../compile/network';
 import { UserError } from '../errors';
+import { NetBuilder } from '../frontend/builder';
 import { loadModel } from '../frontend/load';
 import { extractTasks } from '../graph/extract';
 import { runBench } from '../native/bench';
 import { readRecords } from '../records/log';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { tuneNetwork } from './tune';
+import { tuneNetwork, tuneTasks } from './tune';
 import type { TuneEvent } from './types';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-test-'));
@@ -43,7 +44,7 @@ test('a tiny budget: the warm-up measures the first tasks; every outcome is one 
     assert.is(record.desc, tasks[i].desc);
     assert.is(record.target, target);
     assert.is(record.fingerprint, fingerprint);
-    assert.is(record.policy, 'evolutionary');
+    assert.is(record.policy, 'default', 'a task\'s first batch starts with its default schedule');
   });
   assert.ok(result.tasks.slice(0, 4).every((t) => t.trials === 1));
 });
@@ -61,6 +62,23 @@ test('resume: the same budget again measures nothing; a larger one continues the
   assert.equal(entries.slice(4).map((e) => e.record.key), [tasks[4].key, tasks[5].key]);
   const measured = new Set(entries.map((e) => JSON.stringify([e.record.key, e.record.steps])));
   assert.is(measured.size, entries.length, 'nothing is measured twice');
+});
+
+test('the policy fills the rest of each batch; the default schedule is measured once', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 0, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  const log = path.join(dir, 'conv.jsonl');
+  const first = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3 });
+  assert.is(first.trials, 6);
+  const { entries } = await readRecords(log);
+  assert.equal(entries.map((e) => e.record.policy), ['default', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary']);
+  assert.ok(entries.every((e) => e.record.error === null), entries.map((e) => e.record.message ?? '').join('\n'));
+  const more = await tuneTasks('conv', [task], { target, records: log, trials: 9, batchSize: 3, policy: 'random' });
+  assert.is(more.trials, 3);
+  const all = (await readRecords(log)).entries;
+  assert.equal(all.slice(6).map((e) => e.record.policy), ['random', 'random', 'random']);
+  assert.is(new Set(all.map((e) => JSON.stringify(e.record.steps))).size, 9, 'nothing measured twice, the default included');
 });
 
 test('compile applies the tuned records and the model runs', async () => {

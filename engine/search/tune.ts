@@ -13,6 +13,8 @@ import { extractTasks, type Task } from '../graph/extract';
 import { appendRecords, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { RECORD_FORMAT_VERSION, type TuningRecord } from '../records/record';
+import { defaultSchedule } from '../schedule/defaults';
+import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
@@ -52,6 +54,28 @@ function createParts(
     costModel,
     measurer: new LocalMeasurer(target, { ...measure, seed }),
     createPolicy: (task, measured, policySeed) => createPolicy(policy, { task, target, costModel, measured, seed: policySeed }),
+  };
+}
+
+/** The steps' identity for "was this measured already" (key order as written). */
+const sameSteps = (a: readonly Step[], b: readonly Step[]): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The task's default schedule (what compile uses without records) goes first into the
+ * task's first batch unless the logs hold it already: every tuned task then has a record
+ * at least as fast as the default, so `compile --records` never makes a task slower than
+ * compiling without records would (a short random search easily stays behind it).
+ */
+export function withDefaultFirst(policy: SearchPolicy, defaultSteps: Step[], measured: readonly MeasuredState[]): SearchPolicy {
+  let pending = !measured.some((m) => sameSteps(m.steps, defaultSteps));
+  return {
+    name: policy.name,
+    nextBatch(n) {
+      if (!pending || n < 1) return policy.nextBatch(n);
+      pending = false;
+      return [defaultSteps, ...(n > 1 ? policy.nextBatch(n - 1).filter((s) => !sameSteps(s, defaultSteps)) : [])];
+    },
+    notify: (m) => policy.notify(m),
   };
 }
 
@@ -137,8 +161,10 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     const resumed = tasks.reduce((a, t) => a + priorOf(t).length, 0);
     log(`${name}: ${tasks.length} tasks, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
 
+    const defaults = tasks.map((task) => defaultSchedule(task.dag, { vectorLanes: target.vectorLanes }));
     const entries: SchedulerTask[] = tasks.map((task, i) => ({
-      task, prior: priorOf(task), policy: parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0),
+      task, prior: priorOf(task),
+      policy: withDefaultFirst(parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0), defaults[i], priorOf(task)),
     }));
     const measurer: Measurer = {
       async measure(task, candidates) {
@@ -153,10 +179,10 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       },
       close: async () => undefined, // the parts' measurer is closed once, after the run
     };
-    const toRecord = (task: Task, o: MeasureOutcome): TuningRecord => ({
-      v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: task.key, desc: task.desc, target: target.text, fingerprint,
+    const toRecord = (i: number, o: MeasureOutcome): TuningRecord => ({
+      v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: tasks[i].key, desc: tasks[i].desc, target: target.text, fingerprint,
       steps: o.steps, costs_ms: o.error === null ? o.costs_ms : [], error: o.error, ...(o.message ? { message: o.message.slice(0, 2000) } : {}),
-      seed, time: new Date().toISOString(), policy: policyName,
+      seed, time: new Date().toISOString(), policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
     });
 
     let roundsSinceTable = 0;
@@ -168,7 +194,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       costModel: parts.costModel,
       async record(i, outcomes) {
         const t0 = Date.now();
-        await appendRecords(records, outcomes.map((o) => toRecord(tasks[i], o)));
+        await appendRecords(records, outcomes.map((o) => toRecord(i, o)));
         timing.recordS += (Date.now() - t0) / 1000;
       },
       onSkip(i, reason) {
