@@ -162,7 +162,12 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
       if (!targetNames.includes(t)) throw new ConfigError(label, `${at}.targets[${i}]`, `unknown target ${show(t)} (expected one of: ${oneOf(targetNames)})`);
     }
     if (isModelFile(n.model)) {
+      if (!/\.onnx$/i.test(n.model)) throw new ConfigError(label, `${at}.model`, `expected an .onnx file or a builtin network name, got ${show(n.model)}`);
       if (!existsSync(path.resolve(dir, n.model))) throw new ConfigError(label, `${at}.model`, `model file ${show(n.model)} not found (relative to ${label})`);
+      const shapes = Object.values(n.inputs ?? {});
+      if (n.batch !== undefined && shapes.some((s) => s[0] !== n.batch)) {
+        throw new ConfigError(label, `${at}.inputs`, `the first (batch) dimension of every input must equal batch ${n.batch}`);
+      }
       if (n.imageSize !== undefined) throw new ConfigError(label, `${at}.imageSize`, 'applies to builtin networks only (a model file fixes its input size; use inputs)');
     } else {
       if (!NETWORK_NAMES.includes(n.model)) {
@@ -190,7 +195,9 @@ export function readConfigFile(file: string, workspaceRoot = process.cwd()): { a
     return { abs, label, raw: explorer.load(abs)?.config };
   } catch (e) {
     // cosmiconfig's loaders prefix the file; keep the parser's own message (line/column).
-    const message = (e as Error).message.split(abs).join('').replace(/^[:\s]+/, '').replace(/^Error parsing\s*:?\s*/, '').split('\n')[0];
+    // Their message is "YAML Error in <file>:\n<parser message>\n<code frame>".
+    const lines = (e as Error).message.split('\n').filter((l) => l.trim() && !l.includes(abs));
+    const message = lines[0] ?? (e as Error).message;
     throw new ConfigError(label, '', `cannot be parsed: ${message}`);
   }
 }

@@ -70,7 +70,9 @@ export function resolveRun(
   const budget = bName === undefined ? {} : loaded.config.budgets?.[bName];
   if (!budget) throw new ConfigError(file, 'budgets', `no budget '${bName}' (expected one of: ${Object.keys(loaded.config.budgets ?? {}).join(', ') || '(none defined)'})`);
   const modelFile = isModelFile(net.model) ? path.resolve(loaded.dir, net.model) : undefined;
-  const spec: ModelSpec = { model: modelFile ?? net.model, batch: net.batch, layout: net.layout, imageSize: net.imageSize };
+  // A model file's symbolic batch dimension comes from batch, else from the inputs' shapes.
+  const batch = net.batch ?? Object.values(net.inputs ?? {})[0]?.[0];
+  const spec: ModelSpec = { model: modelFile ?? net.model, batch, layout: net.layout, imageSize: net.imageSize };
   const store = storeDir(loaded);
   const out = path.join(outDir(loaded), network);
   return {

@@ -1,0 +1,67 @@
+// The init and model generators on Nx's in-memory tree.
+
+import { readNxJson, type Tree } from '@nx/devkit';
+import { createTreeWithEmptyWorkspace } from '@nx/devkit/testing';
+import { parse } from 'yaml';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import initGenerator, { PLUGIN_NAME } from './init/generator';
+import modelGenerator from './model/generator';
+
+test('init registers the plugin, git-ignores outputs, sets target defaults; a second run changes nothing', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  tree.write('.gitignore', 'node_modules');
+  initGenerator(tree, {});
+  const nx = readNxJson(tree)!;
+  assert.equal(nx.plugins, [PLUGIN_NAME]);
+  assert.equal((nx.targetDefaults as Record<string, unknown>)['tensortune:tune'], { cache: true, parallelism: false });
+  const ignore = tree.read('.gitignore', 'utf-8')!;
+  assert.match(ignore, /^node_modules\n# tensortune.*\n\/\.tensortune\/\n\/dist\/tensortune\/\n$/);
+  const snapshot = [tree.read('nx.json', 'utf-8'), tree.read('.gitignore', 'utf-8')];
+  initGenerator(tree, {});
+  assert.equal([tree.read('nx.json', 'utf-8'), tree.read('.gitignore', 'utf-8')], snapshot);
+});
+
+test('init keeps a plugin entry given as an object with options', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  tree.write('nx.json', JSON.stringify({ plugins: [{ plugin: PLUGIN_NAME, options: { tuneTargetName: 'autotune' } }] }));
+  initGenerator(tree, { skipGitignore: true });
+  assert.equal(readNxJson(tree)!.plugins, [{ plugin: PLUGIN_NAME, options: { tuneTargetName: 'autotune' } }]);
+  assert.not.ok(tree.exists('.gitignore'));
+});
+
+function config(tree: Tree): { networks: Record<string, Record<string, unknown>>; targets: object } {
+  return parse(tree.read('tensortune.config.yaml', 'utf-8')!) as { networks: Record<string, Record<string, unknown>>; targets: object };
+}
+
+test('model creates the config with a CPU target and budgets, adds the network, scaffolds its folder', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  modelGenerator(tree, { name: 'mnet', model: 'mobilenet', imageSize: 96 });
+  const c = config(tree);
+  assert.equal(c.networks.mnet, { model: 'mobilenet', imageSize: 96 });
+  assert.ok('cpu' in c.targets);
+  assert.ok(tree.exists('models/mnet/README.md'));
+  assert.equal(readNxJson(tree)!.plugins, [PLUGIN_NAME]);
+});
+
+test('model keeps comments of an existing config and copies an ONNX file into the project', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  tree.write('tensortune.config.yaml', '# our nets\ntargets:\n  cpu: { target: llvm }\nnetworks:\n  a: { model: resnet-18 }\n');
+  tree.write('downloads/net.onnx', Buffer.from([8, 7]));
+  modelGenerator(tree, { name: 'b', model: 'downloads/net.onnx', batch: 2 });
+  const text = tree.read('tensortune.config.yaml', 'utf-8')!;
+  assert.match(text, /^# our nets/);
+  assert.equal(config(tree).networks.b, { model: 'models/b/model.onnx', batch: 2 });
+  assert.equal([...tree.read('models/b/model.onnx')!], [8, 7]);
+});
+
+test('model refuses unknown builtins, missing files and duplicates with one message each', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  assert.throws(() => modelGenerator(tree, { name: 'x', model: 'mobilenett' }), /tensortune:model: model: expected a builtin network \(mobilenet, .*\) or an \.onnx file, got "mobilenett"/);
+  assert.throws(() => modelGenerator(tree, { name: 'x', model: 'nope/x.onnx' }), /model: file nope\/x\.onnx not found in the workspace/);
+  modelGenerator(tree, { name: 'x', model: 'vgg-11' });
+  assert.throws(() => modelGenerator(tree, { name: 'x', model: 'vgg-11' }), /tensortune\.config\.yaml: networks\.x exists already/);
+  assert.throws(() => modelGenerator(tree, { name: 'Bad Name', model: 'vgg-11' }), /name: expected lower-case letters/);
+});
+
+test.run();

@@ -1,0 +1,86 @@
+// Config loading and validation: every mistake is one message naming the file, the JSON
+// path and what was expected.
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ConfigError, loadConfig } from './config';
+import { resolveRun } from './resolve';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-config-'));
+
+const GOOD = `
+targets:
+  cpu: { target: llvm -mcpu=native, threads: 2 }
+budgets:
+  tiny: { trialsPerTask: 2 }
+  full: { trialsPerTask: 800, earlyStopping: 100 }
+networks:
+  mobilenet: { model: mobilenet, imageSize: 64 }
+`;
+
+function write(name: string, text: string): string {
+  writeFileSync(path.join(dir, name), text);
+  return name;
+}
+
+function errorOf(name: string, text: string): string {
+  write(name, text);
+  try {
+    loadConfig(name, dir);
+  } catch (e) {
+    assert.instance(e, ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+test('a good YAML config loads; defaults resolve to the first target and budget', () => {
+  const loaded = loadConfig(write('tensortune.config.yaml', GOOD), dir);
+  const run = resolveRun(loaded, dir, 'mobilenet');
+  assert.is(run.targetName, 'cpu');
+  assert.is(run.budgetName, 'tiny');
+  assert.equal(run.spec, { model: 'mobilenet', batch: undefined, layout: undefined, imageSize: 64 });
+  assert.is(run.recordsFile, path.join(dir, '.tensortune', 'records', 'mobilenet.cpu.jsonl'));
+  assert.is(run.modelDir, path.join(dir, 'dist', 'tensortune', 'mobilenet', 'cpu'));
+});
+
+test('JSON and .tensortunerc (YAML without extension) load through cosmiconfig', () => {
+  const json = JSON.stringify({ targets: { cpu: { target: 'llvm' } }, networks: { r: { model: 'resnet-18' } } });
+  assert.is(Object.keys(loadConfig(write('tensortune.config.json', json), dir).config.networks)[0], 'r');
+  assert.is(Object.keys(loadConfig(write('.tensortunerc', 'targets: { cpu: { target: llvm } }\nnetworks: { v: { model: vgg-11 } }\n'), dir).config.networks)[0], 'v');
+});
+
+test('schema errors name the file, the JSON path and the expectation', () => {
+  assert.is(errorOf('a.yaml', GOOD.replace('threads: 2', 'threads: two')), 'a.yaml: targets.cpu.threads: expected an integer, got "two"');
+  assert.is(errorOf('b.yaml', GOOD.replace('trialsPerTask: 2', 'trialsPerTask: 0')), 'b.yaml: budgets.tiny.trialsPerTask: expected a number >= 1, got 0');
+  assert.match(errorOf('c.yaml', GOOD.replace('imageSize: 64', 'imagesize: 64')), /^c\.yaml: networks\.mobilenet\.imagesize: unknown property \(expected one of: model, root, batch/);
+  assert.is(errorOf('d.yaml', 'networks: { m: { model: mobilenet } }\n'), "d.yaml: missing required property 'targets'");
+  assert.is(errorOf('e.yaml', GOOD.replace('model: mobilenet', 'model: mobilenet, layout: nhwc')), 'e.yaml: networks.mobilenet.layout: expected one of "NHWC", "NCHW", got "nhwc"');
+});
+
+test('cross-checks: names, target strings, models', () => {
+  assert.match(errorOf('f.yaml', `${GOOD}defaults: { target: gpu }\n`), /^f\.yaml: defaults\.target: unknown target "gpu" \(expected one of: cpu\)$/);
+  assert.match(errorOf('g.yaml', GOOD.replace('llvm -mcpu=native', 'cuda')), /^g\.yaml: targets\.cpu\.target: unsupported target kind 'cuda'/);
+  assert.match(errorOf('h.yaml', GOOD.replace('model: mobilenet', 'model: mobilenett')), /^h\.yaml: networks\.mobilenet\.model: unknown builtin network "mobilenett" \(expected a path to an \.onnx file or one of: mobilenet, resnet-18/);
+  assert.is(errorOf('i.yaml', GOOD.replace('model: mobilenet, imageSize: 64', 'model: nets/x.onnx')), 'i.yaml: networks.mobilenet.model: model file "nets/x.onnx" not found (relative to i.yaml)');
+  assert.match(errorOf('j.yaml', GOOD.replace('tiny:', 'cpu:')), /^j\.yaml: budgets\.cpu: 'cpu' is also a target name/);
+  assert.match(errorOf('k.yaml', GOOD.replace('threads: 2', 'threads: 2, runner: ssh board')), /^k\.yaml: targets\.cpu\.runner: expected a command template containing \{command\}/);
+});
+
+test('a file that does not parse names the file', () => {
+  assert.match(errorOf('l.yaml', 'targets: [\n'), /^l\.yaml: cannot be parsed: /);
+  assert.is(errorOf('m.yaml', ''), 'm.yaml: the file is empty (expected networks and targets)');
+  assert.throws(() => loadConfig('missing.yaml', dir), /missing\.yaml: file not found/);
+});
+
+test('resolveRun: unknown names are ConfigErrors listing what exists', () => {
+  const loaded = loadConfig(write('tensortune.config.yaml', GOOD), dir);
+  assert.throws(() => resolveRun(loaded, dir, 'resnet'), /no network 'resnet' \(expected one of: mobilenet\)/);
+  assert.throws(() => resolveRun(loaded, dir, 'mobilenet', 'gpu'), /target 'gpu' is not one of this network's targets \(cpu\)/);
+  assert.throws(() => resolveRun(loaded, dir, 'mobilenet', undefined, 'huge'), /no budget 'huge' \(expected one of: tiny, full\)/);
+});
+
+test.run();
