@@ -18,13 +18,19 @@ import type { Step } from '../schedule/steps';
 import { binary, relu } from '../topi/elemwise';
 import { conv2dNCHW, conv2dNHWC, dense, depthwiseConv2dNHWC, pool2d, softmax } from '../topi/nn';
 import { renderKernel } from './c';
+import { blockedShape, packBlocked, unpackBlocked } from './layout';
 import { lower } from './lower';
 import { runKernel } from './run-c';
 
-function check(dag: ComputeDAG, steps: readonly Step[], what: string, vectorLanes = 16): string {
-  const kernel = lower(State.replay(dag, steps), 'kernel');
+function check(dag: ComputeDAG, steps: readonly Step[], what: string, vectorLanes = 16, packable: readonly string[] = []): string {
+  const kernel = lower(State.replay(dag, steps), 'kernel', { packable: new Set(packable) });
   const inputs = dag.inputs.map((t, i) => uniform(t.shape.reduce((a, b) => a * b, 1), 7, i));
-  const got = runKernel(kernel, inputs, undefined, { vectorLanes });
+  // Inputs the kernel reads in a blocked layout get their data packed, as compile does for weights.
+  const fed = inputs.map((x, i) => {
+    const l = kernel.layouts.find((y) => y.input === i);
+    return l ? packBlocked(x, dag.inputs[i].shape, l.axis, l.block) : x;
+  });
+  const got = runKernel(kernel, fed, undefined, { vectorLanes });
   const ref = evaluate(dag, new Map(dag.inputs.map((t, i) => [t, inputs[i]] as const)));
   dag.outputs.forEach((out, o) => {
     const want = ref.get(out.name)!;
@@ -150,6 +156,46 @@ test('a reduction split by a non-divisor with an unrolled inner part; vectorisin
     { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
     { s: 'annotate', stage: 'T_matmul_NT', iter: 'k.1', ann: 'vectorize' },
   ]), /reduce loop/);
+});
+
+test('blocked layouts: pack and unpack are inverse; the shape puts the block innermost', () => {
+  const shape = [3, 2, 8, 6];
+  const x = uniform(3 * 2 * 8 * 6, 1, 0);
+  assert.equal(blockedShape(shape, 3, 3), [2, 3, 2, 8, 3]);
+  const packed = packBlocked(x, shape, 3, 3);
+  assert.is(packed[1], x[1], 'element [0,0,0,1] stays in block 0, lane 1');
+  assert.is(packed[3], x[6], 'element [0,0,1,0] follows lane 2 of [0,0,0,*]');
+  assert.equal(Array.from(unpackBlocked(packed, shape, 3, 3)), Array.from(x));
+});
+
+test('weight layout rewrite: conv and dense weights blocked by the tile width, read contiguously, same results', () => {
+  const dag = conv(9, 8, 64, 3, 1, 1);
+  const code = check(dag, dflt(dag), 'conv, blocked weight', 16, ['p1', 'weight']);
+  assert.match(code, /tt_v16_load\(&weight\[/, 'the blocked weight is read with vector loads');
+  const kernel = lower(State.replay(dag, dflt(dag)), 'k', { packable: new Set(['weight']) });
+  assert.equal(kernel.layouts, [{ input: 1, axis: 3, block: 32 }]);
+  // A tile (16) that is not the whole extent of a dividing axis, on a hand-written schedule.
+  check(dag, [
+    { s: 'compute_inline', stage: 'pad_temp' },
+    { s: 'compute_inline', stage: 'T_add' },
+    { s: 'split', stage: 'T_relu', iter: 'ax3', lengths: [16] },
+    { s: 'reorder', stage: 'T_relu', order: ['ax0', 'ax1', 'ax3.0', 'ax2', 'ax3.1'] },
+    { s: 'annotate', stage: 'T_relu', iter: 'ax3.1', ann: 'vectorize' },
+    { s: 'compute_at', stage: 'conv2d_nhwc', target: 'T_relu', iter: 'ax2' },
+    { s: 'annotate', stage: 'conv2d_nhwc', iter: 'ff', ann: 'vectorize' },
+  ], 'conv, blocked by 16 at a non-innermost attach point', 16, ['weight']);
+  const x = placeholder('x', [2, 40]);
+  const w = placeholder('w', [48, 40]);
+  const dense48 = new ComputeDAG([dense(x, w)]);
+  check(dense48, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'j', lengths: [16] },
+    { s: 'reorder', stage: 'T_matmul_NT', order: ['i', 'j.0', 'k', 'j.1'] },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'j.1', ann: 'vectorize' },
+  ], 'dense, weight blocked on j', 16, ['w']);
+  assert.equal(lower(State.replay(dense48, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'j', lengths: [16] },
+    { s: 'reorder', stage: 'T_matmul_NT', order: ['i', 'j.0', 'k', 'j.1'] },
+  ]), 'k', { packable: new Set(['w']) }).layouts, [{ input: 1, axis: 0, block: 16 }]);
 });
 
 function namesOf(t: Tensor): string { return t.name; }

@@ -12,6 +12,7 @@ import {
 import { numElements, type Tensor } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
 import { ScheduleError, type State, type StageState } from '../schedule/state';
+import { blockedShape, type BlockedLayout } from './layout';
 
 export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll';
 
@@ -30,6 +31,17 @@ export interface Kernel {
   /** Intermediate whole-tensor buffers, allocated once per call. */
   readonly temps: readonly { buf: string; size: number }[];
   readonly body: Stmt[];
+  /** Inputs read through a blocked layout (layout.ts): their data must be packed to match. */
+  readonly layouts: readonly BlockedLayout[];
+}
+
+export interface LowerOptions {
+  /**
+   * DAG inputs (placeholder names) that hold constants (weights): the lowering may choose
+   * a blocked layout for them so that the register tile reads them contiguously.
+   * Default none: every input in its own row-major layout.
+   */
+  packable?: ReadonlySet<string>;
 }
 
 /** Largest buffer a stage computed inside a loop may use (floats): it lives on the stack. */
@@ -124,8 +136,10 @@ export class Lowerer {
   private readonly varExtent = new Map<string, number>();
   private readonly leafExtents = new Map<string, Map<string, number>>();
   private readonly regions = new Map<string, Region>();
+  /** Inputs given a blocked layout, by tensor name. */
+  private readonly blocked = new Map<string, { axis: number; block: number; shape: number[] }>();
 
-  constructor(state: State) {
+  constructor(state: State, private readonly opts: LowerOptions = {}) {
     this.state = state;
   }
 
@@ -143,12 +157,90 @@ export class Lowerer {
       this.leafExtents.set(s.name, this.deriveExtents(s, roots));
       for (const leaf of s.leaves) this.varExtent.set(this.loopVar(s, leaf), this.leafExtents.get(s.name)!.get(leaf)!);
     }
+    this.chooseLayouts();
     const args: KernelArg[] = [...st.dag.inputs, ...st.dag.outputs].map((t) => ({ buf: cName(t.name), tensor: t }));
     const temps = st.stages
       .filter((s) => s.attach.k === 'root' && !s.isOutput)
       .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape) }));
     const body = st.stages.filter((s) => s.attach.k === 'root').flatMap((s) => this.emitStage(s));
-    return { name, args, temps, body };
+    const layouts = st.dag.inputs.flatMap((t, input) => {
+      const b = this.blocked.get(t.name);
+      return b ? [{ input, axis: b.axis, block: b.block }] : [];
+    });
+    return { name, args, temps, body, layouts };
+  }
+
+  /**
+   * Weight layout rewrite (TVM's layout_rewrite, in a blocked form): a packable input read
+   * by exactly one reduction stage, indexed by plain axes of it, is blocked along the
+   * spatial axis its register tile covers: the block is the extent that the stage's loops
+   * below its last reduce loop give that axis (the tile width). Then the tile's reads of
+   * the weight are contiguous and successive reduction steps read consecutive blocks.
+   */
+  private chooseLayouts(): void {
+    const packable = this.opts.packable;
+    if (!packable?.size) return;
+    const readers = new Map<string, { stage: StageState; indices: readonly Expr[] }[]>();
+    for (const s of this.state.stages) {
+      if (s.attach.k === 'inline') continue;
+      walk(this.inlinedBody(s), (x) => {
+        if (x.k === 'load' && packable.has(x.tensor.name)) readers.set(x.tensor.name, [...(readers.get(x.tensor.name) ?? []), { stage: s, indices: x.indices }]);
+      });
+    }
+    for (const t of this.state.dag.inputs) {
+      const reads = readers.get(t.name);
+      if (!reads || reads.length !== 1 || t.shape.length < 2) continue;
+      const { stage: s, indices } = reads[0];
+      if (s.body.k !== 'reduce') continue;
+      const names = indices.map((i) => (i.k === 'var' ? i.name : undefined));
+      if (names.some((n) => n === undefined) || new Set(names).size !== names.length) continue;
+      const lastReduce = s.leaves.reduce((at, l, i) => (s.kinds.get(l) === 'R' ? i : at), -1);
+      if (lastReduce < 0) continue;
+      const ext = this.leafExtents.get(s.name)!;
+      const root = this.rootOfLeaf(s);
+      let best: { axis: number; block: number } | undefined;
+      names.forEach((n, axis) => {
+        if (s.kinds.get(n!) !== 'S') return;
+        const block = s.leaves.slice(lastReduce + 1).filter((l) => root.get(l) === n).reduce((a, l) => a * ext.get(l)!, 1);
+        if (block > 1 && block < t.shape[axis] && t.shape[axis] % block === 0 && (!best || block > best.block)) best = { axis, block };
+      });
+      if (best) this.blocked.set(t.name, { ...best, shape: blockedShape(t.shape, best.axis, best.block) });
+    }
+  }
+
+  /** The root axis each leaf iterator derives from (undefined for fused leaves of several roots). */
+  private rootOfLeaf(s: StageState): Map<string, string | undefined> {
+    const root = new Map<string, string | undefined>([...s.axes, ...s.reduceAxes].map((a) => [a.name, a.name]));
+    for (const r of s.relations) {
+      if (r.k === 'split') r.children.forEach((c) => root.set(c, root.get(r.parent)));
+      else {
+        const roots = new Set(r.parents.map((p) => root.get(p)));
+        root.set(r.child, roots.size === 1 ? [...roots][0] : undefined);
+      }
+    }
+    return root;
+  }
+
+  /** floordiv and floormod of an index by a block: exact when the index is `block*q + r` with r in [0, block). */
+  private divmod(e: Expr, block: number): [Expr, Expr] {
+    const l = linear(e, (x) => x.k === 'bin' && (x.op === '+' || x.op === '-' || x.op === '*'));
+    if (l) {
+      let q: Expr = int(Math.floor(l.c / block));
+      let r: Expr = int(l.c - Math.floor(l.c / block) * block);
+      let lo = l.c - Math.floor(l.c / block) * block, hi = lo;
+      let exact = true;
+      for (const [name, c] of l.terms) {
+        if (c === 0) continue;
+        const atom = l.atoms.get(name)!;
+        if (c % block === 0) { q = add(q, mul(atom, c / block)); continue; }
+        r = add(r, mul(atom, c));
+        const range = interval(atom, (n) => this.varExtent.get(n));
+        if (!range) { exact = false; break; }
+        lo += Math.min(c * range[0], c * range[1]); hi += Math.max(c * range[0], c * range[1]);
+      }
+      if (exact && lo >= 0 && hi < block) return [q, r];
+    }
+    return [floordiv(e, block), floormod(e, block)];
   }
 
   // ------------------------------------------------------------ loops and indices
@@ -297,6 +389,16 @@ export class Lowerer {
   // ------------------------------------------------------------ emission
 
   private bufferOf(t: Tensor): { buf: string; index: (idx: readonly Expr[]) => Expr } {
+    const b = this.blocked.get(t.name);
+    if (b) {
+      return {
+        buf: cName(t.name),
+        index: (idx) => {
+          const [q, r] = this.divmod(idx[b.axis], b.block);
+          return flatten([q, ...idx.filter((_, d) => d !== b.axis), r], b.shape);
+        },
+      };
+    }
     const region = this.regions.get(t.name);
     if (region) return { buf: cName(t.name), index: (idx) => flatten(idx.map((x, d) => simplifyAffine(add(x, mul(region.base[d], -1)))), region.len) };
     return { buf: cName(t.name), index: (idx) => flatten(idx, t.shape) };
@@ -385,6 +487,6 @@ export class Lowerer {
   }
 }
 
-export function lower(state: State, name: string): Kernel {
-  return new Lowerer(state).lower(name);
+export function lower(state: State, name: string, opts: LowerOptions = {}): Kernel {
+  return new Lowerer(state, opts).lower(name);
 }

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { C_PRELUDE, renderKernel } from '../codegen/c';
+import { packBlocked, type BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { describeGroup } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
@@ -65,6 +66,11 @@ export const KERNEL_CFLAGS: readonly string[] = ['-O3', '-std=gnu11', '-fPIC', '
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/** Names of a group's placeholders (p0, p1, ...) that are constants of the graph: weights the lowering may re-lay out. */
+export function constantInputs(graph: Graph, group: FusedGroup): Set<string> {
+  return new Set(group.inputs.flatMap((id, i) => (graph.node(id).op === 'constant' ? [`p${i}`] : [])));
+}
+
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
   const log = opts.log ?? (() => undefined);
   const graph = optimize(opts.graph);
@@ -75,10 +81,12 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   // One kernel per distinct (DAG, schedule); identical layers share it.
   const kernels = new Map<string, KernelInfo & { code: string }>();
   const groupSymbol = new Map<number, string>();
+  const groupLayouts = new Map<number, readonly BlockedLayout[]>();
   for (const group of groups) {
     const tuned = opts.schedules?.get(group.dag.workloadKey);
     const steps = tuned?.steps ?? defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes });
-    const kernel = lower(State.replay(group.dag, steps), 'KERNEL');
+    const kernel = lower(State.replay(group.dag, steps), 'KERNEL', { packable: constantInputs(graph, group) });
+    groupLayouts.set(group.id, kernel.layouts);
     const body = renderKernel(kernel, { vectorLanes: opts.target.vectorLanes });
     const symbol = `tt_k_${sha(body).slice(0, 16)}`;
     groupSymbol.set(group.id, symbol);
@@ -114,19 +122,29 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   await Promise.all(workers);
   log(`kernels: ${todo.length} compiled, ${kernels.size - todo.length} reused from ${objDir}`);
 
-  // Params: every constant a group reads, each at a 64-byte aligned offset.
-  const paramOffset = new Map<number, number>();
+  // Params: every constant a group reads, in the layout its kernel reads (blocked weights
+  // are packed here, once), each at a 64-byte aligned offset. `${group}:${input}` -> offset.
+  const paramOffset = new Map<string, number>();
+  const stored = new Map<string, { offset: number; data: Float32Array }>();
   let paramsSize = 0;
   for (const group of groups) {
-    for (const id of group.inputs) {
+    group.inputs.forEach((id, input) => {
       const n = graph.node(id);
-      if (n.op !== 'constant' || paramOffset.has(id)) continue;
-      paramOffset.set(id, paramsSize);
-      paramsSize += Math.ceil(numElements(n.shape) / 16) * 16;
-    }
+      if (n.op !== 'constant') return;
+      const layout = groupLayouts.get(group.id)!.find((l) => l.input === input);
+      const key = layout ? `${id}/${layout.axis}/${layout.block}` : `${id}`;
+      let entry = stored.get(key);
+      if (!entry) {
+        const data = layout ? packBlocked((n as ConstantNode).data, n.shape, layout.axis, layout.block) : (n as ConstantNode).data;
+        entry = { offset: paramsSize, data };
+        stored.set(key, entry);
+        paramsSize += Math.ceil(numElements(n.shape) / 16) * 16;
+      }
+      paramOffset.set(`${group.id}:${input}`, entry.offset);
+    });
   }
   const params = new Float32Array(paramsSize);
-  for (const [id, off] of paramOffset) params.set((graph.node(id) as ConstantNode).data, off);
+  for (const { offset, data } of stored.values()) params.set(data, offset);
 
   const plan = planMemory(graph, groups);
   const inputs = graph.nodes.filter((n) => n.op === 'input');
@@ -177,7 +195,7 @@ function cString(s: string): string {
 }
 
 function renderEntryPoint(
-  g: Graph, groups: readonly FusedGroup[], symbols: ReadonlyMap<number, string>, paramOffset: ReadonlyMap<number, number>,
+  g: Graph, groups: readonly FusedGroup[], symbols: ReadonlyMap<number, string>, paramOffset: ReadonlyMap<string, number>,
   paramsSize: number, plan: ReturnType<typeof planMemory>, inputIds: readonly number[],
 ): string {
   const out: string[] = [
@@ -236,18 +254,18 @@ function renderEntryPoint(
     'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
     '  if (!tt_params) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }',
   );
-  const pointer = (id: number): string => {
+  const pointer = (id: number, param?: number): string => {
     const outIdx = g.outputs.indexOf(id);
     if (outIdx >= 0) return `outputs[${outIdx}]`;
     const inIdx = inputIds.indexOf(id);
     if (inIdx >= 0) return `(float*)inputs[${inIdx}]`;
-    if (paramOffset.has(id)) return `(float*)(tt_params + ${paramOffset.get(id)})`;
+    if (param !== undefined) return `(float*)(tt_params + ${param})`;
     const off = plan.offsets.get(id);
     if (off === undefined) throw new Error(`memory plan has no buffer for node ${id}`);
     return `tt_arena + ${off}`;
   };
   groups.forEach((group, i) => {
-    const args = [...group.inputs, group.output].map(pointer).join(', ');
+    const args = [...group.inputs.map((id, input) => pointer(id, paramOffset.get(`${group.id}:${input}`))), pointer(group.output)].join(', ');
     out.push(`  if (${symbols.get(group.id)}(${args}) != 0) { snprintf(tt_error, sizeof tt_error, "kernel %d failed", ${i}); return 2; }`);
   });
   out.push('  return 0;', '}');

@@ -22,6 +22,9 @@ export interface Task {
   shapes: number[][];
   /** Ids of the fused groups (of `partition(optimize(graph, opts))`) that are this task. */
   groups: number[];
+  /** Placeholders of the DAG (p0, p1, ...) that hold constants (weights) in every group of the task:
+   *  the lowering may re-lay them out (codegen/layout.ts), as compile will. */
+  constInputs?: string[];
 }
 
 /** A short name per node: the main compute's tag for convs (conv2d_nhwc, depthwise_conv2d_nhwc, ...), else the op. */
@@ -46,14 +49,17 @@ export function tasksOfGroups(graph: Graph, groups: readonly FusedGroup[]): Task
   for (const group of groups) {
     if (!group.hasReduction) continue;
     const key = group.dag.workloadKey;
+    const constants = group.inputs.flatMap((id, i) => (graph.node(id).op === 'constant' ? [`p${i}`] : []));
     const task = byKey.get(key);
     if (task) {
       task.weight += 1;
       task.groups.push(group.id);
+      task.constInputs = (task.constInputs ?? []).filter((p) => constants.includes(p));
       continue;
     }
     byKey.set(key, {
       key, dag: group.dag, weight: 1, flops: group.dag.flops, desc: describeGroup(graph, group), shapes: group.dag.shapes, groups: [group.id],
+      constInputs: constants,
     });
   }
   return [...byKey.values()];

@@ -13,6 +13,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { C_PRELUDE, renderKernel } from '../codegen/c';
+import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { KERNEL_CFLAGS } from '../compile/model';
 import type { ComputeDAG } from '../ir/dag';
@@ -29,7 +30,7 @@ export const CANDIDATE_SYMBOL = 'tt_candidate';
 const MESSAGE_LINES = 12;
 
 export type BuiltCandidate =
-  | { steps: Step[]; lib: string; symbol: string; build_ms: number }
+  | { steps: Step[]; lib: string; symbol: string; build_ms: number; layouts?: readonly BlockedLayout[] }
   | { steps: Step[]; error: 'invalid_schedule' | 'compile_error'; message: string; build_ms: number };
 
 export interface BuilderOptions {
@@ -41,19 +42,28 @@ export interface BuilderOptions {
   timeoutMs?: number;
 }
 
-export type RenderResult = { ok: true; code: string } | { ok: false; message: string };
+export type RenderResult = { ok: true; code: string; layouts: readonly BlockedLayout[] } | { ok: false; message: string };
 
-/** The C translation unit of one candidate, or why its steps do not make a kernel. */
-export function renderCandidate(dag: ComputeDAG, steps: unknown, target: Pick<Target, 'vectorLanes'>): RenderResult {
+/**
+ * The C translation unit of one candidate, or why its steps do not make a kernel.
+ * `packable`: the DAG's constant inputs, which the kernel may read in a blocked layout
+ * (as the compiled model will); the layouts chosen come back with the code.
+ */
+export function renderCandidate(
+  dag: ComputeDAG, steps: unknown, target: Pick<Target, 'vectorLanes'>, packable: ReadonlySet<string> = new Set(),
+): RenderResult {
   const check = checkSteps(steps);
   if (!check.ok) return { ok: false, message: check.message };
   let body: string;
+  let layouts: readonly BlockedLayout[];
   try {
-    body = renderKernel(lower(State.replay(dag, check.steps), 'tt_candidate_kernel'), { vectorLanes: target.vectorLanes });
+    const kernel = lower(State.replay(dag, check.steps), 'tt_candidate_kernel', { packable });
+    layouts = kernel.layouts;
+    body = renderKernel(kernel, { vectorLanes: target.vectorLanes });
   } catch (e) {
     return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
   }
-  return { ok: true, code: wrapKernel(body, dag.inputs.length + dag.outputs.length) };
+  return { ok: true, code: wrapKernel(body, dag.inputs.length + dag.outputs.length), layouts };
 }
 
 /** A rendered kernel `int32_t tt_candidate_kernel(float*, ...)` as a tt_kernel_fn library. */
@@ -82,12 +92,13 @@ export class Builder {
   }
 
   /** Renders and compiles each candidate; results in the order of `candidates`. */
-  build(dag: ComputeDAG, candidates: readonly Step[][]): Promise<BuiltCandidate[]> {
+  build(dag: ComputeDAG, candidates: readonly Step[][], packable: ReadonlySet<string> = new Set()): Promise<BuiltCandidate[]> {
     return this.pool(candidates, async (steps) => {
       const started = performance.now();
-      const rendered = renderCandidate(dag, steps, this.target);
+      const rendered = renderCandidate(dag, steps, this.target, packable);
       if (!rendered.ok) return { steps, error: 'invalid_schedule', message: rendered.message, build_ms: performance.now() - started };
-      return this.compileNow(steps, rendered.code, started);
+      const built = await this.compileNow(steps, rendered.code, started);
+      return 'lib' in built ? { ...built, layouts: rendered.layouts } : built;
     });
   }
 

@@ -11,6 +11,7 @@
 // A bad candidate never throws: it is an outcome with its class and the first lines of
 // what went wrong. Only a broken setup (no C compiler) throws.
 
+import type { BlockedLayout } from '../codegen/layout';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -48,7 +49,7 @@ export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
 }
 
 /** The task fields the measurer needs. */
-export type MeasuredTask = Pick<Task, 'dag'>;
+export type MeasuredTask = Pick<Task, 'dag' | 'constInputs'>;
 
 export class LocalMeasurer implements Measurer {
   readonly options: Readonly<MeasureOptions>;
@@ -78,7 +79,7 @@ export class LocalMeasurer implements Measurer {
   }
 
   async measure(task: MeasuredTask, candidates: readonly Step[][]): Promise<MeasureOutcome[]> {
-    return this.run(task, await this.builder.build(task.dag, candidates));
+    return this.run(task, await this.builder.build(task.dag, candidates, new Set(task.constInputs ?? [])));
   }
 
   /** Compiles hand-written translation units (exporting CANDIDATE_SYMBOL) and measures them like candidates. */
@@ -107,11 +108,11 @@ export class LocalMeasurer implements Measurer {
     if (this.ownsWorkDir) await fs.rm(this.workDir, { recursive: true, force: true });
   }
 
-  private reference(task: MeasuredTask): Reference {
-    const key = task.dag.workloadKey;
+  private reference(task: MeasuredTask, layouts: readonly BlockedLayout[] = []): Reference {
+    const key = `${task.dag.workloadKey} ${JSON.stringify(layouts)}`;
     let ref = this.references.get(key);
     if (!ref) {
-      ref = computeReference(task.dag, this.seed);
+      ref = computeReference(task.dag, this.seed, layouts);
       this.references.set(key, ref);
     }
     return ref;
@@ -138,7 +139,7 @@ export class LocalMeasurer implements Measurer {
         return { costs_ms: [], error: 'runtime_error', message: (e as Error).message };
       }
       if ('error' in result) return { costs_ms: [], error: result.error, message: result.message };
-      const ref = this.reference(task);
+      const ref = this.reference(task, b.layouts);
       for (let i = 0; i < outFiles.length; i++) {
         const got = await readFloat32File(outFiles[i]);
         const cmp = compareOutput(got, ref.outputs[i], this.tolerance);

@@ -14,6 +14,7 @@
 // is NaN there too.
 
 import type { ComputeDAG } from '../ir/dag';
+import { unpackBlocked, type BlockedLayout } from '../codegen/layout';
 import { evaluate } from '../ir/evaluate';
 import { numElements, type Tensor } from '../ir/tensor';
 import { uniform } from '../runtime/random';
@@ -32,9 +33,17 @@ export interface Reference {
   outputs: Float32Array[];
 }
 
-/** The inputs the worker generates for `dag` under `seed`, and the outputs they must give. */
-export function computeReference(dag: ComputeDAG, seed: number): Reference {
-  const inputs = dag.inputs.map((t, i) => uniform(numElements(t.shape), seed, i));
+/**
+ * The outputs the inputs the worker generates for `dag` under `seed` must give. An input
+ * the kernel reads in a blocked layout (`layouts`) holds the same random buffer, which
+ * then means the row-major tensor it unpacks to.
+ */
+export function computeReference(dag: ComputeDAG, seed: number, layouts: readonly BlockedLayout[] = []): Reference {
+  const inputs = dag.inputs.map((t, i) => {
+    const data = uniform(numElements(t.shape), seed, i);
+    const l = layouts.find((x) => x.input === i);
+    return l ? unpackBlocked(data, t.shape, l.axis, l.block) : data;
+  });
   const result = evaluate(dag, new Map<Tensor, Float32Array>(dag.inputs.map((t, i) => [t, inputs[i]])));
   const outputs = dag.outputs.map((t) => result.get(t.name)!);
   return { seed, outputs };
