@@ -10,8 +10,9 @@ import { compileCommand } from './cli/compile';
 import { benchmarkCommand } from './cli/benchmark';
 import { distillCommand } from './cli/distill';
 import { exportCommand } from './cli/export';
+import { fingerprintCommand } from './cli/fingerprint';
 
-const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand, fingerprintCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
