@@ -33,7 +33,9 @@ export async function fingerprintReport(targets: readonly string[]): Promise<Fin
   const parsed = targets.map((t, i) => parseTarget(t, `target ${i + 1}`));
   let compiler = 'none';
   try {
-    compiler = (await findCompiler()).identity.split('\n').filter((l) => l.trim()).join(' | ');
+    // `--version`'s first line and `-dumpmachine` (the last line); not the licence text.
+    const lines = (await findCompiler()).identity.split('\n').map((l) => l.trim()).filter(Boolean);
+    compiler = [...new Set([lines[0], lines[lines.length - 1]])].join(' | ');
   } catch (e) {
     if (!(e instanceof UserError)) throw e;
   }
