@@ -8,7 +8,7 @@
 // failure (or a compiler that runs past its time limit) is `compile_error` with the first
 // lines of its message. Identical sources share one library (named by their hash).
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -125,8 +125,10 @@ export class Builder {
     const lib = path.join(this.opts.workDir, `${hash}.so`);
     const done = (): BuiltCandidate => ({ steps, lib, symbol: CANDIDATE_SYMBOL, build_ms: performance.now() - started });
     if (existsSync(lib)) return done();
-    const src = path.join(this.opts.workDir, `${hash}.c`);
-    const tmp = `${lib}.tmp-${process.pid}`;
+    // Unique per call: two candidates of one batch can render the same source and compile at once.
+    const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
+    const src = path.join(this.opts.workDir, `${hash}-${unique}.c`);
+    const tmp = `${lib}.tmp-${unique}`;
     await fs.writeFile(src, code);
     const { execa } = await loadExeca();
     const timeoutMs = this.opts.timeoutMs ?? 60_000;
