@@ -40,7 +40,7 @@ test('tasks mobilenet: text as the seed prints it, then the totals', async () =>
 });
 
 const ERRORS: [string[], RegExp][] = [
-  [['tasks', 'mobilenet2'], /^tensortune tasks: unknown network 'mobilenet2' \(expected one of: mobilenet, resnet-18, .*\)\n$/],
+  [['tasks', 'mobilenet2'], /^tensortune tasks: unknown network 'mobilenet2' \(expected a model.onnx file or one of: mobilenet, resnet-18, .*\)\n$/],
   [['tasks', 'mobilenet', '--layout', 'NCWH'], /^tensortune tasks: bad --layout 'NCWH' \(expected one of: NHWC, NCHW\)\n$/],
   [['tasks', 'mobilenet', '--batch', '0'], /^tensortune tasks: bad --batch '0' \(expected a positive integer\)\n$/],
   [['tasks', 'mobilenet', '--batch', '2.5'], /^tensortune tasks: bad --batch '2.5' \(expected a positive integer\)\n$/],
@@ -64,7 +64,7 @@ test('bad input: one line naming what was expected, exit code 2, no stack trace'
 test('help', async () => {
   const [r, top, bare] = await Promise.all([cli('tasks', '--help'), cli('--help'), cli()]);
   assert.is(r.code, 0);
-  assert.match(r.out, /^Usage: tensortune tasks <network>/);
+  assert.match(r.out, /^Usage: tensortune tasks <network\|model\.onnx>/);
   assert.is(top.code, 0);
   assert.match(top.out, /tasks +list the tuning tasks/);
   assert.is(bare.code, 2);
