@@ -4,7 +4,10 @@
 // the native runner on a raw input file, and compared with ONNX Runtime on the same input:
 // |ours - ort| <= 1e-4 + 1e-4 * |ort| on every logit, and the same top-1 class. Images are
 // 64x64 (instead of 224) to keep compile and run time small; the kernels are the same
-// kinds. Skipped, with a message, when onnxruntime-node cannot be loaded.
+// kinds. The same holds for tuned schedules: each network is tuned with a tiny budget
+// (random policy: per task the default schedule plus one random candidate, so some
+// tasks end up with a non-default kernel), compiled with its records and compared again.
+// Skipped, with a message, when onnxruntime-node cannot be loaded.
 
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +15,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileNetwork } from '../compile/network';
+import { tuneNetwork } from '../search/tune';
 import { getNetwork } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
@@ -38,8 +42,11 @@ test('outputError and top1', () => {
   assert.equal(top1(Float32Array.from([0, 3, 1, 5, 4, 2]), 3), [1, 0]);
 });
 
-for (const name of ['mobilenet', 'resnet-18']) {
-  test(`${name} (ONNX, random BN statistics, ${IMAGE}x${IMAGE}): compiled logits agree with ONNX Runtime`, async () => {
+const kernelHashes = async (out: string): Promise<Set<string>> =>
+  new Set((JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8')) as { kernels: { objectHash: string }[] }).kernels.map((k) => k.objectHash));
+
+for (const [name, schedules] of [['mobilenet', 'default'], ['resnet-18', 'default'], ['mobilenet', 'tuned'], ['resnet-18', 'tuned']] as const) {
+  test(`${name} (ONNX, random BN statistics, ${IMAGE}x${IMAGE}, ${schedules} schedules): compiled logits agree with ONNX Runtime`, async () => {
     if (!ort.module) {
       console.log(`  (skipped: ${ort.error})`);
       return;
@@ -47,8 +54,18 @@ for (const name of ['mobilenet', 'resnet-18']) {
     const net = getNetwork(name, { layout: 'NCHW', imageSize: IMAGE, randomStats: true, seed: 7 });
     const onnx = path.join(dir, `${name}.onnx`);
     writeOnnxFile(onnx, withoutSoftmax(net.graph));
-    const out = path.join(dir, name);
-    await compileNetwork({ model: onnx, target: 'llvm', outDir: out });
+    const out = path.join(dir, schedules === 'default' ? name : `${name}-tuned`);
+    if (schedules === 'default') {
+      await compileNetwork({ model: onnx, target: 'llvm', outDir: out });
+    } else {
+      const records = path.join(dir, `${name}.jsonl`);
+      await tuneNetwork({ model: { model: onnx }, target: 'llvm', records, trialsPerTask: 2, batchSize: 2, policy: 'random', seed: 3 });
+      const compiled = await compileNetwork({ model: onnx, target: 'llvm', outDir: out, records: [records] });
+      assert.ok(compiled.kernels.every((k) => k.schedule === 'tuned' || !k.desc.includes('conv')), 'every conv kernel comes from a record');
+      const defaults = await kernelHashes(path.join(dir, name));
+      const fresh = [...(await kernelHashes(out))].filter((h) => !defaults.has(h));
+      assert.ok(fresh.length > 0, 'some tuned kernels differ from the default ones');
+    }
     const manifest = JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8'));
     assert.is(manifest.name, onnx, 'the manifest records the ONNX file');
     assert.equal(manifest.inputs[0].shape, [1, 3, IMAGE, IMAGE], 'the compiled model keeps the NCHW input');
