@@ -90,8 +90,11 @@ export function findCompiler(cc: string = process.env.CC?.trim() || 'cc'): Promi
 async function probeCompiler(cc: string): Promise<Compiler> {
   const { execa } = await loadExeca();
   const [command, ...args] = cc.split(/\s+/);
-  const noCompiler = (why: string): UserError =>
-    new UserError(`no C compiler: set $CC or install gcc (tried '${cc}': ${why})`);
+  // A target's cross compiler (`<triple>-gcc`) gets its own advice: $CC does not apply to it.
+  const cross = /^([a-z0-9_]+(-[a-z0-9_]+)+)-gcc$/.exec(cc);
+  const noCompiler = (why: string): UserError => new UserError(cross
+    ? `no cross compiler for -mtriple=${cross[1]}: install ${cc} (Debian: apt-get install gcc-${cross[1]}) (tried '${cc}': ${why})`
+    : `no C compiler: set $CC or install gcc (tried '${cc}': ${why})`);
   if (!command) throw noCompiler('empty');
   const version = await execa(command, [...args, '--version'], { reject: false });
   if (version.failed) {
