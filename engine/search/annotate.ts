@@ -35,8 +35,9 @@ export interface Genome {
 }
 
 export interface ParamSource {
-  /** Factors (outermost first) of `extent` in `parts` pieces, innermost at most `maxInner`. */
-  tile(key: string, extent: number, parts: number, maxInner: number): readonly number[];
+  /** Factors (outermost first) of `extent` in `parts` pieces, innermost at most `maxInner`;
+   *  `vector`: the innermost factor becomes a vectorised loop. */
+  tile(key: string, extent: number, parts: number, maxInner: number, vector?: boolean): readonly number[];
   /** An index in [0, n). */
   choice(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number;
 }
@@ -48,11 +49,25 @@ export interface Built {
   readonly specs: ReadonlyMap<string, ParamSpec>;
 }
 
-/** Samples every value uniformly (tile sizes uniformly over the factorisations, as TVM). */
+/** Share of vectorised tiles drawn among the factorisations whose innermost factor fills whole vectors. */
+const WHOLE_VECTOR_BIAS = 0.8;
+
+/**
+ * Samples every value uniformly (tile sizes uniformly over the factorisations, as TVM),
+ * except that a tile whose innermost loop is vectorised is drawn, most of the time, among
+ * the factorisations whose innermost factor is a multiple of the target's vector width:
+ * the C renderer emits whole vectors only, and a remainder runs as scalar code, so those
+ * candidates are rarely worth a measurement. (TVM leaves this to LLVM's vectoriser.)
+ */
 export class RandomSource implements ParamSource {
-  constructor(private readonly rng: Rng) {}
-  tile(_key: string, extent: number, parts: number, maxInner: number): readonly number[] {
-    return this.rng.pick(factorizations(extent, parts, maxInner));
+  constructor(private readonly rng: Rng, private readonly vectorLanes = 0) {}
+  tile(_key: string, extent: number, parts: number, maxInner: number, vector = false): readonly number[] {
+    const all = factorizations(extent, parts, maxInner);
+    if (vector && this.vectorLanes > 1) {
+      const whole = all.filter((f) => f[f.length - 1] % this.vectorLanes === 0);
+      if (whole.length > 0 && this.rng.float() < WHOLE_VECTOR_BIAS) return this.rng.pick(whole);
+    }
+    return this.rng.pick(all);
   }
   choice(_key: string, _kind: ParamKind, n: number): number {
     return this.rng.int(n);
@@ -62,10 +77,10 @@ export class RandomSource implements ParamSource {
 /** Takes values from a genome where they fit the requested domain, else from `fallback`. */
 export class GenomeSource implements ParamSource {
   constructor(private readonly values: ReadonlyMap<string, ParamValue>, private readonly fallback: ParamSource) {}
-  tile(key: string, extent: number, parts: number, maxInner: number): readonly number[] {
+  tile(key: string, extent: number, parts: number, maxInner: number, vector = false): readonly number[] {
     const v = this.values.get(key);
     if (Array.isArray(v) && v.length === parts && product(v) === extent && v[parts - 1] <= maxInner) return v;
-    return this.fallback.tile(key, extent, parts, maxInner);
+    return this.fallback.tile(key, extent, parts, maxInner, vector);
   }
   choice(key: string, kind: ParamKind, n: number): number {
     const v = this.values.get(key);
@@ -121,8 +136,8 @@ class Builder {
     this.steps.push(st);
   }
 
-  private tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR): readonly number[] {
-    const v = this.src.tile(key, extent, parts, maxInner);
+  private tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR, vector = false): readonly number[] {
+    const v = this.src.tile(key, extent, parts, maxInner, vector);
     this.values.set(key, v);
     this.specs.set(key, { kind: 'tile', extent, parts, maxInner });
     return v;
@@ -172,7 +187,7 @@ class Builder {
     }
     const ts = this.state.stage(t);
     const sp = ts.axes, rd = ts.reduceAxes;
-    const fs = sp.map((a) => this.tileOf(`${x}/S/${a.name}`, a.extent, 4));
+    const fs = sp.map((a, i) => this.tileOf(`${x}/S/${a.name}`, a.extent, 4, MAX_INNERMOST_FACTOR, i === sp.length - 1));
     const gs = rd.map((r) => this.tileOf(`${x}/R/${r.name}`, r.extent, 2));
     const lvl = (names: readonly string[], k: number): string[] => names.map((n) => `${n}.${k}`);
     const sn = sp.map((a) => a.name), rn = rd.map((r) => r.name);
@@ -291,7 +306,7 @@ class Builder {
       if (!hasReduce && s.leaves[s.leaves.length - 1] === last.name) this.vectorize(x, last.name, 2);
       return;
     }
-    const [, inner] = this.tileOf(`${x}/vec`, last.extent, 2);
+    const [, inner] = this.tileOf(`${x}/vec`, last.extent, 2, MAX_INNERMOST_FACTOR, true);
     const outerSpatial = sp.slice(0, -1).map((a) => a.name);
     let lastOuter = last.name, lastInner: string | undefined;
     if (inner > 1 && inner < last.extent) {

@@ -23,16 +23,18 @@ export class SearchSpace {
   /** Canonical strings of everything measured or already proposed. */
   private readonly seen = new Set<string>();
   private readonly lowerable = new Map<string, boolean>();
+  private readonly vectorLanes: number;
 
   constructor(ctx: PolicyContext, opts: SpaceOptions = {}) {
     this.dag = ctx.task.dag;
+    this.vectorLanes = ctx.target.vectorLanes;
     this.sketches = generateSketches(this.dag, { numCores: opts.numCores ?? availableParallelism() });
     for (const m of ctx.measured) this.seen.add(stepsKey(m.steps));
   }
 
   /** A random annotation of a random sketch; null when the sampled values are invalid. */
   sample(rng: Rng): Built | null {
-    return this.tryBuild(() => buildState(this.dag, this.sketches, rng.int(this.sketches.length), new RandomSource(rng)));
+    return this.tryBuild(() => buildState(this.dag, this.sketches, rng.int(this.sketches.length), new RandomSource(rng, this.vectorLanes)));
   }
 
   tryBuild(f: () => Built): Built | null {
