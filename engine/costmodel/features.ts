@@ -10,7 +10,8 @@
 // of the dividend divided by the divisor, resp. the dividend's), which is what a
 // feature needs, not an exact answer.
 
-import { dtypeOf, type Expr } from '../ir/expr';
+import { children, dtypeOf, walk, type Expr } from '../ir/expr';
+import { printExpr } from '../ir/printer';
 import { numElements } from '../ir/tensor';
 import { lower, type Kernel, type LoopKind, type Stmt } from '../codegen/lower';
 import type { State } from '../schedule/state';
@@ -243,7 +244,7 @@ export function kernelFeatures(kernel: Kernel, opts: FeatureOptions = {}): Float
     if (s.k === 'store') {
       m.set(s.buf, 1);
       const seen = new Set<string>([s.buf]);
-      walkLoads(s.value, (buf) => { if (!seen.has(buf)) { seen.add(buf); m.set(buf, 1); } });
+      walk(s.value, (x) => { if (x.k === 'load' && !seen.has(x.tensor.name)) { seen.add(x.tensor.name); m.set(x.tensor.name, 1); } });
       return m;
     }
     if (s.k === 'for' || s.k === 'if') {
@@ -296,18 +297,6 @@ export function kernelFeatures(kernel: Kernel, opts: FeatureOptions = {}): Float
   });
 }
 
-function walkLoads(e: Expr, f: (buf: string) => void): void {
-  if (e.k === 'load') f(e.tensor.name);
-  switch (e.k) {
-    case 'bin': walkLoads(e.a, f); walkLoads(e.b, f); return;
-    case 'select': case 'if': walkLoads(e.cond, f); walkLoads(e.t, f); walkLoads(e.f, f); return;
-    case 'cast': case 'not': walkLoads(e.a, f); return;
-    case 'call': e.args.forEach((a) => walkLoads(a, f)); return;
-    case 'load': e.indices.forEach((a) => walkLoads(a, f)); return;
-    default:
-  }
-}
-
 function storeRow(
   s: Stmt & { k: 'store' },
   loops: readonly Loop[],
@@ -340,7 +329,7 @@ function storeRow(
   const accesses = new Map<string, Access>();
   const touch = (buf: string, index: Expr, read: boolean, write: boolean): void => {
     const a = accesses.get(buf);
-    const key = exprKey(index);
+    const key = printExpr(index);
     if (!a) { accesses.set(buf, { buf, forms: [affineForm(index)], keys: [key], read, write }); return; }
     if (!a.keys.includes(key)) { a.keys.push(key); a.forms.push(affineForm(index)); }
     a.read ||= read; a.write ||= write;
@@ -348,7 +337,7 @@ function storeRow(
   touch(s.buf, s.index, false, true);
   const collectLoads = (e: Expr): void => {
     if (e.k === 'load') touch(e.tensor.name, e.indices[0], true, false);
-    forChildren(e, collectLoads);
+    else children(e).forEach(collectLoads);
   };
   collectLoads(s.value);
   const buffers = [...accesses.values()].map((a) => describeBuffer(a, loops, sizes.get(a.buf) ?? Infinity, serialTouches));
@@ -401,32 +390,6 @@ function storeRow(
   row[o++] = accesses.get(s.buf)!.read ? 1 : 0;
   row[o++] = 1; // num_stores, filled in by the caller
   return row;
-}
-
-function forChildren(e: Expr, f: (e: Expr) => void): void {
-  switch (e.k) {
-    case 'bin': f(e.a); f(e.b); return;
-    case 'select': case 'if': f(e.cond); f(e.t); f(e.f); return;
-    case 'cast': case 'not': f(e.a); return;
-    case 'call': e.args.forEach(f); return;
-    case 'reduce': f(e.source); return;
-    default:
-  }
-}
-
-/** A structural key of an index expression (loads by buffer name). */
-function exprKey(e: Expr): string {
-  switch (e.k) {
-    case 'const': return String(e.value);
-    case 'var': return e.name;
-    case 'bin': return `(${exprKey(e.a)}${e.op}${exprKey(e.b)})`;
-    case 'not': return `!${exprKey(e.a)}`;
-    case 'cast': return `${e.dtype}(${exprKey(e.a)})`;
-    case 'select': case 'if': return `(${exprKey(e.cond)}?${exprKey(e.t)}:${exprKey(e.f)})`;
-    case 'call': return `${e.fn}(${e.args.map(exprKey).join(',')})`;
-    case 'load': return `${e.tensor.name}[${e.indices.map(exprKey).join(',')}]`;
-    case 'reduce': return `reduce(${exprKey(e.source)})`;
-  }
 }
 
 /** Features of a scheduled state: lowered, then one row per stored buffer. Throws ScheduleError for an invalid state. */

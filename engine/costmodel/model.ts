@@ -13,6 +13,7 @@
 //    warm-up behaviour: its first round of every task is random sampling).
 
 import type { Task } from '../graph/extract';
+import { meanCost } from '../records/best';
 import type { TuningRecord } from '../records/record';
 import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -165,7 +166,7 @@ export class LearnedCostModel implements CostModel {
     let otherTasks = 0, invalid = 0;
     for (const r of records) {
       if (!byKey.has(r.key)) { otherTasks++; continue; }
-      const cost = r.error === null && r.costs_ms.length > 0 ? r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length : null;
+      const cost = r.error === null && r.costs_ms.length > 0 ? meanCost(r) : null;
       let list = grouped.get(r.key);
       if (!list) grouped.set(r.key, (list = []));
       list.push({ steps: r.steps, cost_ms: cost });

@@ -17,6 +17,7 @@
 //   same budget measures nothing new).
 
 import type { Task } from '../graph/extract';
+import { rng } from '../costmodel/gbdt';
 import type { CostModel, MeasuredState, MeasureOutcome, Measurer, SearchPolicy } from './types';
 
 /** TVM's TaskScheduler defaults (python/tvm/auto_scheduler/task_scheduler.py). */
@@ -147,18 +148,6 @@ export function perRoundTrials(opts: Pick<SchedulerOptions, 'batchSize' | 'trial
   if (opts.trials !== undefined && tasks > 0) n = Math.min(n, Math.floor(opts.trials / tasks));
   if (opts.trialsPerTask !== undefined) n = Math.min(n, opts.trialsPerTask);
   return Math.max(1, n);
-}
-
-/** mulberry32: a small seeded generator for tie-breaking. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export class TaskScheduler {
@@ -305,12 +294,10 @@ export class TaskScheduler {
     policy.notify(measured);
 
     let errors = 0;
-    let valid = false;
     for (const m of measured) {
       s.trials += 1;
       s.runTrials += 1;
       if (m.cost_ms === null) { errors += 1; continue; }
-      valid = true;
       if (s.best === null || m.cost_ms < s.best) {
         s.best = m.cost_ms;
         s.improvedAt = s.trials;
@@ -318,7 +305,7 @@ export class TaskScheduler {
     }
     s.rounds += 1;
     s.history.push(s.best);
-    if (s.best === null && !valid) s.noValidRounds += 1;
+    if (s.best === null) s.noValidRounds += 1;
     this.adjustGroup(i);
     s.stop = this.checkStop(s);
     if (!s.stop && s.best === null && s.noValidRounds >= NO_VALID_ROUNDS) {

@@ -18,6 +18,7 @@ import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
+import { stepsKey } from './annotate';
 import { createPolicy } from './policy';
 import { formatEstimate, formatTaskTable } from './progress';
 import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
@@ -57,8 +58,7 @@ function createParts(
   };
 }
 
-/** The steps' identity for "was this measured already" (key order as written). */
-const sameSteps = (a: readonly Step[], b: readonly Step[]): boolean => JSON.stringify(a) === JSON.stringify(b);
+const sameSteps = (a: readonly Step[], b: readonly Step[]): boolean => stepsKey(a) === stepsKey(b);
 
 /**
  * The task's default schedule (what compile uses without records) goes first into the
