@@ -1,12 +1,12 @@
 // `tensortune benchmark DIR`: time a compiled model with the native runner and print the
 // seeds' execution time summary (mean / median / max / min / std in ms).
 
-import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
+import { readManifest } from '../compile/manifest';
 import { runBench } from '../native/bench';
-import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { nonNegativeInt, oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-repeat-ms MS] [--threads N] [--seed S]
                             [--input NAME=FILE ...] [--save-outputs DIR] [--json]
@@ -26,12 +26,6 @@ DIR was compiled from (the manifest's name), else, for a builtin network, an exp
 it with the weights 'compile' gives it. --threads defaults to 1 here; --rounds to 5,
 --repeat to 3 measurements per engine and round.
 `;
-
-function nonNegativeInt(flag: string, value: string | undefined, dflt: number): number {
-  if (value === undefined) return dflt;
-  if (!/^\d+$/.test(value)) throw new UserError(`bad ${flag} '${value}' (expected a non-negative integer)`);
-  return Number(value);
-}
 
 export const benchmarkCommand: Command = {
   name: 'benchmark',
@@ -62,17 +56,7 @@ export const benchmarkCommand: Command = {
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
     const dir = path.resolve(positionals[0]);
-    const manifestFile = path.join(dir, 'manifest.json');
-    if (!existsSync(manifestFile)) throw new UserError(`${manifestFile}: not found (expected the output directory of 'tensortune compile')`);
-    let manifest: { library?: unknown; params?: unknown };
-    try {
-      manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
-    } catch (e) {
-      throw new UserError(`${manifestFile}: not valid JSON (${(e as Error).message})`);
-    }
-    if (typeof manifest.library !== 'string' || typeof manifest.params !== 'string' || /[/\\]/.test(manifest.library + manifest.params)) {
-      throw new UserError(`${manifestFile}: fields 'library' and 'params' must name files in ${dir}`);
-    }
+    const manifest = readManifest(dir);
     const inputs: Record<string, string> = {};
     for (const spec of values.input ?? []) {
       const m = /^([^=]+)=(.+)$/.exec(spec);

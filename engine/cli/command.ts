@@ -52,6 +52,15 @@ export function positiveInt(flag: string, value: string | undefined, dflt: numbe
   return Number(value);
 }
 
+/** A non-negative integer flag value. */
+export function nonNegativeInt(flag: string, value: string | undefined, dflt: number): number {
+  if (value === undefined) return dflt;
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new UserError(`bad ${flag} '${value}' (expected a non-negative integer)`);
+  }
+  return Number(value);
+}
+
 /** One of a fixed set of values (case-insensitive), returned as spelled in `allowed`. */
 export function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], dflt: T): T {
   if (value === undefined) return dflt;

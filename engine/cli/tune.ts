@@ -10,7 +10,7 @@ import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { parseTarget } from '../target';
-import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { nonNegativeInt, oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
 
@@ -53,12 +53,6 @@ Model and output:
 Networks: ${NETWORK_NAMES.join(', ')}
 `;
 
-function nonNegativeInt(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UserError(`bad ${flag} '${value}' (expected a non-negative integer)`);
-  return Number(value);
-}
-
 function positiveNumber(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -66,8 +60,11 @@ function positiveNumber(flag: string, value: string | undefined): number | undef
   return n;
 }
 
-const optionalInt = (flag: string, value: string | undefined): number | undefined =>
-  value === undefined ? undefined : positiveInt(flag, value, 0);
+/** A flag parser (positiveInt, nonNegativeInt) giving undefined for an absent flag. */
+const optional = (parse: typeof positiveInt) => (flag: string, value: string | undefined): number | undefined =>
+  value === undefined ? undefined : parse(flag, value, 0);
+const optionalInt = optional(positiveInt);
+const optionalNonNegativeInt = optional(nonNegativeInt);
 
 export const tuneCommand: Command = {
   name: 'tune',
@@ -97,7 +94,7 @@ export const tuneCommand: Command = {
     if (number !== undefined) measure.number = number;
     const repeat = optionalInt('--repeat', values.repeat);
     if (repeat !== undefined) measure.repeat = repeat;
-    const minRepeatMs = nonNegativeInt('--min-repeat-ms', values['min-repeat-ms']);
+    const minRepeatMs = optionalNonNegativeInt('--min-repeat-ms', values['min-repeat-ms']);
     if (minRepeatMs !== undefined) measure.minRepeatMs = minRepeatMs;
     const timeoutS = positiveNumber('--timeout', values.timeout);
     if (timeoutS !== undefined) measure.timeoutMs = Math.round(timeoutS * 1000);
@@ -138,7 +135,7 @@ export const tuneCommand: Command = {
         earlyStopping: optionalInt('--early-stopping', values['early-stopping']),
         batchSize: optionalInt('--batch-size', values['batch-size']),
         policy: oneOf('--policy', values.policy, POLICY_NAMES, 'evolutionary'),
-        seed: nonNegativeInt('--seed', values.seed),
+        seed: optionalNonNegativeInt('--seed', values.seed),
         measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
       });
       reporter.finish(result);

@@ -6,7 +6,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { bestRecords } from './best';
-import { readRecords, withFileLock, type ReadOptions } from './log';
+import { readRecordFiles, readRecords, withFileLock, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
 
 /** The best valid record of each group, in order of each group's first record. */
@@ -22,8 +22,7 @@ export interface DistillResult {
 }
 
 export async function distillFiles(inputs: readonly string[], out: string, opts: ReadOptions = {}): Promise<DistillResult> {
-  const records: TuningRecord[] = [];
-  for (const file of inputs) records.push(...(await readRecords(file, opts)).entries.map((e) => e.record));
+  const records = (await readRecordFiles(inputs, opts)).map((e) => e.record);
   await fs.mkdir(path.dirname(path.resolve(out)), { recursive: true });
   return withFileLock(out, async () => {
     const outputIsInput = inputs.some((f) => path.resolve(f) === path.resolve(out));
