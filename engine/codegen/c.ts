@@ -13,10 +13,10 @@
 // Names reaching the C source are rebuilt from our own identifiers (cName), never pasted
 // from records or config.
 
-import { children, type Expr, type MathFn } from '../ir/expr';
+import { add, children, int, substitute, v, walk, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
-import { affineIn, constValue, foldExpr, substConst } from './fold';
+import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
@@ -404,34 +404,23 @@ class Renderer {
   }
 }
 
-function freeVars(e: Expr, out = new Set<string>()): Set<string> {
-  if (e.k === 'var') out.add(e.name);
-  for (const c of children(e)) freeVars(c, out);
+function freeVars(e: Expr): Set<string> {
+  const out = new Set<string>();
+  walk(e, (x) => { if (x.k === 'var') out.add(x.name); });
   return out;
 }
 
-function usesLane(e: Expr): boolean {
-  switch (e.k) {
-    case 'var': return e.name === LANE;
-    case 'const': return false;
-    case 'bin': return usesLane(e.a) || usesLane(e.b);
-    case 'not': case 'cast': return usesLane(e.a);
-    case 'select': case 'if': return usesLane(e.cond) || usesLane(e.t) || usesLane(e.f);
-    case 'call': return e.args.some(usesLane);
-    case 'load': return e.indices.some(usesLane);
-    case 'reduce': return usesLane(e.source);
-  }
-}
+const usesLane = (e: Expr): boolean => mentions(e, LANE);
 
 /** Replace loop variable `v` by `base + LANE`. */
-function substLane(e: Expr, v: string, base: number): Expr {
-  return substConst(e, new Map(), new Map([[v, { base, lane: LANE }]]));
+function substLane(e: Expr, loopVar: string, base: number): Expr {
+  return substitute(e, new Map([[loopVar, add(int(base), v(LANE))]]));
 }
 
-function storesMoveWith(body: readonly Stmt[], v: string): boolean {
+function storesMoveWith(body: readonly Stmt[], loopVar: string): boolean {
   return body.every((s) => {
-    if (s.k === 'store') return (affineIn(s.index, v) ?? 1) !== 0;
-    if (s.k === 'if' || s.k === 'for') return storesMoveWith(s.body, v);
+    if (s.k === 'store') return (affineIn(s.index, loopVar) ?? 1) !== 0;
+    if (s.k === 'if' || s.k === 'for') return storesMoveWith(s.body, loopVar);
     return true;
   });
 }

@@ -1,33 +1,13 @@
 // Small expression utilities for the renderers: substitute loop variables by constants
-// (explicit unrolling) or by `base + lane` (vectorisation), fold what became constant,
+// (explicit unrolling; the vectoriser substitutes `base + lane` itself), fold what became constant,
 // and read the coefficient of one variable in an affine index.
 
-import type { BinOp, Expr } from '../ir/expr';
+import { children, int, substitute, type BinOp, type Expr } from '../ir/expr';
 
-export interface LaneSubst { base: number; lane: string }
-
-/** Replace variables: by an integer (`consts`) or by `base + lane` (`lanes`). */
-export function substConst(e: Expr, consts: ReadonlyMap<string, number>, lanes?: ReadonlyMap<string, LaneSubst>): Expr {
-  if (consts.size === 0 && !lanes?.size) return e;
-  const go = (x: Expr): Expr => {
-    switch (x.k) {
-      case 'var': {
-        const c = consts.get(x.name);
-        if (c !== undefined) return { k: 'const', value: c, dtype: 'int32' };
-        const l = lanes?.get(x.name);
-        if (l) return { k: 'bin', op: '+', a: { k: 'const', value: l.base, dtype: 'int32' }, b: { k: 'var', name: l.lane }, dtype: 'int32' };
-        return x;
-      }
-      case 'const': return x;
-      case 'bin': { const a = go(x.a), b = go(x.b); return a === x.a && b === x.b ? x : { ...x, a, b }; }
-      case 'not': case 'cast': { const a = go(x.a); return a === x.a ? x : { ...x, a }; }
-      case 'select': case 'if': return { ...x, cond: go(x.cond), t: go(x.t), f: go(x.f) };
-      case 'call': return { ...x, args: x.args.map(go) };
-      case 'load': return { ...x, indices: x.indices.map(go) };
-      case 'reduce': return { ...x, source: go(x.source) };
-    }
-  };
-  return go(e);
+/** Replace variables by integer constants (explicit unrolling). */
+export function substConst(e: Expr, consts: ReadonlyMap<string, number>): Expr {
+  if (consts.size === 0) return e;
+  return substitute(e, new Map([...consts].map(([name, value]) => [name, int(value)])));
 }
 
 /** The value of an integer or boolean constant, else undefined. */
@@ -112,17 +92,9 @@ export function foldExpr(e: Expr): Expr {
   }
 }
 
-function mentions(e: Expr, name: string): boolean {
-  switch (e.k) {
-    case 'var': return e.name === name;
-    case 'const': return false;
-    case 'bin': return mentions(e.a, name) || mentions(e.b, name);
-    case 'not': case 'cast': return mentions(e.a, name);
-    case 'select': case 'if': return mentions(e.cond, name) || mentions(e.t, name) || mentions(e.f, name);
-    case 'call': return e.args.some((a) => mentions(a, name));
-    case 'load': return e.indices.some((a) => mentions(a, name));
-    case 'reduce': return mentions(e.source, name);
-  }
+/** Whether variable `name` occurs in `e`. */
+export function mentions(e: Expr, name: string): boolean {
+  return e.k === 'var' ? e.name === name : children(e).some((c) => mentions(c, name));
 }
 
 /** Coefficient of variable `name` in `e` if `e` is affine in it (0 when absent); undefined otherwise. */

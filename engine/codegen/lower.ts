@@ -138,6 +138,7 @@ export class Lowerer {
   private readonly regions = new Map<string, Region>();
   /** Inputs given a blocked layout, by tensor name. */
   private readonly blocked = new Map<string, { axis: number; block: number; shape: number[] }>();
+  private readonly inlined = new Map<string, Expr>();
 
   constructor(state: State, private readonly opts: LowerOptions = {}) {
     this.state = state;
@@ -307,10 +308,14 @@ export class Lowerer {
     return { roots, guards };
   }
 
-  /** A stage's body with inlined stages substituted, in terms of its own axis names. */
+  /** A stage's body with inlined stages substituted, in terms of its own axis names (the state does not change while lowering: computed once per stage). */
   private inlinedBody(s: StageState): Expr {
-    const body = s.body.k === 'reduce' ? s.body.source : s.body;
-    return this.inlineLoads(body);
+    let body = this.inlined.get(s.name);
+    if (!body) {
+      body = this.inlineLoads(s.body.k === 'reduce' ? s.body.source : s.body);
+      this.inlined.set(s.name, body);
+    }
+    return body;
   }
 
   private inlineLoads(e: Expr): Expr {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { C_PRELUDE, renderKernel } from '../codegen/c';
 import { packBlocked, type BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
-import { describeGroup } from '../graph/extract';
+import { constantPlaceholders, describeGroup } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import type { ConstantNode, Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
@@ -20,7 +20,7 @@ import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
-import type { Manifest } from './manifest';
+import type { Manifest, ManifestKernel } from './manifest';
 import { planMemory } from './memory-plan';
 
 export const MANIFEST_VERSION = 1;
@@ -40,15 +40,8 @@ export interface CompileOptions {
   log?: (line: string) => void;
 }
 
-export interface KernelInfo {
-  symbol: string;
-  groups: number[];
-  key: string;
-  desc: string;
-  schedule: 'default' | 'tuned';
-  source: string;
-  flops: number;
-  objectHash: string;
+/** A kernel as the manifest lists it, plus whether this compile built its object. */
+export interface KernelInfo extends ManifestKernel {
   compiled: boolean;
 }
 
@@ -66,11 +59,6 @@ export const KERNEL_CFLAGS: readonly string[] = ['-O3', '-std=gnu11', '-fPIC', '
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-/** Names of a group's placeholders (p0, p1, ...) that are constants of the graph: weights the lowering may re-lay out. */
-export function constantInputs(graph: Graph, group: FusedGroup): Set<string> {
-  return new Set(group.inputs.flatMap((id, i) => (graph.node(id).op === 'constant' ? [`p${i}`] : [])));
-}
-
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
   const log = opts.log ?? (() => undefined);
   const graph = optimize(opts.graph);
@@ -85,7 +73,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   for (const group of groups) {
     const tuned = opts.schedules?.get(group.dag.workloadKey);
     const steps = tuned?.steps ?? defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes });
-    const kernel = lower(State.replay(group.dag, steps), 'KERNEL', { packable: constantInputs(graph, group) });
+    const kernel = lower(State.replay(group.dag, steps), 'KERNEL', { packable: new Set(constantPlaceholders(graph, group)) });
     groupLayouts.set(group.id, kernel.layouts);
     const body = renderKernel(kernel, { vectorLanes: opts.target.vectorLanes });
     const symbol = `tt_k_${sha(body).slice(0, 16)}`;

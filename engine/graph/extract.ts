@@ -43,13 +43,18 @@ export function describeGroup(g: Graph, group: FusedGroup): string {
   return `${group.nodes.map((id) => label(g, id, group)).join('+')} ${io}`;
 }
 
+/** A group's placeholders (p0, p1, ...) that are constants of the graph: the weights the lowering may re-lay out. */
+export function constantPlaceholders(graph: Graph, group: FusedGroup): string[] {
+  return group.inputs.flatMap((id, i) => (graph.node(id).op === 'constant' ? [`p${i}`] : []));
+}
+
 /** Tasks of already partitioned groups (`graph` is the graph they partition). */
 export function tasksOfGroups(graph: Graph, groups: readonly FusedGroup[]): Task[] {
   const byKey = new Map<string, Task>();
   for (const group of groups) {
     if (!group.hasReduction) continue;
     const key = group.dag.workloadKey;
-    const constants = group.inputs.flatMap((id, i) => (graph.node(id).op === 'constant' ? [`p${i}`] : []));
+    const constants = constantPlaceholders(graph, group);
     const task = byKey.get(key);
     if (task) {
       task.weight += 1;
