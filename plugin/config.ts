@@ -202,9 +202,13 @@ export function readConfigFile(file: string, workspaceRoot = process.cwd()): { a
   }
 }
 
-/** Load and validate a config file; every problem is a ConfigError. */
-export function loadConfig(file: string, workspaceRoot = process.cwd()): LoadedConfig {
-  const { abs, label, raw } = readConfigFile(file, workspaceRoot);
+/** Validate what readConfigFile read. */
+export function validateConfigFile({ abs, label, raw }: ReturnType<typeof readConfigFile>): LoadedConfig {
   const dir = path.dirname(abs);
   return { file: abs, dir, config: validateConfig(raw, label, dir) };
+}
+
+/** Load and validate a config file; every problem is a ConfigError. */
+export function loadConfig(file: string, workspaceRoot = process.cwd()): LoadedConfig {
+  return validateConfigFile(readConfigFile(file, workspaceRoot));
 }

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createNodesFromFiles, logger, type CreateNodes, type CreateNodesResult } from '@nx/devkit';
 import { PluginCache, workspaceDataDirectory } from '@nx/devkit/internal';
-import { CONFIG_FILE_NAMES, ConfigError, loadConfig, readConfigFile } from './config';
+import { CONFIG_FILE_NAMES, ConfigError, readConfigFile, validateConfigFile } from './config';
 import { PACKAGE_ROOT, PLUGIN_VERSION } from './package-info';
 import { toPosix } from './resolve';
 import { brokenProjects, inferProjects, type InferenceContext, type TensortunePluginOptions } from './targets';
@@ -67,20 +67,19 @@ function namesOfRaw(raw: unknown): { name: string; root: string }[] | undefined 
 export function createNodesForConfig(
   configFile: string, options: TensortunePluginOptions | undefined, ctx: InferenceContext, lastGood?: CacheEntry['names'],
 ): CacheEntry {
+  // Parsed once: a file that parses but does not validate still names its networks.
+  let raw: unknown;
   try {
-    const loaded = loadConfig(configFile, ctx.workspaceRoot);
-    const projects = inferProjects(loaded, ctx, options);
+    const file = readConfigFile(configFile, ctx.workspaceRoot);
+    raw = file.raw;
+    const projects = inferProjects(validateConfigFile(file), ctx, options);
     return { result: toResult(projects), names: projects.map((p) => ({ name: p.name, root: p.root })) };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     logger.warn(`tensortune: ${e.message} (the projects of this file report it when run)`);
-    let names: { name: string; root: string }[] | undefined;
-    try {
-      const { raw } = readConfigFile(configFile, ctx.workspaceRoot);
-      const dir = path.dirname(configFile);
-      names = namesOfRaw(raw)?.map((n) => ({ name: n.name, root: toPosix(path.join(dir, n.root)) }));
-    } catch { /* the file does not even parse: fall back to the last good load */ }
-    names ??= lastGood ?? [];
+    // raw is undefined when the file does not even parse: fall back to the last good load.
+    const dir = path.dirname(configFile);
+    const names = namesOfRaw(raw)?.map((n) => ({ name: n.name, root: toPosix(path.join(dir, n.root)) })) ?? lastGood ?? [];
     return { result: toResult(brokenProjects(names, toPosix(configFile), e.message, options)), names: lastGood };
   }
 }

@@ -4,7 +4,7 @@
 
 import path from 'node:path';
 import type { TargetConfiguration } from '@nx/devkit';
-import type { LoadedConfig } from './config';
+import { isModelFile, type LoadedConfig } from './config';
 import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, storeDir, toPosix } from './resolve';
 
 export interface TensortunePluginOptions {
@@ -60,15 +60,15 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
   const storeRel = rel(storeDir(loaded));
   const outRel = rel(outDir(loaded));
   const externalDependency = opts.externalDependency ?? ctx.externalDependency;
+  const defaultTarget = defaultTargetName(loaded);
+  const budget = defaultBudgetName(loaded);
 
   return Object.entries(loaded.config.networks).map(([network, net]) => {
     const targets = networkTargets(loaded, network);
     const targetStrings = targets.map((t) => loaded.config.targets[t].target);
-    const defaultTarget = defaultTargetName(loaded);
     const target = targets.includes(defaultTarget) ? defaultTarget : targets[0];
-    const budget = defaultBudgetName(loaded);
     const base = { config: configRel, network, target };
-    const modelInput = net.model.includes('/') || /\.onnx$/i.test(net.model) ? [`{workspaceRoot}/${rel(path.resolve(loaded.dir, net.model))}`] : [];
+    const modelInput = isModelFile(net.model) ? [`{workspaceRoot}/${rel(path.resolve(loaded.dir, net.model))}`] : [];
     const shared = [
       `{workspaceRoot}/${configRel}`,
       ...modelInput,

@@ -14,10 +14,11 @@
 // error per output, and whether the top-1 class (argmax of the last axis of the first
 // output, per batch row) agrees.
 
-import { existsSync, promises as fs, readFileSync } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { readManifest, type Manifest } from '../compile/manifest';
 import { UserError } from '../errors';
 import { isOpNode, type Graph } from '../graph/graph';
 import { rebuild } from '../graph/rewrite';
@@ -66,35 +67,6 @@ export interface CompareReport {
   onnxruntime_runs_ms: number[];
   outputs: OutputError[];
   top1: { tensortune: number[]; onnxruntime: number[]; agree: boolean };
-}
-
-interface Manifest {
-  name: string;
-  library: string;
-  params: string;
-  inputs: { name: string; shape: number[] }[];
-  outputs: { name: string; shape: number[] }[];
-}
-
-const isShape = (s: unknown): s is number[] => Array.isArray(s) && s.every((d) => Number.isInteger(d) && d > 0);
-const isTensorList = (l: unknown): l is { name: string; shape: number[] }[] =>
-  Array.isArray(l) && l.every((t) => typeof t === 'object' && t !== null && typeof t.name === 'string' && isShape(t.shape));
-
-export function readManifest(dir: string): Manifest {
-  const file = path.join(dir, 'manifest.json');
-  if (!existsSync(file)) throw new UserError(`${file}: not found (expected the output directory of 'tensortune compile')`);
-  let m: Record<string, unknown>;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
-  }
-  for (const key of ['name', 'library', 'params']) {
-    if (typeof m[key] !== 'string') throw new UserError(`${file}: field '${key}' must be a string`);
-  }
-  if (/[/\\]/.test(`${m.library as string}${m.params as string}`)) throw new UserError(`${file}: fields 'library' and 'params' must name files in ${dir}`);
-  if (!isTensorList(m.inputs) || !isTensorList(m.outputs)) throw new UserError(`${file}: fields 'inputs' and 'outputs' must list {name, shape}`);
-  return m as unknown as Manifest;
 }
 
 /** The graph with a final softmax removed: its outputs are the logits. */

@@ -1,16 +1,15 @@
 // `nx benchmark <network>`: time the compiled network on this machine with the native
 // runner and write <outDir>/<network>/reports/<target>.json and .html. Never cached.
 
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
+import { readManifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { runBench } from '../../engine/native/bench';
 import { reporting, resolveFor, type ExecutorResult } from '../run';
 import { renderHtml, type BenchmarkReport } from './report';
 import type { BenchmarkExecutorOptions } from './schema';
-
-interface Manifest { library: string; params: string; target: string; fingerprint: string; engine_version: string }
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {
@@ -18,7 +17,7 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     const rel = (p: string): string => path.relative(ctx.root, p) || '.';
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
-    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Manifest;
+    const manifest = readManifest(run.modelDir);
     const result = await runBench({
       model: path.join(run.modelDir, manifest.library),
       params: path.join(run.modelDir, manifest.params),

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { compileNetwork } from '../../engine/compile/network';
 import { UserError } from '../../engine/errors';
-import { reporting, resolveFor, type ExecutorResult } from '../run';
+import { abortOnSignals, reporting, resolveFor, type ExecutorResult } from '../run';
 import type { CompileExecutorOptions } from './schema';
 
 async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult & { watched: string[] }> {
@@ -46,11 +46,8 @@ export default async function* compileExecutor(options: CompileExecutorOptions, 
   const queue: string[] = [];
   let wake: (() => void) | undefined;
   watcher.on('all', (_event, file) => { queue.push(file); wake?.(); });
-  const stopped = new Promise<void>((resolve) => {
-    const stop = (): void => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  const aborter = abortOnSignals();
+  const stopped = new Promise<void>((resolve) => aborter.signal.addEventListener('abort', () => resolve(), { once: true }));
   try {
     for (;;) {
       if (queue.length === 0) {
@@ -64,6 +61,7 @@ export default async function* compileExecutor(options: CompileExecutorOptions, 
       yield { success: last.success };
     }
   } finally {
+    aborter.dispose();
     await watcher.close();
   }
 }

@@ -3,6 +3,7 @@
 // budgets if there is none) and scaffold its project folder. Comments and layout of an
 // existing YAML config are kept. Runs init first.
 
+import path from 'node:path';
 import { joinPathFragments, type Tree } from '@nx/devkit';
 import { parseDocument, stringify } from 'yaml';
 import { NETWORK_NAMES } from '../../engine/frontend/networks';
@@ -85,9 +86,5 @@ npx nx show project ${name}  # every inferred target with its inputs and outputs
 }
 
 function relativeTo(dir: string, p: string): string {
-  if (!dir) return p;
-  const from = dir.split('/');
-  const to = p.split('/');
-  while (from.length && to.length && from[0] === to[0]) { from.shift(); to.shift(); }
-  return [...from.map(() => '..'), ...to].join('/');
+  return dir ? path.posix.relative(dir, p) : p;
 }

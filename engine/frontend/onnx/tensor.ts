@@ -6,6 +6,7 @@
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
+import { bytesToFloat32, float32ToBytes } from '../../runtime/rawfile';
 import { DataType, EXTERNAL_DATA, type TensorMessage } from './schema';
 
 export type StaticTensor =
@@ -48,11 +49,7 @@ function halfToFloat(h: number): number {
 /** Decode `count` little-endian elements of `dataType` from bytes. */
 function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32Array | number[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (dataType === DataType.FLOAT) {
-    const out = new Float32Array(count);
-    for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
-    return out;
-  }
+  if (dataType === DataType.FLOAT) return bytesToFloat32(bytes.subarray(0, count * 4));
   if (dataType === DataType.DOUBLE || dataType === DataType.FLOAT16) {
     const out = new Float32Array(count);
     for (let i = 0; i < count; i++) out[i] = dataType === DataType.DOUBLE ? view.getFloat64(i * 8, true) : halfToFloat(view.getUint16(i * 2, true));
@@ -141,10 +138,8 @@ function typedField(t: TensorMessage, dataType: number): number[] {
 
 /** A float32 tensor as a TensorProto with raw_data. */
 export function floatTensorProto(name: string, shape: readonly number[], data: Float32Array): TensorMessage {
-  const raw = new Uint8Array(data.length * 4);
-  const view = new DataView(raw.buffer);
-  data.forEach((v, i) => view.setFloat32(i * 4, v, true));
-  return { name, dims: [...shape], data_type: DataType.FLOAT, raw_data: raw };
+  // A copy: the message must not alias the graph's weights.
+  return { name, dims: [...shape], data_type: DataType.FLOAT, raw_data: new Uint8Array(float32ToBytes(data)) };
 }
 
 /** An int64 tensor as a TensorProto. */
