@@ -5,8 +5,9 @@
 // |ours - ort| <= 1e-4 + 1e-4 * |ort| on every logit, and the same top-1 class. Images are
 // 64x64 (instead of 224) to keep compile and run time small; the kernels are the same
 // kinds. The same holds for tuned schedules: each network is tuned with a tiny budget
-// (random policy: per task the default schedule plus one random candidate, so some
-// tasks end up with a non-default kernel), compiled with its records and compared again.
+// (random policy: per task the default schedule plus one random candidate), compiled with
+// the random candidates' records only (so the kernels are certainly not the defaults) and
+// compared again.
 // Skipped, with a message, when onnxruntime-node cannot be loaded.
 
 import { promises as fs } from 'node:fs';
@@ -60,11 +61,16 @@ for (const [name, schedules] of [['mobilenet', 'default'], ['resnet-18', 'defaul
     } else {
       const records = path.join(dir, `${name}.jsonl`);
       await tuneNetwork({ model: { model: onnx }, target: 'llvm', records, trialsPerTask: 2, batchSize: 2, policy: 'random', seed: 3 });
-      const compiled = await compileNetwork({ model: onnx, target: 'llvm', outDir: out, records: [records] });
-      assert.ok(compiled.kernels.every((k) => k.schedule === 'tuned' || !k.desc.includes('conv')), 'every conv kernel comes from a record');
+      // Which of the two candidates is faster depends on the machine; keep only the random
+      // ones so that the compiled model certainly runs non-default kernels.
+      const randomOnly = path.join(dir, `${name}-random.jsonl`);
+      const lines = (await fs.readFile(records, 'utf8')).split('\n').filter((l) => l && JSON.parse(l).policy !== 'default');
+      await fs.writeFile(randomOnly, lines.join('\n') + '\n');
+      const compiled = await compileNetwork({ model: onnx, target: 'llvm', outDir: out, records: [randomOnly] });
+      const tuned = compiled.kernels.filter((k) => k.schedule === 'tuned');
+      assert.ok(tuned.length >= compiled.kernels.length / 2, `${tuned.length} of ${compiled.kernels.length} kernels come from a random record`);
       const defaults = await kernelHashes(path.join(dir, name));
-      const fresh = [...(await kernelHashes(out))].filter((h) => !defaults.has(h));
-      assert.ok(fresh.length > 0, 'some tuned kernels differ from the default ones');
+      assert.ok(tuned.every((k) => !defaults.has(k.objectHash)), 'every tuned kernel differs from the default one');
     }
     const manifest = JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8'));
     assert.is(manifest.name, onnx, 'the manifest records the ONNX file');
