@@ -206,6 +206,11 @@ test('makeRecord turns measurement outcomes into valid records', async () => {
   assert.ok(checkRecord(ok).ok && checkRecord(bad).ok);
   assert.equal([ok.costs_ms, ok.error, ok.policy, ok.seed], [[0.5, 0.7], null, 'random', 3]);
   assert.ok(bad.message!.length < 8192);
+  const genome = { sketch: 1, values: { 'C/S/i': [1, 2, 4, 8], 'C/unroll': 2 } };
+  assert.ok(checkRecord(makeRecord({ steps: rec().steps, costs_ms: [1], error: null, build_ms: 1, run_ms: 1 }, ctx, genome)).ok, 'a record may carry the genome');
+  for (const g of [{ sketch: -1, values: {} }, { sketch: 0, values: { a: 'x' } }, { sketch: 0, values: { a: [0] } }, { sketch: 0 }]) {
+    assert.not.ok(checkRecord({ ...ok, genome: g }).ok, JSON.stringify(g));
+  }
   const f = file('made.jsonl');
   await appendRecords(f, [ok, bad]);
   assert.equal((await readRecords(f)).entries.map((e) => e.record), [ok, bad]);

@@ -2,7 +2,7 @@
 
 import { ENGINE_VERSION } from '../compile/model';
 import type { MeasureOutcome } from '../search/types';
-import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
+import { RECORD_FORMAT_VERSION, type RecordGenome, type TuningRecord } from './record';
 
 export interface RecordContext {
   task: { key: string; desc: string };
@@ -18,7 +18,8 @@ export interface RecordContext {
 /** Messages longer than this are cut (the schema's limit is 8192). */
 const MAX_MESSAGE = 4000;
 
-export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext): TuningRecord {
+/** `genome`: how the search built the outcome's steps, when the policy knows. */
+export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext, genome?: RecordGenome): TuningRecord {
   const record: TuningRecord = {
     v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: ctx.task.key, desc: ctx.task.desc.slice(0, 1024),
     target: ctx.target, fingerprint: ctx.fingerprint, steps: outcome.steps,
@@ -27,5 +28,6 @@ export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext): TuningR
   };
   if (outcome.message) record.message = outcome.message.length > MAX_MESSAGE ? `${outcome.message.slice(0, MAX_MESSAGE)}...` : outcome.message;
   if (ctx.policy) record.policy = ctx.policy;
+  if (genome) record.genome = genome;
   return record;
 }

@@ -28,6 +28,7 @@ export function measuredStates(entries: Iterable<LogEntry>, match: { target: str
   for (const { record: r } of entries) {
     if (r.target !== match.target || r.fingerprint !== match.fingerprint) continue;
     const state: MeasuredState = { steps: r.steps, cost_ms: r.error === null && r.costs_ms.length > 0 ? meanCost(r) : null };
+    if (r.genome) state.genome = r.genome;
     const list = out.get(r.key);
     if (list) list.push(state);
     else out.set(r.key, [state]);

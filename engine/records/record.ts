@@ -29,4 +29,12 @@ export interface TuningRecord {
   time: string;
   /** Search policy that proposed it. */
   policy?: string;
+  /** How the search built `steps` (sketch and annotation values), so a resumed search can evolve it. */
+  genome?: RecordGenome;
+}
+
+/** A Genome (engine/search/annotate.ts) as JSON. */
+export interface RecordGenome {
+  sketch: number;
+  values: Record<string, number | number[]>;
 }

@@ -7,6 +7,7 @@
 // steps, so mutation edits values and never has to patch steps by hand.
 
 import type { ComputeDAG } from '../ir/dag';
+import type { RecordGenome } from '../records/record';
 import { numElements } from '../ir/tensor';
 import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -88,6 +89,19 @@ export class GenomeSource implements ParamSource {
     return this.fallback.choice(key, kind as Exclude<ParamKind, 'tile'>, n);
   }
 }
+
+/** A genome as a record stores it (plain object, arrays copied). */
+export function genomeToJson(g: Genome): RecordGenome {
+  const values: Record<string, number | number[]> = {};
+  for (const [k, v] of g.values) values[k] = typeof v === 'number' ? v : [...v];
+  return { sketch: g.sketch, values };
+}
+
+/** Refuses every value a genome does not hold: rebuilding must reproduce the genome exactly. */
+export const NO_FALLBACK: ParamSource = {
+  tile(key) { throw new ScheduleError(`genome has no value for ${key}`); },
+  choice(key) { throw new ScheduleError(`genome has no value for ${key}`); },
+};
 
 /** A canonical string of a step list: equal strings, equal programs. Used to deduplicate. */
 export function stepsKey(steps: readonly Step[]): string {

@@ -6,7 +6,8 @@ import { lower } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
 import { ScheduleError } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { buildState, RandomSource, stepsKey, type Built } from './annotate';
+import type { RecordGenome } from '../records/record';
+import { buildState, GenomeSource, genomeToJson, NO_FALLBACK, RandomSource, stepsKey, type Built, type Genome } from './annotate';
 import type { Rng } from './rng';
 import { generateSketches, type Sketch } from './sketch';
 import type { MeasuredState, PolicyContext } from './types';
@@ -22,6 +23,8 @@ export class SearchSpace {
   readonly sketches: readonly Sketch[];
   /** Canonical strings of everything measured or already proposed. */
   private readonly seen = new Set<string>();
+  /** How each proposed state was built, by canonical string. */
+  private readonly genomes = new Map<string, Genome>();
   private readonly lowerable = new Map<string, boolean>();
   private readonly vectorLanes: number;
 
@@ -54,6 +57,29 @@ export class SearchSpace {
     this.seen.add(stepsKey(steps));
   }
 
+  /** Mark a built state proposed: seen from now on, and its genome remembered for its record. */
+  propose(b: Built, key = stepsKey(b.steps)): void {
+    this.seen.add(key);
+    this.genomes.set(key, b.genome);
+  }
+
+  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
+    const g = this.genomes.get(stepsKey(steps));
+    return g && genomeToJson(g);
+  }
+
+  /**
+   * A measured state rebuilt from the genome its record carries, or null when that genome
+   * does not reproduce the recorded steps exactly (a record from other sketch rules, or
+   * edited by hand): records are data, and only the builder makes steps.
+   */
+  rebuild(m: MeasuredState): Built | null {
+    const g = m.genome;
+    if (!g || !Number.isInteger(g.sketch) || g.sketch < 0 || g.sketch >= this.sketches.length) return null;
+    const b = this.tryBuild(() => buildState(this.dag, this.sketches, g.sketch, new GenomeSource(new Map(Object.entries(g.values)), NO_FALLBACK)));
+    return b && stepsKey(b.steps) === stepsKey(m.steps) ? b : null;
+  }
+
   notify(measured: readonly MeasuredState[]): void {
     for (const m of measured) this.markSeen(m.steps);
   }
@@ -82,7 +108,7 @@ export class SearchSpace {
       if (!b) continue;
       const key = stepsKey(b.steps);
       if (this.seen.has(key) || !this.lowers(b, key)) continue;
-      this.seen.add(key);
+      this.propose(b, key);
       out.push(b);
     }
     return out;

@@ -4,6 +4,7 @@
 // mostly the model's best states plus a few random ones (ε-greedy), never a program that
 // was measured or proposed before.
 
+import type { RecordGenome } from '../records/record';
 import type { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { stepsKey, type Built } from './annotate';
@@ -72,19 +73,40 @@ export class EvolutionaryPolicy implements SearchPolicy {
       measuredRatio: opts.measuredRatio ?? EVOLUTION_DEFAULTS.measuredRatio,
     };
     this.rng = new Rng(ctx.seed);
+    // Resuming: the best states of earlier runs seed the population, where their records
+    // say how they were built (only the best ones can ever be picked, so only those are rebuilt).
+    const prior = ctx.measured.filter((m) => m.cost_ms !== null && m.genome).sort((a, b) => a.cost_ms! - b.cost_ms!);
+    for (const m of prior) {
+      if (this.measuredSeeds.length >= this.seedLimit) break;
+      const built = this.space.rebuild(m);
+      if (built) this.measuredSeeds.push({ built, cost: m.cost_ms! });
+    }
+  }
+
+  /** How many measured states seed each round's population (TVM: 20% of it). */
+  private get seedLimit(): number {
+    return Math.floor(this.opts.measuredRatio * this.opts.population);
+  }
+
+  /** Measured states available as seeds (from this run and from resumed records). */
+  get seedCount(): number {
+    return this.measuredSeeds.length;
+  }
+
+  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
+    return this.space.genomeOf(steps);
   }
 
   nextBatch(n: number): Step[][] {
     if (n <= 0) return [];
     const init = this.initialPopulation();
-    const seeds = [...this.measuredSeeds].sort((a, b) => a.cost - b.cost)
-      .slice(0, Math.floor(this.opts.measuredRatio * this.opts.population)).map((s) => s.built);
+    const seeds = [...this.measuredSeeds].sort((a, b) => a.cost - b.cost).slice(0, this.seedLimit).map((s) => s.built);
     const best = this.evolve([...init, ...seeds]);
     const picks: Built[] = [];
     const take = (b: Built): void => {
       const key = stepsKey(b.steps);
       if (this.space.isSeen(key) || !this.space.lowers(b, key)) return;
-      this.space.markSeen(b.steps);
+      this.space.propose(b, key);
       this.pending.set(key, b);
       picks.push(b);
     };

@@ -3,6 +3,7 @@
 // deterministic, so it suits small spaces; on large ones it only explores the innermost
 // parameters within the budget.
 
+import type { RecordGenome } from '../records/record';
 import type { Step } from '../schedule/steps';
 import { buildState, stepsKey, type ParamKind, type ParamSource } from './annotate';
 import { SearchSpace, type SpaceOptions } from './candidates';
@@ -48,7 +49,7 @@ export class GridPolicy implements SearchPolicy {
       if (!b) continue;
       const key = stepsKey(b.steps);
       if (this.space.isSeen(key) || !this.space.lowers(b, key)) continue;
-      this.space.markSeen(b.steps);
+      this.space.propose(b, key);
       out.push(b.steps);
     }
     return out;
@@ -56,6 +57,10 @@ export class GridPolicy implements SearchPolicy {
 
   notify(measured: readonly MeasuredState[]): void {
     this.space.notify(measured);
+  }
+
+  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
+    return this.space.genomeOf(steps);
   }
 
   private advance(radix: readonly number[]): void {

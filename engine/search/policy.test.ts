@@ -12,6 +12,7 @@ import { compute, placeholder } from '../ir/tensor';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { stepsKey } from './annotate';
+import type { EvolutionaryPolicy } from './evolutionary';
 import { createPolicy } from './policy';
 import type { CostModel, MeasuredState, PolicyContext } from './types';
 
@@ -103,6 +104,27 @@ test('grid enumerates a small space completely, without repeats, then stops', ()
   assert.ok(all.length > 20, `${all.length} states`);
   assert.is(new Set(all).size, all.length);
   assert.equal(grid.nextBatch(8), []);
+});
+
+test('a resumed evolutionary search seeds its population with the best recorded states whose genome rebuilds their steps', () => {
+  const first = createPolicy('evolutionary', ctxOf(5), opts);
+  const batch = first.nextBatch(8);
+  // As a record stores and returns it: through JSON.
+  const measured: MeasuredState[] = batch.map((steps, i) => ({ steps, cost_ms: 1 + i, genome: JSON.parse(JSON.stringify(first.genomeOf!(steps))) }));
+  assert.ok(measured.every((m) => m.genome !== undefined), 'every proposal has a genome');
+  const resumed = createPolicy('evolutionary', ctxOf(6, measured), opts) as EvolutionaryPolicy;
+  assert.is(resumed.seedCount, 8);
+  const next = resumed.nextBatch(8).map(stepsKey);
+  assert.ok(next.every((k) => !batch.some((s) => stepsKey(s) === k)), 'nothing recorded is proposed again');
+  // A genome that does not rebuild its record's steps, a record without one, or a failed
+  // measurement seeds nothing.
+  const ignored: MeasuredState[] = [
+    { ...measured[0], steps: measured[1].steps },
+    { steps: measured[2].steps, cost_ms: 1 },
+    { ...measured[3], cost_ms: null },
+    { ...measured[4], genome: { sketch: 99, values: {} } },
+  ];
+  assert.is((createPolicy('evolutionary', ctxOf(6, ignored), opts) as EvolutionaryPolicy).seedCount, 0);
 });
 
 test.run();

@@ -1,6 +1,7 @@
 // The `random` policy: random annotations of random sketches, valid and never measured
 // before, without a cost model — the baseline that shows what the model buys.
 
+import type { RecordGenome } from '../records/record';
 import type { Step } from '../schedule/steps';
 import { SearchSpace, type SpaceOptions } from './candidates';
 import { Rng } from './rng';
@@ -22,5 +23,9 @@ export class RandomPolicy implements SearchPolicy {
 
   notify(measured: readonly MeasuredState[]): void {
     this.space.notify(measured);
+  }
+
+  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
+    return this.space.genomeOf(steps);
   }
 }

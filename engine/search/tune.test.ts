@@ -64,7 +64,7 @@ test('resume: the same budget again measures nothing; a larger one continues the
   assert.is(measured.size, entries.length, 'nothing is measured twice');
 });
 
-test('the policy fills the rest of each batch; the default schedule is measured once', async () => {
+test('the policy fills the rest of each batch (its states with their genome); the default schedule is measured once', async () => {
   const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 0, randomStats: false, weights: 'random' });
   b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
   const [task] = extractTasks(b.graph);
@@ -74,6 +74,7 @@ test('the policy fills the rest of each batch; the default schedule is measured 
   const { entries } = await readRecords(log);
   assert.equal(entries.map((e) => e.record.policy), ['default', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary']);
   assert.ok(entries.every((e) => e.record.error === null), entries.map((e) => e.record.message ?? '').join('\n'));
+  assert.equal(entries.map((e) => e.record.genome !== undefined), [false, true, true, true, true, true], 'searched states record their genome');
   const more = await tuneTasks('conv', [task], { target, records: log, trials: 9, batchSize: 3, policy: 'random' });
   assert.is(more.trials, 3);
   const all = (await readRecords(log)).entries;

@@ -6,13 +6,13 @@
 // the log before anything else happens (a SIGKILL loses at most the batch in flight).
 
 import path from 'node:path';
-import { ENGINE_VERSION } from '../compile/model';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import { appendRecords, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
-import { RECORD_FORMAT_VERSION, type TuningRecord } from '../records/record';
+import { makeRecord } from '../records/make';
+import type { TuningRecord } from '../records/record';
 import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, parseTarget, type Target } from '../target';
@@ -76,6 +76,7 @@ export function withDefaultFirst(policy: SearchPolicy, defaultSteps: Step[], mea
       return [defaultSteps, ...(n > 1 ? policy.nextBatch(n - 1).filter((s) => !sameSteps(s, defaultSteps)) : [])];
     },
     notify: (m) => policy.notify(m),
+    genomeOf: (steps) => policy.genomeOf?.(steps),
   };
 }
 
@@ -179,11 +180,9 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       },
       close: async () => undefined, // the parts' measurer is closed once, after the run
     };
-    const toRecord = (i: number, o: MeasureOutcome): TuningRecord => ({
-      v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: tasks[i].key, desc: tasks[i].desc, target: target.text, fingerprint,
-      steps: o.steps, costs_ms: o.error === null ? o.costs_ms : [], error: o.error, ...(o.message ? { message: o.message.slice(0, 2000) } : {}),
-      seed, time: new Date().toISOString(), policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
-    });
+    const toRecord = (i: number, o: MeasureOutcome): TuningRecord => makeRecord(o, {
+      task: tasks[i], target: target.text, fingerprint, seed, policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
+    }, entries[i].policy.genomeOf?.(o.steps));
 
     let roundsSinceTable = 0;
     const scheduler = new TaskScheduler(entries, {

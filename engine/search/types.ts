@@ -57,6 +57,8 @@ export interface MeasuredState {
   steps: Step[];
   /** Mean cost in ms, or null for an error. */
   cost_ms: number | null;
+  /** How a search built `steps`, when a record says (see SearchSpace.rebuild). */
+  genome?: import('../records/record').RecordGenome;
 }
 
 /** Learns throughput from measured programs of all tasks; higher score = predicted faster. */
@@ -87,6 +89,8 @@ export interface SearchPolicy {
   nextBatch(n: number): Step[][];
   /** Tell the policy what its last batch measured. */
   notify(measured: readonly MeasuredState[]): void;
+  /** How the policy built a step list it proposed (recorded, so a resumed search can evolve it). */
+  genomeOf?(steps: readonly Step[]): import('../records/record').RecordGenome | undefined;
 }
 
 /** Options of tuneNetwork (engine/search/tune.ts), the entry point of `tensortune tune` and the Nx tune executor. */
