@@ -4,7 +4,7 @@
 // object cache makes that incremental (only kernels whose source changed are rebuilt).
 // It never tunes.
 
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { compileNetwork } from '../../engine/compile/network';
@@ -41,7 +41,11 @@ export default async function* compileExecutor(options: CompileExecutorOptions, 
   if (!options.watch) return;
 
   const { watch } = await import('chokidar');
+  // chokidar sees a file appear only in a directory that exists: the log's directory is
+  // created now, so a log written later (by `nx tune` in another terminal) is noticed.
+  for (const f of last.watched) mkdirSync(path.dirname(f), { recursive: true });
   const watcher = watch(last.watched, { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 200 } });
+  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   console.log(`watching ${last.watched.map((f) => path.relative(ctx.root, f)).join(', ')} (Ctrl-C to stop)`);
   const queue: string[] = [];
   let wake: (() => void) | undefined;

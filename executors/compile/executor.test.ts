@@ -1,0 +1,104 @@
+// `nx compile --watch` as the executor runs it: the first compile, then one recompile per
+// change of the watched files. A tuning log that appears after the watch started (the user
+// tunes in another terminal) recompiles only the kernel whose schedule changed; a broken
+// config yields one failure with a clear message and the watch goes on; closing the
+// generator (what Nx does on Ctrl-C) closes the watcher.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ExecutorContext } from '@nx/devkit';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { NetBuilder } from '../../engine/frontend/builder';
+import { writeOnnxFile } from '../../engine/frontend/onnx/export';
+import { loadModel } from '../../engine/frontend/load';
+import { extractTasks } from '../../engine/graph/extract';
+import { appendRecords } from '../../engine/records/log';
+import { makeRecord } from '../../engine/records/make';
+import { createPolicy } from '../../engine/search/policy';
+import { hardwareFingerprint, parseTarget } from '../../engine/target';
+import type { CostModel } from '../../engine/search/types';
+import compileExecutor from './executor';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-compile-watch-'));
+const savedCache = process.env.TENSORTUNE_CACHE_DIR;
+const CONFIG = `records: records
+outDir: out
+targets:
+  cpu:
+    target: llvm
+networks:
+  net:
+    model: net.onnx
+`;
+
+/** console.log and console.error lines while `fn` runs; `onLine` sees each as it comes. */
+async function capture<T>(fn: () => Promise<T>, onLine: (line: string) => void = () => undefined): Promise<{ value: T; lines: string[] }> {
+  const lines: string[] = [];
+  const { log, error } = console;
+  const push = (...a: unknown[]): void => { const line = a.join(' '); lines.push(line); onLine(line); };
+  console.log = push;
+  console.error = push;
+  try {
+    return { value: await fn(), lines };
+  } finally {
+    Object.assign(console, { log, error });
+  }
+}
+
+// A fresh object cache, so that the counts of compiled and reused kernels are this test's.
+test.before(() => { process.env.TENSORTUNE_CACHE_DIR = path.join(dir, 'cache'); });
+test.after(() => {
+  if (savedCache === undefined) delete process.env.TENSORTUNE_CACHE_DIR;
+  else process.env.TENSORTUNE_CACHE_DIR = savedCache;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('compile --watch: recompiles one kernel when a tuning log appears, reports a broken config and carries on, closes on return', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
+  b.graph.outputs = [b.dense(b.flatten(b.globalAvgPool(b.relu(b.conv2d(b.input(4), 'conv', { channels: 16, kernel: [3, 3], padding: [1, 1] })))), 'fc', 10)];
+  writeOnnxFile(path.join(dir, 'net.onnx'), b.graph);
+  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const run = compileExecutor({ config: 'tensortune.config.yaml', network: 'net', watch: true }, ctx);
+
+  const first = await capture(() => run.next());
+  assert.equal(first.value.value, { success: true }, first.lines.join('\n'));
+  const compiledLine = first.lines.find((l) => l.startsWith('compiled '))!;
+  const kernels = Number(/^compiled (\d+) kernel/.exec(compiledLine)![1]);
+  assert.ok(kernels >= 2 && compiledLine.includes('reused 0'), compiledLine);
+  assert.ok(first.lines.some((l) => l.includes('no tuning log: default schedules')));
+
+  // Watching starts when the generator is resumed; the log is written meanwhile, as by `nx tune` elsewhere.
+  const target = parseTarget('llvm');
+  const [task] = extractTasks(loadModel({ model: path.join(dir, 'net.onnx') }).graph).filter((t) => t.desc.startsWith('conv2d'));
+  const random: CostModel = { update: () => undefined, predict: (_t, s) => s.map(() => 0) };
+  const [steps] = createPolicy('random', { task, target, costModel: random, measured: [], seed: 5 }).nextBatch(1);
+  const record = makeRecord({ steps, costs_ms: [0.001], error: null, build_ms: 1, run_ms: 1 }, {
+    task, target: target.text, fingerprint: hardwareFingerprint(target), seed: 5, policy: 'random',
+  });
+  // The executor says "watching" once its watcher is ready; the log is written then.
+  const second = await capture(() => run.next(), (line) => {
+    if (line.startsWith('watching')) void appendRecords(path.join(dir, 'records', 'net.cpu.jsonl'), [record]);
+  });
+  assert.equal(second.value.value, { success: true }, second.lines.join('\n'));
+  assert.ok(second.lines.some((l) => l.startsWith('watching tensortune.config.yaml, records/net.cpu.jsonl, net.onnx')), second.lines.join('\n'));
+  assert.ok(second.lines.some((l) => l === 'changed: records/net.cpu.jsonl; recompiling'), second.lines.join('\n'));
+  assert.ok(second.lines.some((l) => l.startsWith(`compiled 1 kernel(s), reused ${kernels - 1}`)), second.lines.join('\n'));
+
+  // Between two yields the watcher is running: a change made before resuming is queued.
+  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG.replace('target: llvm', 'target: 42'));
+  const third = await capture(() => run.next());
+  assert.equal(third.value.value, { success: false });
+  assert.ok(third.lines.some((l) => l.includes('tensortune.config.yaml') && l.includes('targets.cpu.target')), third.lines.join('\n'));
+
+  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  const fourth = await capture(() => run.next());
+  assert.equal(fourth.value.value, { success: true }, fourth.lines.join('\n'));
+  assert.ok(fourth.lines.some((l) => l.startsWith(`compiled 0 kernel(s), reused ${kernels}`)), fourth.lines.join('\n'));
+
+  assert.equal(await run.return(undefined), { value: undefined, done: true });
+});
+
+test.run();
