@@ -87,13 +87,16 @@ export function convertLayout(g: Graph, target: Layout): Graph {
       }
       return b.out.op(n.op, inputs, { ...n.attrs, layout: target }, n.name);
     }
-    if (n.shape.length !== 4 || !n.inputs.some((i) => converted.has(i))) return undefined;
-    const x = n.inputs[0];
-    if (UNARY.has(n.op)) return b.out.op(n.op, [get(b, x, true)], n.attrs, n.name);
-    if (n.op === 'batch_norm') {
+    // A batch norm always moves to the target layout, even on a graph input (ResNet's
+    // bn_data): its input is transposed once at the boundary, and the op stays one that
+    // both layouts express (ONNX's BatchNormalization knows only axis 1).
+    if (n.op === 'batch_norm' && n.shape.length === 4) {
       const inputs = n.inputs.map((i, k) => (k === 0 ? get(b, i, true) : b.map(i)));
       return b.out.op(n.op, inputs, { ...n.attrs, axis: newAxis(n.attrs.axis as number) }, n.name);
     }
+    if (n.shape.length !== 4 || !n.inputs.some((i) => converted.has(i))) return undefined;
+    const x = n.inputs[0];
+    if (UNARY.has(n.op)) return b.out.op(n.op, [get(b, x, true)], n.attrs, n.name);
     if (n.op === 'pad') {
       const permute = (w: unknown): number[] => forward.map((a) => (w as number[])[a]);
       return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, before: permute(n.attrs.before), after: permute(n.attrs.after) }, n.name);
