@@ -11,7 +11,8 @@ import { numElements } from '../ir/tensor';
 import { C_PRELUDE, renderKernel, type RenderOptions } from './c';
 import type { Kernel } from './lower';
 
-export const DEFAULT_CFLAGS = ['-O3', '-march=native', '-fno-math-errno', '-ffp-contract=fast', '-fopenmp'];
+/** The optimisation level of the shipped kernels (compile/model.ts KERNEL_CFLAGS). */
+export const DEFAULT_CFLAGS = ['-O2', '-march=native', '-fno-math-errno', '-ffp-contract=fast', '-fopenmp'];
 
 export function runKernel(
   k: Kernel, inputs: readonly Float32Array[], cflags: readonly string[] = DEFAULT_CFLAGS, render: RenderOptions = {},
