@@ -16,6 +16,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileNetwork } from '../compile/network';
+import { appendRecords, readRecords } from '../records/log';
 import { tuneNetwork } from '../search/tune';
 import { getNetwork } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
@@ -64,8 +65,7 @@ for (const [name, schedules] of [['mobilenet', 'default'], ['resnet-18', 'defaul
       // Which of the two candidates is faster depends on the machine; keep only the random
       // ones so that the compiled model certainly runs non-default kernels.
       const randomOnly = path.join(dir, `${name}-random.jsonl`);
-      const lines = (await fs.readFile(records, 'utf8')).split('\n').filter((l) => l && JSON.parse(l).policy !== 'default');
-      await fs.writeFile(randomOnly, lines.join('\n') + '\n');
+      await appendRecords(randomOnly, (await readRecords(records)).entries.map((e) => e.record).filter((r) => r.policy !== 'default'));
       const compiled = await compileNetwork({ model: onnx, target: 'llvm', outDir: out, records: [randomOnly] });
       const tuned = compiled.kernels.filter((k) => k.schedule === 'tuned');
       assert.ok(tuned.length >= compiled.kernels.length / 2, `${tuned.length} of ${compiled.kernels.length} kernels come from a random record`);

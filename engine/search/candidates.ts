@@ -10,7 +10,7 @@ import type { RecordGenome } from '../records/record';
 import { buildState, GenomeSource, genomeToJson, NO_FALLBACK, RandomSource, stepsKey, type Built, type Genome } from './annotate';
 import type { Rng } from './rng';
 import { generateSketches, type Sketch } from './sketch';
-import type { MeasuredState, PolicyContext } from './types';
+import type { MeasuredState, PolicyContext, PolicyName, SearchPolicy } from './types';
 import { availableParallelism } from 'node:os';
 
 export interface SpaceOptions {
@@ -112,5 +112,25 @@ export class SearchSpace {
       out.push(b);
     }
     return out;
+  }
+}
+
+/** What the policies share around their space: deduplication of what was measured, and the genome of each proposal for its record. */
+export abstract class SpacePolicy implements SearchPolicy {
+  abstract readonly name: PolicyName;
+  readonly space: SearchSpace;
+
+  constructor(ctx: PolicyContext, opts: SpaceOptions = {}) {
+    this.space = new SearchSpace(ctx, opts);
+  }
+
+  abstract nextBatch(n: number): Step[][];
+
+  notify(measured: readonly MeasuredState[]): void {
+    this.space.notify(measured);
+  }
+
+  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
+    return this.space.genomeOf(steps);
   }
 }

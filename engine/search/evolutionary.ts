@@ -4,14 +4,13 @@
 // mostly the model's best states plus a few random ones (ε-greedy), never a program that
 // was measured or proposed before.
 
-import type { RecordGenome } from '../records/record';
 import type { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { stepsKey, type Built } from './annotate';
-import { SearchSpace, type SpaceOptions } from './candidates';
+import { SpacePolicy, type SpaceOptions } from './candidates';
 import { mutate } from './mutate';
 import { Rng } from './rng';
-import type { CostModel, MeasuredState, PolicyContext, SearchPolicy } from './types';
+import type { CostModel, MeasuredState, PolicyContext } from './types';
 
 export interface EvolutionOptions extends SpaceOptions {
   /** States per generation. TVM uses 2048; JS building and scoring cost ~1 ms a state, so 512 by default. */
@@ -51,9 +50,8 @@ function predictSafely(model: CostModel, ctx: PolicyContext, states: State[]): n
   });
 }
 
-export class EvolutionaryPolicy implements SearchPolicy {
+export class EvolutionaryPolicy extends SpacePolicy {
   readonly name = 'evolutionary' as const;
-  readonly space: SearchSpace;
   private readonly ctx: PolicyContext;
   private readonly opts: Required<Omit<EvolutionOptions, keyof SpaceOptions>>;
   private readonly rng: Rng;
@@ -63,8 +61,8 @@ export class EvolutionaryPolicy implements SearchPolicy {
   private readonly measuredSeeds: { built: Built; cost: number }[] = [];
 
   constructor(ctx: PolicyContext, opts: EvolutionOptions = {}) {
+    super(ctx, opts);
     this.ctx = ctx;
-    this.space = new SearchSpace(ctx, opts);
     this.opts = {
       population: opts.population ?? EVOLUTION_DEFAULTS.population,
       generations: opts.generations ?? EVOLUTION_DEFAULTS.generations,
@@ -91,10 +89,6 @@ export class EvolutionaryPolicy implements SearchPolicy {
   /** Measured states available as seeds (from this run and from resumed records). */
   get seedCount(): number {
     return this.measuredSeeds.length;
-  }
-
-  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
-    return this.space.genomeOf(steps);
   }
 
   nextBatch(n: number): Step[][] {
@@ -125,8 +119,8 @@ export class EvolutionaryPolicy implements SearchPolicy {
     return picks.map((b) => b.steps);
   }
 
-  notify(measured: readonly MeasuredState[]): void {
-    this.space.notify(measured);
+  override notify(measured: readonly MeasuredState[]): void {
+    super.notify(measured);
     for (const m of measured) {
       const key = stepsKey(m.steps);
       const built = this.pending.get(key);

@@ -3,12 +3,10 @@
 // deterministic, so it suits small spaces; on large ones it only explores the innermost
 // parameters within the budget.
 
-import type { RecordGenome } from '../records/record';
 import type { Step } from '../schedule/steps';
 import { buildState, stepsKey, type ParamKind, type ParamSource } from './annotate';
-import { SearchSpace, type SpaceOptions } from './candidates';
+import { SpacePolicy } from './candidates';
 import { factorizations } from './factors';
-import type { MeasuredState, PolicyContext, SearchPolicy } from './types';
 
 /** Reads the i-th value of the i-th request from `digits` and records each request's domain size. */
 class OdometerSource implements ParamSource {
@@ -29,16 +27,11 @@ class OdometerSource implements ParamSource {
   }
 }
 
-export class GridPolicy implements SearchPolicy {
+export class GridPolicy extends SpacePolicy {
   readonly name = 'grid' as const;
-  readonly space: SearchSpace;
   private sketch = 0;
   private digits: number[] = [];
   private exhausted = false;
-
-  constructor(ctx: PolicyContext, opts: SpaceOptions = {}) {
-    this.space = new SearchSpace(ctx, opts);
-  }
 
   nextBatch(n: number): Step[][] {
     const out: Step[][] = [];
@@ -53,14 +46,6 @@ export class GridPolicy implements SearchPolicy {
       out.push(b.steps);
     }
     return out;
-  }
-
-  notify(measured: readonly MeasuredState[]): void {
-    this.space.notify(measured);
-  }
-
-  genomeOf(steps: readonly Step[]): RecordGenome | undefined {
-    return this.space.genomeOf(steps);
   }
 
   private advance(radix: readonly number[]): void {

@@ -35,16 +35,23 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
   return { ...result, watched };
 }
 
+/**
+ * chokidar sees a file appear only in a directory that exists: the directories of the
+ * watched files are created, so a log written later (by `nx tune` in another terminal,
+ * or to a records path a config change just named) is noticed.
+ */
+function watchable(files: readonly string[]): string[] {
+  for (const f of files) mkdirSync(path.dirname(f), { recursive: true });
+  return [...files];
+}
+
 export default async function* compileExecutor(options: CompileExecutorOptions, ctx: ExecutorContext): AsyncGenerator<ExecutorResult> {
   let last = await compileOnce(options, ctx);
   yield { success: last.success };
   if (!options.watch) return;
 
   const { watch } = await import('chokidar');
-  // chokidar sees a file appear only in a directory that exists: the log's directory is
-  // created now, so a log written later (by `nx tune` in another terminal) is noticed.
-  for (const f of last.watched) mkdirSync(path.dirname(f), { recursive: true });
-  const watcher = watch(last.watched, { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 200 } });
+  const watcher = watch(watchable(last.watched), { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 200 } });
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   console.log(`watching ${last.watched.map((f) => path.relative(ctx.root, f)).join(', ')} (Ctrl-C to stop)`);
   const queue: string[] = [];
@@ -61,7 +68,7 @@ export default async function* compileExecutor(options: CompileExecutorOptions, 
       const changed = [...new Set(queue.splice(0))].map((f) => path.relative(ctx.root, f));
       console.log(`changed: ${changed.join(', ')}; recompiling`);
       last = await compileOnce(options, ctx);
-      watcher.add(last.watched);
+      watcher.add(watchable(last.watched));
       yield { success: last.success };
     }
   } finally {
