@@ -45,7 +45,7 @@ export interface LowerOptions {
 }
 
 /** Largest buffer a stage computed inside a loop may use (floats): it lives on the stack. */
-const MAX_LOCAL_FLOATS = 1 << 16;
+export const MAX_LOCAL_FLOATS = 1 << 16;
 
 interface Region { base: Expr[]; len: number[]; guard: Expr | undefined }
 

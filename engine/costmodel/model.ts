@@ -13,7 +13,7 @@
 //    warm-up behaviour: its first round of every task is random sampling).
 
 import type { Task } from '../graph/extract';
-import { meanCost } from '../records/best';
+import { measuredCost } from '../records/best';
 import type { TuningRecord } from '../records/record';
 import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -85,13 +85,6 @@ export class LearnedCostModel implements CostModel {
     return this.stats;
   }
 
-  /** Number of measured programs held (all tasks, errors included). */
-  get size(): number {
-    let n = 0;
-    for (const t of this.data.values()) n += t.samples.length;
-    return n;
-  }
-
   update(task: Task, measured: readonly MeasuredState[]): void {
     this.add(task, measured);
     this.train();
@@ -149,11 +142,6 @@ export class LearnedCostModel implements CostModel {
     });
   }
 
-  /** Score of already extracted feature rows (for tests and tools). */
-  scoreRows(rows: readonly Float32Array[]): number {
-    return this.model ? this.model.predictSample(rows) : 0;
-  }
-
   /**
    * Warm start from a record log: every record whose workload key is one of `tasks` is
    * added (errors as zero-throughput programs), then the model trains once. Records of
@@ -166,10 +154,9 @@ export class LearnedCostModel implements CostModel {
     let otherTasks = 0, invalid = 0;
     for (const r of records) {
       if (!byKey.has(r.key)) { otherTasks++; continue; }
-      const cost = r.error === null && r.costs_ms.length > 0 ? meanCost(r) : null;
       let list = grouped.get(r.key);
       if (!list) grouped.set(r.key, (list = []));
-      list.push({ steps: r.steps, cost_ms: cost });
+      list.push({ steps: r.steps, cost_ms: measuredCost(r) });
     }
     let used = 0;
     for (const [key, list] of grouped) {

@@ -6,7 +6,11 @@
 import type { LogEntry } from './log';
 import type { TuningRecord } from './record';
 
-export const meanCost = (r: TuningRecord): number => r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length;
+export const meanCost = (r: { costs_ms: readonly number[] }): number => r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length;
+
+/** The cost a search learns from: the mean of a verified measurement, null for an error (a record or a measure outcome). */
+export const measuredCost = (m: { error: unknown; costs_ms: readonly number[] }): number | null =>
+  m.error === null && m.costs_ms.length > 0 ? meanCost(m) : null;
 
 export const isValidRecord = (r: TuningRecord): boolean =>
   r.error === null && r.costs_ms.length > 0 && r.costs_ms.every((c) => Number.isFinite(c) && c >= 0);
@@ -32,14 +36,20 @@ export function bestRecords<E extends { record: TuningRecord }>(entries: Iterabl
  * caller can fall back to the next one when the best no longer applies).
  */
 export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string): Map<string, LogEntry[]> {
+  const out = byWorkload([...entries].filter((e) => isValidRecord(e.record)), { target, fingerprint });
+  for (const list of out.values()) list.sort((a, b) => meanCost(a.record) - meanCost(b.record));
+  return out;
+}
+
+/** Entries measured for one target string and fingerprint, per workload key, in log order. */
+export function byWorkload(entries: Iterable<LogEntry>, match: { target: string; fingerprint: string }): Map<string, LogEntry[]> {
   const out = new Map<string, LogEntry[]>();
   for (const entry of entries) {
     const r = entry.record;
-    if (r.target !== target || r.fingerprint !== fingerprint || !isValidRecord(r)) continue;
+    if (r.target !== match.target || r.fingerprint !== match.fingerprint) continue;
     const list = out.get(r.key);
     if (list) list.push(entry);
     else out.set(r.key, [entry]);
   }
-  for (const list of out.values()) list.sort((a, b) => meanCost(a.record) - meanCost(b.record));
   return out;
 }

@@ -2,7 +2,7 @@
 // the target and machine being tuned (records of other targets or machines would mislead
 // the search and the cost model, so they are left out).
 
-import { meanCost } from './best';
+import { byWorkload, measuredCost } from './best';
 import { readRecords, type LogEntry, type ReadOptions } from './log';
 import type { MeasuredState } from '../search/types';
 
@@ -25,13 +25,12 @@ export async function openLog(
 
 export function measuredStates(entries: Iterable<LogEntry>, match: { target: string; fingerprint: string }): Map<string, MeasuredState[]> {
   const out = new Map<string, MeasuredState[]>();
-  for (const { record: r } of entries) {
-    if (r.target !== match.target || r.fingerprint !== match.fingerprint) continue;
-    const state: MeasuredState = { steps: r.steps, cost_ms: r.error === null && r.costs_ms.length > 0 ? meanCost(r) : null };
-    if (r.genome) state.genome = r.genome;
-    const list = out.get(r.key);
-    if (list) list.push(state);
-    else out.set(r.key, [state]);
+  for (const [key, list] of byWorkload(entries, match)) {
+    out.set(key, list.map(({ record: r }) => {
+      const state: MeasuredState = { steps: r.steps, cost_ms: measuredCost(r) };
+      if (r.genome) state.genome = r.genome;
+      return state;
+    }));
   }
   return out;
 }

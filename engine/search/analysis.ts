@@ -60,7 +60,7 @@ export class StageAnalysis {
 
   /** Compute stages reading `name` directly. */
   consumers(name: string): string[] {
-    return this.dag.computeStages.filter((t) => reads(t.op.body).has(name)).map((t) => t.name);
+    return this.dag.consumers(this.dag.stage(name)).map((t) => t.name);
   }
 
   /**
@@ -143,15 +143,5 @@ export class StageAnalysis {
       if (!inlined(c)) return c;
       current = c;
     }
-  }
-
-  /** Non-inlined stages reading `name`, looking through inlined ones. */
-  effectiveConsumers(name: string, inlined: (stage: string) => boolean): string[] {
-    const out = new Set<string>();
-    for (const c of this.consumers(name)) {
-      if (inlined(c)) this.effectiveConsumers(c, inlined).forEach((x) => out.add(x));
-      else out.add(c);
-    }
-    return [...out];
   }
 }

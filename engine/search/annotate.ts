@@ -11,15 +11,14 @@ import type { RecordGenome } from '../records/record';
 import { numElements } from '../ir/tensor';
 import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { factorizations, MAX_INNERMOST_FACTOR, product } from './factors';
+import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
+import { MAX_LOCAL_FLOATS } from '../codegen/lower';
 import type { Rng } from './rng';
 import type { Plan, Sketch } from './sketch';
 
 /** TVM's CPU candidates for auto_unroll_max_step. */
 export const UNROLL_STEPS: readonly number[] = [0, 16, 64, 512];
 
-/** Same bound as codegen/lower.ts: a stage computed inside a loop lives in a stack buffer. */
-export const MAX_LOCAL_FLOATS = 1 << 16;
 
 /** What a value is, for mutation weights (reference §4.3). */
 export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order';
@@ -80,7 +79,7 @@ export class GenomeSource implements ParamSource {
   constructor(private readonly values: ReadonlyMap<string, ParamValue>, private readonly fallback: ParamSource) {}
   tile(key: string, extent: number, parts: number, maxInner: number, vector = false): readonly number[] {
     const v = this.values.get(key);
-    if (Array.isArray(v) && v.length === parts && product(v) === extent && v[parts - 1] <= maxInner) return v;
+    if (Array.isArray(v) && v.length === parts && numElements(v) === extent && v[parts - 1] <= maxInner) return v;
     return this.fallback.tile(key, extent, parts, maxInner, vector);
   }
   choice(key: string, kind: ParamKind, n: number): number {
@@ -229,12 +228,12 @@ class Builder {
     for (let k = 0; k <= L; k++) corder.push(...lvl(cn, k));
     this.emit({ s: 'reorder', stage: c!, order: corder });
     const outer = corder.slice(0, cn.length * L);
-    const region = numElements(fs.map((f) => product(f.slice(L))));
+    const region = numElements(fs.map((f) => numElements(f.slice(L))));
     if (region > MAX_LOCAL_FLOATS) throw new ScheduleError(`${t}: a tile of ${region} floats is too large for a local buffer`);
     const n = this.choiceOf(`${x}/parallel`, 'parallel', outer.length) + 1;
     const fused = this.parallel(c!, outer, n);
     const attach = n === outer.length ? fused! : outer[outer.length - 1];
-    this.vectorize(c!, `${cn[last]}.${L}`, product(fs[last].slice(L)));
+    this.vectorize(c!, `${cn[last]}.${L}`, numElements(fs[last].slice(L)));
     this.emit({ s: 'compute_at', stage: t, target: c!, iter: attach });
     sp.forEach((a, i) => this.emit({ s: 'split', stage: t, iter: a.name, lengths: fs[i].slice(L + 1) }));
     rd.forEach((r, i) => this.emit({ s: 'split', stage: t, iter: r.name, lengths: gs[i].slice(1) }));

@@ -45,5 +45,3 @@ export function factorizations(extent: number, parts: number, maxInner = MAX_INN
   }
   return out;
 }
-
-export const product = (xs: readonly number[]): number => xs.reduce((a, b) => a * b, 1);

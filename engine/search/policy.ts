@@ -7,6 +7,7 @@ import { GridPolicy } from './grid';
 import { RandomPolicy } from './random';
 import type { PolicyContext, PolicyName, SearchPolicy } from './types';
 
+/** Every policy name, for option checks. */
 export const POLICY_NAMES: readonly PolicyName[] = ['evolutionary', 'random', 'grid'];
 
 export function createPolicy(name: PolicyName, ctx: PolicyContext, opts: EvolutionOptions & SpaceOptions = {}): SearchPolicy {

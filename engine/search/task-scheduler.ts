@@ -18,6 +18,7 @@
 
 import type { Task } from '../graph/extract';
 import { rng } from '../costmodel/gbdt';
+import { measuredCost } from '../records/best';
 import type { CostModel, MeasuredState, MeasureOutcome, Measurer, SearchPolicy } from './types';
 
 /** TVM's TaskScheduler defaults (python/tvm/auto_scheduler/task_scheduler.py). */
@@ -129,11 +130,9 @@ interface TaskState {
   stop: { kind: StopKind; message: string } | null;
 }
 
-const meanOf = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-
 /** The measured state of an outcome (mean cost, or null for an error). */
 export function measuredState(o: MeasureOutcome): MeasuredState {
-  return { steps: o.steps, cost_ms: o.error === null && o.costs_ms.length > 0 ? meanOf(o.costs_ms) : null };
+  return { steps: o.steps, cost_ms: measuredCost(o) };
 }
 
 /** The op chain of a task description and its FLOP bucket: tasks with equal tags are "similar". */
@@ -177,7 +176,6 @@ export class TaskScheduler {
   }
 
   /** Trials per round this scheduler uses. */
-  get roundSize(): number { return this.perRound; }
 
   /** Rebuild a task's counters from its logged measurements, in chunks of one round. */
   private resumeState(entry: SchedulerTask): TaskState {

@@ -19,7 +19,7 @@ import { hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from './annotate';
-import { createPolicy } from './policy';
+import { createPolicy, POLICY_NAMES } from './policy';
 import { formatEstimate, formatTaskTable } from './progress';
 import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
 import type {
@@ -30,7 +30,7 @@ import type {
 export const DEFAULT_BATCH_SIZE = 64;
 /** TVM's tutorials budget about 800 trials per task on CPU (tune_network_x86.py); used when no budget is given. */
 export const DEFAULT_TRIALS_PER_TASK_BUDGET = 800;
-export const POLICY_NAMES: readonly PolicyName[] = ['evolutionary', 'random', 'grid'];
+export { POLICY_NAMES };
 
 /** The parts a tuning run is made of (tune-parts.ts builds the real ones). */
 export interface TuningParts {

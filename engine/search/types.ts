@@ -16,8 +16,6 @@ import type { Target } from '../target';
 /** Why a candidate has no valid time. `null` in a record means it ran and was verified. */
 export type ErrorClass = 'invalid_schedule' | 'compile_error' | 'runtime_error' | 'timeout' | 'wrong_answer';
 
-export const ERROR_CLASSES: readonly ErrorClass[] = ['invalid_schedule', 'compile_error', 'runtime_error', 'timeout', 'wrong_answer'];
-
 /** One candidate's measurement. */
 export interface MeasureOutcome {
   steps: Step[];
