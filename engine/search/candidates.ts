@@ -40,7 +40,8 @@ export class SearchSpace {
     return this.tryBuild(() => buildState(this.dag, this.sketches, rng.int(this.sketches.length), new RandomSource(rng, this.vectorLanes)));
   }
 
-  tryBuild(f: () => Built): Built | null {
+  /** `f`'s state, or null when its values make an invalid one (ScheduleError). */
+  tryBuild(f: () => Built | null): Built | null {
     try {
       return f();
     } catch (e) {

@@ -97,8 +97,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
     const seeds = [...this.measuredSeeds].sort((a, b) => a.cost - b.cost).slice(0, this.seedLimit).map((s) => s.built);
     const best = this.evolve([...init, ...seeds]);
     const picks: Built[] = [];
-    const take = (b: Built): void => {
-      const key = stepsKey(b.steps);
+    const take = (b: Built, key = stepsKey(b.steps)): void => {
       if (this.space.isSeen(key) || !this.space.lowers(b, key)) return;
       this.space.propose(b, key);
       this.pending.set(key, b);
@@ -107,7 +106,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
     const nBest = n - Math.floor(this.opts.epsGreedy * n);
     for (const s of best) {
       if (picks.length >= nBest) break;
-      take(s.built);
+      take(s.built, s.key);
     }
     // ε-greedy: the rest at random from the initial population, then fresh random states.
     const pool = [...init];
@@ -171,7 +170,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
       for (let attempt = 0; next.length < this.opts.population && attempt < this.opts.population * 3; attempt++) {
         const parent = pop[this.rng.weighted(weights)];
         if (this.rng.float() < this.opts.mutationProb) {
-          const child = mutate(this.space.dag, this.space.sketches, parent, this.rng);
+          const child = this.space.tryBuild(() => mutate(this.space.dag, this.space.sketches, parent, this.rng));
           if (child) next.push(child);
         } else {
           next.push(parent);

@@ -3,7 +3,6 @@
 // 0.05, parallel granularity 0.01; we add the loop-order choice of non-tiled reductions.
 
 import type { ComputeDAG } from '../ir/dag';
-import { ScheduleError } from '../schedule/state';
 import { buildState, GenomeSource, RandomSource, type Built, type ParamKind, type ParamValue } from './annotate';
 import { divisors } from './factors';
 import type { Rng } from './rng';
@@ -34,7 +33,7 @@ export function mutateFactors(f: readonly number[], maxInner: number, rng: Rng):
   return null;
 }
 
-/** One mutation of `parent`, rebuilt; null when the mutated values make an invalid state. */
+/** One mutation of `parent`, rebuilt; null when it has nothing to mutate. Throws ScheduleError when the mutated values make an invalid state. */
 export function mutate(dag: ComputeDAG, sketches: readonly Sketch[], parent: Built, rng: Rng): Built | null {
   const byKind = new Map<ParamKind, string[]>();
   for (const [key, spec] of parent.specs) {
@@ -58,10 +57,5 @@ export function mutate(dag: ComputeDAG, sketches: readonly Sketch[], parent: Bui
   if (value === null) return null;
   const values = new Map(parent.genome.values);
   values.set(key, value);
-  try {
-    return buildState(dag, sketches, parent.genome.sketch, new GenomeSource(values, new RandomSource(rng)));
-  } catch (e) {
-    if (e instanceof ScheduleError) return null;
-    throw e;
-  }
+  return buildState(dag, sketches, parent.genome.sketch, new GenomeSource(values, new RandomSource(rng)));
 }

@@ -333,15 +333,21 @@ export class TaskScheduler {
     });
   }
 
+  /** The highest FLOP rate (FLOPs per ms of best latency) among `members`; 0 when none has one. */
+  private bestRate(members: readonly number[]): number {
+    let rate = 0;
+    for (const j of members) {
+      const b = this.states[j].best;
+      if (b !== null && b > 0) rate = Math.max(rate, this.states[j].entry.task.flops / b);
+    }
+    return rate;
+  }
+
   /** β × FLOP_i / the best FLOP rate among its similar tasks; +∞ when it has none. */
   private similarBound(i: number): number {
     const members = this.groups.get(this.states[i].tag) ?? [];
     if (members.length <= 1 || !members.includes(i)) return Infinity;
-    let bestRate = 0;
-    for (const j of members) {
-      const b = this.states[j].best;
-      if (b !== null && b > 0) bestRate = Math.max(bestRate, this.states[j].entry.task.flops / b);
-    }
+    const bestRate = this.bestRate(members);
     return bestRate > 0 ? (this.beta * this.states[i].entry.task.flops) / bestRate : Infinity;
   }
 
@@ -350,15 +356,10 @@ export class TaskScheduler {
     const s = this.states[i];
     const members = this.groups.get(s.tag);
     if (!members || members.length <= 1 || !members.includes(i) || s.best === null) return;
-    let bestRate = 0;
     let maxOtherRounds = 0;
-    for (const j of members) {
-      const o = this.states[j];
-      if (o.best !== null && o.best > 0) bestRate = Math.max(bestRate, o.entry.task.flops / o.best);
-      if (j !== i) maxOtherRounds = Math.max(maxOtherRounds, o.rounds);
-    }
+    for (const j of members) if (j !== i) maxOtherRounds = Math.max(maxOtherRounds, this.states[j].rounds);
     const rate = s.best > 0 ? s.entry.task.flops / s.best : Infinity;
-    if (rate < bestRate / this.beta && s.rounds > 5 + maxOtherRounds) members.splice(members.indexOf(i), 1);
+    if (rate < this.bestRate(members) / this.beta && s.rounds > 5 + maxOtherRounds) members.splice(members.indexOf(i), 1);
   }
 
   /**
