@@ -22,6 +22,8 @@ import { readManifest, type Manifest } from '../compile/manifest';
 import { UserError } from '../errors';
 import { isOpNode, type Graph } from '../graph/graph';
 import { rebuild } from '../graph/rewrite';
+import { numElements } from '../ir/tensor';
+import { isOnnxPath } from '../frontend/load';
 import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
@@ -83,7 +85,7 @@ async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promis
     if (!existsSync(opts.onnx)) throw new UserError(`--onnx ${opts.onnx}: file not found`);
     return { file: path.resolve(opts.onnx), source: 'option' };
   }
-  if (m.name.toLowerCase().endsWith('.onnx')) {
+  if (isOnnxPath(m.name)) {
     if (!existsSync(m.name)) throw new UserError(`${opts.modelDir}: compiled from ${m.name}, which no longer exists (pass --onnx FILE)`);
     return { file: m.name, source: 'manifest' };
   }
@@ -138,7 +140,7 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
     log(`ONNX model: ${onnx.file} (${onnx.source})`);
     const session = await openOrtSession(onnx.file, opts.threads, m.inputs.map((i) => i.shape));
     try {
-      const inputs = m.inputs.map((inp, i) => uniform(inp.shape.reduce((a, b) => a * b, 1), seed, i));
+      const inputs = m.inputs.map((inp, i) => uniform(numElements(inp.shape), seed, i));
       const inputFiles: Record<string, string> = {};
       await Promise.all(m.inputs.map(async (inp, i) => {
         inputFiles[inp.name] = path.join(work, `input${i}.bin`);

@@ -3,7 +3,8 @@ import * as assert from 'uvu/assert';
 import { runGraph } from '../graph/run';
 import type { Layout } from '../topi/nn';
 import { NetBuilder } from './builder';
-import { fillUniform, permute } from './init';
+import { permute } from '../ir/tensor';
+import { fillUniform } from './init';
 
 /** A tiny net touching every layer of the DSL; the flatten sees a 2x2 map, so NHWC needs fc's columns permuted. */
 function tiny(layout: Layout): NetBuilder {

@@ -7,8 +7,9 @@
 // `batch_norm` node, a bias is an `add` of a constant.
 
 import { Graph } from '../graph/graph';
+import { numElements, permute } from '../ir/tensor';
 import type { Layout } from '../topi/nn';
-import { fillUniform, permute, streamSeed, xavierWeight } from './init';
+import { fillUniform, streamSeed, xavierWeight } from './init';
 
 export interface BuildOptions {
   readonly batch: number;
@@ -33,8 +34,6 @@ export interface ConvSpec {
   readonly weightName?: string;
 }
 
-const size = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
-
 export class NetBuilder {
   readonly graph = new Graph();
   readonly opts: BuildOptions;
@@ -58,7 +57,7 @@ export class NetBuilder {
   channels(x: number): number { return this.shape(x)[this.channelAxis]; }
 
   private constant(name: string, shape: readonly number[], make: () => Float32Array): number {
-    const data = this.opts.weights === 'zeros' ? new Float32Array(size(shape)) : make();
+    const data = this.opts.weights === 'zeros' ? new Float32Array(numElements(shape)) : make();
     return this.graph.constant(name, shape, data);
   }
 

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fillUniform, hashString, permute, streamSeed, xavierBound, xavierWeight } from './init';
+import { permute } from '../ir/tensor';
+import { fillUniform, hashString, streamSeed, xavierBound, xavierWeight } from './init';
 
 test('fillUniform is deterministic, in range, and roughly uniform', () => {
   const a = fillUniform(new Float32Array(100000), 42, -2, 3);

@@ -11,6 +11,8 @@
 // canonical shape): the NHWC and NCHW versions of a network hold the same numbers, and
 // adding a layer does not reshuffle the others.
 
+import { numElements } from '../ir/tensor';
+
 /** FNV-1a hash of a string, 32 bits. */
 export function hashString(s: string): number {
   let h = 0x811c9dc5;
@@ -49,7 +51,7 @@ export function fillUniform(out: Float32Array, state: number, lo: number, hi: nu
  */
 export function xavierBound(name: string, shape: readonly number[], depthwise = name.includes('depthwise')): number {
   if (shape.length < 2) throw new Error(`xavier: ${name} has shape [${shape.join(', ')}], needs at least 2 dims`);
-  const hw = shape.slice(2).reduce((a, b) => a * b, 1);
+  const hw = numElements(shape.slice(2));
   const fanIn = shape[1] * hw, fanOut = shape[0] * hw;
   const factor = depthwise ? hw : (fanIn + fanOut) / 2;
   return Math.sqrt(3 / factor);
@@ -58,35 +60,5 @@ export function xavierBound(name: string, shape: readonly number[], depthwise = 
 /** Xavier-uniform weight of canonical `shape`, drawn from the stream of (seed, name). */
 export function xavierWeight(seed: number, name: string, shape: readonly number[], depthwise?: boolean): Float32Array {
   const b = xavierBound(name, shape, depthwise);
-  return fillUniform(new Float32Array(shape.reduce((a, c) => a * c, 1)), streamSeed(seed, name), -b, b);
-}
-
-/**
- * Permute the axes of a row-major array: output axis i is input axis perm[i]
- * (numpy's `transpose(perm)`). OIHW -> HWIO is [2, 3, 1, 0]; [C, M, kh, kw] -> HWOI is [2, 3, 0, 1].
- */
-export function permute(data: Float32Array, shape: readonly number[], perm: readonly number[]): Float32Array {
-  const rank = shape.length;
-  if (perm.length !== rank || [...perm].sort((x, y) => x - y).some((p, i) => p !== i)) {
-    throw new Error(`permute: [${perm.join(', ')}] is not a permutation of ${rank} axes`);
-  }
-  const inStrides = new Array<number>(rank).fill(1);
-  for (let i = rank - 2; i >= 0; i--) inStrides[i] = inStrides[i + 1] * shape[i + 1];
-  const outShape = perm.map((p) => shape[p]);
-  const strideOf = perm.map((p) => inStrides[p]);
-  const out = new Float32Array(data.length);
-  const idx = new Array<number>(rank).fill(0);
-  let src = 0;
-  for (let o = 0; o < out.length; o++) {
-    out[o] = data[src];
-    // Odometer increment over the output index, tracking the matching input offset.
-    for (let d = rank - 1; d >= 0; d--) {
-      idx[d]++;
-      src += strideOf[d];
-      if (idx[d] < outShape[d]) break;
-      src -= strideOf[d] * outShape[d];
-      idx[d] = 0;
-    }
-  }
-  return out;
+  return fillUniform(new Float32Array(numElements(shape)), streamSeed(seed, name), -b, b);
 }

@@ -3,7 +3,8 @@ import * as assert from 'uvu/assert';
 import { UserError } from '../errors';
 import type { ConstantNode, Graph, OpNode } from '../graph/graph';
 import { runGraph } from '../graph/run';
-import { fillUniform, permute } from './init';
+import { permute } from '../ir/tensor';
+import { fillUniform } from './init';
 import { countParams, getNetwork, NETWORK_NAMES, type NetworkOptions } from './networks';
 
 // Parameter counts (elements of all constants, BN moving statistics included), derived

@@ -70,3 +70,39 @@ function checkShape(name: string, shape: readonly number[]): void {
 export const isCompute = (t: Tensor): t is Tensor & { op: ComputeOp } => t.op.kind === 'compute';
 export const isPlaceholder = (t: Tensor): boolean => t.op.kind === 'placeholder';
 export const numElements = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
+
+/** Row-major strides of a shape. */
+export function rowMajorStrides(shape: readonly number[]): number[] {
+  const out = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) out[i] = out[i + 1] * shape[i + 1];
+  return out;
+}
+
+/**
+ * Permute the axes of a row-major array: output axis i is input axis perm[i]
+ * (numpy's `transpose(perm)`). OIHW -> HWIO is [2, 3, 1, 0]; [C, M, kh, kw] -> HWOI is [2, 3, 0, 1].
+ */
+export function permute(data: Float32Array, shape: readonly number[], perm: readonly number[]): Float32Array {
+  const rank = shape.length;
+  if (perm.length !== rank || [...perm].sort((x, y) => x - y).some((p, i) => p !== i)) {
+    throw new Error(`permute: [${perm.join(', ')}] is not a permutation of ${rank} axes`);
+  }
+  const inStrides = rowMajorStrides(shape);
+  const outShape = perm.map((p) => shape[p]);
+  const strideOf = perm.map((p) => inStrides[p]);
+  const out = new Float32Array(data.length);
+  const idx = new Array<number>(rank).fill(0);
+  let src = 0;
+  for (let o = 0; o < out.length; o++) {
+    out[o] = data[src];
+    // Odometer increment over the output index, tracking the matching input offset.
+    for (let d = rank - 1; d >= 0; d--) {
+      idx[d]++;
+      src += strideOf[d];
+      if (idx[d] < outShape[d]) break;
+      src -= strideOf[d] * outShape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}

@@ -1,7 +1,7 @@
 // Injective operators: padding, reshape, flatten, transpose, concatenate.
 
 import { add, all, int, floordiv, floormod, ge, f32, ifThenElse, load, lt, mul, sub, type Expr } from '../ir/expr';
-import { compute, numElements, type Tensor } from '../ir/tensor';
+import { compute, numElements, rowMajorStrides, type Tensor } from '../ir/tensor';
 
 const axisNames = (rank: number, prefix: string): string[] => Array.from({ length: rank }, (_, i) => `${prefix}${i}`);
 
@@ -35,19 +35,12 @@ export function pad(
   }, 'injective');
 }
 
-/** Row-major strides of a shape. */
-function strides(shape: readonly number[]): number[] {
-  const out = new Array<number>(shape.length).fill(1);
-  for (let i = shape.length - 2; i >= 0; i--) out[i] = out[i + 1] * shape[i + 1];
-  return out;
-}
-
 /** Reshape to `newShape` (same element count, row-major). */
 export function reshape(data: Tensor, newShape: readonly number[], name = 'T_reshape'): Tensor {
   if (numElements(newShape) !== numElements(data.shape)) {
     throw new Error(`reshape: [${data.shape.join(', ')}] has ${numElements(data.shape)} elements, [${newShape.join(', ')}] has ${numElements(newShape)}`);
   }
-  const outStrides = strides(newShape), inStrides = strides(data.shape);
+  const outStrides = rowMajorStrides(newShape), inStrides = rowMajorStrides(data.shape);
   return compute(name, newShape, axisNames(newShape.length, 'ax'), (...ax) => {
     const flat = ax.reduce<Expr>((acc, a, i) => add(acc, newShape[i] === 1 ? 0 : mul(a, outStrides[i])), int(0));
     return load(data, data.shape.map((d, j) => {

@@ -7,7 +7,8 @@
 import { Graph } from '../../graph/graph';
 import type { Attrs } from '../../graph/ops';
 import { AttributeType, type AttributeMessage, type NodeMessage } from './schema';
-import { numElements, OnnxFormatError, tensorFromProto, type StaticTensor } from './tensor';
+import { numElements } from '../../ir/tensor';
+import { floatData, OnnxFormatError, tensorFromProto, type StaticTensor } from './tensor';
 
 export type Value = { readonly kind: 'node'; readonly id: number } | { readonly kind: 'static'; readonly t: StaticTensor };
 
@@ -117,13 +118,13 @@ export class NodeView {
 
   /** An op node of our graph, named after this ONNX node. */
   op(op: string, inputs: readonly number[], attrs: Attrs = {}, suffix = ''): Value {
-    return { kind: 'node', id: this.cx.graph.op(op, inputs, attrs, `${this.name}${suffix}`) };
+    return nodeValue(this.cx.graph.op(op, inputs, attrs, `${this.name}${suffix}`));
   }
 
   /** A value as a graph node id; a static one becomes a constant named after this node (+ suffix). */
   nodeOf(v: Value, suffix: string): number {
     if (v.kind === 'node') return v.id;
-    return this.constant(suffix, v.t.shape, v.t.type === 'float' ? v.t.data : Float32Array.from(v.t.data));
+    return this.constant(suffix, v.t.shape, floatData(v.t));
   }
 
   /** A float constant of our graph. */
@@ -170,7 +171,7 @@ export class ImportContext {
     if (v.kind === 'node') return v.id;
     let id = this.materialized.get(v.t);
     if (id === undefined) {
-      const data = v.t.type === 'float' ? v.t.data : Float32Array.from(v.t.data);
+      const data = floatData(v.t);
       if (numElements(v.t.shape) !== data.length) throw new OnnxFormatError(`constant of shape [${v.t.shape.join(', ')}] has ${data.length} values`);
       id = this.graph.constant(this.names.get(v.t) ?? `const_${this.graph.nodes.length}`, v.t.shape, data);
       this.materialized.set(v.t, id);

@@ -2,11 +2,11 @@
 // Gemm, MatMul, BatchNormalization, the pools, Softmax and ReduceMean. The graph keeps
 // ONNX's NCHW layout; loadModel converts it to NHWC afterwards when asked.
 
-import { permute } from '../init';
+import { numElements, permute } from '../../ir/tensor';
 import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
 import { axesOf, reshapeValue, type Converter } from './convert-tensor';
 import { floatTensor, normAxis } from './static';
-import { numElements } from './tensor';
+import { floatData } from './tensor';
 
 type Quad = [number, number, number, number];
 
@@ -78,7 +78,7 @@ function dense(n: NodeView, a: number, w: Value, transposed: boolean, suffix = '
   if (transposed) weight = n.nodeOf(w, '_weight');
   else if (w.kind === 'static') {
     const [k, m] = w.t.shape;
-    weight = n.constant('_weight', [m, k], permute(w.t.type === 'float' ? w.t.data : Float32Array.from(w.t.data), [k, m], [1, 0]));
+    weight = n.constant('_weight', [m, k], permute(floatData(w.t), [k, m], [1, 0]));
   } else weight = idOf(n.op('transpose', [w.id], { axes: [1, 0] }, '_weight_t'));
   return n.op('dense', [a, weight], {}, suffix);
 }

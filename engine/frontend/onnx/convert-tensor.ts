@@ -4,12 +4,13 @@
 // result is computed here (static), which is what makes exporters' Shape/Gather/Concat
 // flatten patterns disappear.
 
+import { numElements } from '../../ir/tensor';
 import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
 import {
   binaryStatic, concatStatic, floatTensor, gatherStatic, intTensor, normAxis, reshapeTarget, sliceStatic, transposeStatic, withShape,
 } from './static';
 import { DataType } from './schema';
-import { numElements, type StaticTensor } from './tensor';
+import { floatData, type StaticTensor } from './tensor';
 
 export interface Converter {
   /** Attributes read by the converter; a node with any other attribute is refused. */
@@ -132,7 +133,7 @@ const cast: Converter = {
     const v = n.input(0);
     const toFloat = to === DataType.FLOAT || to === DataType.DOUBLE || to === DataType.FLOAT16;
     if (isStatic(v)) {
-      if (toFloat) return [staticValue(floatTensor(v.t.shape, v.t.type === 'float' ? v.t.data : Float32Array.from(v.t.data)))];
+      if (toFloat) return [staticValue(floatTensor(v.t.shape, floatData(v.t)))];
       return [staticValue(intTensor(v.t.shape, [...v.t.data].map((x) => (to === DataType.BOOL ? (x ? 1 : 0) : Math.trunc(x)))))];
     }
     if (to !== DataType.FLOAT) throw new UnsupportedError(`Cast of a computed tensor to data type ${to} (only to float)`);

@@ -14,7 +14,7 @@ import { isOpNode, type Graph } from '../../graph/graph';
 import { convertLayout } from '../../graph/passes';
 import { rebuild } from '../../graph/rewrite';
 import type { Layout } from '../../topi/nn';
-import { ImportContext, NodeView, UnsupportedError, staticValue, type Value } from './context';
+import { ImportContext, NodeView, UnsupportedError, nodeValue, staticValue, type Value } from './context';
 import { NN_CONVERTERS } from './convert-nn';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
 import { decodeModel, DataType, type GraphMessage, type ModelMessage, type ValueInfo } from './schema';
@@ -165,7 +165,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     const name = vi.name ?? '';
     if (initializerNames.has(name)) continue; // IR < 4 lists initializers as inputs too
     const shape = inputShape(vi, file, opts.batch);
-    cx.set(name, { kind: 'node', id: cx.graph.input(name, shape) });
+    cx.set(name, nodeValue(cx.graph.input(name, shape)));
     inputs.push({ name, shape });
   }
   if (inputs.length === 0) throw new UserError(`${file}: the graph has no (non-initializer) inputs`);

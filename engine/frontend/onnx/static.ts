@@ -2,9 +2,9 @@
 // shape computations (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters
 // write a flatten) and rearranged initializers (a transposed weight).
 
+import { numElements, permute, rowMajorStrides } from '../../ir/tensor';
 import { broadcastShape } from '../../topi/elemwise';
-import { permute } from '../init';
-import { numElements, type StaticTensor } from './tensor';
+import { floatData, type StaticTensor } from './tensor';
 
 export const intTensor = (shape: readonly number[], data: readonly number[]): StaticTensor => ({ type: 'int', shape: [...shape], data: [...data] });
 export const floatTensor = (shape: readonly number[], data: Float32Array): StaticTensor => ({ type: 'float', shape: [...shape], data });
@@ -21,19 +21,13 @@ export function normAxis(axis: number, rank: number, what = 'axis'): number {
   return a;
 }
 
-function strides(shape: readonly number[]): number[] {
-  const out = new Array<number>(shape.length).fill(1);
-  for (let i = shape.length - 2; i >= 0; i--) out[i] = out[i + 1] * shape[i + 1];
-  return out;
-}
-
 /** Broadcasting elementwise arithmetic; integer division truncates, as ONNX's Div on ints. */
 export function binaryStatic(op: 'Add' | 'Sub' | 'Mul' | 'Div', a: StaticTensor, b: StaticTensor): StaticTensor {
   const shape = broadcastShape(a.shape, b.shape);
   const n = numElements(shape);
   const asInt = a.type === 'int' && b.type === 'int';
   const index = (t: StaticTensor): ((o: number) => number) => {
-    const ts = strides(t.shape), os = strides(shape), off = shape.length - t.shape.length;
+    const ts = rowMajorStrides(t.shape), os = rowMajorStrides(shape), off = shape.length - t.shape.length;
     return (o) => {
       let k = 0;
       for (let d = 0; d < t.shape.length; d++) {
@@ -91,7 +85,7 @@ export function concatStatic(ts: readonly StaticTensor[], axis: number): StaticT
 
 export function transposeStatic(t: StaticTensor, perm: readonly number[]): StaticTensor {
   const shape = perm.map((p) => t.shape[p]);
-  const data = permute(t.type === 'float' ? t.data : Float32Array.from(t.data), t.shape, perm);
+  const data = permute(floatData(t), t.shape, perm);
   return t.type === 'float' ? floatTensor(shape, data) : intTensor(shape, [...data]);
 }
 
@@ -109,7 +103,7 @@ export function sliceStatic(t: StaticTensor, starts: number[], ends: number[], a
     ranges[a] = { start, step, count };
   });
   const shape = ranges.map((r) => r.count);
-  const ts = strides(t.shape), os = strides(shape);
+  const ts = rowMajorStrides(t.shape), os = rowMajorStrides(shape);
   const values = Array.from({ length: numElements(shape) }, (_, o) => {
     let k = 0;
     for (let d = 0; d < rank; d++) k += (ranges[d].start + (Math.floor(o / os[d]) % shape[d]) * ranges[d].step) * ts[d];

@@ -6,6 +6,7 @@
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
+import { numElements } from '../../ir/tensor';
 import { bytesToFloat32, float32ToBytes } from '../../runtime/rawfile';
 import { DataType, EXTERNAL_DATA, type TensorMessage } from './schema';
 
@@ -27,7 +28,8 @@ const TYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(Dat
 export const dataTypeName = (t: number | undefined): string => TYPE_NAMES[t ?? 0] ?? `data type ${t ?? 0}`;
 export const isSupportedDataType = (t: number | undefined): boolean => t !== undefined && ELEMENT_BYTES[t] !== undefined;
 
-export const numElements = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
+/** The values of a static tensor as float32. */
+export const floatData = (t: StaticTensor): Float32Array => (t.type === 'float' ? t.data : Float32Array.from(t.data));
 
 /** Dims of a tensor, checked: non-negative integers whose product fits in memory. */
 export function checkedDims(dims: readonly number[] | undefined, what: string): number[] {

@@ -8,6 +8,7 @@
 // anything else, and the graph outputs, get the original layout back through a
 // `transpose`, inserted once per value and only where needed.
 
+import { permute } from '../../ir/tensor';
 import type { Layout } from '../../topi/nn';
 import { isOpNode, type Graph, type OpNode } from '../graph';
 import { constantOf, rebuild, type Rebuilder } from '../rewrite';
@@ -15,29 +16,6 @@ import { BINARY_OPS } from './canonicalize-bias';
 
 const LAYOUT_OPS = new Set(['conv2d', 'max_pool2d', 'avg_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d']);
 const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh', 'hard_sigmoid', 'hard_swish']);
-
-/** Permute a row-major array: output axis i is input axis perm[i]. */
-export function permuteData(data: Float32Array, shape: readonly number[], perm: readonly number[]): Float32Array {
-  const rank = shape.length;
-  const outShape = perm.map((p) => shape[p]);
-  const inStrides = new Array<number>(rank).fill(1);
-  for (let i = rank - 2; i >= 0; i--) inStrides[i] = inStrides[i + 1] * shape[i + 1];
-  const step = perm.map((p) => inStrides[p]);
-  const out = new Float32Array(data.length);
-  const idx = new Array<number>(rank).fill(0);
-  let src = 0;
-  for (let k = 0; k < out.length; k++) {
-    out[k] = data[src];
-    for (let d = rank - 1; d >= 0; d--) {
-      idx[d]++;
-      src += step[d];
-      if (idx[d] < outShape[d]) break;
-      src -= step[d] * outShape[d];
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
 
 const TO_NHWC = [0, 2, 3, 1], TO_NCHW = [0, 3, 1, 2];
 
@@ -63,7 +41,7 @@ export function convertLayout(g: Graph, target: Layout): Graph {
       const c = constantOf(g, id);
       const perm = want ? forward : backward;
       out = c
-        ? b.out.constant(c.name, perm.map((a) => c.shape[a]), permuteData(c.data, c.shape, perm))
+        ? b.out.constant(c.name, perm.map((a) => c.shape[a]), permute(c.data, c.shape, perm))
         : b.out.op('transpose', [b.map(id)], { axes: perm }, `${g.node(id).name}_${want ? target : source}`);
       cache.set(key, out);
     }
@@ -82,7 +60,7 @@ export function convertLayout(g: Graph, target: Layout): Graph {
         const perm = depthwise ? [2, 3, 0, 1] : target === 'NHWC' ? [2, 3, 1, 0] : [3, 2, 0, 1];
         const w = constantOf(g, n.inputs[1]);
         inputs.push(w
-          ? b.out.constant(w.name, perm.map((p) => w.shape[p]), permuteData(w.data, w.shape, perm))
+          ? b.out.constant(w.name, perm.map((p) => w.shape[p]), permute(w.data, w.shape, perm))
           : b.out.op('transpose', [b.map(n.inputs[1])], { axes: perm }));
       }
       return b.out.op(n.op, inputs, { ...n.attrs, layout: target }, n.name);
@@ -113,7 +91,7 @@ export function convertLayout(g: Graph, target: Layout): Graph {
         else if (!c) return undefined;
         else {
           const full = [...new Array<number>(4 - c.shape.length).fill(1), ...c.shape];
-          inputs.push(b.out.constant(c.name, forward.map((a) => full[a]), permuteData(c.data, full, forward)));
+          inputs.push(b.out.constant(c.name, forward.map((a) => full[a]), permute(c.data, full, forward)));
         }
       }
       return b.out.op(n.op, inputs, n.attrs, n.name);
