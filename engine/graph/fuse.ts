@@ -244,11 +244,9 @@ export function partition(g: Graph, opts: PartitionOptions = {}): FusedGroup[] {
     members.set(r, list);
   }
   const lists = [...members.values()].sort((a, b) => a[a.length - 1] - b[b.length - 1]);
-  const readers = new Map<number, number[]>();
-  for (const id of order) for (const i of g.node(id).inputs) readers.set(i, [...(readers.get(i) ?? []), id]);
   return lists.map((nodes, gid) => {
     const inside = new Set(nodes);
-    const exits = nodes.filter((id) => outputs.has(id) || (readers.get(id) ?? []).some((r) => !inside.has(r)));
+    const exits = nodes.filter((id) => outputs.has(id) || edges.get(id)!.some((e) => !inside.has(e.to)));
     if (exits.length > 1) throw new Error(`fuse: group of nodes ${nodes.join(', ')} has ${exits.length} outputs`);
     const output = exits[0] ?? nodes[nodes.length - 1];
     const { dag, inputs } = groupDag(g, nodes, output);

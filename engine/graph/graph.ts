@@ -2,7 +2,7 @@
 // constants (weights) are nodes too; every other node names an operator of ops.ts, whose
 // compute also gives the node's output shape.
 
-import { placeholder, type Tensor } from '../ir/tensor';
+import { numElements, placeholder, type Tensor } from '../ir/tensor';
 import { opDef, type Attrs } from './ops';
 
 export interface InputNode { readonly id: number; readonly op: 'input'; readonly name: string; readonly shape: readonly number[]; readonly inputs: readonly [] }
@@ -27,8 +27,7 @@ export class Graph {
   }
 
   constant(name: string, shape: readonly number[], data: Float32Array): number {
-    const size = shape.reduce((a, b) => a * b, 1);
-    if (data.length !== size) throw new Error(`constant ${name}: ${data.length} values for shape [${shape.join(', ')}]`);
+    if (data.length !== numElements(shape)) throw new Error(`constant ${name}: ${data.length} values for shape [${shape.join(', ')}]`);
     return this.push({ id: this.nodes.length, op: 'constant', name, shape: [...shape], inputs: [], data });
   }
 
@@ -45,11 +44,6 @@ export class Graph {
     return n;
   }
 
-  /** Node ids that read `id`, in node order. */
-  consumers(id: number): number[] {
-    return this.nodes.filter((n) => (n.inputs as readonly number[]).includes(id)).map((n) => n.id);
-  }
-
   private push(n: Node): number {
     this.nodes.push(n);
     return n.id;
@@ -57,6 +51,19 @@ export class Graph {
 }
 
 /** Apply a node's operator to given input tensors. */
-export function computeNode(n: OpNode, inputs: readonly Tensor[]): Tensor {
+export function computeNode(n: Pick<OpNode, 'op' | 'attrs'>, inputs: readonly Tensor[]): Tensor {
   return opDef(n.op).compute(inputs, n.attrs);
+}
+
+/** Ids of the nodes the outputs depend on (the outputs included). */
+export function liveNodes(g: Graph): Set<number> {
+  const live = new Set<number>();
+  const stack = [...g.outputs];
+  while (stack.length) {
+    const id = stack.pop()!;
+    if (live.has(id)) continue;
+    live.add(id);
+    stack.push(...g.node(id).inputs);
+  }
+  return live;
 }

@@ -1,7 +1,7 @@
 // Helpers the graph passes share: consumer lists, and rebuilding a graph node by node
 // into a fresh one (a pass decides, per old node, what the new graph gets in its place).
 
-import { Graph, isOpNode, type ConstantNode, type Node, type OpNode } from './graph';
+import { Graph, isOpNode, liveNodes, type ConstantNode, type Node, type OpNode } from './graph';
 
 /** For every node id, the ids of the op nodes that read it (once per use, in node order). */
 export function consumerLists(g: Graph): number[][] {
@@ -69,14 +69,7 @@ export function rebuild(
 
 /** Drop nodes that no output depends on (graph inputs stay). Returns `g` itself when nothing is dead. */
 export function prune(g: Graph): Graph {
-  const live = new Set<number>();
-  const stack = [...g.outputs];
-  while (stack.length) {
-    const id = stack.pop()!;
-    if (live.has(id)) continue;
-    live.add(id);
-    stack.push(...g.node(id).inputs);
-  }
+  const live = liveNodes(g);
   if (g.nodes.every((n) => live.has(n.id) || n.op === 'input')) return g;
   const b = new Rebuilder(g);
   for (const n of g.nodes) if (live.has(n.id) || n.op === 'input') b.set(n.id, b.copy(n));

@@ -5,8 +5,8 @@
 
 import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
-import { placeholder, numElements, type Tensor } from '../ir/tensor';
-import { computeNode, isOpNode, type ConstantNode, type Graph } from './graph';
+import { placeholder, numElements } from '../ir/tensor';
+import { computeNode, isOpNode, liveNodes, type ConstantNode, type Graph, type OpNode } from './graph';
 
 /**
  * Evaluate `graph` on `inputs` (one array per input node, by name, row-major in the
@@ -18,7 +18,7 @@ export function runGraph(graph: Graph, inputs: ReadonlyMap<string, Float32Array>
   for (const name of inputs.keys()) {
     if (!known.has(name)) throw new Error(`runGraph: no input named ${name} (inputs: ${[...known].join(', ')})`);
   }
-  const needed = reachable(graph);
+  const needed = liveNodes(graph);
   // Readers left per node; graph outputs are never released.
   const pending = new Map<number, number>();
   for (const n of graph.nodes) if (needed.has(n.id)) for (const i of n.inputs) pending.set(i, (pending.get(i) ?? 0) + 1);
@@ -40,15 +40,7 @@ export function runGraph(graph: Graph, inputs: ReadonlyMap<string, Float32Array>
       values.set(n.id, (n as ConstantNode).data);
       continue;
     }
-    const feeds = new Map<Tensor, Float32Array>();
-    const tensors = n.inputs.map((id, k) => {
-      const t = placeholder(`in${k}`, graph.node(id).shape);
-      feeds.set(t, values.get(id)!);
-      return t;
-    });
-    const out = computeNode(n, tensors);
-    const result = evaluate(new ComputeDAG([out]), feeds).get(out.name)!;
-    values.set(n.id, result);
+    values.set(n.id, evalOp(n, n.inputs.map((id) => ({ shape: graph.node(id).shape, data: values.get(id)! }))).data);
     for (const id of n.inputs) {
       const left = pending.get(id)! - 1;
       pending.set(id, left);
@@ -58,15 +50,13 @@ export function runGraph(graph: Graph, inputs: ReadonlyMap<string, Float32Array>
   return graph.outputs.map((id) => values.get(id)!);
 }
 
-/** Ids of the nodes the outputs depend on. */
-function reachable(graph: Graph): Set<number> {
-  const seen = new Set<number>();
-  const stack = [...graph.outputs];
-  while (stack.length) {
-    const id = stack.pop()!;
-    if (seen.has(id)) continue;
-    seen.add(id);
-    stack.push(...graph.node(id).inputs);
-  }
-  return seen;
+/** Run one operator on input arrays of the given shapes (row-major), with the reference evaluator. */
+export function evalOp(
+  n: Pick<OpNode, 'op' | 'attrs'>,
+  inputs: readonly { readonly shape: readonly number[]; readonly data: Float32Array }[],
+): { shape: number[]; data: Float32Array } {
+  const tensors = inputs.map((c, i) => placeholder(`in${i}`, c.shape));
+  const out = computeNode(n, tensors);
+  const values = evaluate(new ComputeDAG([out]), new Map(tensors.map((t, i) => [t, inputs[i].data])));
+  return { shape: [...out.shape], data: values.get(out.name)! };
 }

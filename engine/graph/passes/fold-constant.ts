@@ -5,20 +5,9 @@
 //    shape, (x + c1) + c2, become one, x + (c1 + c2), when the inner result has no other
 //    reader: e.g. a conv's bias followed by a batch-norm shift.
 
-import { ComputeDAG } from '../../ir/dag';
-import { evaluate } from '../../ir/evaluate';
-import { placeholder } from '../../ir/tensor';
-import { computeNode, isOpNode, type ConstantNode, type Graph, type OpNode } from '../graph';
+import { isOpNode, type ConstantNode, type Graph, type OpNode } from '../graph';
+import { evalOp } from '../run';
 import { consumerLists, constantOf, opNodeOf, rebuild, sameShape } from '../rewrite';
-
-/** Run one op on constant inputs. */
-export function evalOp(n: Pick<OpNode, 'op' | 'attrs'>, inputs: readonly ConstantNode[]): { shape: number[]; data: Float32Array } {
-  const tensors = inputs.map((c, i) => placeholder(`c${i}`, c.shape));
-  const out = computeNode({ ...n, id: -1, name: 'fold', shape: [], inputs: [] }, tensors);
-  const dag = new ComputeDAG([out]);
-  const values = evaluate(dag, new Map(tensors.map((t, i) => [t, inputs[i].data])));
-  return { shape: [...out.shape], data: values.get(out.name)! };
-}
 
 export function foldConstants(g: Graph): Graph {
   return rebuild(g, (n, b) => {
