@@ -4,9 +4,9 @@
 import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
-import { readManifest } from '../compile/manifest';
+import { manifestFiles, readManifest } from '../compile/manifest';
 import { runBench } from '../native/bench';
-import { nonNegativeInt, oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-repeat-ms MS] [--threads N] [--seed S]
                             [--input NAME=FILE ...] [--save-outputs DIR] [--json]
@@ -30,7 +30,6 @@ it with the weights 'compile' gives it. --threads defaults to 1 here; --rounds t
 export const benchmarkCommand: Command = {
   name: 'benchmark',
   summary: 'time a compiled model (mean / median / max / min / std)',
-  usage: USAGE,
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
       repeat: { type: 'string' }, number: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
@@ -46,7 +45,7 @@ export const benchmarkCommand: Command = {
       const report = await compareWithOnnxRuntime({
         modelDir: positionals[0], onnx: values.onnx, threads: positiveInt('--threads', values.threads, 1),
         rounds: positiveInt('--rounds', values.rounds, 5), repeat: positiveInt('--repeat', values.repeat, 3),
-        number: values.number === undefined ? undefined : positiveInt('--number', values.number, 1),
+        number: optionalInt('--number', values.number),
         minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], 100),
         seed: nonNegativeInt('--seed', values.seed, 0), log: (line) => io.err(`${line}\n`),
       });
@@ -56,7 +55,7 @@ export const benchmarkCommand: Command = {
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
     const dir = path.resolve(positionals[0]);
-    const manifest = readManifest(dir);
+    const files = manifestFiles(dir, readManifest(dir));
     const inputs: Record<string, string> = {};
     for (const spec of values.input ?? []) {
       const m = /^([^=]+)=(.+)$/.exec(spec);
@@ -64,10 +63,10 @@ export const benchmarkCommand: Command = {
       inputs[m[1]] = path.resolve(m[2]);
     }
     const result = await runBench({
-      model: path.join(dir, manifest.library), params: path.join(dir, manifest.params),
-      repeat: positiveInt('--repeat', values.repeat, 10), number: values.number === undefined ? undefined : positiveInt('--number', values.number, 1),
+      model: files.library, params: files.params,
+      repeat: positiveInt('--repeat', values.repeat, 10), number: optionalInt('--number', values.number),
       minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], 100),
-      threads: values.threads === undefined ? undefined : positiveInt('--threads', values.threads, 1),
+      threads: optionalInt('--threads', values.threads),
       seed: nonNegativeInt('--seed', values.seed, 0), inputs,
       saveOutputs: values['save-outputs'] ? path.resolve(values['save-outputs']) : undefined,
     });

@@ -14,8 +14,6 @@ export interface Command {
   readonly name: string;
   /** One line for the command list. */
   readonly summary: string;
-  /** Full usage text, printed by `tensortune <name> --help`. */
-  readonly usage: string;
   /** Returns the exit code. */
   run(argv: readonly string[], io: CliIo): number | Promise<number>;
 }
@@ -60,6 +58,14 @@ export function nonNegativeInt(flag: string, value: string | undefined, dflt: nu
   }
   return Number(value);
 }
+
+/** A flag parser (positiveInt, nonNegativeInt) giving undefined for an absent flag. */
+const optional = (parse: typeof positiveInt) => (flag: string, value: string | undefined): number | undefined =>
+  value === undefined ? undefined : parse(flag, value, 0);
+/** A positive integer flag value, or undefined when the flag is absent. */
+export const optionalInt = optional(positiveInt);
+/** A non-negative integer flag value, or undefined when the flag is absent. */
+export const optionalNonNegativeInt = optional(nonNegativeInt);
 
 /** One of a fixed set of values (case-insensitive), returned as spelled in `allowed`. */
 export function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], dflt: T): T {

@@ -35,7 +35,6 @@ Networks: ${NETWORK_NAMES.join(', ')}
 export const compileCommand: Command = {
   name: 'compile',
   summary: 'compile a network into a shared library, params and manifest',
-  usage: USAGE,
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' },

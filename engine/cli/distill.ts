@@ -28,7 +28,6 @@ export function defaultDistillOutput(input: string): string {
 export const distillCommand: Command = {
   name: 'distill',
   summary: 'keep the best record per task of record logs',
-  usage: USAGE,
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, { out: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
     if (values.help) { io.out(USAGE); return 0; }

@@ -6,7 +6,7 @@ import { UserError } from '../errors';
 import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { withoutSoftmax } from '../compare/compare';
-import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune export <network> --out model.onnx [--layout NCHW|NHWC] [--batch N] [--image-size N]
                          [--seed S] [--random-stats] [--logits]
@@ -30,7 +30,6 @@ Networks: ${NETWORK_NAMES.join(', ')}
 export const exportCommand: Command = {
   name: 'export',
   summary: 'write a builtin network with its weights as an ONNX model',
-  usage: USAGE,
   run(argv: readonly string[], io: CliIo): number {
     const { values, positionals } = parseFlags(argv, {
       out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' },
@@ -45,7 +44,7 @@ export const exportCommand: Command = {
     const net = getNetwork(positionals[0], {
       layout: oneOf('--layout', values.layout, ['NCHW', 'NHWC'] as const, 'NCHW'),
       batch: positiveInt('--batch', values.batch, 1),
-      imageSize: values['image-size'] === undefined ? undefined : positiveInt('--image-size', values['image-size'], 1),
+      imageSize: optionalInt('--image-size', values['image-size']),
       seed, randomStats: values['random-stats'] ?? false,
     });
     const graph = values.logits ? withoutSoftmax(net.graph) : net.graph;

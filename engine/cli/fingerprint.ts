@@ -50,7 +50,6 @@ export async function fingerprintReport(targets: readonly string[]): Promise<Fin
 export const fingerprintCommand: Command = {
   name: 'fingerprint',
   summary: 'print the engine version, compiler and hardware fingerprint per target (Nx cache input)',
-  usage: USAGE,
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
     if (values.help) { io.out(USAGE); return 0; }

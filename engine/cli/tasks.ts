@@ -54,7 +54,6 @@ export function formatTasks(tasks: readonly Task[]): string {
 export const tasksCommand: Command = {
   name: 'tasks',
   summary: 'list the tuning tasks (fused subgraphs + weights) of a builtin network',
-  usage: USAGE,
   run(argv: readonly string[], io: CliIo): number {
     const { values, positionals } = parseFlags(argv, {
       layout: { type: 'string' },

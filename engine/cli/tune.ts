@@ -10,7 +10,7 @@ import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { parseTarget } from '../target';
-import { nonNegativeInt, oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
 
@@ -60,16 +60,9 @@ function positiveNumber(flag: string, value: string | undefined): number | undef
   return n;
 }
 
-/** A flag parser (positiveInt, nonNegativeInt) giving undefined for an absent flag. */
-const optional = (parse: typeof positiveInt) => (flag: string, value: string | undefined): number | undefined =>
-  value === undefined ? undefined : parse(flag, value, 0);
-const optionalInt = optional(positiveInt);
-const optionalNonNegativeInt = optional(nonNegativeInt);
-
 export const tuneCommand: Command = {
   name: 'tune',
   summary: 'search schedules for a network\'s tasks and append them to a record log',
-  usage: USAGE,
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, records: { type: 'string' }, 'read-records': { type: 'string', multiple: true },

@@ -18,7 +18,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { readManifest, type Manifest } from '../compile/manifest';
+import { manifestFiles, readManifest, type Manifest } from '../compile/manifest';
 import { UserError } from '../errors';
 import { isOpNode, type Graph } from '../graph/graph';
 import { rebuild } from '../graph/rewrite';
@@ -146,7 +146,8 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
         inputFiles[inp.name] = path.join(work, `input${i}.bin`);
         await writeFloat32File(inputFiles[inp.name], inputs[i]);
       }));
-      const bench = { model: path.join(dir, m.library), params: path.join(dir, m.params), threads: opts.threads, inputs: inputFiles };
+      const files = manifestFiles(dir, m);
+      const bench = { model: files.library, params: files.params, threads: opts.threads, inputs: inputFiles };
 
       // Outputs, once each.
       const saved = path.join(work, 'outputs');

@@ -45,6 +45,11 @@ export function checkManifest(value: unknown, file: string): Manifest {
   return value as Manifest;
 }
 
+/** Absolute paths of the library and parameter file of the compiled model in `dir`. */
+export function manifestFiles(dir: string, m: Manifest): { library: string; params: string } {
+  return { library: path.join(dir, m.library), params: path.join(dir, m.params) };
+}
+
 /** Read and validate `<dir>/manifest.json`. */
 export function readManifest(dir: string): Manifest {
   const file = path.join(dir, 'manifest.json');

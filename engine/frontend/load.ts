@@ -3,25 +3,17 @@
 // a reference is interpreted, so `tasks`, `tune` and `compile` agree on it.
 
 import type { Graph } from '../graph/graph';
-import type { Layout } from '../topi/nn';
 import path from 'node:path';
-import { getNetwork } from './networks';
+import { getNetwork, type NetworkOptions } from './networks';
 import { loadOnnx } from './onnx/import';
 
 /** Whether a model reference names an ONNX file (rather than a builtin network). */
 export const isOnnxPath = (model: string): boolean => model.toLowerCase().endsWith('.onnx');
 
-export interface ModelSpec {
+/** A model reference and its options; for an ONNX file only `batch` and `layout` apply. */
+export interface ModelSpec extends NetworkOptions {
   /** A builtin network name (see NETWORK_NAMES) or a path to a model file. */
   model: string;
-  batch?: number;
-  layout?: Layout;
-  /** Builtin networks only: height = width of the input image (see NetworkOptions.imageSize). */
-  imageSize?: number;
-  /** Builtin networks only: weight seed and batch-norm statistics (see NetworkOptions). */
-  seed?: number;
-  randomStats?: boolean;
-  weights?: 'random' | 'zeros';
 }
 
 export interface LoadedModel {
