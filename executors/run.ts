@@ -2,6 +2,7 @@
 // and turn a failure into one clear message plus `{ success: false }` (a user's mistake
 // without a stack trace; a bug with one).
 
+import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { UserError } from '../engine/errors';
 import { loadConfig } from '../plugin/config';
@@ -21,6 +22,9 @@ export type ExecutorResult = { success: boolean };
 export function resolveFor(options: NetworkExecutorOptions, ctx: ExecutorContext, budget?: string): ResolvedRun {
   return resolveRun(loadConfig(options.config, ctx.root), ctx.root, options.network, options.target, budget);
 }
+
+/** A path for messages: relative to the workspace root (`.` for the root itself). */
+export const workspaceRelative = (ctx: ExecutorContext) => (p: string): string => path.relative(ctx.root, p) || '.';
 
 /** Run `body`; a UserError becomes one line on stderr and `{ success: false }`. */
 export async function reporting(name: string, body: () => Promise<ExecutorResult>): Promise<ExecutorResult> {

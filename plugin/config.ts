@@ -184,12 +184,15 @@ export function isModelFile(model: string): boolean {
   return /[\\/]/.test(model) || /\.onnx$/i.test(model);
 }
 
+/** How messages name a config file: relative to the workspace root (its base name when it is the root). */
+export const configLabel = (file: string, workspaceRoot: string): string => path.relative(workspaceRoot, file) || path.basename(file);
+
 const explorer = cosmiconfigSync('tensortune', { cache: false });
 
 /** The config file's parsed content (not validated); a file that does not parse is a ConfigError. */
 export function readConfigFile(file: string, workspaceRoot = process.cwd()): { abs: string; label: string; raw: unknown } {
   const abs = path.resolve(workspaceRoot, file);
-  const label = path.relative(workspaceRoot, abs) || path.basename(abs);
+  const label = configLabel(abs, workspaceRoot);
   if (!existsSync(abs)) throw new ConfigError(label, '', 'file not found');
   try {
     return { abs, label, raw: explorer.load(abs)?.config };

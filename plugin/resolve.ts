@@ -10,7 +10,7 @@
 
 import path from 'node:path';
 import type { ModelSpec } from '../engine/frontend/load';
-import { ConfigError, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
+import { ConfigError, configLabel, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
 
 export const DEFAULT_RECORDS_DIR = '.tensortune/records';
 export const DEFAULT_OUT_DIR = 'dist/tensortune';
@@ -30,8 +30,6 @@ export interface ResolvedRun {
   modelDir: string;
   reportsDir: string;
 }
-
-const label = (loaded: LoadedConfig, root: string): string => path.relative(root, loaded.file) || path.basename(loaded.file);
 
 export function defaultTargetName(loaded: LoadedConfig): string {
   return loaded.config.defaults?.target ?? Object.keys(loaded.config.targets)[0];
@@ -58,7 +56,7 @@ export function outDir(loaded: LoadedConfig): string {
 export function resolveRun(
   loaded: LoadedConfig, workspaceRoot: string, network: string, targetName?: string, budgetName?: string,
 ): ResolvedRun {
-  const file = label(loaded, workspaceRoot);
+  const file = configLabel(loaded.file, workspaceRoot);
   const net = loaded.config.networks[network];
   if (!net) throw new ConfigError(file, 'networks', `no network '${network}' (expected one of: ${Object.keys(loaded.config.networks).join(', ')})`);
   const tName = targetName ?? defaultTargetName(loaded);

@@ -50,11 +50,13 @@ function configurationsFor(loaded: LoadedConfig, network: string, budgetKey: boo
   return out;
 }
 
+/** The Nx target names of the tune, compile and benchmark executors. */
+const executorTargetNames = (opts: TensortunePluginOptions): [string, string, string] =>
+  [opts.tuneTargetName ?? 'tune', opts.compileTargetName ?? 'compile', opts.benchmarkTargetName ?? 'benchmark'];
+
 /** The projects of one config file. `configRel` is the file relative to the workspace root. */
 export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts: TensortunePluginOptions = {}): InferredProject[] {
-  const tune = opts.tuneTargetName ?? 'tune';
-  const compile = opts.compileTargetName ?? 'compile';
-  const benchmark = opts.benchmarkTargetName ?? 'benchmark';
+  const [tune, compile, benchmark] = executorTargetNames(opts);
   const rel = (abs: string): string => toPosix(path.relative(ctx.workspaceRoot, abs));
   const configRel = rel(loaded.file);
   const storeRel = rel(storeDir(loaded));
@@ -143,7 +145,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
 export function brokenProjects(
   names: readonly { name: string; root: string }[], configRel: string, message: string, opts: TensortunePluginOptions = {},
 ): InferredProject[] {
-  const targetNames = [opts.tuneTargetName ?? 'tune', opts.compileTargetName ?? 'compile', opts.benchmarkTargetName ?? 'benchmark'];
+  const targetNames = executorTargetNames(opts);
   const executors = ['tune', 'compile', 'benchmark'];
   return names.map(({ name, root }) => ({
     name, root, projectType: 'application', tags: ['tensortune'],

@@ -4,23 +4,24 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
-import { readManifest } from '../../engine/compile/manifest';
+import { manifestFiles, readManifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { runBench } from '../../engine/native/bench';
-import { reporting, resolveFor, type ExecutorResult } from '../run';
+import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { renderHtml, type BenchmarkReport } from './report';
 import type { BenchmarkExecutorOptions } from './schema';
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {
     const run = resolveFor(options, ctx);
-    const rel = (p: string): string => path.relative(ctx.root, p) || '.';
+    const rel = workspaceRelative(ctx);
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
     const manifest = readManifest(run.modelDir);
+    const files = manifestFiles(run.modelDir, manifest);
     const result = await runBench({
-      model: path.join(run.modelDir, manifest.library),
-      params: path.join(run.modelDir, manifest.params),
+      model: files.library,
+      params: files.params,
       repeat: options.repeat,
       number: options.number,
       minRepeatMs: options.minRepeatMs,

@@ -9,14 +9,14 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { compileNetwork } from '../../engine/compile/network';
 import { UserError } from '../../engine/errors';
-import { abortOnSignals, reporting, resolveFor, type ExecutorResult } from '../run';
+import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import type { CompileExecutorOptions } from './schema';
 
 async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult & { watched: string[] }> {
   let watched: string[] = [path.resolve(ctx.root, options.config)];
   const result = await reporting('compile', async () => {
     const run = resolveFor(options, ctx);
-    const rel = (p: string): string => path.relative(ctx.root, p) || '.';
+    const rel = workspaceRelative(ctx);
     watched = [path.resolve(ctx.root, options.config), run.recordsFile, ...(run.modelFile ? [run.modelFile] : [])];
     const records = existsSync(run.recordsFile) ? [run.recordsFile] : [];
     if (records.length === 0 && options.strict) {

@@ -7,17 +7,17 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { tuneNetwork } from '../../engine/search/tune';
-import { ConfigError } from '../../plugin/config';
-import { abortOnSignals, reporting, resolveFor, type ExecutorResult } from '../run';
+import { ConfigError, configLabel } from '../../plugin/config';
+import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import type { TuneExecutorOptions } from './schema';
 import { adoptSharedRecords, otherLogs } from './share-records';
 
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('tune', async () => {
     const run = resolveFor(options, ctx, options.budget);
-    const rel = (p: string): string => path.relative(ctx.root, p) || '.';
+    const rel = workspaceRelative(ctx);
     if (run.target.runner !== undefined) {
-      throw new ConfigError(rel(path.resolve(ctx.root, options.config)), `targets.${run.targetName}.runner`,
+      throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
         'measuring through a runner command is not supported by this engine version yet; remove it to measure on this machine');
     }
     mkdirSync(run.storeDir, { recursive: true });

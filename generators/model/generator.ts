@@ -8,6 +8,7 @@ import { joinPathFragments, type Tree } from '@nx/devkit';
 import { parseDocument, stringify } from 'yaml';
 import { NETWORK_NAMES } from '../../engine/frontend/networks';
 import { isModelFile } from '../../plugin/config';
+import { DEFAULT_OUT_DIR, DEFAULT_RECORDS_DIR } from '../../plugin/resolve';
 import initGenerator from '../init/generator';
 
 export interface ModelGeneratorOptions {
@@ -23,8 +24,8 @@ export interface ModelGeneratorOptions {
 export const DEFAULT_CONFIG = 'tensortune.config.yaml';
 
 const STARTER = {
-  records: '.tensortune/records',
-  outDir: 'dist/tensortune',
+  records: DEFAULT_RECORDS_DIR,
+  outDir: DEFAULT_OUT_DIR,
   defaults: { target: 'cpu', budget: 'tiny' },
   targets: { cpu: { target: 'llvm -mcpu=native' } },
   budgets: {
