@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ABI_VERSION } from '../runtime/abi';
 import { ModelRunError, UserError } from '../runtime/errors';
-import { loadExeca, nativeBinary } from './build';
+import { loadExeca, memoAsync, nativeBinary } from './build';
 
 export interface BenchOptions {
   /** The compiled model library (model.so). */
@@ -49,28 +49,22 @@ export interface BenchResult {
   summary: string;
 }
 
-const handshakes = new Map<string, Promise<void>>();
+const handshakes = memoAsync<void>();
 
 /** Runs `tt_bench --version` once per binary and process; throws if its ABI differs. */
 export function checkBenchVersion(binary: string): Promise<void> {
-  let done = handshakes.get(binary);
-  if (!done) {
-    done = (async () => {
-      const { execa } = await loadExeca();
-      const r = await execa(binary, ['--version'], { reject: false });
-      const version = Number(r.stdout.trim());
-      if (r.failed || !Number.isInteger(version))
-        throw new Error(`${binary} --version did not answer with an ABI version: ${r.stderr || r.stdout || r.message}`);
-      if (version !== ABI_VERSION)
-        throw new Error(
-          `${binary} speaks native ABI version ${version}, this tensortune expects ${ABI_VERSION}; ` +
-            `delete it (or the tensortune cache directory) so that it is rebuilt`,
-        );
-    })();
-    handshakes.set(binary, done);
-    done.catch(() => handshakes.delete(binary));
-  }
-  return done;
+  return handshakes(binary, async () => {
+    const { execa } = await loadExeca();
+    const r = await execa(binary, ['--version'], { reject: false });
+    const version = Number(r.stdout.trim());
+    if (r.failed || !Number.isInteger(version))
+      throw new Error(`${binary} --version did not answer with an ABI version: ${r.stderr || r.stdout || r.message}`);
+    if (version !== ABI_VERSION)
+      throw new Error(
+        `${binary} speaks native ABI version ${version}, this tensortune expects ${ABI_VERSION}; ` +
+          `delete it (or the tensortune cache directory) so that it is rebuilt`,
+      );
+  });
 }
 
 function flagArgs(opts: BenchOptions): string[] {

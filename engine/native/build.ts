@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { packageRoot } from '../package-root';
 import { ABI_VERSION } from '../runtime/abi';
 import { UserError } from '../runtime/errors';
 
@@ -18,6 +19,29 @@ let execaModule: Promise<Execa> | undefined;
  *  by tsc (module nodenext) and works under node, tsx and uvu -r tsx alike. */
 export function loadExeca(): Promise<Execa> {
   return (execaModule ??= import('execa'));
+}
+
+/**
+ * Memoises a promise-returning function by key; a promise that rejects is forgotten, so
+ * the next call tries again.
+ */
+export function memoAsync<T>(): (key: string, make: () => Promise<T>) => Promise<T> {
+  const cache = new Map<string, Promise<T>>();
+  return (key, make) => {
+    let p = cache.get(key);
+    if (!p) {
+      p = make();
+      cache.set(key, p);
+      p.catch(() => cache.delete(key));
+    }
+    return p;
+  };
+}
+
+/** The first `n` lines of a tool's output (trimmed), and how many more there were. */
+export function firstLines(text: string, n: number): string {
+  const lines = text.trim().split('\n');
+  return lines.slice(0, n).join('\n') + (lines.length > n ? `\n... (${lines.length - n} more lines)` : '');
 }
 
 export type NativeBinaryName = 'tt_bench' | 'tt_measure';
@@ -38,16 +62,9 @@ const HEADERS = ['include/tensortune.h', 'common/tt_common.h'];
 export const CFLAGS: readonly string[] = ['-O2', '-std=c11', '-Wall', '-Wextra'];
 const LIBS = ['-ldl', '-lm'];
 
-let nativeDirCache: string | undefined;
-
-/** The package's native/ directory, found upwards from this file (engine/native/ under
- *  tsx, dist/engine/native/ once compiled). */
+/** The package's native/ directory. */
 export function nativeDir(): string {
-  if (nativeDirCache) return nativeDirCache;
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'native', 'include', 'tensortune.h'))) return (nativeDirCache = path.join(dir, 'native'));
-    if (path.dirname(dir) === dir) throw new Error(`native/include/tensortune.h not found above ${__dirname}`);
-  }
+  return path.join(packageRoot(), 'native');
 }
 
 /** Where generated C includes tensortune.h from. */
@@ -74,17 +91,11 @@ export interface Compiler {
   identity: string;
 }
 
-const compilers = new Map<string, Promise<Compiler>>();
+const compilers = memoAsync<Compiler>();
 
 /** Resolves $CC (or `cc`) and asks for its version; a missing compiler is a UserError. */
 export function findCompiler(cc: string = process.env.CC?.trim() || 'cc'): Promise<Compiler> {
-  let found = compilers.get(cc);
-  if (!found) {
-    found = probeCompiler(cc);
-    compilers.set(cc, found);
-    found.catch(() => compilers.delete(cc));
-  }
-  return found;
+  return compilers(cc, () => probeCompiler(cc));
 }
 
 async function probeCompiler(cc: string): Promise<Compiler> {
@@ -106,9 +117,7 @@ async function probeCompiler(cc: string): Promise<Compiler> {
 }
 
 function compilerError(what: string, compiler: Compiler, stderr: string): UserError {
-  const lines = stderr.trim().split('\n');
-  const shown = lines.slice(0, 20).join('\n') + (lines.length > 20 ? `\n... (${lines.length - 20} more lines)` : '');
-  return new UserError(`${what} with '${[compiler.command, ...compiler.args].join(' ')}' failed:\n${shown}`);
+  return new UserError(`${what} with '${[compiler.command, ...compiler.args].join(' ')}' failed:\n${firstLines(stderr, 20)}`);
 }
 
 export interface BuildOptions {
@@ -165,18 +174,11 @@ export async function buildNative(name: NativeBinaryName, opts: BuildOptions = {
   return binary;
 }
 
-const binaries = new Map<string, Promise<string>>();
+const binaries = memoAsync<string>();
 
 /** The path of a native tool, built on first use (once per process and per source change). */
 export function nativeBinary(name: NativeBinaryName): Promise<string> {
-  const key = `${name}\0${cacheRoot()}\0${process.env.CC ?? ''}`;
-  let built = binaries.get(key);
-  if (!built) {
-    built = buildNative(name);
-    binaries.set(key, built);
-    built.catch(() => binaries.delete(key));
-  }
-  return built;
+  return binaries(`${name}\0${cacheRoot()}\0${process.env.CC ?? ''}`, () => buildNative(name));
 }
 
 export interface SharedLibraryOptions {

@@ -4,25 +4,14 @@
 // text into generated C (the lowering additionally rebuilds every C name with cName).
 
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from '../package-root';
 import type { Step } from './steps';
 
-let schemasDirCache: string | undefined;
-
-/** The package's schemas/ directory, found upwards from this file (engine/schedule/ under
- *  tsx, dist/engine/schedule/ once compiled). */
-export function schemasDir(): string {
-  if (schemasDirCache) return schemasDirCache;
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'schemas', 'steps.schema.json'))) return (schemasDirCache = path.join(dir, 'schemas'));
-    if (path.dirname(dir) === dir) throw new Error(`schemas/steps.schema.json not found above ${__dirname}`);
-  }
-}
-
-/** A schema of schemas/ parsed from its file. */
+/** A schema of the package's schemas/ parsed from its file. */
 export function loadSchema(file: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(path.join(schemasDir(), file), 'utf8')) as Record<string, unknown>;
+  return JSON.parse(readFileSync(path.join(packageRoot(), 'schemas', file), 'utf8')) as Record<string, unknown>;
 }
 
 let ajv: Ajv | undefined;
