@@ -13,6 +13,10 @@ export class ComputeDAG {
   /** Placeholders in first-use order. */
   readonly inputs: readonly Tensor[];
   readonly outputs: readonly Tensor[];
+  // The DAG never changes: printing and hashing it is done once, on first use.
+  #structureHash?: string;
+  #workloadKey?: string;
+  #flops?: number;
 
   constructor(outputs: readonly Tensor[]) {
     if (outputs.length === 0) throw new Error('ComputeDAG needs at least one output');
@@ -60,13 +64,16 @@ export class ComputeDAG {
 
   /** MD5 of the structure (placeholder shapes left out), as in TVM. */
   get structureHash(): string {
-    return createHash('md5').update(this.print(true)).digest('hex');
+    return (this.#structureHash ??= createHash('md5').update(this.print(true)).digest('hex'));
   }
 
   /** `["<hash>", [input shape]..., [output shape]...]`, formatted like TVM's keys. */
   get workloadKey(): string {
-    const shapes = this.tensors.map((t) => `[${t.shape.join(', ')}]`);
-    return `["${this.structureHash}", ${shapes.join(', ')}]`;
+    if (this.#workloadKey === undefined) {
+      const shapes = this.tensors.map((t) => `[${t.shape.join(', ')}]`);
+      this.#workloadKey = `["${this.structureHash}", ${shapes.join(', ')}]`;
+    }
+    return this.#workloadKey;
   }
 
   /** Input shapes then output shapes, the order of the workload key. */
@@ -76,7 +83,7 @@ export class ComputeDAG {
 
   /** Floating-point operations of one execution, counted with TVM's FlopEstimator rules. */
   get flops(): number {
-    return this.computeStages.reduce((acc, t) => acc + numElements(t.shape) * opsPerElement(t.op.body, dtypeOf(t.op.body)), 0);
+    return (this.#flops ??= this.computeStages.reduce((acc, t) => acc + numElements(t.shape) * opsPerElement(t.op.body, dtypeOf(t.op.body)), 0));
   }
 }
 
