@@ -13,7 +13,7 @@
 // Names reaching the C source are rebuilt from our own identifiers (cName), never pasted
 // from records or config.
 
-import { add, children, int, substitute, v, walk, type Expr, type MathFn } from '../ir/expr';
+import { add, children, dtypeOf, freeVars, int, substitute, v, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
 import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
@@ -56,25 +56,24 @@ static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
 `;
 
+/**
+ * Flags of every generated kernel (the target's flags follow). -O2, not -O3: the renderer
+ * already unrolls, vectorises and keeps register tiles in variables, and what -O3 adds on
+ * top (GCC 12: more loop versioning and vectorisation of the scalar remainders) made
+ * default-schedule mobilenet slower (14.5 vs 12.0 ms median at 1 thread; resnet-18 and
+ * resnet-50 unchanged within noise) and took twice as long to compile (0.4 vs 0.15 s for
+ * a typical conv candidate), which is the tuner's main cost. Measured with
+ * `tensortune compile` + `tensortune benchmark --repeat 20`, both builds interleaved.
+ * Their order is part of the object cache's keys.
+ */
+export const KERNEL_CFLAGS: readonly string[] = ['-O2', '-std=gnu11', '-fPIC', '-fopenmp', '-fno-math-errno', '-ffp-contract=fast'];
+
 function floatLiteral(x: number): string {
   if (x === Infinity) return 'INFINITY';
   if (x === -Infinity) return '(-INFINITY)';
   if (Number.isNaN(x)) return 'NAN';
   const s = formatFloat32(x);
   return /[.eE]/.test(s) ? `${s}f` : `${s}.0f`;
-}
-
-function isFloatExpr(e: Expr): boolean {
-  switch (e.k) {
-    case 'const': return e.dtype === 'float32';
-    case 'var': return false;
-    case 'bin': return e.dtype === 'float32';
-    case 'not': return false;
-    case 'cast': case 'select': case 'if': return e.dtype === 'float32';
-    case 'call': return true;
-    case 'load': return e.tensor.dtype === 'float32';
-    case 'reduce': return true;
-  }
 }
 
 /** Render a scalar expression; `load` decides how a buffer element is read, `named` may name a sub-expression. */
@@ -95,7 +94,7 @@ function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named
     case 'reduce': throw new Error('renderExpr: reduce node after lowering');
     case 'bin': {
       const a = r(e.a), b = r(e.b);
-      const isFloat = e.a.k === 'const' ? e.b.k !== 'const' && isFloatExpr(e.b) : isFloatExpr(e.a);
+      const isFloat = e.a.k === 'const' ? e.b.k !== 'const' && dtypeOf(e.b) === 'float32' : dtypeOf(e.a) === 'float32';
       switch (e.op) {
         case 'floordiv': return `tt_floordiv(${a}, ${b})`;
         case 'floormod': return `tt_floormod(${a}, ${b})`;
@@ -105,11 +104,6 @@ function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named
       }
     }
   }
-}
-
-/** Render an expression as plain C (array reads for every load). */
-export function renderExpr(e: Expr): string {
-  return renderScalar(e, (buf, index) => `${buf}[${renderExpr(index)}]`);
 }
 
 export interface RenderOptions {
@@ -223,7 +217,7 @@ class Renderer {
   /** Render `e` (which may use LANE) as a vector expression, or `{scalar}` when it does not depend on LANE. */
   private vector(e: Expr): { code: string; vec: boolean } {
     if (!usesLane(e)) {
-      if (!isFloatExpr(e)) throw new VectorFail('non-float uniform value');
+      if (dtypeOf(e) !== 'float32') throw new VectorFail('non-float uniform value');
       return { code: this.scalar(e), vec: false };
     }
     const splat = (x: { code: string; vec: boolean }): string => (x.vec ? x.code : `${this.vt}_splat(${x.code})`);
@@ -402,12 +396,6 @@ class Renderer {
     }
     return out;
   }
-}
-
-function freeVars(e: Expr): Set<string> {
-  const out = new Set<string>();
-  walk(e, (x) => { if (x.k === 'var') out.add(x.name); });
-  return out;
 }
 
 const usesLane = (e: Expr): boolean => mentions(e, LANE);

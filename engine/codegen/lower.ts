@@ -7,7 +7,7 @@
 // inlined stages are substituted into their readers; non-dividing splits get guards.
 
 import {
-  add, all, f32, floordiv, floormod, ge, int, lt, mul, rewrite, substitute, v, walk, type Expr,
+  add, all, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Expr,
 } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
@@ -48,6 +48,7 @@ export interface LowerOptions {
 export const MAX_LOCAL_FLOATS = 1 << 16;
 
 interface Region { base: Expr[]; len: number[]; guard: Expr | undefined }
+interface RootValues { readonly roots: ReadonlyMap<string, Expr>; readonly guards: readonly { cond: Expr; reduce: boolean }[] }
 
 /** A 1-D view of a buffer, so lowered loads reuse the IR's load node with a flat index. */
 function flatLoad(buf: string, index: Expr, dtype: Tensor['dtype'] = 'float32'): Expr {
@@ -129,7 +130,7 @@ function interval(e: Expr, extent: (v: string) => number | undefined): [number, 
 }
 const scale = (l: Linear, k: number): Linear => ({ c: l.c * k, terms: new Map([...l.terms].map(([n, c]) => [n, c * k])), atoms: l.atoms });
 
-export class Lowerer {
+class Lowerer {
   private readonly state: State;
   private readonly varName = new Map<string, string>();
   /** Extent of every loop variable (by C name). */
@@ -139,6 +140,7 @@ export class Lowerer {
   /** Inputs given a blocked layout, by tensor name. */
   private readonly blocked = new Map<string, { axis: number; block: number; shape: number[] }>();
   private readonly inlined = new Map<string, Expr>();
+  private readonly rootsOf = new Map<string, RootValues>();
 
   constructor(state: State, private readonly opts: LowerOptions = {}) {
     this.state = state;
@@ -159,7 +161,7 @@ export class Lowerer {
       for (const leaf of s.leaves) this.varExtent.set(this.loopVar(s, leaf), this.leafExtents.get(s.name)!.get(leaf)!);
     }
     this.chooseLayouts();
-    const args: KernelArg[] = [...st.dag.inputs, ...st.dag.outputs].map((t) => ({ buf: cName(t.name), tensor: t }));
+    const args: KernelArg[] = st.dag.tensors.map((t) => ({ buf: cName(t.name), tensor: t }));
     const temps = st.stages
       .filter((s) => s.attach.k === 'root' && !s.isOutput)
       .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape) }));
@@ -297,15 +299,23 @@ export class Lowerer {
     return { values, guards };
   }
 
-  /** Root index expressions of a stage in the tensor's global coordinates. */
-  private rootValues(s: StageState): { roots: Map<string, Expr>; guards: { cond: Expr; reduce: boolean }[] } {
+  /**
+   * Root index expressions of a stage in the tensor's global coordinates. Computed once per
+   * stage: they depend only on its extents and region, both set before anything asks (a
+   * stage is asked by the producers attached to it and when it is emitted).
+   */
+  private rootValues(s: StageState): RootValues {
+    let rv = this.rootsOf.get(s.name);
+    if (rv) return rv;
     const { values, guards } = this.iterValues(s);
     const region = this.regions.get(s.name);
     const roots = new Map<string, Expr>();
     s.axes.forEach((a, i) => roots.set(a.name, region ? add(region.base[i], values.get(a.name)!) : values.get(a.name)!));
     s.reduceAxes.forEach((a) => roots.set(a.name, values.get(a.name)!));
     if (region?.guard) guards.push({ cond: substitute(region.guard, roots), reduce: false });
-    return { roots, guards };
+    rv = { roots, guards };
+    this.rootsOf.set(s.name, rv);
+    return rv;
   }
 
   /** A stage's body with inlined stages substituted, in terms of its own axis names (the state does not change while lowering: computed once per stage). */
@@ -344,11 +354,7 @@ export class Lowerer {
     const full = (): Region => ({ base: shape.map(() => int(0)), len: [...shape], guard: undefined });
     if (reads.length === 0) return full();
     const base: Expr[] = [], len: number[] = [], guards: Expr[] = [];
-    const hasInner = (e: Expr): boolean => {
-      let found = false;
-      walk(e, (x) => { if (x.k === 'var' && inner.has(x.name)) found = true; });
-      return found;
-    };
+    const hasInner = (e: Expr): boolean => [...freeVars(e)].some((x) => inner.has(x));
     const extentOf = (name: string): number | undefined => this.varExtent.get(name);
     for (let d = 0; d < shape.length; d++) {
       const forms = reads.map((r) => linear(r[d], hasInner));
@@ -422,7 +428,7 @@ export class Lowerer {
     const { roots, guards } = this.rootValues(s);
     const target = this.bufferOf(s.tensor);
     const outIndex = target.index(s.axes.map((a) => roots.get(a.name)!));
-    const value = (e: Expr): Expr => this.toBuffers(substitute(this.inlineLoads(e), roots));
+    const value = (): Expr => this.toBuffers(substitute(this.inlinedBody(s), roots));
     const guarded = (body: Stmt[], reduce: boolean): Stmt[] => {
       const cond = all(guards.filter((g) => reduce || !g.reduce).map((g) => g.cond));
       return cond ? [{ k: 'if', cond, body }] : body;
@@ -444,13 +450,13 @@ export class Lowerer {
     const region = this.regions.get(s.name);
     const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: numElements(region.len) }] : [];
     if (s.body.k !== 'reduce') {
-      stmts = nest(s.leaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: value(s.body) }], false), true);
+      stmts = nest(s.leaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: value() }], false), true);
     } else {
       const r = s.body;
       const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
       if (p < 0) throw new ScheduleError(`${s.name}: reduction without a reduce loop`);
       const current = flatLoad(target.buf, outIndex);
-      const src = value(r.source);
+      const src = value();
       const combined: Expr = r.combiner === 'sum' ? add(current, src)
         : { k: 'bin', op: r.combiner, a: current, b: src, dtype: 'float32' };
       const identity = f32(r.combiner === 'sum' ? 0 : r.combiner === 'max' ? -Infinity : Infinity);

@@ -8,11 +8,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { numElements } from '../ir/tensor';
-import { C_PRELUDE, renderKernel, type RenderOptions } from './c';
+import { C_PRELUDE, KERNEL_CFLAGS, renderKernel, type RenderOptions } from './c';
 import type { Kernel } from './lower';
 
-/** The optimisation level of the shipped kernels (compile/model.ts KERNEL_CFLAGS). */
-export const DEFAULT_CFLAGS = ['-O2', '-march=native', '-fno-math-errno', '-ffp-contract=fast', '-fopenmp'];
+/** The shipped kernels' flags, for this machine. */
+export const DEFAULT_CFLAGS = [...KERNEL_CFLAGS, '-march=native'];
 
 export function runKernel(
   k: Kernel, inputs: readonly Float32Array[], cflags: readonly string[] = DEFAULT_CFLAGS, render: RenderOptions = {},

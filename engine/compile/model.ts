@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { C_PRELUDE, renderKernel } from '../codegen/c';
+import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import { packBlocked, type BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
@@ -23,7 +23,7 @@ import { UserError } from '../errors';
 import type { Manifest, ManifestKernel } from './manifest';
 import { planMemory } from './memory-plan';
 
-export const MANIFEST_VERSION = 1;
+const MANIFEST_VERSION = 1;
 export const ENGINE_VERSION = '0.1.0';
 
 export interface CompileOptions {
@@ -37,6 +37,10 @@ export interface CompileOptions {
   cacheDir: string;
   /** Tuned schedules by workload key; tasks without one get the default schedule. */
   schedules?: ReadonlyMap<string, { steps: Step[]; source: string }>;
+  /** `optimize(graph)` and its partition, when the caller already made them (else compileModel does). */
+  partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
+  /** `hardwareFingerprint(target)`, when the caller already computed it. */
+  fingerprint?: string;
   log?: (line: string) => void;
 }
 
@@ -54,23 +58,12 @@ export interface CompileResult {
   reused: number;
 }
 
-/**
- * Flags of every generated kernel (the target's flags follow). -O2, not -O3: the renderer
- * already unrolls, vectorises and keeps register tiles in variables, and what -O3 adds on
- * top (GCC 12: more loop versioning and vectorisation of the scalar remainders) made
- * default-schedule mobilenet slower (14.5 vs 12.0 ms median at 1 thread; resnet-18 and
- * resnet-50 unchanged within noise) and took twice as long to compile (0.4 vs 0.15 s for
- * a typical conv candidate), which is the tuner's main cost. Measured with
- * `tensortune compile` + `tensortune benchmark --repeat 20`, both builds interleaved.
- */
-export const KERNEL_CFLAGS: readonly string[] = ['-O2', '-std=gnu11', '-fPIC', '-fopenmp', '-fno-math-errno', '-ffp-contract=fast'];
-
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
   const log = opts.log ?? (() => undefined);
-  const graph = optimize(opts.graph);
-  const groups = partition(graph);
+  const graph = opts.partitioned?.graph ?? optimize(opts.graph);
+  const groups = opts.partitioned?.groups ?? partition(graph);
   const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
   const cflags = [...KERNEL_CFLAGS, ...opts.target.cflags];
 
@@ -167,7 +160,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     engine_version: ENGINE_VERSION,
     name: opts.name,
     target: opts.target.text,
-    fingerprint: hardwareFingerprint(opts.target),
+    fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
     library: 'model.so',
     params: 'params.bin',
     params_count: paramsSize,

@@ -5,7 +5,9 @@
 
 import path from 'node:path';
 import { loadModel, type ModelSpec } from '../frontend/load';
-import { extractTasks } from '../graph/extract';
+import { tasksOfGroups } from '../graph/extract';
+import { partition } from '../graph/fuse';
+import { optimize } from '../graph/passes';
 import { cacheRoot } from '../native/build';
 import { hardwareFingerprint, parseTarget } from '../target';
 import { applyRecords } from './apply-records';
@@ -29,10 +31,14 @@ export interface CompileNetworkOptions extends ModelSpec {
 export async function compileNetwork(opts: CompileNetworkOptions): Promise<CompileResult> {
   const target = parseTarget(opts.target, 'target');
   const model = loadModel(opts);
+  // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
+  const graph = optimize(model.graph);
+  const groups = partition(graph);
+  const fingerprint = hardwareFingerprint(target);
   let schedules;
   if (opts.records?.length || opts.strict) {
     const applied = await applyRecords({
-      tasks: extractTasks(model.graph), target: target.text, fingerprint: hardwareFingerprint(target),
+      tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
       files: opts.records ?? [], strict: opts.strict, log: opts.log, warn: opts.warn,
     });
     schedules = applied.schedules;
@@ -40,6 +46,6 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   return compileModel({
     name: model.name, graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
-    schedules, log: opts.log,
+    schedules, partitioned: { graph, groups }, fingerprint, log: opts.log,
   });
 }

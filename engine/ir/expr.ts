@@ -133,7 +133,6 @@ export const max = (a: ExprLike, b: ExprLike) => arith('max', a, b);
 export const eq = (a: ExprLike, b: ExprLike) => compare('==', a, b);
 export const ne = (a: ExprLike, b: ExprLike) => compare('!=', a, b);
 export const lt = (a: ExprLike, b: ExprLike) => compare('<', a, b);
-export const le = (a: ExprLike, b: ExprLike) => compare('<=', a, b);
 export const gt = (a: ExprLike, b: ExprLike) => compare('>', a, b);
 export const ge = (a: ExprLike, b: ExprLike) => compare('>=', a, b);
 export const and = (a: Expr, b: Expr): Expr => ({ k: 'bin', op: '&&', a, b, dtype: 'bool' });
@@ -194,6 +193,13 @@ export function readTensors(e: Expr): Tensor[] {
   walk(e, (x) => {
     if (x.k === 'load' && !out.includes(x.tensor)) out.push(x.tensor);
   });
+  return out;
+}
+
+/** Names of the variables an expression uses. */
+export function freeVars(e: Expr): Set<string> {
+  const out = new Set<string>();
+  walk(e, (x) => { if (x.k === 'var') out.add(x.name); });
   return out;
 }
 

@@ -12,12 +12,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { C_PRELUDE, renderKernel } from '../codegen/c';
+import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
-import { KERNEL_CFLAGS } from '../compile/model';
 import type { ComputeDAG } from '../ir/dag';
-import { findCompiler, loadExeca, nativeIncludeDir, type Compiler } from '../native/build';
+import { findCompiler, firstLines, loadExeca, nativeIncludeDir, type Compiler } from '../native/build';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { checkSteps } from '../schedule/validate-steps';
@@ -78,11 +77,6 @@ export function wrapKernel(kernelSource: string, nargs: number): string {
   ].join('\n');
 }
 
-const firstLines = (text: string): string => {
-  const lines = text.trim().split('\n');
-  return lines.slice(0, MESSAGE_LINES).join('\n') + (lines.length > MESSAGE_LINES ? `\n... (${lines.length - MESSAGE_LINES} more lines)` : '');
-};
-
 export class Builder {
   private readonly jobs: number;
   private compiler?: Promise<Compiler>;
@@ -136,7 +130,7 @@ export class Builder {
     await fs.rm(src, { force: true });
     if (r.failed) {
       await fs.rm(tmp, { force: true });
-      const why = r.timedOut ? `the compiler did not finish within ${timeoutMs} ms` : firstLines(r.stderr || r.message || 'the compiler failed');
+      const why = r.timedOut ? `the compiler did not finish within ${timeoutMs} ms` : firstLines(r.stderr || r.message || 'the compiler failed', MESSAGE_LINES);
       return { steps, error: 'compile_error', message: why, build_ms: performance.now() - started };
     }
     await fs.rename(tmp, lib);
