@@ -7,7 +7,7 @@ import { promises as fs } from 'node:fs';
 import { UserError } from './errors';
 import { bytesToFloat32, float32ToBytes } from './rawfile';
 
-export const PARAMS_MAGIC = 'TTPARAM1';
+const PARAMS_MAGIC = 'TTPARAM1';
 export const PARAMS_HEADER_BYTES = 32;
 
 /** FNV-1a, 64-bit, computed on two 32-bit halves (BigInt per byte would be ~50x slower). */
@@ -24,7 +24,7 @@ export function fnv1a64(bytes: Uint8Array): bigint {
   return (BigInt(hi) << 32n) | BigInt(lo);
 }
 
-export function paramsHeader(payload: Uint8Array): Buffer {
+function paramsHeader(payload: Uint8Array): Buffer {
   const header = Buffer.alloc(PARAMS_HEADER_BYTES);
   header.write(PARAMS_MAGIC, 0, 'latin1');
   header.writeBigUInt64LE(BigInt(payload.length / 4), 8);

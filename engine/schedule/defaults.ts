@@ -73,10 +73,7 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     const attachIter = `${last.name}.0`;
     if (fusable.length >= 2) apply({ s: 'fuse', stage: out.name, iters: fusable });
     const parallelIter = fusable.length >= 2 ? fusable.join('@') : fusable[0];
-    if (parallelIter && numElements(out.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: out.name, iter: parallelIter, ann: 'parallel' });
-    else if (!parallelIter && numElements(out.tensor.shape) >= minParallel) {
-      apply({ s: 'annotate', stage: out.name, iter: attachIter, ann: 'parallel' });
-    }
+    if (numElements(out.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: out.name, iter: parallelIter || attachIter, ann: 'parallel' });
     // Unrolling around a vector loop that is not a whole number of vectors makes GCC's
     // compile time explode (50 s for one conv), so only whole vectors are unrolled.
     const wholeVectors = vec % lanes === 0;

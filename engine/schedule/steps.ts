@@ -31,19 +31,3 @@ export type StepKind = Step['s'];
 export const STEP_KINDS: readonly StepKind[] = [
   'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma', 'rfactor',
 ];
-
-/** One line per step, for logs and `tensortune show`. */
-export function printStep(st: Step): string {
-  switch (st.s) {
-    case 'split': return `split ${st.stage}.${st.iter} -> [${st.lengths.join(', ')}]`;
-    case 'fuse': return `fuse ${st.stage} (${st.iters.join(', ')})`;
-    case 'reorder': return `reorder ${st.stage} (${st.order.join(', ')})`;
-    case 'compute_at': return `compute_at ${st.stage} -> ${st.target}.${st.iter}`;
-    case 'compute_inline': return `compute_inline ${st.stage}`;
-    case 'compute_root': return `compute_root ${st.stage}`;
-    case 'cache_write': return `cache_write ${st.stage}`;
-    case 'annotate': return `${st.ann} ${st.stage}.${st.iter}`;
-    case 'pragma': return `pragma ${st.stage}.${st.iter} ${st.pragma}=${st.value}`;
-    case 'rfactor': return `rfactor ${st.stage}.${st.iter}`;
-  }
-}
