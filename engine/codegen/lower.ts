@@ -501,3 +501,25 @@ class Lowerer {
 export function lower(state: State, name: string, opts: LowerOptions = {}): Kernel {
   return new Lowerer(state, opts).lower(name);
 }
+
+const loweredStates = new WeakMap<State, { kernel: Kernel } | { error: unknown }>();
+
+/**
+ * `lower(state, 'kernel')`, once per State object (its error too). The search checks that
+ * a state lowers and the cost model extracts features from the lowered kernel, both for
+ * the same finished states (a Built's state is never changed after it is built); only
+ * for such states, and not where a kernel name or options matter (codegen).
+ */
+export function lowerOnce(state: State): Kernel {
+  let done = loweredStates.get(state);
+  if (!done) {
+    try {
+      done = { kernel: lower(state, 'kernel') };
+    } catch (error) {
+      done = { error };
+    }
+    loweredStates.set(state, done);
+  }
+  if ('error' in done) throw done.error;
+  return done.kernel;
+}

@@ -13,7 +13,7 @@
 import { children, dtypeOf, walk, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
 import { numElements } from '../ir/tensor';
-import { lower, type Kernel, type LoopKind, type Stmt } from '../codegen/lower';
+import { lowerOnce, type Kernel, type LoopKind, type Stmt } from '../codegen/lower';
 import type { State } from '../schedule/state';
 
 const ELEM_BYTES = 4; // float32 and int32
@@ -396,5 +396,5 @@ function storeRow(
 export function stateFeatures(state: State): Float32Array[] {
   const autoUnroll = new Map<string, number>();
   for (const s of state.stages) if (s.autoUnroll.size) autoUnroll.set(s.name, Math.max(...s.autoUnroll.values()));
-  return kernelFeatures(lower(state, 'features'), { autoUnroll });
+  return kernelFeatures(lowerOnce(state), { autoUnroll });
 }

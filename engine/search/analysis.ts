@@ -3,7 +3,7 @@
 // element-wise matched consumer, and the spatial / reduce work of a reduction.
 
 import type { ComputeDAG } from '../ir/dag';
-import { walk, type Expr } from '../ir/expr';
+import { freeVars, walk, type Expr } from '../ir/expr';
 import { numElements, type ComputeOp, type Tensor } from '../ir/tensor';
 
 type ComputeTensor = Tensor & { op: ComputeOp };
@@ -27,12 +27,6 @@ function simpleAxis(e: Expr, axes: ReadonlySet<string>): string | null | undefin
   if (e.k === 'bin' && (e.op === '+' || e.op === '-') && e.b.k === 'const' && e.a.k === 'var' && axes.has(e.a.name)) return e.a.name;
   if (e.k === 'bin' && e.op === '+' && e.a.k === 'const' && e.b.k === 'var' && axes.has(e.b.name)) return e.b.name;
   return undefined;
-}
-
-function varsOf(e: Expr): Set<string> {
-  const out = new Set<string>();
-  walk(e, (x) => { if (x.k === 'var') out.add(x.name); });
-  return out;
 }
 
 export class StageAnalysis {
@@ -97,7 +91,7 @@ export class StageAnalysis {
     let reuse = 0;
     for (const list of reads(t.op.body).values()) {
       const used = new Set<string>();
-      for (const idx of list) for (const i of idx) varsOf(i).forEach((x) => used.add(x));
+      for (const idx of list) for (const i of idx) freeVars(i).forEach((x) => used.add(x));
       if (t.op.axes.some((a) => a.extent > 1 && !used.has(a.name))) reuse++;
     }
     return reuse >= 2 || (reuse >= 1 && t.op.reduceAxes.length > 0);

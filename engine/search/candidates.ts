@@ -2,7 +2,7 @@
 // lowering check that rejects invalid states before they are measured, and the set of
 // programs already measured or proposed (by canonical step string).
 
-import { lower } from '../codegen/lower';
+import { lowerOnce } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
 import { ScheduleError } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -90,7 +90,7 @@ export class SearchSpace {
     let ok = this.lowerable.get(key);
     if (ok === undefined) {
       try {
-        lower(b.state, 'candidate');
+        lowerOnce(b.state);
         ok = true;
       } catch {
         // A candidate that codegen rejects is never measured, whatever the reason.
