@@ -4,11 +4,12 @@
 // onnxruntime-node those comparisons are skipped with a message; the refusal tests run
 // regardless.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { main } from '../../cli';
 import { openOrtSession, tryLoadOnnxRuntime } from '../../compare/ort';
 import { UserError } from '../../errors';
 import { extractTasks } from '../../graph/extract';
@@ -137,6 +138,51 @@ test('external data: initializers read from a file next to the model', () => {
     assert.equal([...runGraph(m.graph, new Map([['x', Float32Array.from([1, 1, 1])]]))[0]], [9, 12]);
     writeFileSync(path.join(dir, 'bad.onnx'), model(16));
     assert.throws(() => loadOnnx(path.join(dir, 'bad.onnx')), (e: Error) => e instanceof UserError && e.message.includes('bad.onnx') && /has 32 bytes, needs 40/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('external data must stay inside the model folder: no .., no absolute path, no link out (compile exits 2)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tt-onnx-'));
+  try {
+    const folder = path.join(dir, 'model');
+    mkdirSync(path.join(folder, 'data'), { recursive: true });
+    const w = Buffer.from(Float32Array.from([1, 2, 3, 4, 5, 6]).buffer);
+    writeFileSync(path.join(dir, 'secret.bin'), w); // beside the folder: the right size, so only the location check refuses it
+    writeFileSync(path.join(folder, 'data', 'weights.bin'), w);
+    symlinkSync(path.join(dir, 'secret.bin'), path.join(folder, 'out.bin'));
+    symlinkSync(path.join('data', 'weights.bin'), path.join(folder, 'alias.bin'));
+    const model = (location: string): string => {
+      const file = path.join(folder, `${location.replace(/\W/g, '_')}.onnx`);
+      writeFileSync(file, new OnnxModelBuilder().input('x', [1, 3]).tensor({
+        name: 'w', dims: [3, 2], data_type: DataType.FLOAT, data_location: EXTERNAL_DATA, external_data: [{ key: 'location', value: location }],
+      }).node('MatMul', ['x', 'w'], ['y']).output('y').build());
+      return file;
+    };
+    // Legitimate external data keeps working: a subfolder, and a link that stays inside.
+    for (const ok of ['data/weights.bin', 'alias.bin']) {
+      const m = loadOnnx(model(ok), { layout: 'NCHW' });
+      assert.equal([...runGraph(m.graph, new Map([['x', Float32Array.from([1, 1, 1])]]))[0]], [9, 12], ok);
+    }
+    const refused: [string, string][] = [
+      ['../../../../etc/passwd', "climbs out with '..'"],
+      ['../secret.bin', "climbs out with '..'"],
+      ['data/../../secret.bin', "climbs out with '..'"],
+      [path.join(dir, 'secret.bin'), 'is an absolute path'],
+      ['out.bin', `is a link to ${path.join(dir, 'secret.bin')}, outside the folder`],
+    ];
+    for (const [location, why] of refused) {
+      const file = model(location);
+      const want = `${file}: initializer 'w': external data location '${location}' ${why} (expected a relative path inside the model's folder ${folder}, without '..', as onnx.checker requires)`;
+      assert.throws(() => loadOnnx(file), (e: Error) => e instanceof UserError && e.message === want, location);
+    }
+    // The command line: one line, exit code 2, nothing compiled.
+    const file = model('../../../../etc/passwd');
+    const err: string[] = [];
+    const code = await main(['compile', file, '--out', path.join(dir, 'out')], { out: () => undefined, err: (t) => { err.push(t); } });
+    assert.is(code, 2);
+    assert.is(err.join(''), `tensortune compile: ${file}: initializer 'w': external data location '../../../../etc/passwd' climbs out with '..' (expected a relative path inside the model's folder ${folder}, without '..', as onnx.checker requires)\n`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

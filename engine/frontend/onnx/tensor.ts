@@ -2,9 +2,10 @@
 // raw_data (little-endian), in a typed field (float_data, int64_data, ...), or in an
 // external file next to the model (external_data: location, offset, length). Floating
 // types become float32 values; integer and bool types become integers (as JS numbers),
-// which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs.
+// which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs. A model file is
+// untrusted: its external data must lie inside the model's folder, as onnx.checker requires.
 
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { numElements } from '../../ir/tensor';
 import { bytesToFloat32, float32ToBytes } from '../../runtime/rawfile';
@@ -71,6 +72,29 @@ function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32A
   return Array.from({ length: count }, (_, i) => read[dataType](i));
 }
 
+/**
+ * The file an external tensor's `location` names, checked as onnx.checker does: a relative
+ * path inside the model's folder, without `..` and not through a link that leads outside it
+ * (a model must not read /etc/passwd into params.bin).
+ */
+function externalFile(location: string, modelDir: string, what: string): string {
+  const outside = (why: string): OnnxFormatError => new OnnxFormatError(
+    `${what}: external data location '${location}' ${why} (expected a relative path inside the model's folder ${modelDir}, without '..', as onnx.checker requires)`,
+  );
+  if (path.isAbsolute(location) || path.win32.isAbsolute(location)) throw outside('is an absolute path');
+  if (location.split(/[\\/]/).includes('..')) throw outside("climbs out with '..'");
+  const file = path.resolve(modelDir, location);
+  let real: string;
+  try {
+    real = realpathSync(file);
+  } catch (e) {
+    throw new OnnxFormatError(`${what}: cannot open external data file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  const inside = path.relative(realpathSync(modelDir), real);
+  if (inside.split(path.sep)[0] === '..' || path.isAbsolute(inside)) throw outside(`is a link to ${real}, outside the folder`);
+  return real;
+}
+
 /** The bytes of an external tensor: `location` relative to the model's directory, with optional offset/length. */
 function readExternal(t: TensorMessage, modelDir: string, what: string, expected: number): Uint8Array {
   const entries = new Map((t.external_data ?? []).map((e) => [e.key ?? '', e.value ?? '']));
@@ -82,7 +106,7 @@ function readExternal(t: TensorMessage, modelDir: string, what: string, expected
     throw new OnnxFormatError(`${what}: bad external data offset/length '${entries.get('offset')}'/'${entries.get('length')}'`);
   }
   if (length !== expected) throw new OnnxFormatError(`${what}: external data length ${length} bytes, the shape needs ${expected}`);
-  const file = path.resolve(modelDir, location);
+  const file = externalFile(location, modelDir, what);
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -90,7 +114,9 @@ function readExternal(t: TensorMessage, modelDir: string, what: string, expected
     throw new OnnxFormatError(`${what}: cannot open external data file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   try {
-    const size = fstatSync(fd).size;
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new OnnxFormatError(`${what}: external data ${file} is not a regular file`);
+    const size = stat.size;
     if (offset + length > size) throw new OnnxFormatError(`${what}: external data ${file} has ${size} bytes, needs ${offset + length}`);
     const out = new Uint8Array(length);
     let done = 0;
