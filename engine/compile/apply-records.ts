@@ -10,14 +10,12 @@
 // so the share printed is a lower bound. With no tuned task there is no measured rate,
 // and the shares are FLOP shares.
 
-import { lower } from '../codegen/lower';
 import { UserError } from '../errors';
 import type { Task } from '../graph/extract';
 import { meanCost, rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
-import { State } from '../schedule/state';
+import { checkReplay } from '../records/replay';
 import type { Step } from '../schedule/steps';
-import { checkSteps } from '../schedule/validate-steps';
 
 export interface ApplyRecordsOptions {
   tasks: readonly Task[];
@@ -43,17 +41,9 @@ export interface AppliedRecords {
 /** The usable record of a task, trying its records fastest first. */
 function pick(task: Task, ranked: readonly LogEntry[], rejected: string[]): LogEntry | undefined {
   for (const entry of ranked) {
-    const check = checkSteps(entry.record.steps);
-    let why = check.ok ? '' : check.message;
-    if (check.ok) {
-      try {
-        lower(State.replay(task.dag, check.steps), 'KERNEL');
-      } catch (e) {
-        why = (e as Error).message;
-      }
-    }
-    if (!why) return entry;
-    rejected.push(`${entry.file}:${entry.line}: ${why}`);
+    const check = checkReplay(entry.record.steps, task.dag);
+    if (check.ok) return entry;
+    rejected.push(`${entry.file}:${entry.line}: ${check.message}`);
   }
   return undefined;
 }
