@@ -1,22 +1,40 @@
-// `tensortune distill IN... [--out OUT]`: keep the best verified record per (workload key,
-// target, hardware fingerprint) of one or more logs, as TVM's `measure_record --mode distill`.
+// `tensortune distill IN... [--out OUT] [--network NAME|model.onnx]...`: keep the best
+// verified record per (workload key, target, hardware fingerprint) of one or more logs, as
+// TVM's `measure_record --mode distill`, passing over records whose steps no longer apply.
 
 import path from 'node:path';
 import { UserError } from '../errors';
-import { distillFiles } from '../records/distill';
-import { parseFlags, type CliIo, type Command } from './command';
+import { isOnnxPath, loadModel } from '../frontend/load';
+import { NETWORK_NAMES } from '../frontend/networks';
+import { extractTasks } from '../graph/extract';
+import type { ComputeDAG } from '../ir/dag';
+import { distillFiles, type DistillResult } from '../records/distill';
+import { oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune distill IN.jsonl... [--out OUT.jsonl]
+const USAGE = `Usage: tensortune distill IN.jsonl... [--out OUT.jsonl] [--network NAME|model.onnx]...
 
 Keep only the fastest verified record of each task (workload key, target, hardware
 fingerprint) of the record logs IN..., and write them to OUT (default: IN with the
 extension replaced by .best.jsonl). Records already in OUT take part, so distilling
-new logs into an existing file keeps the best of all. Broken lines are skipped with
-one warning per file.
+new logs into an existing file keeps the best of all. OUT may be a log that tune is
+appending to: every log is read under its lock, and nothing appended is lost.
+
+A record is kept only if its steps still apply: they must be well-formed, and, for the
+tasks of the networks named with --network, replay and lower on the task (as compile
+checks them). A faster record that does not apply is passed over for the next one, with
+one warning. Records of tasks not in a named network are only checked for well-formed
+steps; the summary says how many. Broken lines are skipped with one warning per file.
 
 Options:
-  --out FILE   the distilled log
-  -h, --help   show this help
+  --out FILE          the distilled log
+  --network N         a builtin network or model.onnx whose tasks the records are replayed
+                      on (repeatable)
+  --layout NHWC|NCHW  data layout the networks were tuned in (default NHWC)
+  --batch N           batch size the networks were tuned with (default 1)
+  --image-size N      input height = width of a builtin network (default: the network's)
+  -h, --help          show this help
+
+Networks: ${NETWORK_NAMES.join(', ')}
 `;
 
 /** `runs/mobilenet.jsonl` -> `runs/mobilenet.best.jsonl`. */
@@ -25,16 +43,43 @@ export function defaultDistillOutput(input: string): string {
   return path.join(path.dirname(input), `${path.basename(input, ext)}.best${ext || '.jsonl'}`);
 }
 
+/** What the summary line says about replaying the kept records. */
+function replayNote(result: DistillResult, networks: readonly string[]): string {
+  if (result.kept === 0) return '';
+  if (networks.length === 0) return '; steps checked, not replayed (name the network with --network to replay them on its tasks)';
+  const names = networks.join(', ');
+  if (result.notReplayed === 0) return `; all replayed on their task of ${names}`;
+  return `; ${result.kept - result.notReplayed} replayed on their task of ${names}; ${result.notReplayed} of tasks not in ${networks.length > 1 ? 'them' : 'it'}: steps checked, not replayed`;
+}
+
 export const distillCommand: Command = {
   name: 'distill',
   summary: 'keep the best record per task of record logs',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseFlags(argv, { out: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+    const { values, positionals } = parseFlags(argv, {
+      out: { type: 'string' }, network: { type: 'string', multiple: true },
+      layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length === 0) throw new UserError('expected at least one record log to distill (tensortune distill IN.jsonl --out OUT.jsonl)');
+    const networks = values.network ?? [];
+    for (const n of networks) {
+      if (!NETWORK_NAMES.includes(n) && !isOnnxPath(n)) {
+        throw new UserError(`unknown --network '${n}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
+      }
+    }
+    const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
+    const batch = positiveInt('--batch', values.batch, 1);
+    const imageSize = optionalInt('--image-size', values['image-size']);
+    // Loaded before any lock is taken: tasks are extracted as tune extracts them (the weights do not change a key).
+    const dags = new Map<string, ComputeDAG>();
+    for (const model of networks) {
+      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
+    }
     const out = values.out ?? defaultDistillOutput(positionals[0]);
-    const result = await distillFiles(positionals, out, { warn: (m) => io.err(`tensortune distill: warning: ${m}\n`) });
-    io.out(`kept ${result.kept} of ${result.read} record(s) (best per task, target and machine) in ${result.out}\n`);
+    const result = await distillFiles(positionals, out, { dags: networks.length > 0 ? dags : undefined, warn: (m) => io.err(`tensortune distill: warning: ${m}\n`) });
+    io.out(`kept ${result.kept} of ${result.read} record(s) (best per task, target and machine) in ${result.out}${replayNote(result, networks)}\n`);
     return 0;
   },
 };

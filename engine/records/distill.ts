@@ -1,5 +1,8 @@
-// Distill: keep only the best valid record per (workload key, target, fingerprint), as
-// TVM's `measure_record --mode distill`.
+// Distill: keep only the best record per (workload key, target, fingerprint), as TVM's
+// `measure_record --mode distill`: the fastest valid record whose steps still apply
+// (replay.ts: well-formed, and replayed and lowered on the task's DAG where it is known).
+// A faster record that does not apply is passed over for the next one, so compile never
+// meets a "best" it has to throw away while a usable runner-up was dropped.
 //
 // distillFiles writes the output whole (temp file + rename). Records already in the output
 // take part, so distilling into the same file twice, or several logs into one file, keeps
@@ -13,21 +16,79 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { bestRecords } from './best';
+import type { ComputeDAG } from '../ir/dag';
+import { isValidRecord, meanCost, recordGroup } from './best';
 import { readRecords, withFileLock, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
+import { checkReplay } from './replay';
 
-/** The best valid record of each group, in order of each group's first record. */
-export function distill(records: Iterable<TuningRecord>): TuningRecord[] {
-  return [...bestRecords([...records].map((record) => ({ record }))).values()].map((e) => e.record);
+export interface DistillOptions {
+  /**
+   * Compute DAGs of the known tasks, by workload key: a record of one of them is kept only
+   * if it replays and lowers on it. Records of other tasks are checked for well-formed steps.
+   */
+  dags?: ReadonlyMap<string, ComputeDAG>;
 }
+
+export interface Distilled<E> {
+  /** The kept entry of each group, in order of each group's first valid record. */
+  kept: E[];
+  /** Valid entries faster than their group's kept one whose steps do not apply, and why. */
+  passedOver: { entry: E; why: string }[];
+  /** Groups with valid records of which none applies (nothing is kept for them). */
+  dropped: number;
+  /** Kept entries whose task's DAG was not known: their steps were checked, not replayed. */
+  notReplayed: number;
+}
+
+/** The fastest valid entry that applies, per (key, target, fingerprint). */
+export function distillEntries<E extends { record: TuningRecord }>(entries: Iterable<E>, opts: DistillOptions = {}): Distilled<E> {
+  const groups = new Map<string, { entry: E; cost: number }[]>();
+  for (const entry of entries) {
+    if (!isValidRecord(entry.record)) continue;
+    const group = recordGroup(entry.record);
+    const item = { entry, cost: meanCost(entry.record) };
+    const list = groups.get(group);
+    if (list) list.push(item);
+    else groups.set(group, [item]);
+  }
+  const out: Distilled<E> = { kept: [], passedOver: [], dropped: 0, notReplayed: 0 };
+  for (const list of groups.values()) {
+    list.sort((a, b) => a.cost - b.cost); // stable: of equal costs the first read wins
+    const dag = opts.dags?.get(list[0].entry.record.key);
+    const kept = list.find(({ entry }) => {
+      const check = checkReplay(entry.record.steps, dag);
+      if (!check.ok) out.passedOver.push({ entry, why: check.message });
+      return check.ok;
+    });
+    if (!kept) { out.dropped += 1; continue; }
+    out.kept.push(kept.entry);
+    if (!dag) out.notReplayed += 1;
+  }
+  return out;
+}
+
+/** The kept records of distillEntries. */
+export function distill(records: Iterable<TuningRecord>, opts: DistillOptions = {}): TuningRecord[] {
+  return distillEntries([...records].map((record) => ({ record })), opts).kept.map((e) => e.record);
+}
+
+export interface DistillFilesOptions extends ReadOptions, DistillOptions {}
 
 export interface DistillResult {
   /** Records read (valid lines of the inputs and of an existing output). */
   read: number;
   kept: number;
   out: string;
+  /** Records passed over because their steps do not apply: where (`file:line`) and why. */
+  passedOver: { where: string; why: string }[];
+  /** Groups left out because none of their records applies. */
+  dropped: number;
+  /** Kept records whose task's DAG was not known (steps checked, not replayed). */
+  notReplayed: number;
 }
+
+const defaultWarn = (message: string): void => { process.stderr.write(`tensortune: warning: ${message}\n`); };
 
 const exists = (file: string): Promise<boolean> => fs.stat(file).then(() => true, () => false);
 
@@ -47,7 +108,7 @@ async function readLocked(file: string, opts: ReadOptions): Promise<LogEntry[]> 
   }
 }
 
-export async function distillFiles(inputs: readonly string[], out: string, opts: ReadOptions = {}): Promise<DistillResult> {
+export async function distillFiles(inputs: readonly string[], out: string, opts: DistillFilesOptions = {}): Promise<DistillResult> {
   const outId = path.resolve(out);
   const files = [...new Map(inputs.map((f) => [path.resolve(f), f])).entries()]; // each input once
   const outputIsInput = files.some(([id]) => id === outId);
@@ -58,12 +119,12 @@ export async function distillFiles(inputs: readonly string[], out: string, opts:
     read.set(outId, (await readRecords(out, { ...opts, missingOk: !outputIsInput })).entries);
     const order = outputIsInput ? files.map(([id]) => id) : [...files.map(([id]) => id), outId];
     const entries = order.flatMap((id) => read.get(id)!);
-    const kept = distill(entries.map((e) => e.record));
+    const result = distillEntries(entries, opts);
     const tmp = `${out}.tmp-${process.pid}`;
     try {
       const fh = await fs.open(tmp, 'w');
       try {
-        await fh.writeFile(kept.map((r) => JSON.stringify(r) + '\n').join(''));
+        await fh.writeFile(result.kept.map((e) => JSON.stringify(e.record) + '\n').join(''));
         await fh.datasync();
       } finally {
         await fh.close();
@@ -72,6 +133,18 @@ export async function distillFiles(inputs: readonly string[], out: string, opts:
     } finally {
       await fs.rm(tmp, { force: true });
     }
-    return { read: entries.length, kept: kept.length, out };
+    if (result.passedOver.length > 0) {
+      const first = result.passedOver[0]!;
+      const none = result.dropped > 0 ? `; ${result.dropped} task(s) have no record that applies and were left out` : '';
+      (opts.warn ?? defaultWarn)(
+        `passed over ${result.passedOver.length} record(s) whose steps do not apply to their task, keeping the fastest that does${none} ` +
+        `(first: ${first.entry.file}:${first.entry.line}: ${first.why})`,
+      );
+    }
+    return {
+      read: entries.length, kept: result.kept.length, out,
+      passedOver: result.passedOver.map(({ entry, why }) => ({ where: `${entry.file}:${entry.line}`, why })),
+      dropped: result.dropped, notReplayed: result.notReplayed,
+    };
   });
 }
