@@ -1,12 +1,14 @@
 // End to end, as a user meets the plugin: pack this package, install the tarball and
 // nx@24 into a fresh workspace outside the repository (its own cache directory, no
-// daemon, no cloud), declare a tiny ONNX network with a tiny budget, and drive `nx` from
-// outside: tune / compile / benchmark, cache hits and restores, a fingerprint change, a
-// one-layer change, a broken config, and a remote-cache hit in a second clone through a
-// self-hosted cache server on 127.0.0.1. Steps run in order and build on each other.
+// daemon, no cloud), declare a tiny ONNX network with two small budgets, and drive `nx`
+// from outside: tune / compile / benchmark, cache hits and restores, a fingerprint change,
+// a one-layer change, config edits that must not invalidate, cache restores that must not
+// lose records (the CLI and a second budget writing the store), a broken config, and the
+// README's CI commands in a second clone through a self-hosted remote cache on 127.0.0.1.
+// Steps run in order and build on each other.
 
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -31,6 +33,9 @@ targets:
 budgets:
   tiny:
     trialsPerTask: 2
+    batchSize: 2
+  full:
+    trialsPerTask: 4
     batchSize: 2
 networks:
   tiny:
@@ -80,8 +85,42 @@ function nxOk(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): string 
   return r.out;
 }
 
-const recordsFile = (dir: string): string => path.join(dir, '.tensortune', 'records', 'tiny.cpu.jsonl');
-const keysOf = (file: string): string[] => [...new Set(readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => (JSON.parse(l) as { key: string }).key))].sort();
+const storeDir = (dir: string): string => path.join(dir, '.tensortune', 'records');
+/** The store log `nx tune tiny` appends to. */
+const recordsFile = (dir: string): string => path.join(storeDir(dir), 'tiny.cpu.jsonl');
+/** The Nx output of one tune configuration. */
+const tuneOutput = (dir: string, budget: string): string => path.join(storeDir(dir), 'nx', 'tiny', `cpu.${budget}.jsonl`);
+const linesOf = (file: string): string[] => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim());
+const keysOf = (file: string): string[] => [...new Set(linesOf(file).map((l) => (JSON.parse(l) as { key: string }).key))].sort();
+
+interface StoredRecord { key: string; costs_ms: number[]; error: unknown; budget?: string }
+/** The distinct measurements of the store's logs (a line's text is the measurement's identity here: one writer, one serialisation). */
+function storeMeasurements(dir: string): Map<string, StoredRecord> {
+  const out = new Map<string, StoredRecord>();
+  for (const f of readdirSync(storeDir(dir)).filter((n) => n.endsWith('.jsonl'))) {
+    for (const line of linesOf(path.join(storeDir(dir), f))) out.set(line, JSON.parse(line) as StoredRecord);
+  }
+  return out;
+}
+const mean = (r: StoredRecord): number => r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length;
+
+interface Manifest { records: { tuned: number; default: number; by_budget: Record<string, number> }; kernels: { key: string; schedule: string; source: string; objectHash: string }[] }
+const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(path.join(dir, 'dist', 'tensortune', 'tiny', 'cpu', 'manifest.json'), 'utf8')) as Manifest;
+
+/** Every tuned kernel of the compiled model uses the fastest valid record the store holds for its workload. */
+function assertCompiledWithBest(dir: string): void {
+  const best = new Map<string, number>();
+  for (const r of storeMeasurements(dir).values()) {
+    if (r.error === null && r.costs_ms.length > 0) best.set(r.key, Math.min(best.get(r.key) ?? Infinity, mean(r)));
+  }
+  const m = manifestOf(dir);
+  assert.ok(m.records.tuned > 0, 'some kernel is tuned');
+  for (const k of m.kernels.filter((k) => k.schedule === 'tuned')) {
+    const [file, line] = [k.source.slice(0, k.source.lastIndexOf(':')), Number(k.source.slice(k.source.lastIndexOf(':') + 1))];
+    const used = JSON.parse(readFileSync(file, 'utf8').split('\n')[line - 1]) as StoredRecord;
+    assert.is(mean(used), best.get(k.key), `kernel ${k.key} uses ${k.source}, not the store's best`);
+  }
+}
 
 function writeWorkspaceFiles(dir: string): void {
   mkdirSync(path.join(dir, 'models', 'tiny'), { recursive: true });
@@ -144,6 +183,9 @@ test('nx benchmark tiny tunes, compiles and benchmarks', () => {
   const out = nxOk(ws, ['benchmark', 'tiny', '--outputStyle=stream']);
   assert.match(out, /Execution time summary/);
   assert.ok(keysOf(recordsFile(ws)).length === 4, 'records for the 4 tasks');
+  assert.equal(keysOf(tuneOutput(ws, 'tiny')), keysOf(recordsFile(ws)), "tune's own output holds the network's measurements");
+  assert.match(out, /records used: \d+ tuned \(tiny: \d+\), \d+ default kernel\(s\)/);
+  assert.match(out, /note: budget\(s\) 'full' never tuned tiny for cpu in this workspace; `nx compile tiny -c full` restores/);
   const modelDir = path.join(ws, 'dist', 'tensortune', 'tiny', 'cpu');
   for (const f of ['model.so', 'params.bin', 'manifest.json']) assert.ok(existsSync(path.join(modelDir, f)), `compile wrote ${f}`);
   const report = JSON.parse(readFileSync(path.join(ws, 'dist', 'tensortune', 'tiny', 'reports', 'cpu.json'), 'utf8')) as { result: { median_ms: number } };
@@ -158,12 +200,62 @@ test('tune again: a local cache hit', () => {
   assert.is(readFileSync(recordsFile(ws), 'utf8'), before);
 });
 
-test('deleted records are restored from the cache', () => {
-  const before = readFileSync(recordsFile(ws), 'utf8');
+test('a config comment and a second network added by the generator leave tune and compile cache hits', () => {
+  const config = path.join(ws, 'tensortune.config.yaml');
+  const good = readFileSync(config, 'utf8');
+  try {
+    writeFileSync(config, `# tuned on the team's laptops\n${good}`);
+    assert.match(nxOk(ws, ['compile', 'tiny']), /Nx read the output from the cache instead of running the command for 2 out of 2 tasks/);
+    nxOk(ws, ['g', 'tensortune:model', 'extra', '--model', 'mobilenet', '--no-interactive']);
+    assert.match(readFileSync(config, 'utf8'), /extra:/);
+    assert.match(nxOk(ws, ['compile', 'tiny']), /Nx read the output from the cache instead of running the command for 2 out of 2 tasks/);
+  } finally {
+    writeFileSync(config, good);
+    rmSync(path.join(ws, 'models', 'extra'), { recursive: true, force: true });
+  }
+});
+
+test('deleted records come back: the cache restores tune\'s output and compile merges it into the store', () => {
+  const before = new Set(storeMeasurements(ws).keys());
   rmSync(recordsFile(ws));
-  const out = nxOk(ws, ['tune', 'tiny']);
+  rmSync(tuneOutput(ws, 'tiny'));
+  const out = nxOk(ws, ['compile', 'tiny', '--outputStyle=stream']);
   assert.match(out, /local cache/);
-  assert.is(readFileSync(recordsFile(ws), 'utf8'), before);
+  assert.match(out, /measurement\(s\) merged from restored tune outputs/);
+  assert.equal(new Set(storeMeasurements(ws).keys()), before);
+});
+
+test('a cache restore never takes a measurement away: the CLI appends to the store, then nx compile', () => {
+  // The issue's sequence: nx tune (cached), tensortune tune on the same log, nx compile.
+  const start = storeMeasurements(ws).size;
+  const cli = sh(process.execPath, [path.join(ws, 'node_modules', 'tensortune', 'bin', 'tensortune.js'), 'tune', 'models/tiny/tiny.onnx',
+    '--target', 'llvm -mcpu=native', '--records', recordsFile(ws), '--trials', '8', '--batch-size', '4', '--threads', '1'], ws, NX_ENV);
+  assert.is(cli.status, 0, cli.stderr + cli.stdout);
+  const afterCli = storeMeasurements(ws);
+  assert.ok(afterCli.size >= start + 8, `the CLI appended 8 measurements: ${start} -> ${afterCli.size}`);
+  const out = nxOk(ws, ['compile', 'tiny', '--outputStyle=stream']);
+  assert.match(out, /\[local cache\]|existing outputs match the cache/, 'tune was a cache hit');
+  assert.match(out, /records used: /);
+  const afterCompile = storeMeasurements(ws);
+  for (const line of afterCli.keys()) assert.ok(afterCompile.has(line), 'no measurement lost');
+  assertCompiledWithBest(ws);
+});
+
+test('a second budget: nx tune -c full, then the default nx compile uses the best of both', () => {
+  const start = storeMeasurements(ws);
+  nxOk(ws, ['tune', 'tiny', '-c', 'full', '--outputStyle=stream']);
+  const afterFull = storeMeasurements(ws);
+  for (const line of start.keys()) assert.ok(afterFull.has(line), 'no measurement lost');
+  assert.ok([...afterFull.values()].some((r) => r.budget === 'full'), 'records tagged with their budget');
+  assert.ok(existsSync(tuneOutput(ws, 'full')) && existsSync(tuneOutput(ws, 'tiny')), 'one output per budget');
+  const out = nxOk(ws, ['compile', 'tiny', '--outputStyle=stream']);
+  assert.match(out, /\[local cache\]|existing outputs match the cache/, 'tune (tiny) was a cache hit');
+  const afterCompile = storeMeasurements(ws);
+  for (const line of afterFull.keys()) assert.ok(afterCompile.has(line), 'the tiny restore took nothing away');
+  assertCompiledWithBest(ws);
+  assert.not.match(out, /note: budget/, 'every budget was tuned here');
+  const m = manifestOf(ws);
+  assert.is(Object.values(m.records.by_budget).reduce((a, b) => a + b, 0), m.records.tuned);
 });
 
 test('a different fingerprint input is a cache miss', () => {
@@ -205,25 +297,36 @@ test('a broken config: one clear message, the workspace still works', () => {
 
 let server: CacheServer | undefined;
 
-test('remote cache: a second clone restores tune and compile from a self-hosted cache', async () => {
+test("the README's CI commands: a clone compiles with the records of the full budget tuned on another machine", async () => {
   server = await startCacheServer('e2e-token');
   const remote = { NX_SELF_HOSTED_REMOTE_CACHE_SERVER: server.url, NX_SELF_HOSTED_REMOTE_CACHE_ACCESS_TOKEN: 'e2e-token' };
-  // Fill the remote: the local cache is emptied, so both tasks run (quickly: the log is
-  // on disk, the kernels in the object cache) and upload their outputs.
+  // The tuning machine: its local cache is emptied so the full budget's tune runs and
+  // uploads (quickly: the store already holds its trials, the kernels the object cache).
   nxOk(ws, ['reset', '--only-cache']);
-  await nxAsync(ws, ['compile', 'tiny'], remote);
+  await nxAsync(ws, ['run-many', '-t', 'compile', '-c', 'full'], remote);
   assert.ok(server.log.some((l) => /^PUT \S+ 20\d$/.test(l)), `nothing uploaded: ${server.log.join('; ')}`);
 
-  // The clone: same sources and lockfile, its own (empty) local cache and outputs.
+  // CI: a fresh clone (same sources and lockfile, empty store, empty local cache).
   mkdirSync(clone, { recursive: true });
   for (const f of ['package.json', 'package-lock.json', 'nx.json', 'tensortune.config.yaml', '.gitignore']) cpSync(path.join(ws, f), path.join(clone, f));
   cpSync(path.join(ws, 'models'), path.join(clone, 'models'), { recursive: true });
   cpSync(path.join(ws, 'libs'), path.join(clone, 'libs'), { recursive: true });
   symlinkSync(path.join(ws, 'node_modules'), path.join(clone, 'node_modules'), 'dir');
-  const out = await nxAsync(clone, ['compile', 'tiny'], remote);
-  assert.is((out.match(/remote cache/g) ?? []).length >= 2, true, `expected two remote hits:\n${out}`);
-  assert.is(readFileSync(recordsFile(clone), 'utf8'), readFileSync(recordsFile(ws), 'utf8'));
+  const ci = { ...remote, TENSORTUNE_REQUIRE_CACHED_TUNE: '1' };
+  const out = await nxAsync(clone, ['run-many', '-t', 'compile', '-c', 'full', '--outputStyle=stream'], ci);
+  assert.match(out, /tiny:tune:full.*\[remote cache\]|\[remote cache\].*tiny:tune:full/, `tune -c full restored from the remote cache:\n${out}`);
   assert.ok(existsSync(path.join(clone, 'dist', 'tensortune', 'tiny', 'cpu', 'model.so')));
+  // The clone's store holds what the tuning machine knew for this network, and compiles the same kernels.
+  assert.ok([...storeMeasurements(clone).values()].some((r) => r.budget === 'full'));
+  const kernels = (dir: string): string[] => manifestOf(dir).kernels.map((k) => `${k.key} ${k.schedule} ${k.objectHash}`).sort();
+  assert.equal(kernels(clone), kernels(ws));
+  assertCompiledWithBest(clone);
+
+  // A configuration nobody tuned: CI refuses to search, in one line, and exits non-zero.
+  const miss = nx(clone, ['tune', 'tiny', '-c', 'tiny', '--outputStyle=stream'], ci);
+  assert.is.not(miss.code, 0);
+  assert.match(miss.out, /tensortune tune: tiny: no cached tune for target cpu, budget tiny on a machine of this kind \(local or remote Nx cache\), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here/);
+  assert.not.match(miss.out, /    at /, 'no stack trace');
 });
 
 test.after(async () => {

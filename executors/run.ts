@@ -4,7 +4,8 @@
 
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
-import { UserError } from '../engine/errors';
+import { asUserError } from '../engine/errors';
+import { ModelRunError } from '../engine/runtime/errors';
 import { loadConfig } from '../plugin/config';
 import { resolveRun, type ResolvedRun } from '../plugin/resolve';
 
@@ -26,13 +27,15 @@ export function resolveFor(options: NetworkExecutorOptions, ctx: ExecutorContext
 /** A path for messages: relative to the workspace root (`.` for the root itself). */
 export const workspaceRelative = (ctx: ExecutorContext) => (p: string): string => path.relative(ctx.root, p) || '.';
 
-/** Run `body`; a UserError becomes one line on stderr and `{ success: false }`. */
+/** Run `body`; a UserError, a system error about the user's files (asUserError) or a
+ *  ModelRunError becomes one line on stderr and `{ success: false }`, as in the CLI. */
 export async function reporting(name: string, body: () => Promise<ExecutorResult>): Promise<ExecutorResult> {
   try {
     return await body();
   } catch (e) {
-    if (e instanceof UserError) {
-      console.error(`tensortune ${name}: ${e.message}`);
+    const user = e instanceof ModelRunError ? e : asUserError(e);
+    if (user) {
+      console.error(`tensortune ${name}: ${user.message}`);
       return { success: false };
     }
     console.error(e);

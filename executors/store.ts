@@ -1,40 +1,60 @@
-// The workspace records store: every network logs into <store>/<network>.<target>.jsonl
-// and reads the other logs there. A task another network already tuned is skipped by the
-// tuner; its best record is then copied into this network's log, so the log alone is
-// enough to compile the network (and is what Nx caches as tune's output).
+// The workspace record store as the Nx targets see it (see plugin/resolve.ts for the
+// layout). Nx restores a tune target's output file on a cache hit; that file belongs to
+// its target configuration alone, and before tune or compile reads the store, every such
+// output is merged into the store's logs (append-only, measurements deduplicated), so a
+// restore can bring measurements back but never take one away.
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { bestRecords, recordGroup } from '../../engine/records/best';
-import { appendRecords, readRecordFiles, readRecords } from '../../engine/records/log';
-import { hardwareFingerprint, parseTarget } from '../../engine/target';
+import { mergeIntoStore, readStore, bestFor, storeLogs, writeRecordsFile } from '../engine/records/store';
+import type { LogEntry } from '../engine/records/log';
+import { tuneOutputsDir } from '../plugin/resolve';
 
-/** The other logs of the store (sorted), never `own`. */
-export async function otherLogs(storeDir: string, own: string): Promise<string[]> {
-  let names: string[];
+/** Every tune output under `<store>/nx/<network>/<target>.<budget>.jsonl`, with the store log it feeds. */
+async function tuneOutputs(storeDir: string): Promise<{ file: string; log: string }[]> {
+  const root = tuneOutputsDir(storeDir);
+  const out: { file: string; log: string }[] = [];
+  let networks: string[];
   try {
-    names = await fs.readdir(storeDir);
-  } catch {
-    return [];
+    networks = (await fs.readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
   }
-  return names.filter((n) => n.endsWith('.jsonl')).sort().map((n) => path.join(storeDir, n)).filter((f) => path.resolve(f) !== path.resolve(own));
+  for (const network of networks) {
+    for (const name of (await fs.readdir(path.join(root, network))).filter((n) => n.endsWith('.jsonl')).sort()) {
+      const target = name.split('.')[0];
+      out.push({ file: path.join(root, network, name), log: path.join(storeDir, `${network}.${target}.jsonl`) });
+    }
+  }
+  return out;
+}
+
+/** Merges every tune output (restored by Nx or written by an earlier run) into the store; returns the records added. */
+export async function absorbTuneOutputs(storeDir: string, warn: (m: string) => void): Promise<number> {
+  const byLog = new Map<string, string[]>();
+  for (const { file, log } of await tuneOutputs(storeDir)) byLog.set(log, [...(byLog.get(log) ?? []), file]);
+  let added = 0;
+  for (const [log, files] of byLog) added += (await mergeIntoStore(storeDir, log, files, { warn })).added;
+  return added;
+}
+
+/** The store's logs other than `own` (sorted). */
+export async function otherLogs(storeDir: string, own: string): Promise<string[]> {
+  return (await storeLogs(storeDir)).filter((f) => path.resolve(f) !== path.resolve(own));
 }
 
 /**
- * For each workload key with no valid record in `own` for this target and machine, append
- * the best valid record the other logs hold. Returns the keys copied.
+ * Writes a tune configuration's Nx output: every measurement the store holds for the
+ * network's workloads on this target and machine (so a machine that restores it can resume
+ * the search and compile with the best of them). Written whole, by rename.
  */
-export async function adoptSharedRecords(own: string, others: readonly string[], keys: readonly string[], targetText: string, warn: (m: string) => void): Promise<string[]> {
-  if (others.length === 0) return [];
-  const target = parseTarget(targetText, 'target');
-  const fingerprint = hardwareFingerprint(target);
-  const mine = bestRecords((await readRecords(own, { missingOk: true, warn })).entries);
-  const theirs = bestRecords(await readRecordFiles(others, { warn }));
+export async function writeTuneOutput(
+  storeDir: string, output: string, keys: readonly string[], match: { target: string; fingerprint: string }, warn: (m: string) => void,
+): Promise<{ records: number; best: number }> {
   const wanted = new Set(keys);
-  const adopt = [...theirs.values()]
-    .map((e) => e.record)
-    .filter((r) => wanted.has(r.key) && r.target === target.text && r.fingerprint === fingerprint)
-    .filter((r) => !mine.has(recordGroup(r)));
-  if (adopt.length > 0) await appendRecords(own, adopt);
-  return adopt.map((r) => r.key);
+  const entries: LogEntry[] = (await readStore(storeDir, { warn }))
+    .filter((e) => wanted.has(e.record.key) && e.record.target === match.target && e.record.fingerprint === match.fingerprint);
+  await writeRecordsFile(output, entries.map((e) => e.record));
+  return { records: entries.length, best: bestFor(entries, match).length };
 }

@@ -49,11 +49,14 @@ test('one project per network with tune, compile and benchmark', async () => {
   assert.is(m.name, 'mobilenet');
   const { tune, compile, benchmark } = m.targets;
   assert.is(tune.executor, 'tensortune:tune');
-  assert.equal(tune.options, { config: 'tensortune.config.yaml', network: 'mobilenet', target: 'cpu', budget: 'tiny' });
+  const { settings, ...options } = tune.options as { settings: string };
+  assert.equal(options, { config: 'tensortune.config.yaml', network: 'mobilenet', target: 'cpu', budget: 'tiny' });
+  assert.match(settings, /^[0-9a-f]{32}$/);
   assert.is(tune.cache, true);
   assert.is(tune.parallelism, false);
-  assert.equal(tune.outputs, ['{workspaceRoot}/.tensortune/records/mobilenet.{options.target}.jsonl']);
-  assert.equal(tune.inputs?.[0], '{workspaceRoot}/tensortune.config.yaml');
+  // Its own file per configuration, never the store's logs that the CLI and other budgets write.
+  assert.equal(tune.outputs, ['{workspaceRoot}/.tensortune/records/nx/mobilenet/{options.target}.{options.budget}.jsonl']);
+  assert.not.ok(tune.inputs?.includes('{workspaceRoot}/tensortune.config.yaml'), 'the config file is no input: its relevant part is the settings option');
   const runtime = tune.inputs?.find((i) => typeof i === 'object' && 'runtime' in i) as { runtime: string };
   const bin = path.relative(root, path.resolve(__dirname, '..', 'bin', 'tensortune.js'));
   assert.is(runtime.runtime, `node ${bin} fingerprint "llvm -mcpu=native" "llvm -mattr=+avx2"`);
@@ -63,6 +66,9 @@ test('one project per network with tune, compile and benchmark', async () => {
   assert.equal(compile.dependsOn, ['tune']);
   assert.is(compile.cache, true);
   assert.ok(compile.inputs?.some((i) => typeof i === 'object' && 'dependentTasksOutputFiles' in i));
+  const digest = compile.inputs?.filter((i) => typeof i === 'object' && 'runtime' in i).map((i) => (i as { runtime: string }).runtime);
+  assert.equal(digest?.[1], `node ${bin} best-digest ".tensortune/records" ".tensortune/records/nx/mobilenet" --keys-from ".tensortune/records/nx/mobilenet" ` +
+    '--target "llvm -mcpu=native" --target "llvm -mattr=+avx2"');
   assert.equal(compile.outputs, ['{workspaceRoot}/dist/tensortune/mobilenet/{options.target}']);
   assert.equal(compile.configurations?.full, {}, 'budget configurations exist on compile so -c full flows through dependsOn');
   assert.equal(benchmark.dependsOn, ['compile']);
@@ -86,7 +92,21 @@ test('a model file is a hashed input; paths are relative to the config file', as
   const { 'sub/tensortune.config.yaml': r } = await infer({ 'sub/tensortune.config.yaml': 'targets: { cpu: { target: llvm } }\nnetworks: { x: { model: m/x.onnx } }\n' });
   const p = r.projects!['sub/models/x'];
   assert.ok(p.targets.tune.inputs?.includes('{workspaceRoot}/sub/m/x.onnx'));
-  assert.equal(p.targets.tune.outputs, ['{workspaceRoot}/sub/.tensortune/records/x.{options.target}.jsonl']);
+  assert.equal(p.targets.tune.outputs, ['{workspaceRoot}/sub/.tensortune/records/nx/x/{options.target}.default.jsonl'], 'no budgets: one output per target');
+});
+
+test('a config edit outside a network (a comment, another network) leaves its options as they were; its own edit changes them', async () => {
+  const options = async (text: string): Promise<unknown[]> => {
+    const { 'tensortune.config.yaml': r } = await infer({ 'tensortune.config.yaml': text });
+    const t = r.projects!['models/mobilenet'].targets;
+    return [t.tune.options, t.tune.inputs, t.compile.options, t.compile.inputs];
+  };
+  const before = await options(CONFIG);
+  assert.equal(await options(`# tuned on the team's laptops\n${CONFIG}`), before);
+  assert.equal(await options(`${CONFIG}  extra: { model: resnet-50 }\n`), before);
+  assert.not.equal(await options(CONFIG.replace('mobilenet: { model: mobilenet }', 'mobilenet: { model: mobilenet, batch: 2 }')), before);
+  assert.not.equal(await options(CONFIG.replace('trialsPerTask: 800', 'trialsPerTask: 900')), before);
+  assert.not.equal(await options(CONFIG.replace('llvm -mattr=+avx2', 'llvm -mattr=+avx512f')), before);
 });
 
 test('a broken config keeps its projects; their targets and description carry the message', async () => {

@@ -34,16 +34,16 @@ function workspaceDependsOnTensortune(workspaceRoot: string): boolean {
   }
 }
 
-/** How Nx runs `tensortune fingerprint` from the workspace root: this package's own bin. */
-export function fingerprintCommand(workspaceRoot: string): string {
+/** How Nx runs `tensortune` (fingerprint, best-digest) from the workspace root: this package's own bin. */
+export function cliCommand(workspaceRoot: string): string {
   const bin = toPosix(path.relative(workspaceRoot, path.join(PACKAGE_ROOT, 'bin', 'tensortune.js')));
-  return `node ${bin} fingerprint`;
+  return `node ${bin}`;
 }
 
 function inferenceContext(workspaceRoot: string): InferenceContext {
   return {
     workspaceRoot,
-    fingerprintCommand: fingerprintCommand(workspaceRoot),
+    cliCommand: cliCommand(workspaceRoot),
     externalDependency: workspaceDependsOnTensortune(workspaceRoot),
   };
 }

@@ -3,8 +3,11 @@
 // relative to the config file; everything here is absolute except the `*Rel` fields
 // (workspace-relative, for Nx inputs and outputs).
 //
-// Layout (defaults):  <records>/<network>.<target>.jsonl       the network's own log
-//                     <records>/*.jsonl                        the store: read by every network
+// Layout (defaults):  <records>/*.jsonl                        the store: append-only logs, read whole
+//                     <records>/<network>.<target>.jsonl       the log `nx tune` appends to
+//                     <records>/nx/<network>/<target>.<budget>.jsonl
+//                                                              tune's Nx output: written by that target
+//                                                              configuration only, merged into the store
 //                     <outDir>/<network>/<target>/             compiled model
 //                     <outDir>/<network>/reports/<target>.*    benchmark reports
 
@@ -26,7 +29,10 @@ export interface ResolvedRun {
   budgetName?: string;
   budget: BudgetConfig;
   storeDir: string;
+  /** The store log this network's tuning appends to. */
   recordsFile: string;
+  /** The Nx output of this tune configuration (network, target, budget); nothing else writes it. */
+  tuneOutput: string;
   modelDir: string;
   reportsDir: string;
 }
@@ -50,6 +56,14 @@ export function storeDir(loaded: LoadedConfig): string {
 
 export function outDir(loaded: LoadedConfig): string {
   return path.resolve(loaded.dir, loaded.config.outDir ?? DEFAULT_OUT_DIR);
+}
+
+/** Where Nx outputs of tune targets live inside the store (never read as store logs themselves). */
+export const tuneOutputsDir = (store: string): string => path.join(store, 'nx');
+
+/** The Nx output file of one tune configuration. */
+export function tuneOutputFile(store: string, network: string, target: string, budget: string | undefined): string {
+  return path.join(tuneOutputsDir(store), network, `${target}.${budget ?? 'default'}.jsonl`);
 }
 
 /** Resolve one run; unknown names are ConfigErrors naming what exists. */
@@ -77,6 +91,7 @@ export function resolveRun(
     network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget,
     storeDir: store,
     recordsFile: path.join(store, `${network}.${tName}.jsonl`),
+    tuneOutput: tuneOutputFile(store, network, tName, bName),
     modelDir: path.join(out, tName),
     reportsDir: path.join(out, 'reports'),
   };

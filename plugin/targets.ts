@@ -2,10 +2,11 @@
 // compile and benchmark targets. Pure: config in, project configurations out (no I/O), so
 // createNodes can cache it by content hash and the tests can read it directly.
 
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TargetConfiguration } from '@nx/devkit';
 import { isModelFile, type LoadedConfig } from './config';
-import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, storeDir, toPosix } from './resolve';
+import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, storeDir, toPosix, tuneOutputsDir } from './resolve';
 
 export interface TensortunePluginOptions {
   tuneTargetName?: string;
@@ -17,8 +18,8 @@ export interface TensortunePluginOptions {
 
 export interface InferenceContext {
   workspaceRoot: string;
-  /** Workspace-relative command that prints the fingerprint (`tensortune fingerprint`) given target strings. */
-  fingerprintCommand: string;
+  /** Workspace-relative command that runs this package's CLI (`node .../bin/tensortune.js`). */
+  cliCommand: string;
   /** Whether `tensortune` is an npm package of the workspace (lockfile entry). */
   externalDependency: boolean;
 }
@@ -50,6 +51,19 @@ function configurationsFor(loaded: LoadedConfig, network: string, budgetKey: boo
   return out;
 }
 
+/**
+ * What of the config a network's targets depend on: the network, the targets it is built
+ * for, the budgets and the record and output folders. It is an option of the targets, and
+ * Nx hashes options, so an edit elsewhere in the file (a comment, another network) leaves
+ * their caches valid; the config file itself is no input.
+ */
+function settingsDigest(loaded: LoadedConfig, network: string): string {
+  const c = loaded.config;
+  const targets = Object.fromEntries(networkTargets(loaded, network).map((t) => [t, c.targets[t]]));
+  const settings = { network: c.networks[network], targets, budgets: c.budgets ?? {}, records: c.records, outDir: c.outDir, defaults: c.defaults };
+  return createHash('sha256').update(JSON.stringify(settings)).digest('hex').slice(0, 32);
+}
+
 /** The Nx target names of the tune, compile and benchmark executors. */
 const executorTargetNames = (opts: TensortunePluginOptions): [string, string, string] =>
   [opts.tuneTargetName ?? 'tune', opts.compileTargetName ?? 'compile', opts.benchmarkTargetName ?? 'benchmark'];
@@ -69,14 +83,20 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
     const targets = networkTargets(loaded, network);
     const targetStrings = targets.map((t) => loaded.config.targets[t].target);
     const target = targets.includes(defaultTarget) ? defaultTarget : targets[0];
-    const base = { config: configRel, network, target };
+    const base = { config: configRel, network, target, settings: settingsDigest(loaded, network) };
     const modelInput = isModelFile(net.model) ? [`{workspaceRoot}/${rel(path.resolve(loaded.dir, net.model))}`] : [];
     const shared = [
-      `{workspaceRoot}/${configRel}`,
       ...modelInput,
-      { runtime: `${ctx.fingerprintCommand} ${targetStrings.map(quote).join(' ')}` },
+      { runtime: `${ctx.cliCommand} fingerprint ${targetStrings.map(quote).join(' ')}` },
       ...(externalDependency ? [{ externalDependencies: ['tensortune'] }] : []),
     ];
+    // tune's output: a file of its own per configuration (target, budget), never the store's logs.
+    const outputsRel = rel(tuneOutputsDir(storeDir(loaded)));
+    const tuneOutput = `{workspaceRoot}/${outputsRel}/${network}/{options.target}.${budget ? '{options.budget}' : 'default'}.jsonl`;
+    // compile's records: the best per workload of the store and of the restored tune outputs,
+    // for the workloads this network's tune outputs mention (see `tensortune best-digest`).
+    const bestDigest = `${ctx.cliCommand} best-digest ${quote(storeRel)} ${quote(`${outputsRel}/${network}`)} --keys-from ${quote(`${outputsRel}/${network}`)} ` +
+      targetStrings.map((t) => `--target ${quote(t)}`).join(' ');
     const what = `${net.model}${net.imageSize ? ` ${net.imageSize}x${net.imageSize}` : ''}, batch ${net.batch ?? 1}, ${net.layout ?? 'NHWC'}`;
     const help = (cmd: string, example: Record<string, unknown>) => ({
       command: `npx tensortune ${cmd} --help`,
@@ -89,11 +109,11 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         configurations: configurationsFor(loaded, network, true),
         cache: true,
         inputs: shared,
-        outputs: [`{workspaceRoot}/${storeRel}/${network}.{options.target}.jsonl`],
+        outputs: [tuneOutput],
         parallelism: false,
         metadata: {
-          description: `Tune ${network} (${what}) for one target: search schedules per task and append measurements to ${storeRel}/${network}.<target>.jsonl. ` +
-            'Resumes from that log and skips tasks other logs in the store already cover. -c <budget> / -c <target> / -c <target>-<budget>.',
+          description: `Tune ${network} (${what}) for one target: search schedules per task and append measurements to the store ${storeRel}/${network}.<target>.jsonl ` +
+            `(append-only). Resumes from the store; its cached output is ${outputsRel}/${network}/<target>.<budget>.jsonl. -c <budget> / -c <target> / -c <target>-<budget>.`,
           technologies: ['tensortune'],
           help: help('tune', { budget: budget ?? 'tiny' }),
         },
@@ -104,10 +124,10 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         configurations: configurationsFor(loaded, network, false),
         dependsOn: [tune],
         cache: true,
-        inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }],
+        inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }, { runtime: bestDigest }],
         outputs: [`{workspaceRoot}/${outRel}/${network}/{options.target}`],
         metadata: {
-          description: `Compile ${network} with the best tuned schedule of each task (defaults where none) into ${outRel}/${network}/<target>/ (model.so, params.bin, manifest.json). --watch recompiles on changes, never re-tunes.`,
+          description: `Compile ${network} with the best record of each task in the store ${storeRel}, whichever budget or machine tuned it (defaults where none), into ${outRel}/${network}/<target>/ (model.so, params.bin, manifest.json). --watch recompiles on changes, never re-tunes.`,
           technologies: ['tensortune'],
           help: help('compile', { watch: true }),
         },

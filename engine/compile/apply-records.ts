@@ -31,7 +31,7 @@ export interface ApplyRecordsOptions {
 
 export interface AppliedRecords {
   /** By workload key: the steps to compile and where they came from (`file:line`). */
-  schedules: Map<string, { steps: Step[]; source: string }>;
+  schedules: Map<string, { steps: Step[]; source: string; budget?: string }>;
   /** Tasks without a usable record. */
   untuned: Task[];
   /** Share of the estimated latency (Σ weight × latency) of the untuned tasks, in [0, 1]. */
@@ -60,14 +60,14 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const ranked = rankedByWorkload(entries, opts.target, opts.fingerprint);
   const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
 
-  const schedules = new Map<string, { steps: Step[]; source: string }>();
+  const schedules = new Map<string, { steps: Step[]; source: string; budget?: string }>();
   const tunedMs = new Map<string, number>();
   const untuned: Task[] = [];
   const rejected: string[] = [];
   for (const task of opts.tasks) {
     const best = pick(task, ranked.get(task.key) ?? [], rejected);
     if (!best) { untuned.push(task); continue; }
-    schedules.set(task.key, { steps: best.record.steps, source: `${best.file}:${best.line}` });
+    schedules.set(task.key, { steps: best.record.steps, source: `${best.file}:${best.line}`, ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}) });
     tunedMs.set(task.key, meanCost(best.record));
   }
   if (rejected.length > 0) {

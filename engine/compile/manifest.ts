@@ -17,6 +17,8 @@ export interface ManifestKernel {
   desc: string;
   schedule: 'default' | 'tuned';
   source: string;
+  /** The budget of a tuned kernel's record (`nx tune -c <budget>`), absent for `tensortune tune`. */
+  budget?: string;
   flops: number;
   objectHash: string;
 }
@@ -33,7 +35,33 @@ export interface Manifest {
   workspace_bytes: number;
   inputs: ManifestTensor[];
   outputs: ManifestTensor[];
+  /** Which tuning records the kernels use. */
+  records?: RecordsUsed;
   kernels: ManifestKernel[];
+}
+
+export interface RecordsUsed {
+  tuned: number;
+  default: number;
+  /** Tuned kernels per budget; `tensortune tune` for records measured outside Nx. */
+  by_budget: Record<string, number>;
+}
+
+/** How summaries and manifests name the origin of records without a budget. */
+export const CLI_ORIGIN = 'tensortune tune';
+
+/** The records summary of a kernel list. */
+export function recordsUsed(kernels: readonly Pick<ManifestKernel, 'schedule' | 'budget'>[]): RecordsUsed {
+  const by: Record<string, number> = {};
+  for (const k of kernels) if (k.schedule === 'tuned') by[k.budget ?? CLI_ORIGIN] = (by[k.budget ?? CLI_ORIGIN] ?? 0) + 1;
+  const tuned = kernels.filter((k) => k.schedule === 'tuned').length;
+  return { tuned, default: kernels.length - tuned, by_budget: by };
+}
+
+/** `22 tuned (full: 20, tensortune tune: 2), 0 default`. */
+export function formatRecordsUsed(r: RecordsUsed): string {
+  const by = Object.entries(r.by_budget).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k}: ${n}`).join(', ');
+  return `${r.tuned} tuned${by ? ` (${by})` : ''}, ${r.default} default`;
 }
 
 let validate: ValidateFunction | undefined;

@@ -20,7 +20,7 @@ import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
-import type { Manifest, ManifestKernel } from './manifest';
+import { recordsUsed, type Manifest, type ManifestKernel } from './manifest';
 import { planMemory } from './memory-plan';
 
 const MANIFEST_VERSION = 1;
@@ -36,7 +36,7 @@ export interface CompileOptions {
   /** Object cache directory (kernels by source hash). */
   cacheDir: string;
   /** Tuned schedules by workload key; tasks without one get the default schedule. */
-  schedules?: ReadonlyMap<string, { steps: Step[]; source: string }>;
+  schedules?: ReadonlyMap<string, { steps: Step[]; source: string; budget?: string }>;
   /** `optimize(graph)` and its partition, when the caller already made them (else compileModel does). */
   partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
   /** `hardwareFingerprint(target)`, when the caller already computed it. */
@@ -85,6 +85,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     kernels.set(symbol, {
       symbol, groups: [group.id], key: group.dag.workloadKey, desc: describeGroup(graph, group),
       schedule: tuned ? 'tuned' : 'default', source: tuned?.source ?? 'default schedule',
+      ...(tuned?.budget !== undefined ? { budget: tuned.budget } : {}),
       flops: group.dag.flops, objectHash: sha(JSON.stringify([code, cflags, compiler.identity])).slice(0, 24),
       compiled: false, code,
     });
@@ -167,6 +168,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     workspace_bytes: plan.size * 4,
     inputs: inputs.map((n) => ({ name: n.name, shape: [...n.shape], dtype: 'float32' })),
     outputs: graph.outputs.map((id, i) => ({ name: outputName(graph, id, i), shape: [...graph.node(id).shape], dtype: 'float32' })),
+    records: recordsUsed(kernelList),
     kernels: kernelList.map(({ compiled: _compiled, ...k }) => k),
   };
   const manifestFile = path.join(opts.outDir, 'manifest.json');

@@ -11,6 +11,8 @@ export interface RecordContext {
   fingerprint: string;
   seed: number;
   policy?: string;
+  /** The config budget of an `nx tune` run. */
+  budget?: string;
   /** Default: now. */
   time?: Date;
 }
@@ -28,6 +30,7 @@ export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext, genome?:
   };
   if (outcome.message) record.message = outcome.message.length > MAX_MESSAGE ? `${outcome.message.slice(0, MAX_MESSAGE)}...` : outcome.message;
   if (ctx.policy) record.policy = ctx.policy;
+  if (ctx.budget) record.budget = ctx.budget;
   if (genome) record.genome = genome;
   return record;
 }

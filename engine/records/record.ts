@@ -29,6 +29,8 @@ export interface TuningRecord {
   time: string;
   /** Search policy that proposed it. */
   policy?: string;
+  /** The config budget `nx tune` measured it under; absent for `tensortune tune`. */
+  budget?: string;
   /** How the search built `steps` (sketch and annotation values), so a resumed search can evolve it. */
   genome?: RecordGenome;
 }

@@ -181,7 +181,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       close: async () => undefined, // the parts' measurer is closed once, after the run
     };
     const toRecord = (i: number, o: MeasureOutcome): TuningRecord => makeRecord(o, {
-      task: tasks[i], target: target.text, fingerprint, seed, policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
+      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
     }, entries[i].policy.genomeOf?.(o.steps));
 
     let roundsSinceTable = 0;

@@ -112,6 +112,8 @@ export interface TuneNetworkOptions {
   policy?: PolicyName;
   measure?: Partial<MeasureOptions>;
   seed?: number;
+  /** The config budget the records are tagged with (`nx tune -c <budget>`). */
+  budget?: string;
   /** Human-readable progress lines (task table, estimated latency). */
   log?: (line: string) => void;
   /** Machine-readable progress (`--json` prints one JSON line per event). */

@@ -68,7 +68,8 @@ test('compile --watch: recompiles one kernel when a tuning log appears, reports 
   const compiledLine = first.lines.find((l) => l.startsWith('compiled '))!;
   const kernels = Number(/^compiled (\d+) kernel/.exec(compiledLine)![1]);
   assert.ok(kernels >= 2 && compiledLine.includes('reused 0'), compiledLine);
-  assert.ok(first.lines.some((l) => l.includes('no tuning log: default schedules')));
+  assert.ok(first.lines.some((l) => l.includes('no tuning records in records: default schedules')), first.lines.join('\n'));
+  assert.ok(first.lines.some((l) => /^records used: 0 tuned, \d+ default kernel\(s\)$/.test(l)), first.lines.join('\n'));
 
   // Watching starts when the generator is resumed; the log is written meanwhile, as by `nx tune` elsewhere.
   const target = parseTarget('llvm');
@@ -83,9 +84,10 @@ test('compile --watch: recompiles one kernel when a tuning log appears, reports 
     if (line.startsWith('watching')) void appendRecords(path.join(dir, 'records', 'net.cpu.jsonl'), [record]);
   });
   assert.equal(second.value.value, { success: true }, second.lines.join('\n'));
-  assert.ok(second.lines.some((l) => l.startsWith('watching tensortune.config.yaml, records/net.cpu.jsonl, net.onnx')), second.lines.join('\n'));
+  assert.ok(second.lines.some((l) => l.startsWith('watching tensortune.config.yaml, records, net.onnx')), second.lines.join('\n'));
   assert.ok(second.lines.some((l) => l === 'changed: records/net.cpu.jsonl; recompiling'), second.lines.join('\n'));
   assert.ok(second.lines.some((l) => l.startsWith(`compiled 1 kernel(s), reused ${kernels - 1}`)), second.lines.join('\n'));
+  assert.ok(second.lines.includes(`records used: 1 tuned (tensortune tune: 1), ${kernels - 1} default kernel(s)`), second.lines.join('\n'));
 
   // Between two yields the watcher is running: a change made before resuming is queued.
   writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG.replace('target: llvm', 'target: 42'));

@@ -1,35 +1,63 @@
-// `nx compile <network>`: compileNetwork with the network's tuned log (best record per
-// task, default schedules elsewhere) into <outDir>/<network>/<target>/. With --watch,
-// chokidar watches the config, the model file and the log and recompiles on change; the
-// object cache makes that incremental (only kernels whose source changed are rebuilt).
-// It never tunes.
+// `nx compile <network>`: compileNetwork with the best record of each task that the
+// workspace store holds for the target and this machine, whichever budget, machine or
+// command measured it (tune outputs Nx restored are merged into the store first), default
+// schedules elsewhere, into <outDir>/<network>/<target>/. The summary and the manifest say
+// which budgets the records came from. With --watch, chokidar watches the config, the
+// model file and the store and recompiles on change; the object cache makes that
+// incremental (only kernels whose source changed are rebuilt). It never tunes.
 
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
+import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/compile/network';
-import { UserError } from '../../engine/errors';
+import { storeLogs } from '../../engine/records/store';
+import { loadConfig } from '../../plugin/config';
+import { tuneOutputFile, type ResolvedRun } from '../../plugin/resolve';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
+import { absorbTuneOutputs } from '../store';
 import type { CompileExecutorOptions } from './schema';
+
+/**
+ * Budgets of the config that were never tuned (nor restored) in this workspace for this
+ * network and target, largest first: on a CI machine that usually means `-c <budget>` would
+ * restore better records from the remote cache.
+ */
+function untriedBudgets(options: CompileExecutorOptions, ctx: ExecutorContext, run: ResolvedRun): string[] {
+  const budgets = loadConfig(options.config, ctx.root).config.budgets ?? {};
+  const size = (b: (typeof budgets)[string]): number => b.trials ?? (b.trialsPerTask ?? 0) * 1000 + (b.timeLimit ?? 0);
+  return Object.entries(budgets)
+    .filter(([name]) => !existsSync(tuneOutputFile(run.storeDir, run.network, run.targetName, name)))
+    .sort((a, b) => size(b[1]) - size(a[1]))
+    .map(([name]) => name);
+}
 
 async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult & { watched: string[] }> {
   let watched: string[] = [path.resolve(ctx.root, options.config)];
   const result = await reporting('compile', async () => {
     const run = resolveFor(options, ctx);
     const rel = workspaceRelative(ctx);
-    watched = [path.resolve(ctx.root, options.config), run.recordsFile, ...(run.modelFile ? [run.modelFile] : [])];
-    const records = existsSync(run.recordsFile) ? [run.recordsFile] : [];
-    if (records.length === 0 && options.strict) {
-      throw new UserError(`--strict: no tuning log ${rel(run.recordsFile)} for ${run.network} on ${run.targetName} (run nx tune ${run.network} first)`);
-    }
+    watched = [path.resolve(ctx.root, options.config), run.storeDir, ...(run.modelFile ? [run.modelFile] : [])];
+    const warn = (m: string): void => console.warn(`warning: ${m}`);
+    mkdirSync(run.storeDir, { recursive: true }); // watched: a log that appears in it later must be seen
+    const absorbed = await absorbTuneOutputs(run.storeDir, warn);
+    const records = await storeLogs(run.storeDir);
     console.log(`tensortune compile ${run.network}: target ${run.targetName} ("${run.target.target}"), ` +
-      `${records.length ? `records ${rel(run.recordsFile)}` : 'no tuning log: default schedules'} -> ${rel(run.modelDir)}`);
+      `${records.length ? `records: the best of the store ${rel(run.storeDir)} (${records.length} log(s)` +
+        `${absorbed ? `, ${absorbed} measurement(s) merged from restored tune outputs` : ''})` : `no tuning records in ${rel(run.storeDir)}: default schedules`}` +
+      ` -> ${rel(run.modelDir)}`);
     const started = Date.now();
     const compiled = await compileNetwork({
       ...run.spec, target: run.target.target, outDir: run.modelDir, records, strict: options.strict,
-      log: (line) => console.log(line),
+      log: (line) => console.log(line), warn,
     });
     console.log(`compiled ${compiled.compiled} kernel(s), reused ${compiled.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s: ${rel(compiled.library)}`);
+    console.log(`records used: ${formatRecordsUsed(recordsUsed(compiled.kernels))} kernel(s)`);
+    const untried = untriedBudgets(options, ctx, run);
+    if (untried.length > 0) {
+      console.log(`note: budget(s) ${untried.map((b) => `'${b}'`).join(', ')} never tuned ${run.network} for ${run.targetName} in this workspace; ` +
+        `\`nx compile ${run.network} -c ${untried[0]}\` restores that tune from the Nx cache (local or remote) if a machine of this kind ran it, else tunes`);
+    }
     return { success: true };
   });
   return { ...result, watched };
@@ -56,7 +84,9 @@ export default async function* compileExecutor(options: CompileExecutorOptions, 
   console.log(`watching ${last.watched.map((f) => path.relative(ctx.root, f)).join(', ')} (Ctrl-C to stop)`);
   const queue: string[] = [];
   let wake: (() => void) | undefined;
-  watcher.on('all', (_event, file) => { queue.push(file); wake?.(); });
+  // In the store, only logs count (not their locks and temporary files).
+  const relevant = (file: string): boolean => file.endsWith('.jsonl') || last.watched.includes(path.resolve(file));
+  watcher.on('all', (_event, file) => { if (!relevant(file)) return; queue.push(file); wake?.(); });
   const aborter = abortOnSignals();
   const stopped = new Promise<void>((resolve) => aborter.signal.addEventListener('abort', () => resolve(), { once: true }));
   try {

@@ -1,16 +1,21 @@
-// `nx tune <network>`: tuneNetwork on the network's log in the workspace records store,
-// with the budget of the selected configuration; the engine's progress lines stream into
-// Nx's terminal output. Other logs of the store are read (tasks they cover are skipped,
-// and their best records are copied into this log so it alone compiles the network).
+// `nx tune <network>`: tuneNetwork with the budget of the selected configuration; the
+// engine's progress lines stream into Nx's terminal output. First the tune outputs Nx
+// restored are merged into the workspace store (executors/store.ts); the search then
+// resumes from the network's store log, appends every measurement to it, and reads the
+// store's other logs (tasks they cover are warm-started or skipped). Last, the target's
+// own Nx output is rewritten: every measurement the store holds for the network's tasks
+// on this target and machine, which is what the cache carries to other machines.
 
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { tuneNetwork } from '../../engine/search/tune';
+import { hardwareFingerprint, parseTarget } from '../../engine/target';
+import { UserError } from '../../engine/errors';
 import { ConfigError, configLabel } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
+import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
 import type { TuneExecutorOptions } from './schema';
-import { adoptSharedRecords, otherLogs } from './share-records';
 
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('tune', async () => {
@@ -20,7 +25,16 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
       throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
         'measuring through a runner command is not supported by this engine version yet; remove it to measure on this machine');
     }
+    if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1') {
+      // Not an input of the hash, on purpose: CI sets it and still hits the tuning machines' cache entries.
+      const c = `${run.network}${run.budgetName ? ` -c ${run.targetName}-${run.budgetName}` : ''}`;
+      throw new UserError(`${run.network}: no cached tune for target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} on a machine of this kind ` +
+        `(local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run \`nx tune ${c}\` on such a machine with the shared remote cache, or unset it`);
+    }
     mkdirSync(run.storeDir, { recursive: true });
+    const warn = (m: string): void => console.warn(`warning: ${m}`);
+    const absorbed = await absorbTuneOutputs(run.storeDir, warn);
+    if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
     const others = await otherLogs(run.storeDir, run.recordsFile);
     const b = run.budget;
     console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
@@ -40,12 +54,15 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
         batchSize: b.batchSize,
         policy: b.policy,
         seed: b.seed,
+        budget: run.budgetName,
         measure: { ...b.measure, ...(run.target.threads ? { threads: run.target.threads } : {}) },
         log: (line) => console.log(line),
         signal: aborter.signal,
       });
-      const copied = await adoptSharedRecords(run.recordsFile, others, result.tasks.map((t) => t.key), run.target.target, (m) => console.warn(`warning: ${m}`));
-      if (copied.length) console.log(`copied the best record of ${copied.length} task(s) tuned by other networks of the store into ${rel(run.recordsFile)}`);
+      const target = parseTarget(run.target.target, `targets.${run.targetName}.target`);
+      const match = { target: target.text, fingerprint: hardwareFingerprint(target) };
+      const out = await writeTuneOutput(run.storeDir, run.tuneOutput, result.tasks.map((t) => t.key), match, warn);
+      console.log(`output ${rel(run.tuneOutput)}: ${out.records} measurement(s) of this network's tasks, best records for ${out.best} of ${result.tasks.length} task(s)`);
       const est = result.estimatedMs === null ? 'n/a (some task has no valid program yet)' : `${result.estimatedMs.toFixed(3)} ms`;
       console.log(`tuned ${result.trials} trial(s) in ${result.wallS.toFixed(1)} s (${result.reason}); estimated latency ${est}`);
       if (result.reason === 'aborted') return { success: false };

@@ -1,0 +1,51 @@
+// `tensortune best-digest RECORDS... --target T [--keys-from PATH...]`: one line per target
+// naming the best record of each workload that the given logs hold for that target on this
+// machine, as a digest. The Nx compile target hashes it as a `{ runtime }` input, so its
+// cache key changes when a better record arrives and only then. RECORDS and --keys-from are
+// files or directories (a directory stands for its *.jsonl); --keys-from restricts the
+// workloads to those its records mention (the network's own tune outputs). Missing paths
+// read as empty: before the first tune there is nothing to digest.
+
+import { UserError } from '../errors';
+import { readRecordFiles } from '../records/log';
+import { bestDigest, recordFilesOf } from '../records/store';
+import { hardwareFingerprint, parseTarget } from '../target';
+import { parseFlags, type CliIo, type Command } from './command';
+
+const USAGE = `Usage: tensortune best-digest RECORDS... --target TARGET [--target ...] [--keys-from PATH ...]
+
+Print, per target, this machine's hardware fingerprint, the number of workloads with a valid
+record and a digest of the best record of each. RECORDS and --keys-from are record logs or
+directories of them; --keys-from restricts the workloads to those its records mention.
+
+Options:
+  --target T      a target string (repeatable)
+  --keys-from P   only workloads that P's records mention (repeatable)
+  -h, --help      show this help
+`;
+
+export const bestDigestCommand: Command = {
+  name: 'best-digest',
+  summary: 'digest of the best record per workload of record logs (Nx cache input of compile)',
+  async run(argv: readonly string[], io: CliIo): Promise<number> {
+    const { values, positionals } = parseFlags(argv, {
+      target: { type: 'string', multiple: true },
+      'keys-from': { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    });
+    if (values.help) { io.out(USAGE); return 0; }
+    if (!values.target?.length) throw new UserError('expected at least one --target');
+    const warn = (m: string): void => io.err(`tensortune best-digest: warning: ${m}\n`);
+    const entries = await readRecordFiles(await recordFilesOf(positionals), { warn });
+    const keys = values['keys-from']
+      ? new Set((await readRecordFiles(await recordFilesOf(values['keys-from']), { warn })).map((e) => e.record.key))
+      : undefined;
+    for (const [i, text] of values.target.entries()) {
+      const target = parseTarget(text, `--target ${i + 1}`);
+      const fingerprint = hardwareFingerprint(target);
+      const { workloads, digest } = bestDigest(entries, { target: target.text, fingerprint }, keys);
+      io.out(`${fingerprint} ${workloads} ${digest} ${target.text}\n`);
+    }
+    return 0;
+  },
+};

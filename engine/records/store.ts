@@ -1,0 +1,129 @@
+// The record store: a directory of append-only logs (`<dir>/*.jsonl`) that every tuning
+// run feeds (the CLI's `tune --records`, every Nx budget, records restored from a cache)
+// and that compile reads whole. A measurement enters the store once and is never removed:
+// merging a file into the store appends only the records no log of the store holds yet,
+// under the destination log's lock, so a restored copy of an old file adds nothing and
+// takes nothing away.
+//
+// Records are told apart by their content (recordId: a hash of the record's canonical
+// JSON), so the same measurement copied through several files counts once.
+
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { bestRecords } from './best';
+import { appendRecords, readRecordFiles, withFileLock, type LogEntry, type ReadOptions } from './log';
+import type { TuningRecord } from './record';
+
+/** JSON with object keys sorted, so two serialisations of one record compare equal. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The identity of one measurement: a hash of the record's content. */
+export const recordId = (r: TuningRecord): string => createHash('sha256').update(canonical(r)).digest('hex').slice(0, 32);
+
+/** The logs of a store directory (`*.jsonl` directly in it, sorted); none when it does not exist. */
+export async function storeLogs(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  return names.filter((n) => n.endsWith('.jsonl')).sort().map((n) => path.join(dir, n));
+}
+
+/** Every valid record of the store, deduplicated (the first copy of each measurement is kept). */
+export async function readStore(dir: string, opts: ReadOptions = {}): Promise<LogEntry[]> {
+  return unique(await readRecordFiles(await storeLogs(dir), opts));
+}
+
+/** Entries without repeated measurements, in order. */
+export function unique(entries: readonly LogEntry[]): LogEntry[] {
+  const seen = new Set<string>();
+  return entries.filter((e) => {
+    const id = recordId(e.record);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+export interface MergeResult {
+  /** Valid records read from the sources. */
+  read: number;
+  /** Of which new to the store, appended to the destination log. */
+  added: number;
+}
+
+/**
+ * Appends to `log` (a log of the store in `dir`) every record of `sources` that no log of
+ * the store holds. The store is read inside `log`'s lock, so two merges of the same source
+ * into the same log never add it twice; appends to other logs are line-atomic, and a record
+ * that lands in one of them meanwhile is at worst held twice, never lost.
+ */
+export async function mergeIntoStore(dir: string, log: string, sources: readonly string[], opts: ReadOptions = {}): Promise<MergeResult> {
+  const incoming = await readRecordFiles(sources, { ...opts, missingOk: true });
+  if (incoming.length === 0) return { read: 0, added: 0 };
+  await fs.mkdir(path.dirname(path.resolve(log)), { recursive: true });
+  const fresh = await withFileLock(log, async () => {
+    const held = new Set((await readRecordFiles(await storeLogs(dir), opts)).map((e) => recordId(e.record)));
+    const out: TuningRecord[] = [];
+    for (const { record } of incoming) {
+      const id = recordId(record);
+      if (held.has(id)) continue;
+      held.add(id);
+      out.push(record);
+    }
+    return out;
+  });
+  // appendRecords takes the same lock again; a record appended by someone else between the
+  // two sections is a duplicate at worst (readStore deduplicates), never a loss.
+  await appendRecords(log, fresh);
+  return { read: incoming.length, added: fresh.length };
+}
+
+/** The best valid record of each workload in `keys` for one target string and fingerprint. */
+export function bestFor(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys?: ReadonlySet<string>): LogEntry[] {
+  return [...bestRecords(entries.filter((e) => e.record.target === match.target && e.record.fingerprint === match.fingerprint && (!keys || keys.has(e.record.key)))).values()];
+}
+
+/** Writes `records` as a whole new file: a temp file in the same directory, then a rename. */
+export async function writeRecordsFile(file: string, records: readonly TuningRecord[]): Promise<void> {
+  await fs.mkdir(path.dirname(path.resolve(file)), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  try {
+    await fs.writeFile(tmp, records.map((r) => JSON.stringify(r) + '\n').join(''));
+    await fs.rename(tmp, file);
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Record files named by paths: a directory contributes its `*.jsonl` (not its subdirectories). */
+export async function recordFilesOf(paths: readonly string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of paths) {
+    const stat = await fs.stat(p).catch(() => undefined);
+    if (stat?.isDirectory()) out.push(...(await storeLogs(p)));
+    else if (stat) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * A digest of the best record per workload (restricted to `keys` when given) for one target
+ * and fingerprint: it changes exactly when compile would pick another record.
+ */
+export function bestDigest(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys?: ReadonlySet<string>): { workloads: number; digest: string } {
+  const best = bestFor(entries, match, keys).map((e) => `${e.record.key} ${recordId(e.record)}`).sort();
+  return { workloads: best.length, digest: createHash('sha256').update(best.join('\n')).digest('hex').slice(0, 32) };
+}
