@@ -16,6 +16,7 @@
 import { add, children, dtypeOf, freeVars, int, substitute, v, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
+import { MAX_UNROLL } from '../schedule/steps';
 import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
 
 const MATH: Record<MathFn, string> = {
@@ -358,7 +359,8 @@ class Renderer {
     // `omp simd` only where every store moves with the loop (a reduction into one
     // element would need a reduction clause).
     if (s.kind === 'vectorize' && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
-    if (s.kind === 'unroll') out.push(`${indent}#pragma GCC unroll ${s.extent}`);
+    // Lowering refuses longer unrolled loops (MAX_UNROLL); a kernel made by hand gets a plain loop.
+    if (s.kind === 'unroll' && s.extent <= MAX_UNROLL) out.push(`${indent}#pragma GCC unroll ${s.extent}`);
     out.push(`${indent}for (int32_t ${s.v} = ${start}; ${s.v} < ${s.extent}; ++${s.v}) {`);
     const inner = new Map(env);
     inner.delete(s.v);

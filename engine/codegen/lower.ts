@@ -12,6 +12,7 @@ import {
 import { numElements, type Tensor } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
 import { ScheduleError, type State, type StageState } from '../schedule/state';
+import { MAX_UNROLL } from '../schedule/steps';
 import { blockedShape, type BlockedLayout } from './layout';
 
 export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll';
@@ -436,7 +437,11 @@ class Lowerer {
     const ext = this.leafExtents.get(s.name)!;
     const loop = (leaf: string, body: Stmt[]): Stmt => {
       const ann = s.ann.get(leaf);
-      return { k: 'for', v: this.loopVar(s, leaf), extent: ext.get(leaf)!, kind: ann ?? 'serial', owner: s.name, body };
+      const extent = ext.get(leaf)!;
+      if (ann === 'unroll' && extent > MAX_UNROLL) {
+        throw new ScheduleError(`unroll ${s.name}.${leaf}: ${extent} iterations, more than ${MAX_UNROLL}, the most a loop may unroll`);
+      }
+      return { k: 'for', v: this.loopVar(s, leaf), extent, kind: ann ?? 'serial', owner: s.name, body };
     };
     const nest = (leaves: readonly string[], inner: Stmt[], withAttached: boolean): Stmt[] => {
       let body = inner;

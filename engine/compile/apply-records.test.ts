@@ -63,6 +63,22 @@ test('applyRecords: fastest usable record per task, records of other machines ig
   assert.match(warnings.find((w) => w.includes('no longer apply'))!, /apply\.jsonl:2: .*no_such_stage/);
 });
 
+test('applyRecords passes over a record whose unroll is unbounded (parallel turned into unroll) for the next one', async () => {
+  const file = path.join(work, 'unroll.jsonl');
+  const at = lanes4.findIndex((st) => st.s === 'annotate' && st.ann === 'parallel');
+  assert.ok(at >= 0, 'the default schedule has a parallel loop');
+  const hostile = lanes4.map((st, i) => (i === at ? { ...st, ann: 'unroll' as const } : st));
+  await appendRecords(file, [rec(hostile, [0.1]), rec(lanes4, [2])]);
+  const warnings: string[] = [];
+  const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], warn: (w) => warnings.push(w) });
+  assert.equal(applied.schedules.get(conv.key)?.source, `${file}:2`);
+  const { stage, iter } = lanes4[at] as { stage: string; iter: string };
+  assert.equal(warnings, [
+    `1 record(s) no longer apply to their task and were passed over (first: ${file}:1: steps/${at}: unroll of ${stage}.${iter}, a loop of a stage computed at root ` +
+    "whose extent the steps do not bound (expected an unrolled loop of at most 512 iterations: a split's inner part, or a loop inside a compute_at tile))",
+  ]);
+});
+
 test('applyRecords --strict fails naming the untuned tasks', async () => {
   const file = path.join(work, 'strict.jsonl');
   await appendRecords(file, [rec(lanes4, [2])]);

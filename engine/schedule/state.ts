@@ -5,7 +5,7 @@
 import { add, floordiv, floormod, load, mul, readTensors, substitute, v, type Expr, type IterVar } from '../ir/expr';
 import type { ComputeDAG } from '../ir/dag';
 import type { Tensor } from '../ir/tensor';
-import type { Annotation, Step } from './steps';
+import { MAX_UNROLL, type Annotation, type Step } from './steps';
 
 /** A schedule that cannot be applied to this DAG (bad names, nested parallel, ...). */
 export class ScheduleError extends Error {
@@ -164,6 +164,7 @@ export class State {
       case 'pragma': {
         this.leafIndex(s, st.iter);
         if (!Number.isInteger(st.value) || st.value < 0) throw new ScheduleError(`pragma ${s.name}.${st.iter}: value must be a non-negative integer`);
+        if (st.value > MAX_UNROLL) throw new ScheduleError(`pragma ${s.name}.${st.iter}: auto_unroll_max_step ${st.value} is more than ${MAX_UNROLL}, the most a loop may unroll`);
         s.autoUnroll.set(st.iter, st.value);
         break;
       }

@@ -28,6 +28,18 @@ export type Step =
 
 export type StepKind = Step['s'];
 
+/**
+ * The most iterations one loop may unroll, by an `unroll` annotation or by
+ * auto_unroll_max_step: 512, the largest auto_unroll_max_step TVM's CPU search tries
+ * (auto_unroll_configs_cpu = {0, 16, 64, 512}, our UNROLL_STEPS), so every schedule the
+ * search makes stays within it. A 64 cap would refuse a quarter of the search's own
+ * candidates. Above it, a loop the C renderer cannot expand becomes `#pragma GCC unroll N`,
+ * and a record that turns a large outer loop (1792 iterations) from `parallel` into `unroll`
+ * keeps GCC busy for good. checkSteps refuses what the steps alone show; lowering refuses
+ * the rest, with the task's real extents.
+ */
+export const MAX_UNROLL = 512;
+
 export const STEP_KINDS: readonly StepKind[] = [
   'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma', 'rfactor',
 ];
