@@ -79,7 +79,7 @@ test("a record that turns the default schedule's parallel outer loop into unroll
   const steps = defaultSchedule(t.dag, { vectorLanes: 16 });
   assert.ok(checkSteps(steps).ok, 'the default schedule passes');
   const at = steps.findIndex((st) => st.s === 'annotate' && st.ann === 'parallel');
-  const hostile = steps.map((st, i) => (i === at ? { ...st, ann: 'unroll' } : st));
+  const hostile = steps.map((st, i) => (i === at ? { ...st, ann: 'unroll' as const } : st));
   const iter = (steps[at] as { iter: string }).iter;
   assert.is(failure(hostile), `steps/${at}: unroll of T_relu.${iter}, a loop of a stage computed at root whose extent the steps do not bound ` +
     '(expected an unrolled loop of at most 512 iterations: a split\'s inner part, or a loop inside a compute_at tile)');
