@@ -1,8 +1,11 @@
 // The `tensortune` command line: a small dispatcher over one module per subcommand in
-// engine/cli/. A UserError (bad flag, unknown name) prints one line and exits 2; any
-// other error is a bug and keeps its stack trace.
+// engine/cli/. A UserError (bad flag, unknown name), or a system error about the user's
+// files (EACCES, EPERM, EEXIST, ENOSPC, ...: asUserError), prints one line and exits 2; a
+// ModelRunError (the compiled model failed or crashed) one line and exits 3; any other
+// error is a bug and keeps its stack trace.
 
-import { UserError } from './errors';
+import { asUserError } from './errors';
+import { ModelRunError } from './runtime/errors';
 import type { CliIo, Command } from './cli/command';
 import { tasksCommand } from './cli/tasks';
 import { tuneCommand } from './cli/tune';
@@ -47,8 +50,13 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   try {
     return await command.run(rest, io);
   } catch (e) {
-    if (!(e instanceof UserError)) throw e;
-    io.err(`tensortune ${command.name}: ${e.message}\n`);
+    if (e instanceof ModelRunError) {
+      io.err(`tensortune ${command.name}: ${e.message}\n`);
+      return e.exitCode;
+    }
+    const user = asUserError(e);
+    if (!user) throw e;
+    io.err(`tensortune ${command.name}: ${user.message}\n`);
     return 2;
   }
 }

@@ -3,7 +3,7 @@
 // record logs have one and default schedules elsewhere.
 
 import { compileNetwork } from '../compile/network';
-import { UserError } from '../errors';
+import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
 import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
@@ -53,6 +53,10 @@ export const compileCommand: Command = {
       model: positionals[0], layout, batch, target, outDir: values.out,
       cacheDir: values.cache, records: values.records, strict: values.strict,
       log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
+    }).catch((e: unknown) => {
+      // A failed write names no path (a full disk): say where compile was writing.
+      if ((e as NodeJS.ErrnoException).path !== undefined) throw e;
+      throw asUserError(e, `cannot write the compiled model to ${values.out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
     });
     io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);

@@ -8,15 +8,17 @@
 // both find it stale cannot delete each other's fresh lock; one that renamed a fresh lock
 // by mistake links it back). If a previous writer was killed mid-line, the next append
 // starts on a new line, so the torn line stays one broken line and nothing else is lost.
+// An append that fails (a full disk) cuts the log back to where it was, under the lock.
 //
 // Reading: comments (`#`) and blank lines are ignored; a line that is not JSON or does not
 // match schemas/record.schema.json is skipped, and one warning per file names the lines.
 
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { UserError } from '../errors';
+import { asUserError, UserError } from '../errors';
+import { pidAlive } from '../temp-dirs';
 import type { TuningRecord } from './record';
 import { checkRecord } from './schema';
 
@@ -39,15 +41,6 @@ const STALE_LOCK_MS = 10 * 60_000;
 interface LockInfo { pid: number; host: string; time: number; token: string }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 async function readLock(lockPath: string): Promise<{ info?: LockInfo; text: string; mtimeMs: number } | undefined> {
   try {
@@ -114,6 +107,9 @@ async function lockAndRun<T>(file: string, fn: () => Promise<T>, opts: LockOptio
       const fh = await fs.open(lockPath, 'wx');
       try {
         await fh.writeFile(text);
+      } catch (e) {
+        await fs.rm(lockPath, { force: true }); // a full disk: no empty lock left behind
+        throw e;
       } finally {
         await fh.close();
       }
@@ -121,7 +117,7 @@ async function lockAndRun<T>(file: string, fn: () => Promise<T>, opts: LockOptio
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') throw new UserError(`cannot create the lock ${lockPath}: its directory does not exist`);
-      if (code !== 'EEXIST') throw e;
+      if (code !== 'EEXIST') throw asUserError(e, `cannot create the lock ${lockPath}`) ?? e;
     }
     const held = await readLock(lockPath);
     if (held && isStale(held)) { await breakLock(lockPath, held.text); continue; }
@@ -139,7 +135,11 @@ async function lockAndRun<T>(file: string, fn: () => Promise<T>, opts: LockOptio
   }
 }
 
-/** Appends records to a log: validated, one write per line, under the log's lock. */
+/**
+ * Appends records to a log: validated, one write per line, under the log's lock. A write
+ * that fails (a full disk) cuts the log back to its size before this append, so no torn
+ * line is left, and is a UserError naming the log and the cause.
+ */
 export async function appendRecords(file: string, records: readonly TuningRecord[]): Promise<void> {
   if (records.length === 0) return;
   const lines = records.map((r, i) => {
@@ -147,11 +147,18 @@ export async function appendRecords(file: string, records: readonly TuningRecord
     if (!check.ok) throw new Error(`appendRecords: record ${i} is invalid: ${check.message}`);
     return JSON.stringify(r) + '\n';
   });
-  await fs.mkdir(path.dirname(path.resolve(file)), { recursive: true });
+  const dir = path.dirname(path.resolve(file));
+  await fs.mkdir(dir, { recursive: true }).catch((e: unknown) => {
+    throw asUserError(e, `cannot create the directory ${dir} of the record log ${file}`) ?? e;
+  });
   await withFileLock(file, async () => {
-    const fh = await fs.open(file, 'a+');
+    const fh = await fs.open(file, 'a+').catch((e: unknown) => {
+      throw asUserError(e, `cannot open the record log ${file}`) ?? e;
+    });
+    let before: number | undefined;
     try {
       const { size } = await fh.stat();
+      before = size;
       if (size > 0) {
         const last = Buffer.alloc(1);
         await fh.read(last, 0, 1, size - 1);
@@ -163,10 +170,34 @@ export async function appendRecords(file: string, records: readonly TuningRecord
         while (written < data.length) written += (await fh.write(data, written)).bytesWritten;
       }
       await fh.datasync();
+    } catch (e) {
+      const cut = before === undefined ? false : await fh.truncate(before).then(() => true, () => false);
+      const state = cut ? 'the log was cut back to its last whole line' : 'the log may end with a torn line (it is skipped when read)';
+      throw asUserError(e, `cannot append to the record log ${file}`, `; ${state}`) ?? e;
     } finally {
       await fh.close();
     }
   });
+}
+
+/**
+ * Fails early, with a UserError naming the log and the cause, where appending to `file`
+ * would fail for want of permission (a read-only or immutable file, a directory that is
+ * not writable, a path through a regular file). Creates nothing.
+ */
+export async function checkLogWritable(file: string): Promise<void> {
+  const target = path.resolve(file);
+  const fail = (e: unknown): never => { throw asUserError(e, `cannot write the record log ${file}`) ?? e; };
+  for (let p = target; ; p = path.dirname(p)) {
+    const stat = await fs.stat(p).catch((e: unknown) => ((e as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : fail(e)));
+    if (!stat) {
+      if (path.dirname(p) === p) return;
+      continue; // created by the first append: check the nearest existing parent
+    }
+    if (p === target && stat.isDirectory()) throw new UserError(`the record log ${file} is a directory, expected a JSON-lines file`);
+    await fs.access(p, p === target ? fsConstants.W_OK : fsConstants.W_OK | fsConstants.X_OK).catch(fail);
+    return;
+  }
 }
 
 export interface ReadOptions {
@@ -194,7 +225,7 @@ export async function readRecords(file: string, opts: ReadOptions = {}): Promise
     if (code === 'ENOENT' && opts.missingOk) return { entries: [], skipped: [] };
     if (code === 'ENOENT') throw new UserError(`records file ${file} does not exist`);
     if (code === 'EISDIR') throw new UserError(`records file ${file} is a directory, expected a JSON-lines file`);
-    throw new UserError(`cannot read records file ${file}: ${(e as Error).message}`);
+    throw asUserError(e, `cannot read records file ${file}`) ?? new UserError(`cannot read records file ${file}: ${(e as Error).message}`);
   }
   const entries: LogEntry[] = [];
   const skipped: number[] = [];
