@@ -4,12 +4,14 @@
 // this target and machine -> one search policy per task, all sharing one cost model
 // trained from that log -> the task scheduler, whose every measured batch is appended to
 // the log before anything else happens (a SIGKILL loses at most the batch in flight).
+// Until one candidate succeeds, the first batches are held back: a run whose first
+// batches all fail alike stops with one line and writes nothing (fail-fast.ts).
 
 import path from 'node:path';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
-import { appendRecords, readRecordFiles } from '../records/log';
+import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
@@ -19,6 +21,7 @@ import { hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from './annotate';
+import { FailFastGate } from './fail-fast';
 import { createPolicy, POLICY_NAMES } from './policy';
 import { formatEstimate, formatTaskTable } from './progress';
 import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
@@ -139,6 +142,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   // Broken lines in a log: one warning per file, in the progress log, else on stderr.
   const warn = opts.log ? (message: string): void => log(`warning: ${message}`) : undefined;
 
+  await checkLogWritable(opts.records); // a log we cannot append to fails before anything is read or measured
   // What is known already: further logs first, then our own (its latest lines are the newest).
   const prior = new Map<string, MeasuredState[]>();
   const extra = (opts.readRecords ?? []).map((f) => path.resolve(f)).filter((f) => f !== records);
@@ -152,6 +156,12 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const trials = opts.trials ?? (opts.trialsPerTask === undefined && opts.timeLimitS === undefined ? DEFAULT_TRIALS_PER_TASK_BUDGET * tasks.length : undefined);
   const parts = createParts(target, policyName, measure, seed, tasks, priorOf);
   const timing: TuneTiming = { measureS: 0, buildS: 0, runS: 0, recordS: 0 };
+  const gate = new FailFastGate(opts.records, target.text);
+  const append = async (list: readonly TuningRecord[]): Promise<void> => {
+    const t0 = Date.now();
+    await appendRecords(records, list);
+    timing.recordS += (Date.now() - t0) / 1000;
+  };
   let result: SchedulerResult;
   let table: (next?: boolean) => void;
   try {
@@ -192,9 +202,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       measurer,
       costModel: parts.costModel,
       async record(i, outcomes) {
-        const t0 = Date.now();
-        await appendRecords(records, outcomes.map((o) => toRecord(i, o)));
-        timing.recordS += (Date.now() - t0) / 1000;
+        await append(gate.admit(outcomes, outcomes.map((o) => toRecord(i, o))));
       },
       onSkip(i, reason) {
         emit({ type: 'skip', task: i, reason });
@@ -216,6 +224,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     };
 
     result = await scheduler.run();
+    await append(gate.finish(result.reason === 'aborted'));
   } finally {
     await parts.measurer.close();
   }
