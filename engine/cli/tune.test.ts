@@ -1,11 +1,13 @@
-// `tensortune tune` as a user runs it: flag errors, Ctrl-C, and SIGKILL then resume.
+// `tensortune tune` as a user runs it: flag errors, a target whose every candidate fails,
+// Ctrl-C, and SIGKILL then resume (the worker dies with the CLI, its temp folder is swept).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { childProcesses, eventually, processGone } from '../fs-faults.fixture';
 import { readRecords } from '../records/log';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
@@ -16,7 +18,11 @@ const SMALL = ['mobilenet', '--image-size', '32', '--target', 'llvm -mcpu=native
 interface Run { child: ChildProcess; done: Promise<{ code: number | null; signal: string | null; out: string; err: string }>; rounds: () => number }
 
 function start(...args: string[]): Run {
-  const child = spawn(process.execPath, [BIN, 'tune', ...args], { env: { ...process.env, CI: '' } });
+  return startWith({}, ...args);
+}
+
+function startWith(env: NodeJS.ProcessEnv, ...args: string[]): Run {
+  const child = spawn(process.execPath, [BIN, 'tune', ...args], { env: { ...process.env, CI: '', ...env } });
   let out = '', err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
@@ -52,6 +58,19 @@ test('flag mistakes: one line naming the flag, exit 2', async () => {
   }
 });
 
+test('a target the compiler rejects: stops after the first batches with the class and one compiler line, exit 2, nothing logged', async () => {
+  const records = path.join(dir, 'bad-cpu.jsonl');
+  const r = await start('mobilenet', '--image-size', '32', '--target', 'llvm -mcpu=nonexistent-cpu', '--batch-size', '2', '--policy', 'random',
+    '--records', records, '--trials', '200').done;
+  assert.is(r.code, 2, r.err);
+  const lines = r.err.trim().split('\n');
+  assert.is(lines.length, 1, r.err);
+  assert.match(lines[0], new RegExp(
+    '^tensortune tune: stopped: all 4 candidates of the first 2 batches failed with compile_error and none succeeded on target ' +
+    `"llvm -mcpu=nonexistent-cpu" \\(nothing was written to ${records.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\); first message: .*error.*nonexistent-cpu`));
+  assert.not.ok(existsSync(records), 'no error records in the shared log');
+});
+
 test('Ctrl-C: the batch in flight is finished and logged, exit 130, log intact and unlocked', async () => {
   const records = path.join(dir, 'sigint.jsonl');
   const run = start(...SMALL, '--records', records, '--trials', '200');
@@ -68,13 +87,21 @@ test('Ctrl-C: the batch in flight is finished and logged, exit 130, log intact a
   assert.not.ok(existsSync(`${records}.lock`));
 });
 
-test('SIGKILL mid-run loses at most the batch in flight; re-running resumes to the same budget', async () => {
+test('SIGKILL mid-run loses at most the batch in flight and leaves no worker; re-running resumes to the same budget and sweeps the temp folder', async () => {
   const records = path.join(dir, 'sigkill.jsonl');
-  const run = start(...SMALL, '--records', records, '--trials', '12');
+  const tmp = path.join(dir, 'tmp');
+  mkdirSync(tmp);
+  const run = startWith({ TMPDIR: tmp }, ...SMALL, '--records', records, '--trials', '12');
   await until(() => run.rounds() >= 2, 'two rounds');
+  const cli = run.child.pid!;
+  const workers = process.platform === 'linux' ? childProcesses(cli).filter((p) => p.comm === 'tt_measure') : [];
+  if (process.platform === 'linux') assert.is(workers.length, 1, 'the measurement worker runs');
   run.child.kill('SIGKILL');
   const killed = await run.done;
   assert.is(killed.signal, 'SIGKILL');
+  for (const w of workers) assert.ok(await eventually(() => processGone(w.pid)), `tt_measure ${w.pid} died with the CLI`);
+  const owned = readdirSync(tmp).filter((n) => n.startsWith(`tt-measure-${cli}-`));
+  assert.is(owned.length, 1, 'the killed run left its temp folder');
   const logged = roundTrials(killed.out);
   const warnings: string[] = [];
   const first = await readRecords(records, { warn: (m) => warnings.push(m) });
@@ -83,8 +110,9 @@ test('SIGKILL mid-run loses at most the batch in flight; re-running resumes to t
   assert.ok(first.entries.length >= logged && first.entries.length <= logged + 1, `${first.entries.length} records, ${logged} reported`);
   assert.ok(first.skipped.length <= 1);
 
-  const again = await start(...SMALL, '--records', records, '--trials', '12').done;
+  const again = await startWith({ TMPDIR: tmp }, ...SMALL, '--records', records, '--trials', '12').done;
   assert.is(again.code, 0, again.err);
+  assert.equal(readdirSync(tmp).filter((n) => n.startsWith('tt-')), [], 'the next run removed it (and its own)');
   const second = await readRecords(records, { warn: () => undefined });
   assert.is(second.entries.length, 12, 'resumed to exactly the budget');
   const start0 = JSON.parse(again.out.split('\n')[0]) as { type: string; tasks: { measured: number }[] };

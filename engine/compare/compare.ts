@@ -15,7 +15,6 @@
 // output, per batch row) agrees.
 
 import { existsSync, promises as fs } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { manifestFiles, readManifest, type Manifest } from '../compile/manifest';
@@ -30,6 +29,7 @@ import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
+import { ownedTempDir } from '../temp-dirs';
 import { openOrtSession } from './ort';
 
 export interface CompareOptions {
@@ -134,7 +134,7 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
   const m = readManifest(dir);
   const log = opts.log ?? (() => undefined);
   const rounds = opts.rounds ?? 5, repeat = opts.repeat ?? 3, seed = opts.seed ?? 0;
-  const work = await fs.mkdtemp(path.join(tmpdir(), 'tt-compare-'));
+  const work = ownedTempDir('tt-compare');
   try {
     const onnx = await findOnnx(opts, m, work);
     log(`ONNX model: ${onnx.file} (${onnx.source})`);

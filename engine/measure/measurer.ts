@@ -12,8 +12,8 @@
 // what went wrong. Only a broken setup (no C compiler) throws.
 
 import type { BlockedLayout } from '../codegen/layout';
-import { promises as fs, mkdtempSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { promises as fs } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import type { Task } from '../graph/extract';
 import { UserError } from '../errors';
@@ -22,6 +22,7 @@ import { readFloat32File } from '../runtime/rawfile';
 import type { Step } from '../schedule/steps';
 import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import type { Target } from '../target';
+import { ownedTempDir } from '../temp-dirs';
 import { Builder, type BuiltCandidate } from './builder';
 import { compareOutput, computeReference, DEFAULT_TOLERANCE, type Reference, type Tolerance } from './verify';
 import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
@@ -40,7 +41,7 @@ export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
   /** Seed of the random inputs (default 0); the reference is computed for it. */
   seed?: number;
   tolerance?: Tolerance;
-  /** Where libraries and output files go (default: a fresh temp directory, removed by close()). */
+  /** Where libraries and output files go (default: a fresh tt-measure temp directory, removed by close()). */
   workDir?: string;
   /** Per compiler process (default 60 s). */
   buildTimeoutMs?: number;
@@ -68,7 +69,7 @@ export class LocalMeasurer implements Measurer {
     this.seed = seed ?? 0;
     this.tolerance = tolerance ?? DEFAULT_TOLERANCE;
     this.ownsWorkDir = workDir === undefined;
-    this.workDir = workDir ?? mkdtempSync(path.join(tmpdir(), 'tt-measure-'));
+    this.workDir = workDir ?? ownedTempDir('tt-measure'); // a killed run's is swept by the next one
     this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
     this.worker = new MeasureWorker({ ...worker, threads: this.options.threads });
   }

@@ -75,7 +75,8 @@ class WorkerProcess {
   constructor(binary: string, threads: number) {
     this.child = spawn(binary, [], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, OMP_NUM_THREADS: String(threads) },
+      // TT_PARENT_PID: the worker dies with this process, even one killed by SIGKILL (native/README.md).
+      env: { ...process.env, OMP_NUM_THREADS: String(threads), TT_PARENT_PID: String(process.pid) },
     });
     this.child.stdout!.setEncoding('utf8');
     this.child.stdout!.on('data', (chunk: string) => {

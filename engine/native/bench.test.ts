@@ -157,4 +157,17 @@ test('usage errors: exit 2, one line naming the flag', async () => {
   }
 });
 
+test('TT_PARENT_PID naming another process than the parent (it died before the runner asked to die with it): both tools exit at once', async () => {
+  const { execa } = await loadExeca();
+  const gone = String(process.ppid); // not the parent of the tools this test starts
+  for (const binary of [bench, await nativeBinary('tt_measure')]) {
+    const r = await execa(binary, ['--version'], { reject: false, env: { TT_PARENT_PID: gone } });
+    assert.is(r.exitCode, 1, binary);
+    assert.is(r.stderr, `${path.basename(binary)}: parent process ${gone} is gone, exiting`);
+    assert.is(r.stdout, '');
+    const ours = await execa(binary, ['--version'], { reject: false, env: { TT_PARENT_PID: String(process.pid) } });
+    assert.is(ours.stdout, String(ABI_VERSION), 'the real parent: runs as usual');
+  }
+});
+
 test.run();

@@ -1,10 +1,12 @@
 // runBench: times a compiled model with native/bench/tt_bench and returns its summary.
+// tt_bench dies with this process (TT_PARENT_PID, native/README.md) and its result goes
+// through a tt-bench-<pid>-* temp folder, which the next run sweeps if this one is killed.
 
 import { promises as fs } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ABI_VERSION } from '../runtime/abi';
 import { ModelRunError, UserError } from '../runtime/errors';
+import { ownedTempDir } from '../temp-dirs';
 import { loadExeca, memoAsync, nativeBinary } from './build';
 
 export interface BenchOptions {
@@ -88,22 +90,30 @@ function flagArgs(opts: BenchOptions): string[] {
   return args;
 }
 
+/** What a signal that killed tt_bench most likely means. */
+const CRASH_HINTS: Partial<Record<string, string>> = {
+  SIGBUS: ': the library file is truncated or was changed while loaded; compile the model again',
+};
+
+/** The first non-empty line of a tool's message (the CLI prints one line). */
+const oneLine = (text: string): string => text.trim().split('\n')[0]?.trim() ?? '';
+
 /** Runs tt_bench on a compiled model and returns its timings. Bad input (files, flags,
  *  an ABI mismatch) is a UserError (exit code 2); a failing model a ModelRunError. */
 export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const binary = opts.binary ?? (await nativeBinary('tt_bench'));
   await checkBenchVersion(binary);
   const args = [opts.model, opts.params, ...flagArgs(opts)];
-  const dir = await fs.mkdtemp(path.join(tmpdir(), 'tt-bench-'));
+  const dir = ownedTempDir('tt-bench');
   try {
     const jsonFile = path.join(dir, 'result.json');
     const { execa } = await loadExeca();
-    const r = await execa(binary, [...args, '--json', jsonFile], { reject: false });
+    const r = await execa(binary, [...args, '--json', jsonFile], { reject: false, env: { TT_PARENT_PID: String(process.pid) } });
     if (r.failed) {
-      const message = r.stderr.trim() || (r.message ?? 'tt_bench failed');
+      const stderr = oneLine(r.stderr);
+      const message = stderr || oneLine(r.message ?? '') || 'tt_bench failed';
       if (r.exitCode === 2) throw new UserError(message);
-      if (r.signal)
-        throw new ModelRunError(`tt_bench: ${opts.model}: the model crashed (${r.signal})${r.stderr ? `: ${r.stderr.trim()}` : ''}`);
+      if (r.signal) throw new ModelRunError(`tt_bench: ${opts.model}: the model crashed (${r.signal}${CRASH_HINTS[r.signal] ?? ''})${stderr ? `: ${stderr}` : ''}`);
       throw new ModelRunError(message);
     }
     const result = JSON.parse(await fs.readFile(jsonFile, 'utf8')) as Omit<BenchResult, 'summary'>;

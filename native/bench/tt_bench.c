@@ -186,6 +186,7 @@ static void write_json(FILE* f, const tt_stats* s, const double* runs, int repea
 }
 
 int main(int argc, char** argv) {
+  tt_die_with_parent("tt_bench");
   const char* positional[2] = {NULL, NULL};
   int npos = 0;
   tt_timing timing = {5, 5, 0, 1};

@@ -9,6 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <signal.h>
+#include <sys/prctl.h>
+#endif
 
 #include "tensortune.h"
 
@@ -20,6 +25,22 @@ static int fail(char* err, const char* fmt, ...) {
   vsnprintf(err, TT_ERR_LEN, fmt, ap);
   va_end(ap);
   return -1;
+}
+
+void tt_die_with_parent(const char* program) {
+  const char* want = getenv("TT_PARENT_PID");
+  if (!want || !*want) return;
+  char* end;
+  long parent = strtol(want, &end, 10);
+  if (*end || parent <= 0) return;
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+  /* The parent may have died between fork and the request: then we were re-parented. */
+  if ((long)getppid() != parent) {
+    fprintf(stderr, "%s: parent process %ld is gone, exiting\n", program, parent);
+    _exit(1);
+  }
 }
 
 double tt_now_ms(void) {

@@ -13,6 +13,13 @@
 
 #define TT_ERR_LEN 1024
 
+/* When the environment names the parent (TT_PARENT_PID, set by the TypeScript driver),
+   asks the kernel to SIGKILL this process as soon as that parent dies (Linux:
+   PR_SET_PDEATHSIG), so a killed `tensortune` leaves no runner behind; if the parent is
+   already gone (it died before the request was made), exits at once. Without
+   TT_PARENT_PID (run by hand) it does nothing. Call it first thing in main. */
+void tt_die_with_parent(const char* program);
+
 /* Milliseconds on CLOCK_MONOTONIC. */
 double tt_now_ms(void);
 

@@ -294,6 +294,7 @@ static void chomp(char* line) {
 }
 
 int main(int argc, char** argv) {
+  tt_die_with_parent("tt_measure");
   if (argc > 1 && !strcmp(argv[1], "--version")) {
     printf("%d\n", TT_ABI_VERSION);
     return 0;

@@ -1,0 +1,86 @@
+// `tensortune benchmark` as a user runs it when things go wrong: a model.so that crashes
+// the runner (a truncated library: SIGBUS) is one line and exit 3; a CLI killed with
+// SIGKILL takes tt_bench down with it, and the next run removes its temp folder.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { compileNetwork } from '../compile/network';
+import { NetBuilder } from '../frontend/builder';
+import { writeOnnxFile } from '../frontend/onnx/export';
+import { childProcesses, eventually, processGone } from '../fs-faults.fixture';
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-benchmark-'));
+const model = path.join(dir, 'model');
+const tmp = path.join(dir, 'tmp'); // TMPDIR of the spawned CLIs, so their temp folders are this test's
+
+interface Run { child: ChildProcess; done: Promise<{ code: number | null; signal: string | null; out: string; err: string }> }
+
+function start(...args: string[]): Run {
+  const child = spawn(process.execPath, [BIN, 'benchmark', ...args], { env: { ...process.env, TMPDIR: tmp } });
+  let out = '', err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, out, err }));
+  });
+  return { child, done };
+}
+
+test.before(async () => {
+  mkdirSync(tmp);
+  const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(4), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
+  const onnx = path.join(dir, 'net.onnx');
+  writeOnnxFile(onnx, b.graph);
+  await compileNetwork({ model: onnx, target: 'llvm -mcpu=native', outDir: model, log: () => undefined });
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('a truncated model.so crashes the runner (SIGBUS): one line naming the library, exit 3', async () => {
+  const broken = path.join(dir, 'truncated');
+  cpSync(model, broken, { recursive: true });
+  const library = path.join(broken, 'model.so');
+  truncateSync(library, 4096); // the ELF headers survive, the segments they map do not
+  const r = await start(broken, '--repeat', '1').done;
+  assert.is(r.code, 3, r.err);
+  assert.is(r.err, `tensortune benchmark: tt_bench: ${library}: the model crashed (SIGBUS: the library file is truncated or was changed ` +
+    'while loaded; compile the model again)\n');
+  assert.is(r.out, '');
+});
+
+test('SIGKILL of the CLI: tt_bench dies with it; the next run removes the temp folder it left', async () => {
+  if (process.platform !== 'linux') { console.log('  skipped: finding child processes needs Linux /proc'); return; }
+  const run = start(model, '--repeat', '1000000', '--min-repeat-ms', '1000'); // hours, unless killed
+  const cli = run.child.pid!;
+  const runner = (): number | undefined =>
+    childProcesses(cli).find((p) => p.comm === 'tt_bench' && p.cmdline.includes('--json'))?.pid;
+  try {
+    assert.ok(await eventually(() => runner() !== undefined), `tt_bench started: ${run.child.exitCode ?? 'running'}`);
+    const bench = runner()!;
+    try {
+      run.child.kill('SIGKILL');
+      assert.is((await run.done).signal, 'SIGKILL');
+      assert.ok(await eventually(() => processGone(bench)), `tt_bench ${bench} is gone`);
+    } finally {
+      if (!processGone(bench)) process.kill(bench, 'SIGKILL');
+    }
+    const left = readdirSync(tmp).filter((n) => n.startsWith(`tt-bench-${cli}-`));
+    assert.is(left.length, 1, 'the killed CLI left its temp folder');
+
+    const next = await start(model, '--repeat', '1', '--min-repeat-ms', '0').done;
+    assert.is(next.code, 0, next.err);
+    assert.match(next.out, /^Execution time summary:\n/);
+    assert.equal(readdirSync(tmp).filter((n) => n.startsWith('tt-bench-')), [], 'removed by the next run');
+  } finally {
+    run.child.kill('SIGKILL');
+  }
+});
+
+test.run();
