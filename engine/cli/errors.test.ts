@@ -5,8 +5,8 @@
 //   EPERM   an immutable file (chattr +i stops root too)
 //   EEXIST  a --cache folder holding a regular file where compile makes a folder
 //   ENOTDIR --records under a regular file
-//   ENOSPC  a tmpfs of two pages that fills up in the middle of an append; the log is cut
-//           back to its last whole line
+//   ENOSPC  a tmpfs of two pages that fills up in the middle of an append (the log is cut
+//           back to its last whole line), one of one page where distill writes its output
 // A case that cannot be built here (no mount privilege, no chattr, Windows) is skipped with one line.
 
 import { spawn } from 'node:child_process';
@@ -18,6 +18,7 @@ import * as assert from 'uvu/assert';
 import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { mountTmpfs, permissionsApply, setImmutable, unmount, unprivileged } from '../fs-faults.fixture';
+import { RECORD_FORMAT_VERSION } from '../records/record';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-errors-'));
@@ -113,6 +114,26 @@ test('ENOSPC in the middle of an append: one line, exit 2, the log cut back to i
       'the log was cut back to its last whole line', 'tune --records on a full disk');
     assert.is(readFileSync(records, 'utf8'), before);
     assert.equal(readdirSync(mnt), ['log.jsonl']);
+  } finally {
+    unmount(mnt);
+  }
+});
+
+test('ENOSPC while distill writes its output: one line naming it, exit 2, no lock or *.tmp-PID left', async () => {
+  const mnt = file('one-page-fs');
+  mkdirSync(mnt);
+  const why = mountTmpfs(mnt, 4096); // the lock takes the one page; the output does not fit
+  if (why) { console.log(`  skipped: ${why}`); return; }
+  try {
+    const input = file('in.jsonl');
+    writeFileSync(input, JSON.stringify({
+      v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: '["0123456789abcdef0123456789abcdef", [1, 4], [1, 4]]', desc: 'add 1x4',
+      target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef', steps: [{ s: 'split', stage: 'T_add', iter: 'ax1', lengths: [2] }],
+      costs_ms: [1], error: null, seed: 0, time: '2024-05-01T10:00:00.000Z',
+    }) + '\n');
+    const out = path.join(mnt, 'best.jsonl');
+    expectLine(await cli(['distill', input, '--out', out]), `tensortune distill: cannot write ${out}: no space left on device (ENOSPC)`, 'distill --out');
+    assert.equal(readdirSync(mnt), []);
   } finally {
     unmount(mnt);
   }

@@ -16,6 +16,7 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { asUserError } from '../errors';
 import type { ComputeDAG } from '../ir/dag';
 import { isValidRecord, meanCost, recordGroup } from './best';
 import { readRecords, withFileLock, type LogEntry, type ReadOptions } from './log';
@@ -130,6 +131,8 @@ export async function distillFiles(inputs: readonly string[], out: string, opts:
         await fh.close();
       }
       await fs.rename(tmp, out);
+    } catch (e) {
+      throw asUserError(e, `cannot write ${out}`) ?? e; // a full disk: one line, no stray temp file
     } finally {
       await fs.rm(tmp, { force: true });
     }
