@@ -6,17 +6,19 @@
 // calls the lowered kernel, which stays static. Errors are results, never exceptions:
 // steps that fail the schema, replay or lowering are `invalid_schedule`; a compiler
 // failure (or a compiler that runs past its time limit) is `compile_error` with the first
-// lines of its message. Identical sources share one library (named by their hash).
+// lines of its message. Identical sources share one library (named by their hash), reused
+// only while it matches its seal (native/file-cache.ts).
 
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
-import { findCompiler, firstLines, loadExeca, nativeIncludeDir, type Compiler } from '../native/build';
+import { compilerFailure, findCompiler, loadExeca, nativeIncludeDir, type Compiler } from '../native/build';
+import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { checkSteps } from '../schedule/validate-steps';
@@ -118,7 +120,7 @@ export class Builder {
     const hash = createHash('sha256').update(JSON.stringify([code, flags, compiler.identity])).digest('hex').slice(0, 24);
     const lib = path.join(this.opts.workDir, `${hash}.so`);
     const done = (): BuiltCandidate => ({ steps, lib, symbol: CANDIDATE_SYMBOL, build_ms: performance.now() - started });
-    if (existsSync(lib)) return done();
+    if (await cachedFileOk(lib)) return done();
     // Unique per call: two candidates of one batch can render the same source and compile at once.
     const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
     const src = path.join(this.opts.workDir, `${hash}-${unique}.c`);
@@ -128,12 +130,11 @@ export class Builder {
     const timeoutMs = this.opts.timeoutMs ?? 60_000;
     const r = await execa(compiler.command, [...compiler.args, ...flags, src, '-o', tmp, '-lm'], { reject: false, timeout: timeoutMs });
     await fs.rm(src, { force: true });
+    const failed = (message: string): BuiltCandidate => ({ steps, error: 'compile_error', message, build_ms: performance.now() - started });
     if (r.failed) {
       await fs.rm(tmp, { force: true });
-      const why = r.timedOut ? `the compiler did not finish within ${timeoutMs} ms` : firstLines(r.stderr || r.message || 'the compiler failed', MESSAGE_LINES);
-      return { steps, error: 'compile_error', message: why, build_ms: performance.now() - started };
+      return failed(compilerFailure(r, timeoutMs, MESSAGE_LINES));
     }
-    await fs.rename(tmp, lib);
-    return done();
+    return (await sealIntoCache(tmp, lib)) ? done() : failed('the compiler wrote an empty library');
   }
 }

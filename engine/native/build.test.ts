@@ -36,7 +36,15 @@ test('buildNative reuses the cached binary', async () => {
   assert.is(again, first);
   assert.is((await fs.stat(again)).mtimeMs, stat.mtimeMs);
   const entries = await fs.readdir(path.dirname(first));
-  assert.equal(entries, ['tt_bench']); // no temporary files left behind
+  assert.equal(entries.sort(), ['tt_bench', 'tt_bench.seal']); // no temporary files left behind
+});
+
+test('buildNative rebuilds a cached binary that no longer matches its seal (emptied)', async () => {
+  const first = await buildNative('tt_bench', { cacheDir: scratch });
+  await fs.truncate(first, 0);
+  assert.is(await buildNative('tt_bench', { cacheDir: scratch }), first);
+  const { execa } = await loadExeca();
+  assert.is((await execa(first, ['--version'])).stdout.trim(), String(ABI_VERSION));
 });
 
 test('TENSORTUNE_CACHE_DIR overrides the cache root', () => {

@@ -1,6 +1,8 @@
 // Builds the native tools in native/ (tt_bench, tt_measure) with the system C compiler
 // ($CC or cc), into a cache directory keyed by a hash of their sources, the flags and the
-// compiler, so that they are compiled once per change and never shipped prebuilt.
+// compiler, so that they are compiled once per change and never shipped prebuilt. A cached
+// tool counts only while it matches its seal (file-cache.ts), and every compiler call has a
+// time limit (COMPILER_TIMEOUT_MS).
 
 import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
@@ -9,6 +11,7 @@ import * as path from 'node:path';
 import { packageRoot } from '../package-root';
 import { ABI_VERSION } from '../runtime/abi';
 import { UserError } from '../runtime/errors';
+import { cachedFileOk, sealIntoCache } from './file-cache';
 
 type Execa = typeof import('execa');
 let execaModule: Promise<Execa> | undefined;
@@ -42,6 +45,17 @@ export function memoAsync<T>(): (key: string, make: () => Promise<T>) => Promise
 export function firstLines(text: string, n: number): string {
   const lines = text.trim().split('\n');
   return lines.slice(0, n).join('\n') + (lines.length > n ? `\n... (${lines.length - n} more lines)` : '');
+}
+
+/** Time limit of one compiler call (a kernel, a link, a native tool), unless the caller sets one. */
+export const COMPILER_TIMEOUT_MS = 120_000;
+/** Time limit of asking a compiler for its version. */
+const PROBE_TIMEOUT_MS = 30_000;
+
+/** Why a compiler call failed: its time limit, else the first lines of its message. */
+export function compilerFailure(r: { timedOut?: boolean; stderr?: unknown; message?: string }, timeoutMs: number, lines: number): string {
+  if (r.timedOut) return `the compiler did not finish within ${timeoutMs} ms`;
+  return firstLines((typeof r.stderr === 'string' && r.stderr) || r.message || 'the compiler failed', lines);
 }
 
 export type NativeBinaryName = 'tt_bench' | 'tt_measure';
@@ -107,17 +121,19 @@ async function probeCompiler(cc: string): Promise<Compiler> {
     ? `no cross compiler for -mtriple=${cross[1]}: install ${cc} (Debian: apt-get install gcc-${cross[1]}) (tried '${cc}': ${why})`
     : `no C compiler: set $CC or install gcc (tried '${cc}': ${why})`);
   if (!command) throw noCompiler('empty');
-  const version = await execa(command, [...args, '--version'], { reject: false });
+  const version = await execa(command, [...args, '--version'], { reject: false, timeout: PROBE_TIMEOUT_MS });
   if (version.failed) {
     const code = (version as { code?: string }).code;
-    throw noCompiler(code === 'ENOENT' ? 'not found' : version.stderr.trim().split('\n')[0] || 'it does not run');
+    throw noCompiler(code === 'ENOENT' ? 'not found'
+      : version.timedOut ? `it did not answer --version within ${PROBE_TIMEOUT_MS / 1000} s`
+        : version.stderr.trim().split('\n')[0] || 'it does not run');
   }
-  const machine = await execa(command, [...args, '-dumpmachine'], { reject: false });
+  const machine = await execa(command, [...args, '-dumpmachine'], { reject: false, timeout: PROBE_TIMEOUT_MS });
   return { command, args, identity: `${version.stdout}\n${machine.stdout}` };
 }
 
-function compilerError(what: string, compiler: Compiler, stderr: string): UserError {
-  return new UserError(`${what} with '${[compiler.command, ...compiler.args].join(' ')}' failed:\n${firstLines(stderr, 20)}`);
+function compilerError(what: string, compiler: Compiler, why: string): UserError {
+  return new UserError(`${what} with '${[compiler.command, ...compiler.args].join(' ')}' failed:\n${why}`);
 }
 
 export interface BuildOptions {
@@ -143,7 +159,7 @@ export async function buildNative(name: NativeBinaryName, opts: BuildOptions = {
   }
   const dir = path.join(opts.cacheDir ?? cacheRoot(), 'native', hash.digest('hex').slice(0, 16));
   const binary = path.join(dir, name);
-  if (existsSync(binary)) return binary;
+  if (await cachedFileOk(binary)) return binary;
 
   await fs.mkdir(dir, { recursive: true });
   const tmp = `${binary}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
@@ -162,15 +178,17 @@ export async function buildNative(name: NativeBinaryName, opts: BuildOptions = {
         tmp,
         ...LIBS,
       ],
-      { reject: false },
+      { reject: false, timeout: COMPILER_TIMEOUT_MS },
     );
   let result = await compile(spec.openmp ? ['-fopenmp'] : []);
-  if (result.failed && spec.openmp) result = await compile([]); // a compiler without OpenMP
+  if (result.failed && spec.openmp && !result.timedOut) result = await compile([]); // a compiler without OpenMP
+  const what = `building the native tool ${name}`;
   if (result.failed) {
     await fs.rm(tmp, { force: true });
-    throw compilerError(`building the native tool ${name}`, compiler, result.stderr || (result.message ?? ''));
+    throw compilerError(what, compiler, compilerFailure(result, COMPILER_TIMEOUT_MS, 20));
   }
-  await fs.rename(tmp, binary); // atomic: concurrent builders race harmlessly
+  // Renamed into place, then sealed: concurrent builders race harmlessly.
+  if (!(await sealIntoCache(tmp, binary))) throw compilerError(what, compiler, 'the compiler wrote an empty file');
   return binary;
 }
 
@@ -185,6 +203,8 @@ export interface SharedLibraryOptions {
   cc?: string;
   /** Added after the defaults (CFLAGS, -shared -fPIC, -I native/include). */
   flags?: string[];
+  /** Time limit of the compiler (default COMPILER_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 /** Compiles C sources into a shared library at `output` (written atomically). */
@@ -209,12 +229,12 @@ export async function compileSharedLibrary(
       '-o',
       tmp,
     ],
-    { reject: false },
+    { reject: false, timeout: opts.timeoutMs ?? COMPILER_TIMEOUT_MS },
   );
   if (result.failed) {
     await fs.rm(tmp, { force: true });
     const what = `compiling ${sources.map((s) => path.basename(s)).join(', ')}`;
-    throw compilerError(what, compiler, result.stderr || (result.message ?? ''));
+    throw compilerError(what, compiler, compilerFailure(result, opts.timeoutMs ?? COMPILER_TIMEOUT_MS, 20));
   }
   await fs.rename(tmp, output);
 }

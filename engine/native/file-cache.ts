@@ -1,0 +1,44 @@
+// Compiled files in tensortune's caches (kernel objects, candidate libraries, the native
+// tools) are trusted only when they match the seal written beside them when they were built:
+// `<file>.seal` holds the file's size and sha256. A file without its seal, or one that no
+// longer matches it (emptied, truncated, overwritten), counts as missing and is built again.
+
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+
+/** The seal of a cached file. */
+export const sealOf = (file: string): string => `${file}.seal`;
+
+/** `<size> <sha256>` of a non-empty file; undefined for an empty or unreadable one. */
+async function fingerprint(file: string): Promise<string | undefined> {
+  let bytes: Buffer;
+  try {
+    bytes = await fs.readFile(file);
+  } catch {
+    return undefined;
+  }
+  return bytes.length > 0 ? `${bytes.length} ${createHash('sha256').update(bytes).digest('hex')}` : undefined;
+}
+
+/** Whether `file` is in the cache, not empty, and matches its seal. */
+export async function cachedFileOk(file: string): Promise<boolean> {
+  const [sealed, actual] = await Promise.all([fs.readFile(sealOf(file), 'utf8').catch(() => undefined), fingerprint(file)]);
+  return actual !== undefined && sealed?.trim() === actual;
+}
+
+/**
+ * Moves a freshly built `tmp` to `file` (a rename: readers never see half a file) and seals
+ * it. Returns false, removing `tmp`, when the compiler left an empty file.
+ */
+export async function sealIntoCache(tmp: string, file: string): Promise<boolean> {
+  const actual = await fingerprint(tmp);
+  if (!actual) {
+    await fs.rm(tmp, { force: true });
+    return false;
+  }
+  const sealTmp = `${sealOf(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await fs.writeFile(sealTmp, `${actual}\n`);
+  await fs.rename(tmp, file);
+  await fs.rename(sealTmp, sealOf(file));
+  return true;
+}
