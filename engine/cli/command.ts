@@ -67,6 +67,14 @@ export const optionalInt = optional(positiveInt);
 /** A non-negative integer flag value, or undefined when the flag is absent. */
 export const optionalNonNegativeInt = optional(nonNegativeInt);
 
+/** A positive number flag value (seconds, say), or undefined when the flag is absent. */
+export function positiveNumber(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d*\.?\d+$/.test(value) || !(n > 0)) throw new UserError(`bad ${flag} '${value}' (expected a positive number)`);
+  return n;
+}
+
 /** One of a fixed set of values (case-insensitive), returned as spelled in `allowed`. */
 export function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], dflt: T): T {
   if (value === undefined) return dflt;

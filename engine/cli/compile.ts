@@ -6,7 +6,7 @@ import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
-import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { oneOf, parseFlags, positiveInt, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune compile <network> --target "llvm -mcpu=native" --out DIR [--records FILE]... [--strict]
                           [--layout NHWC|NCHW] [--batch N]
@@ -14,6 +14,8 @@ const USAGE = `Usage: tensortune compile <network> --target "llvm -mcpu=native" 
 Compile a builtin network into DIR/model.so (kernels + entry point), DIR/params.bin and
 DIR/manifest.json. Kernels are compiled into an object cache keyed by their source, so
 recompiling an unchanged model compiles nothing, and a changed record recompiles one kernel.
+DIR is replaced as a whole, so a reader sees the old model or the new one, never a mix; it
+must be compile's own folder (one holding other files is refused).
 
 With --records, each task uses the fastest verified record measured for this target on
 this kind of machine (same hardware fingerprint); tasks without one keep their default
@@ -27,6 +29,8 @@ Options:
   --layout NHWC|NCHW  data layout (default NHWC)
   --batch N           batch size (default 1)
   --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
+  --timeout S         time limit of each compiler call in seconds (default 120); a tuned kernel
+                      that fails or runs past it falls back to its default schedule, with a warning
   -h, --help          show this help
 
 Networks: ${NETWORK_NAMES.join(', ')}
@@ -38,7 +42,7 @@ export const compileCommand: Command = {
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' },
-      cache: { type: 'string' }, records: { type: 'string', multiple: true }, strict: { type: 'boolean' },
+      cache: { type: 'string' }, records: { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
@@ -48,10 +52,12 @@ export const compileCommand: Command = {
     parseTarget(target, '--target');
     const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
     const batch = positiveInt('--batch', values.batch, 1);
+    const timeoutS = positiveNumber('--timeout', values.timeout);
     const started = Date.now();
     const result = await compileNetwork({
       model: positionals[0], layout, batch, target, outDir: values.out,
       cacheDir: values.cache, records: values.records, strict: values.strict,
+      timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
       log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
     }).catch((e: unknown) => {
       // A failed write names no path (a full disk): say where compile was writing.

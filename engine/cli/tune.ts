@@ -10,7 +10,7 @@ import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { parseTarget } from '../target';
-import { oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveInt, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
 
@@ -52,13 +52,6 @@ Model and output:
 
 Networks: ${NETWORK_NAMES.join(', ')}
 `;
-
-function positiveNumber(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!/^\d*\.?\d+$/.test(value) || !(n > 0)) throw new UserError(`bad ${flag} '${value}' (expected a positive number)`);
-  return n;
-}
 
 export const tuneCommand: Command = {
   name: 'tune',

@@ -8,7 +8,7 @@ import { checkManifest, readManifest, type Manifest } from './manifest';
 
 const good: Manifest = {
   format_version: 1, engine_version: '0.1.0', name: 'mobilenet', target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef',
-  library: 'model.so', params: 'params.bin', params_count: 10, workspace_bytes: 64,
+  library: 'model.so', params: 'params.bin', library_sha256: 'a'.repeat(64), params_sha256: 'b'.repeat(64), params_count: 10, workspace_bytes: 64,
   inputs: [{ name: 'data', shape: [1, 8, 8, 3], dtype: 'float32' }],
   outputs: [{ name: 'output', shape: [1, 10], dtype: 'float32' }],
   kernels: [{ symbol: 'tt_k_00ff', groups: [0], key: '["k"]', desc: 'dense', schedule: 'default', source: 'default schedule', flops: 20, objectHash: 'ab12' }],
@@ -25,6 +25,7 @@ test('bad manifests: one message naming the file and the field', () => {
     ['missing outputs', (m) => { delete m.outputs; }, /outputs/],
     ['unknown field', (m) => { m.extra = 1; }, /extra/],
     ['future format', (m) => { m.format_version = 2; }, /format_version/],
+    ['no library hash (an older compile)', (m) => { delete m.library_sha256; }, /m\.json: not a tensortune manifest: \(top level\) must have required property 'library_sha256'/],
   ];
   for (const [what, edit, want] of cases) {
     const m = structuredClone(good) as unknown as Record<string, unknown>;

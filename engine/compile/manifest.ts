@@ -1,9 +1,12 @@
 // manifest.json of a compiled model directory: its type, and reading it back with
 // validation against schemas/manifest.schema.json (benchmark, compare and the Nx executors
-// read it; a hand-edited or truncated manifest gets one clear message).
+// read it; a hand-edited or truncated manifest gets one clear message). The manifest holds
+// the sha256 of the library and the params it was written with, and reading it checks them,
+// so a folder that mixes two builds is refused instead of run.
 
 import Ajv, { type ValidateFunction } from 'ajv';
-import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
 import { describeSchemaError, loadSchema } from '../schedule/validate-steps';
@@ -31,6 +34,9 @@ export interface Manifest {
   fingerprint: string;
   library: string;
   params: string;
+  /** sha256 (hex) of the library and of the params file. */
+  library_sha256: string;
+  params_sha256: string;
   params_count: number;
   workspace_bytes: number;
   inputs: ManifestTensor[];
@@ -78,7 +84,37 @@ export function manifestFiles(dir: string, m: Manifest): { library: string; para
   return { library: path.join(dir, m.library), params: path.join(dir, m.params) };
 }
 
-/** Read and validate `<dir>/manifest.json`. */
+/** sha256 (hex) of a file, read in chunks. */
+export function fileSha256(file: string): string {
+  const hash = createHash('sha256');
+  const fd = openSync(file, 'r');
+  try {
+    const chunk = Buffer.alloc(1 << 20);
+    for (let n = readSync(fd, chunk); n > 0; n = readSync(fd, chunk)) hash.update(chunk.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
+}
+
+/** Checks that the library and params in `dir` are the files manifest `file` was written with. */
+function checkModelFiles(dir: string, m: Manifest, file: string): void {
+  const wanted: [string, string][] = [[m.library, m.library_sha256], [m.params, m.params_sha256]];
+  for (const [name, want] of wanted) {
+    const at = path.join(dir, name);
+    let got: string;
+    try {
+      got = fileSha256(at);
+    } catch (e) {
+      throw new UserError(`${at}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}), yet ${file} lists it; compile the model again`);
+    }
+    if (got !== want) {
+      throw new UserError(`${at}: does not match ${file} (sha256 ${got.slice(0, 16)}, the manifest says ${want.slice(0, 16)}): the folder mixes two builds; compile the model again`);
+    }
+  }
+}
+
+/** Read and validate `<dir>/manifest.json`, and check that the library and params are the ones it lists. */
 export function readManifest(dir: string): Manifest {
   const file = path.join(dir, 'manifest.json');
   if (!existsSync(file)) throw new UserError(`${file}: not found (expected the output directory of 'tensortune compile')`);
@@ -88,5 +124,7 @@ export function readManifest(dir: string): Manifest {
   } catch (e) {
     throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
   }
-  return checkManifest(value, file);
+  const m = checkManifest(value, file);
+  checkModelFiles(dir, m, file);
+  return m;
 }

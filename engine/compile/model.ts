@@ -1,9 +1,15 @@
 // Compiling a network: graph passes -> fused groups -> one C kernel per distinct
 // (group, schedule) -> object cache -> an ahead-of-time entry point (model.c: the call
 // sequence and a static memory plan) -> model.so, params.bin, manifest.json.
+//
+// Nothing here trusts what it did not just make: a cached object is reused only while it
+// matches its seal (native/file-cache.ts); every compiler call has a time limit, and a tuned
+// kernel that fails or runs past it falls back to its task's default schedule with a
+// warning; the output folder is replaced whole (out-dir.ts), and the manifest holds the
+// sha256 of model.so and params.bin, which reading it checks (manifest.ts).
 
 import { createHash } from 'node:crypto';
-import { existsSync, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import { packBlocked, type BlockedLayout } from '../codegen/layout';
@@ -13,15 +19,17 @@ import { partition, type FusedGroup } from '../graph/fuse';
 import type { ConstantNode, Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
 import { numElements } from '../ir/tensor';
-import { findCompiler, loadExeca, nativeIncludeDir } from '../native/build';
+import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir } from '../native/build';
+import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { writeParams } from '../runtime/params';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
-import { recordsUsed, type Manifest, type ManifestKernel } from './manifest';
+import { fileSha256, recordsUsed, type Manifest, type ManifestKernel } from './manifest';
 import { planMemory } from './memory-plan';
+import { checkOutDir, replaceOutDir } from './out-dir';
 
 const MANIFEST_VERSION = 1;
 export const ENGINE_VERSION = '0.1.0';
@@ -36,13 +44,19 @@ export interface CompileOptions {
   /** Object cache directory (kernels by source hash). */
   cacheDir: string;
   /** Tuned schedules by workload key; tasks without one get the default schedule. */
-  schedules?: ReadonlyMap<string, { steps: Step[]; source: string; budget?: string }>;
+  schedules?: ReadonlyMap<string, TunedSchedule>;
   /** `optimize(graph)` and its partition, when the caller already made them (else compileModel does). */
   partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
   /** `hardwareFingerprint(target)`, when the caller already computed it. */
   fingerprint?: string;
+  /** Time limit of each compiler call, kernel or link (default COMPILER_TIMEOUT_MS). */
+  timeoutMs?: number;
   log?: (line: string) => void;
+  /** Warnings (a tuned kernel that did not compile and fell back to its default schedule); default stderr. */
+  warn?: (message: string) => void;
 }
+
+export interface TunedSchedule { steps: Step[]; source: string; budget?: string }
 
 /** A kernel as the manifest lists it, plus whether this compile built its object. */
 export interface KernelInfo extends ManifestKernel {
@@ -67,12 +81,16 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
   const cflags = [...KERNEL_CFLAGS, ...opts.target.cflags];
 
+  await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
+  const timeoutMs = opts.timeoutMs ?? COMPILER_TIMEOUT_MS;
+  const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
+
   // One kernel per distinct (DAG, schedule); identical layers share it.
-  const kernels = new Map<string, KernelInfo & { code: string }>();
+  type PlannedKernel = KernelInfo & { code: string };
+  const kernels = new Map<string, PlannedKernel>();
   const groupSymbol = new Map<number, string>();
   const groupLayouts = new Map<number, readonly BlockedLayout[]>();
-  for (const group of groups) {
-    const tuned = opts.schedules?.get(group.dag.workloadKey);
+  const place = (group: FusedGroup, tuned: TunedSchedule | undefined): void => {
     const steps = tuned?.steps ?? defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes });
     const kernel = lower(State.replay(group.dag, steps), 'KERNEL', { packable: new Set(constantPlaceholders(graph, group)) });
     groupLayouts.set(group.id, kernel.layouts);
@@ -80,7 +98,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     const symbol = `tt_k_${sha(body).slice(0, 16)}`;
     groupSymbol.set(group.id, symbol);
     const existing = kernels.get(symbol);
-    if (existing) { existing.groups.push(group.id); continue; }
+    if (existing) { existing.groups.push(group.id); return; }
     const code = `${C_PRELUDE}\n${body.replace('int32_t KERNEL(', `int32_t ${symbol}(`)}`;
     kernels.set(symbol, {
       symbol, groups: [group.id], key: group.dag.workloadKey, desc: describeGroup(graph, group),
@@ -89,28 +107,60 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       flops: group.dag.flops, objectHash: sha(JSON.stringify([code, cflags, compiler.identity])).slice(0, 24),
       compiled: false, code,
     });
-  }
+  };
+  for (const group of groups) place(group, opts.schedules?.get(group.dag.workloadKey));
 
-  // Object cache: compile what is missing, two at a time (one per core on a laptop CI box).
+  // Object cache: compile what is missing or does not match its seal, two at a time (one
+  // per core on a laptop CI box). Failures are returned with the compiler's reason.
   const objDir = path.join(opts.cacheDir, 'objects');
   await fs.mkdir(objDir, { recursive: true });
-  const todo = [...kernels.values()].filter((k) => !existsSync(path.join(objDir, `${k.objectHash}.o`)));
+  const objectOf = (k: PlannedKernel): string => path.join(objDir, `${k.objectHash}.o`);
   const { execa } = await loadExeca();
-  const compileOne = async (k: KernelInfo & { code: string }): Promise<void> => {
+  const compileOne = async (k: PlannedKernel): Promise<string | undefined> => {
     const src = path.join(objDir, `${k.objectHash}.c`);
-    const tmp = path.join(objDir, `${k.objectHash}.o.tmp-${process.pid}`);
+    const tmp = `${objectOf(k)}.tmp-${process.pid}`;
     await fs.writeFile(src, k.code);
-    const r = await execa(compiler.command, [...compiler.args, ...cflags, '-c', src, '-o', tmp], { reject: false });
-    if (r.failed) throw new UserError(`compiling kernel ${k.symbol} (${k.desc}) failed:\n${r.stderr.split('\n').slice(0, 20).join('\n')}`);
-    await fs.rename(tmp, path.join(objDir, `${k.objectHash}.o`));
+    const r = await execa(compiler.command, [...compiler.args, ...cflags, '-c', src, '-o', tmp], { reject: false, timeout: timeoutMs });
+    if (r.failed) {
+      await fs.rm(tmp, { force: true });
+      return compilerFailure(r, timeoutMs, 20);
+    }
+    if (!(await sealIntoCache(tmp, objectOf(k)))) return 'the compiler wrote an empty object';
     k.compiled = true;
+    return undefined;
   };
-  const queue = [...todo];
-  const workers = Array.from({ length: Math.min(2, queue.length) }, async () => {
-    for (let k = queue.shift(); k; k = queue.shift()) await compileOne(k);
-  });
-  await Promise.all(workers);
-  log(`kernels: ${todo.length} compiled, ${kernels.size - todo.length} reused from ${objDir}`);
+  const compileMissing = async (): Promise<{ kernel: PlannedKernel; why: string }[]> => {
+    const queue: PlannedKernel[] = [];
+    for (const k of kernels.values()) if (!k.compiled && !(await cachedFileOk(objectOf(k)))) queue.push(k);
+    const failed: { kernel: PlannedKernel; why: string }[] = [];
+    const workers = Array.from({ length: Math.min(2, queue.length) }, async () => {
+      for (let k = queue.shift(); k; k = queue.shift()) {
+        const why = await compileOne(k);
+        if (why !== undefined) failed.push({ kernel: k, why });
+      }
+    });
+    await Promise.all(workers);
+    return failed;
+  };
+  let failed = await compileMissing();
+  // A tuned kernel that does not compile (an error, or past the time limit) gives way to its
+  // task's default schedule; a default kernel that does not compile is an error.
+  const fallbacks = failed.filter((f) => f.kernel.schedule === 'tuned');
+  if (fallbacks.length > 0) {
+    for (const { kernel, why } of fallbacks) {
+      const headline = why.split('\n').find((l) => /error|did not finish|empty/.test(l)) ?? why.split('\n')[0];
+      warn(`kernel ${kernel.symbol} (${kernel.desc}) from ${kernel.source} did not compile (${headline.trim()}); its task uses the default schedule`);
+      kernels.delete(kernel.symbol);
+    }
+    for (const { kernel } of fallbacks) for (const id of kernel.groups) place(groups.find((g) => g.id === id)!, undefined);
+    failed = [...failed.filter((f) => f.kernel.schedule === 'default'), ...(await compileMissing())];
+  }
+  if (failed.length > 0) {
+    const { kernel, why } = failed[0];
+    throw new UserError(`compiling kernel ${kernel.symbol} (${kernel.desc}, ${kernel.source}) failed:\n${why}`);
+  }
+  const compiledCount = [...kernels.values()].filter((k) => k.compiled).length;
+  log(`kernels: ${compiledCount} compiled, ${kernels.size - compiledCount} reused from ${objDir}`);
 
   // Params: every constant a group reads, in the layout its kernel reads (blocked weights
   // are packed here, once), each at a 64-byte aligned offset. `${group}:${input}` -> offset.
@@ -140,40 +190,43 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const inputs = graph.nodes.filter((n) => n.op === 'input');
   const modelC = renderEntryPoint(graph, groups, groupSymbol, paramOffset, paramsSize, plan, inputs.map((n) => n.id));
 
-  await fs.mkdir(opts.outDir, { recursive: true });
-  const modelSrc = path.join(opts.outDir, 'model.c');
-  await fs.writeFile(modelSrc, modelC);
-  const library = path.join(opts.outDir, 'model.so');
-  const objects = [...kernels.values()].map((k) => path.join(objDir, `${k.objectHash}.o`));
-  const link = await execa(compiler.command, [
-    ...compiler.args, ...cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`, modelSrc, ...objects, '-o', `${library}.tmp`, '-lm',
-  ], { reject: false });
-  if (link.failed) throw new UserError(`linking ${library} failed:\n${link.stderr.split('\n').slice(0, 20).join('\n')}`);
-  await fs.rename(`${library}.tmp`, library);
-  const paramsFile = path.join(opts.outDir, 'params.bin');
-  await writeParams(paramsFile, params);
-
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
-  // Whether a kernel came from the object cache is not part of the model: keep the
-  // manifest identical between builds of the same model (Nx caches it).
-  const manifest: Manifest = {
-    format_version: MANIFEST_VERSION,
-    engine_version: ENGINE_VERSION,
-    name: opts.name,
-    target: opts.target.text,
-    fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
-    library: 'model.so',
-    params: 'params.bin',
-    params_count: paramsSize,
-    workspace_bytes: plan.size * 4,
-    inputs: inputs.map((n) => ({ name: n.name, shape: [...n.shape], dtype: 'float32' })),
-    outputs: graph.outputs.map((id, i) => ({ name: outputName(graph, id, i), shape: [...graph.node(id).shape], dtype: 'float32' })),
-    records: recordsUsed(kernelList),
-    kernels: kernelList.map(({ compiled: _compiled, ...k }) => k),
+  const objects = [...kernels.values()].map(objectOf);
+  await replaceOutDir(opts.outDir, async (dir) => {
+    const modelSrc = path.join(dir, 'model.c');
+    await fs.writeFile(modelSrc, modelC);
+    const link = await execa(compiler.command, [
+      ...compiler.args, ...cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`, modelSrc, ...objects, '-o', path.join(dir, 'model.so'), '-lm',
+    ], { reject: false, timeout: timeoutMs });
+    if (link.failed) {
+      throw new UserError(`linking model.so for ${opts.outDir} failed (its kernel objects come from the cache ${objDir}; delete that folder to rebuild them):\n${compilerFailure(link, timeoutMs, 20)}`);
+    }
+    await writeParams(path.join(dir, 'params.bin'), params);
+    // Whether a kernel came from the object cache is not part of the model: keep the
+    // manifest identical between builds of the same model (Nx caches it).
+    const manifest: Manifest = {
+      format_version: MANIFEST_VERSION,
+      engine_version: ENGINE_VERSION,
+      name: opts.name,
+      target: opts.target.text,
+      fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
+      library: 'model.so',
+      params: 'params.bin',
+      library_sha256: fileSha256(path.join(dir, 'model.so')),
+      params_sha256: fileSha256(path.join(dir, 'params.bin')),
+      params_count: paramsSize,
+      workspace_bytes: plan.size * 4,
+      inputs: inputs.map((n) => ({ name: n.name, shape: [...n.shape], dtype: 'float32' })),
+      outputs: graph.outputs.map((id, i) => ({ name: outputName(graph, id, i), shape: [...graph.node(id).shape], dtype: 'float32' })),
+      records: recordsUsed(kernelList),
+      kernels: kernelList.map(({ compiled: _compiled, ...k }) => k),
+    };
+    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  });
+  return {
+    library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json'),
+    kernels: kernelList, compiled: compiledCount, reused: kernels.size - compiledCount,
   };
-  const manifestFile = path.join(opts.outDir, 'manifest.json');
-  await fs.writeFile(manifestFile, JSON.stringify(manifest, null, 2) + '\n');
-  return { library, params: paramsFile, manifest: manifestFile, kernels: kernelList, compiled: todo.length, reused: kernels.size - todo.length };
 }
 
 function outputName(g: Graph, _id: number, i: number): string {

@@ -23,8 +23,10 @@ export interface CompileNetworkOptions extends ModelSpec {
   records?: string[];
   /** Fail when a task has no record instead of using its default schedule. */
   strict?: boolean;
+  /** Time limit of each compiler call (default COMPILER_TIMEOUT_MS); a tuned kernel past it falls back to its default schedule. */
+  timeoutMs?: number;
   log?: (line: string) => void;
-  /** Warnings (broken record lines, records that no longer apply); default stderr. */
+  /** Warnings (broken record lines, records that no longer apply, tuned kernels that did not compile); default stderr. */
   warn?: (message: string) => void;
 }
 
@@ -46,6 +48,6 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   return compileModel({
     name: model.name, graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
-    schedules, partitioned: { graph, groups }, fingerprint, log: opts.log,
+    schedules, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.timeoutMs, log: opts.log, warn: opts.warn,
   });
 }

@@ -1,0 +1,79 @@
+// The output folder of `compile`, written whole. The new model is built in a sibling folder
+// `.<name>.new-<pid>-XXXXXX`, which then takes the place of <name> by renames: the old folder,
+// if any, first moves aside to `.<name>.old-<pid>-XXXXXX` and is removed afterwards. A reader
+// sees the old complete set, the new one, or (between the two renames) no folder; never a new
+// model.so beside an old manifest. What a killed compile leaves beside the folder is removed
+// by the next compile into it. The folder must be compile's own: one that holds other files
+// is refused, not replaced.
+
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { UserError } from '../errors';
+import { pidAlive } from '../temp-dirs';
+
+/** What compile writes into its folder, and the temp files older versions left there. */
+const OWN_FILE = /^(model\.c|model\.so|params\.bin|manifest\.json)(\.tmp[-.\w]*)?$/;
+
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Removes the `.new-` / `.old-` siblings of `outDir` whose compile process is gone. */
+async function sweepLeftovers(outDir: string): Promise<void> {
+  const parent = path.dirname(outDir);
+  const mine = new RegExp(`^\\.${escapeRegExp(path.basename(outDir))}\\.(new|old)-(\\d+)-[A-Za-z0-9]{6}$`);
+  for (const name of await fs.readdir(parent)) {
+    const m = mine.exec(name);
+    if (m && Number(m[2]) !== process.pid && !pidAlive(Number(m[2]))) await fs.rm(path.join(parent, name), { recursive: true, force: true });
+  }
+}
+
+/** Refuses an existing `outDir` that is not a folder of compile's own; whether it exists. */
+export async function checkOutDir(outDir: string): Promise<boolean> {
+  let entries: string[];
+  try {
+    entries = await fs.readdir(outDir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return false;
+    if (code === 'ENOTDIR') throw new UserError(`${outDir}: not a folder (expected the output folder of 'tensortune compile', or a new one)`);
+    throw e;
+  }
+  const foreign = entries.filter((e) => !OWN_FILE.test(e)).sort();
+  if (foreign.length > 0) {
+    const listed = foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? `, ... (${foreign.length} in all)` : '');
+    throw new UserError(`${outDir}: holds files that compile did not write (${listed}); compile replaces the whole folder, so give it a folder of its own`);
+  }
+  return true;
+}
+
+/**
+ * Builds the new content of `outDir` with `fill` (given the folder to write into, with the
+ * same parent as `outDir`), then puts it in place of `outDir` as a whole.
+ */
+export async function replaceOutDir<T>(outDir: string, fill: (dir: string) => Promise<T>): Promise<T> {
+  const exists = await checkOutDir(outDir);
+  const parent = path.dirname(outDir), base = path.basename(outDir);
+  await fs.mkdir(parent, { recursive: true });
+  await sweepLeftovers(outDir);
+  const fresh = await fs.mkdtemp(path.join(parent, `.${base}.new-${process.pid}-`));
+  let result: T;
+  try {
+    result = await fill(fresh);
+    await fs.chmod(fresh, 0o755); // mkdtemp makes it private; the model folder is not
+  } catch (e) {
+    await fs.rm(fresh, { recursive: true, force: true });
+    throw e;
+  }
+  const old = path.join(parent, `.${base}.old-${process.pid}-${fresh.slice(-6)}`);
+  let moved = exists;
+  if (exists) {
+    try {
+      await fs.rename(outDir, old);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      moved = false; // removed meanwhile
+    }
+  }
+  await fs.rename(fresh, outDir);
+  if (moved) await fs.rm(old, { recursive: true, force: true });
+  return result;
+}
