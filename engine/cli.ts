@@ -14,8 +14,9 @@ import { benchmarkCommand } from './cli/benchmark';
 import { distillCommand } from './cli/distill';
 import { exportCommand } from './cli/export';
 import { fingerprintCommand } from './cli/fingerprint';
+import { bestDigestCommand } from './cli/best-digest';
 
-const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand, fingerprintCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand, fingerprintCommand, bestDigestCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
