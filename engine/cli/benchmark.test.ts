@@ -2,7 +2,6 @@
 // the runner (a truncated library: SIGBUS) is one line and exit 3; a CLI killed with
 // SIGKILL takes tt_bench down with it, and the next run removes its temp folder.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -13,25 +12,13 @@ import { compileNetwork } from '../compile/network';
 import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { childProcesses, eventually, processGone } from '../fs-faults.fixture';
+import { spawnCli, type CliRun } from './spawn.fixture';
 
-const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-benchmark-'));
 const model = path.join(dir, 'model');
 const tmp = path.join(dir, 'tmp'); // TMPDIR of the spawned CLIs, so their temp folders are this test's
 
-interface Run { child: ChildProcess; done: Promise<{ code: number | null; signal: string | null; out: string; err: string }> }
-
-function start(...args: string[]): Run {
-  const child = spawn(process.execPath, [BIN, 'benchmark', ...args], { env: { ...process.env, TMPDIR: tmp } });
-  let out = '', err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
-  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, out, err }));
-  });
-  return { child, done };
-}
+const start = (...args: string[]): CliRun => spawnCli(['benchmark', ...args], { TMPDIR: tmp });
 
 test.before(async () => {
   mkdirSync(tmp);

@@ -1,36 +1,28 @@
 // `tensortune tune` as a user runs it: flag errors, a target whose every candidate fails,
 // Ctrl-C, and SIGKILL then resume (the worker dies with the CLI, its temp folder is swept).
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { childProcesses, eventually, processGone } from '../fs-faults.fixture';
+import { spawnCli, type CliRun } from './spawn.fixture';
 import { readRecords } from '../records/log';
 
-const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-tune-'));
 // The random policy: these tests are about the process, not the search, and it proposes fastest.
 const SMALL = ['mobilenet', '--image-size', '32', '--target', 'llvm -mcpu=native', '--batch-size', '2', '--policy', 'random', '--json'];
 
-interface Run { child: ChildProcess; done: Promise<{ code: number | null; signal: string | null; out: string; err: string }>; rounds: () => number }
+type Run = CliRun & { rounds: () => number };
 
 function start(...args: string[]): Run {
   return startWith({}, ...args);
 }
 
 function startWith(env: NodeJS.ProcessEnv, ...args: string[]): Run {
-  const child = spawn(process.execPath, [BIN, 'tune', ...args], { env: { ...process.env, CI: '', ...env } });
-  let out = '', err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
-  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, out, err }));
-  });
-  return { child, done, rounds: () => out.split('\n').filter((l) => l.includes('"type":"round"')).length };
+  const run = spawnCli(['tune', ...args], { CI: '', ...env });
+  return { ...run, rounds: () => run.out().split('\n').filter((l) => l.includes('"type":"round"')).length };
 }
 
 async function until(cond: () => boolean, what: string): Promise<void> {
