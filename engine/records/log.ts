@@ -135,23 +135,30 @@ async function lockAndRun<T>(file: string, fn: () => Promise<T>, opts: LockOptio
   }
 }
 
+export interface AppendOptions {
+  /** Runs under the log's lock and picks what to write of `records` (a merge that must not add a record twice). */
+  select?: (records: readonly TuningRecord[]) => Promise<readonly TuningRecord[]>;
+}
+
 /**
- * Appends records to a log: validated, one write per line, under the log's lock. A write
- * that fails (a full disk) cuts the log back to its size before this append, so no torn
- * line is left, and is a UserError naming the log and the cause.
+ * Appends records to a log: validated, one write per line, under the log's lock; returns
+ * how many were written. A write that fails (a full disk) cuts the log back to its size
+ * before this append, so no torn line is left, and is a UserError naming the log and the
+ * cause.
  */
-export async function appendRecords(file: string, records: readonly TuningRecord[]): Promise<void> {
-  if (records.length === 0) return;
-  const lines = records.map((r, i) => {
+export async function appendRecords(file: string, records: readonly TuningRecord[], opts: AppendOptions = {}): Promise<number> {
+  if (records.length === 0) return 0;
+  records.forEach((r, i) => {
     const check = checkRecord(r);
     if (!check.ok) throw new Error(`appendRecords: record ${i} is invalid: ${check.message}`);
-    return JSON.stringify(r) + '\n';
   });
   const dir = path.dirname(path.resolve(file));
   await fs.mkdir(dir, { recursive: true }).catch((e: unknown) => {
     throw asUserError(e, `cannot create the directory ${dir} of the record log ${file}`) ?? e;
   });
-  await withFileLock(file, async () => {
+  return withFileLock(file, async () => {
+    const lines = (opts.select ? await opts.select(records) : records).map((r) => JSON.stringify(r) + '\n');
+    if (lines.length === 0) return 0;
     const fh = await fs.open(file, 'a+').catch((e: unknown) => {
       throw asUserError(e, `cannot open the record log ${file}`) ?? e;
     });
@@ -170,6 +177,7 @@ export async function appendRecords(file: string, records: readonly TuningRecord
         while (written < data.length) written += (await fh.write(data, written)).bytesWritten;
       }
       await fh.datasync();
+      return lines.length;
     } catch (e) {
       const cut = before === undefined ? false : await fh.truncate(before).then(() => true, () => false);
       const state = cut ? 'the log was cut back to its last whole line' : 'the log may end with a torn line (it is skipped when read)';

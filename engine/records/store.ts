@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { bestRecords } from './best';
-import { appendRecords, readRecordFiles, withFileLock, type LogEntry, type ReadOptions } from './log';
+import { appendRecords, readRecordFiles, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
 
 /** JSON with object keys sorted, so two serialisations of one record compare equal. */
@@ -65,29 +65,27 @@ export interface MergeResult {
 
 /**
  * Appends to `log` (a log of the store in `dir`) every record of `sources` that no log of
- * the store holds. The store is read inside `log`'s lock, so two merges of the same source
- * into the same log never add it twice; appends to other logs are line-atomic, and a record
- * that lands in one of them meanwhile is at worst held twice, never lost.
+ * the store holds. The store is read inside `log`'s lock, so two merges into the same log
+ * never add a record twice; a record that lands in another log meanwhile is at worst held
+ * twice (readers deduplicate), never lost.
  */
 export async function mergeIntoStore(dir: string, log: string, sources: readonly string[], opts: ReadOptions = {}): Promise<MergeResult> {
   const incoming = await readRecordFiles(sources, { ...opts, missingOk: true });
   if (incoming.length === 0) return { read: 0, added: 0 };
-  await fs.mkdir(path.dirname(path.resolve(log)), { recursive: true });
-  const fresh = await withFileLock(log, async () => {
-    const held = new Set((await readRecordFiles(await storeLogs(dir), opts)).map((e) => recordId(e.record)));
-    const out: TuningRecord[] = [];
-    for (const { record } of incoming) {
-      const id = recordId(record);
-      if (held.has(id)) continue;
-      held.add(id);
-      out.push(record);
-    }
-    return out;
+  const added = await appendRecords(log, incoming.map((e) => e.record), {
+    async select(records) {
+      const held = new Set((await readRecordFiles(await storeLogs(dir), opts)).map((e) => recordId(e.record)));
+      const out: TuningRecord[] = [];
+      for (const record of records) {
+        const id = recordId(record);
+        if (held.has(id)) continue;
+        held.add(id);
+        out.push(record);
+      }
+      return out;
+    },
   });
-  // appendRecords takes the same lock again; a record appended by someone else between the
-  // two sections is a duplicate at worst (readStore deduplicates), never a loss.
-  await appendRecords(log, fresh);
-  return { read: incoming.length, added: fresh.length };
+  return { read: incoming.length, added };
 }
 
 /** The best valid record of each workload in `keys` for one target string and fingerprint. */
