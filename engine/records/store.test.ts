@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import { main } from '../cli';
+import { UserError } from '../errors';
 import { appendRecords, readRecords } from './log';
 import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
 import { bestDigest, mergeIntoStore, readStore, recordId, storeLogs, writeRecordsFile } from './store';
@@ -54,6 +56,25 @@ test('mergeIntoStore appends only what no log of the store holds; merging twice 
   await Promise.all([mergeIntoStore(dir, path.join(dir, 'a.jsonl'), [restored]), mergeIntoStore(dir, path.join(dir, 'a.jsonl'), [restored])]);
   assert.is((await readRecords(path.join(dir, 'a.jsonl'))).entries.length, 5);
   assert.equal(await mergeIntoStore(dir, path.join(dir, 'missing.jsonl'), [path.join(dir, 'nowhere.jsonl')]), { read: 0, added: 0 });
+});
+
+test('writeRecordsFile: a killed writer\'s temp file is swept, a live one\'s kept; a failed write is one line naming the file', async () => {
+  const dir = path.join(work, 'write');
+  const file = path.join(dir, 'out.jsonl');
+  await fs.mkdir(dir, { recursive: true });
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+  await fs.writeFile(`${file}.tmp-${dead}`, 'torn');
+  await fs.writeFile(`${file}.tmp-${process.ppid}`, 'in progress');
+  await writeRecordsFile(file, [rec(1)]);
+  assert.equal((await fs.readdir(dir)).sort(), ['out.jsonl', `out.jsonl.tmp-${process.ppid}`]);
+  await fs.writeFile(path.join(dir, 'plain'), '');
+  try {
+    await writeRecordsFile(path.join(dir, 'plain', 'x.jsonl'), [rec(1)]);
+    assert.unreachable();
+  } catch (e) {
+    assert.instance(e, UserError, String(e));
+    assert.match((e as Error).message, /^cannot write the record file .*plain\/x\.jsonl: .*\(E[A-Z]+\)$/);
+  }
 });
 
 test('bestDigest changes when a better record arrives, not for a slower one, an error or another machine', () => {

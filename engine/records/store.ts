@@ -14,6 +14,8 @@ import path from 'node:path';
 import { bestRecords } from './best';
 import { appendRecords, readRecordFiles, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
+import { asUserError } from '../errors';
+import { pidAlive } from '../temp-dirs';
 
 /** JSON with object keys sorted, so two serialisations of one record compare equal. */
 function canonical(value: unknown): string {
@@ -93,16 +95,31 @@ export function bestFor(entries: readonly LogEntry[], match: { target: string; f
   return [...bestRecords(entries.filter((e) => e.record.target === match.target && e.record.fingerprint === match.fingerprint && (!keys || keys.has(e.record.key)))).values()];
 }
 
-/** Writes `records` as a whole new file: a temp file in the same directory, then a rename. */
+/** Removes `<file>.tmp-<pid>` files that a killed writer of `file` left behind. */
+async function sweepStaleTemps(file: string): Promise<void> {
+  const base = `${path.basename(file)}.tmp-`;
+  const names = await fs.readdir(path.dirname(file)).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = name.startsWith(base) ? Number(name.slice(base.length)) : NaN;
+    if (Number.isInteger(pid) && pid !== process.pid && !pidAlive(pid)) await fs.rm(path.join(path.dirname(file), name), { force: true });
+  }
+}
+
+/**
+ * Writes `records` as a whole new file: a temp file in the same directory, then a rename
+ * (readers see the old file or the new one). A failure (a full disk, no permission) is a
+ * UserError naming the file, with the temp file removed.
+ */
 export async function writeRecordsFile(file: string, records: readonly TuningRecord[]): Promise<void> {
-  await fs.mkdir(path.dirname(path.resolve(file)), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}`;
   try {
+    await fs.mkdir(path.dirname(path.resolve(file)), { recursive: true });
+    await sweepStaleTemps(file);
     await fs.writeFile(tmp, records.map((r) => JSON.stringify(r) + '\n').join(''));
     await fs.rename(tmp, file);
   } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw asUserError(e, `cannot write the record file ${file}`) ?? e;
   }
 }
 
