@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ProgressReporter, formatBar, formatEstimate, formatTaskTable, summaryLine } from './progress';
+import { ProgressReporter, formatBar, formatEstimate, formatProgress, formatTaskTable, runBudget, summaryLine } from './progress';
 import type { TuneNetworkResult } from './types';
 
 const ROWS = [
@@ -32,6 +32,18 @@ test('the bar: fraction of the trial or time budget, whichever is further, and a
   assert.is(formatBar({ trials: 100, elapsedS: 30 }, { trials: 400 }, 8), '[##......] 100/400 trials  25%  0:30 elapsed  ETA 1:30');
   assert.is(formatBar({ trials: 10, elapsedS: 90 }, { trials: 400, timeLimitS: 120 }, 4), '[###.] 10/400 trials  75%  1:30 elapsed  ETA 0:30');
   assert.match(formatBar({ trials: 0, elapsedS: 0 }, {}, 4), 'ETA --:--');
+});
+
+test('the run\'s budget: the smaller of the total and the per-task budgets, less what the log holds', () => {
+  assert.equal(runBudget([64, 0, 200], { trialsPerTask: 200 }), { trials: 336, timeLimitS: undefined });
+  assert.equal(runBudget([64, 0, 200], { trials: 300, trialsPerTask: 200 }), { trials: 36, timeLimitS: undefined });
+  assert.equal(runBudget([10], { timeLimitS: 60 }), { trials: undefined, timeLimitS: 60 });
+});
+
+test('the progress of a log line: trials of the budget, percent, elapsed and ETA; only the elapsed time without a budget', () => {
+  assert.is(formatProgress({ trials: 100, elapsedS: 30 }, { trials: 400 }), '100/400 trials, 25%, 0:30 elapsed, ETA 1:30');
+  assert.is(formatProgress({ trials: 10, elapsedS: 3000 }, { trials: 400, timeLimitS: 3600 }), '10/400 trials, 83%, 50:00 elapsed, ETA 10:00');
+  assert.is(formatProgress({ trials: 10, elapsedS: 75 }, {}), '10 trials, 1:15 elapsed');
 });
 
 const RESULT: TuneNetworkResult = {

@@ -43,15 +43,45 @@ const clock = (s: number): string => {
   return `${h > 0 ? `${h}:${String(m).padStart(2, '0')}` : String(m)}:${String(sec).padStart(2, '0')}`;
 };
 
-/** `[######......]  120/400 trials  30%  ETA 2:10`: the fraction done is the larger of trials/budget and time/limit. */
-export function formatBar(done: { trials: number; elapsedS: number }, budget: { trials?: number; timeLimitS?: number }, width = 30): string {
+type Done = { trials: number; elapsedS: number };
+type Bound = { trials?: number; timeLimitS?: number };
+
+/** The fraction done (the larger of trials/budget and time/limit), the seconds left at this pace, and `N/M trials`. */
+function progressOf(done: Done, budget: Bound): { f: number; eta: number; count: string } {
   const fTrials = budget.trials ? done.trials / budget.trials : 0;
   const fTime = budget.timeLimitS ? done.elapsedS / budget.timeLimitS : 0;
   const f = Math.min(1, Math.max(fTrials, fTime));
-  const filled = Math.round(f * width);
   const eta = f > 0 ? (done.elapsedS / f) * (1 - f) : Infinity;
-  const count = budget.trials ? `${done.trials}/${budget.trials} trials` : `${done.trials} trials`;
+  return { f, eta, count: budget.trials ? `${done.trials}/${budget.trials} trials` : `${done.trials} trials` };
+}
+
+/** `[######......]  120/400 trials  30%  ETA 2:10`: the fraction done is the larger of trials/budget and time/limit. */
+export function formatBar(done: Done, budget: Bound, width = 30): string {
+  const { f, eta, count } = progressOf(done, budget);
+  const filled = Math.round(f * width);
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${count}  ${Math.floor(f * 100)}%  ${clock(done.elapsedS)} elapsed  ETA ${clock(eta)}`;
+}
+
+/** What a run may still measure: its trials (the smaller of the total budget and the per-task
+ *  budgets, less what the log holds) and its time limit; undefined where nothing bounds it. */
+export function runBudget(measured: readonly number[], budget: Bound & { trialsPerTask?: number }): Bound {
+  const resumed = measured.reduce((a, m) => a + m, 0);
+  const perTask = budget.trialsPerTask;
+  const fromPerTask = perTask === undefined ? undefined : measured.reduce((a, m) => a + Math.max(0, perTask - m), 0);
+  const fromTotal = budget.trials === undefined ? undefined : Math.max(0, budget.trials - resumed);
+  const trials = [fromPerTask, fromTotal].filter((x): x is number => x !== undefined);
+  return { trials: trials.length ? Math.min(...trials) : undefined, timeLimitS: budget.timeLimitS };
+}
+
+/**
+ * The overall progress after a round, for logs (no terminal needed): `120/400 trials, 30%,
+ * 2:10 elapsed, ETA 5:04` (at most: early stopping may end a run sooner); only the elapsed
+ * time when no budget bounds the run.
+ */
+export function formatProgress(done: Done, budget: Bound): string {
+  const { f, eta, count } = progressOf(done, budget);
+  if (!budget.trials && !budget.timeLimitS) return `${count}, ${clock(done.elapsedS)} elapsed`;
+  return `${count}, ${Math.floor(f * 100)}%, ${clock(done.elapsedS)} elapsed, ETA ${clock(eta)}`;
 }
 
 export interface ReporterOptions {
@@ -99,12 +129,7 @@ export class ProgressReporter {
     if (this.opts.json) this.opts.out(`${JSON.stringify(event)}\n`);
     if (event.type === 'start') {
       this.start = event;
-      const resumed = event.tasks.reduce((a, t) => a + t.measured, 0);
-      const perTask = this.opts.budget.trialsPerTask;
-      const fromPerTask = perTask === undefined ? undefined : event.tasks.reduce((a, t) => a + Math.max(0, perTask - t.measured), 0);
-      const fromTotal = this.opts.budget.trials === undefined ? undefined : Math.max(0, this.opts.budget.trials - resumed);
-      const trials = [fromPerTask, fromTotal].filter((x): x is number => x !== undefined);
-      this.totalBudget = { trials: trials.length ? Math.min(...trials) : undefined, timeLimitS: this.opts.budget.timeLimitS };
+      this.totalBudget = runBudget(event.tasks.map((t) => t.measured), this.opts.budget);
     }
     if (event.type === 'round') {
       this.runTrials += event.trials;

@@ -82,6 +82,19 @@ test('the policy fills the rest of each batch (its states with their genome); th
   assert.is(new Set(all.map((e) => JSON.stringify(e.record.steps))).size, 9, 'nothing measured twice, the default included');
 });
 
+test('the log: one line per round with the run\'s progress against its budget; the table once when the run ends after the warm-up', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 0, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(4), 'conv', { channels: 4, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  const out: string[] = [];
+  await tuneTasks('conv', [task], { target, records: path.join(dir, 'progress.jsonl'), trials: 3, batchSize: 3, log: (l) => out.push(l) });
+  const rounds = out.filter((l) => l.startsWith('warm-up task 0'));
+  assert.is(rounds.length, 1);
+  assert.match(rounds[0], /; run: 3\/3 trials, 100%, \d+:\d\d elapsed, ETA 0:00$/);
+  assert.is(out.filter((l) => l.includes('Task Description')).length, 1, out.join('\n'));
+  assert.is(out.filter((l) => l.startsWith('Estimated total latency')).length, 1, out.join('\n'));
+});
+
 test('compile applies the tuned records and the model runs', async () => {
   const { entries } = await readRecords(records);
   const tuned = new Set(entries.filter((e) => e.record.error === null).map((e) => e.record.key));

@@ -23,7 +23,7 @@ import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from './annotate';
 import { FailFastGate } from './fail-fast';
 import { createPolicy, POLICY_NAMES } from './policy';
-import { formatEstimate, formatTaskTable } from './progress';
+import { formatEstimate, formatProgress, formatTaskTable, runBudget } from './progress';
 import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
 import type {
   CostModel, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
@@ -164,6 +164,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   };
   let result: SchedulerResult;
   let table: (next?: boolean) => void;
+  let changedSinceTable = true; // whether the state differs from the last table printed (none yet)
   try {
     emit({
       type: 'start',
@@ -194,6 +195,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
     }, entries[i].policy.genomeOf?.(o.steps));
 
+    // What this run may still measure, for the progress and ETA of each round's line.
+    const bound = runBudget(tasks.map((t) => priorOf(t).length), { trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS });
     let roundsSinceTable = 0;
     const scheduler = new TaskScheduler(entries, {
       trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping,
@@ -211,13 +214,16 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       onRound(r) {
         emit({ type: 'round', task: r.task, trials: r.trials, best_ms: r.best_ms, errors: r.errors, total_trials: r.total_trials, estimated_ms: r.estimated_ms });
         const best = r.best_ms === null ? 'no valid program yet' : `best ${r.best_ms.toFixed(4)} ms`;
-        log(`${r.warmup ? 'warm-up ' : ''}task ${r.task} (${tasks[r.task].desc}): ${r.trials} trial(s), ${r.errors} error(s), ${best}`);
+        const progress = formatProgress({ trials: r.run_trials, elapsedS: (Date.now() - started) / 1000 }, bound);
+        log(`${r.warmup ? 'warm-up ' : ''}task ${r.task} (${tasks[r.task].desc}): ${r.trials} trial(s), ${r.errors} error(s), ${best}; run: ${progress}`);
+        changedSinceTable = true;
         // TVM prints the table before every round; once per pass over the tasks is enough to follow.
         if (!r.warmup && ++roundsSinceTable >= tasks.length) { roundsSinceTable = 0; table(); }
       },
       onWarmupDone: () => table(),
     });
     table = (next = true): void => {
+      changedSinceTable = false;
       for (const line of formatTaskTable(scheduler.status())) log(line);
       const total = scheduler.status().reduce((a, t) => a + t.trials, 0);
       log(formatEstimate(scheduler.estimatedMs(), total, (Date.now() - started) / 1000, next ? scheduler.pick(true) : null));
@@ -228,7 +234,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   } finally {
     await parts.measurer.close();
   }
-  table(false);
+  // The closing table, unless the last one printed (after the warm-up, say) already shows this state.
+  if (changedSinceTable) table(false);
   const wallS = (Date.now() - started) / 1000;
   emit({ type: 'done', total_trials: result.tasks.reduce((a, t) => a + t.trials, 0), estimated_ms: result.estimatedMs, wall_s: wallS, reason: result.reason });
   return {
