@@ -1,6 +1,7 @@
 // `tensortune benchmark` as a user runs it when things go wrong: a model.so that crashes
 // the runner (a truncated library: SIGBUS) is one line and exit 3; a CLI killed with
-// SIGKILL takes tt_bench down with it, and the next run removes its temp folder.
+// SIGKILL takes tt_bench down with it, and the next run removes its temp folder; figures
+// that may not be trusted are a warning line each, and --json carries them.
 
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,6 +74,21 @@ test('SIGKILL of the CLI: tt_bench dies with it; the next run removes the temp f
   } finally {
     run.child.kill('SIGKILL');
   }
+});
+
+test('the threads and load under the summary; a warning line on stderr per reason, the same reasons in --json', async () => {
+  const r = await start(model, '--repeat', '3', '--min-repeat-ms', '0', '--threads', '1', '--json').done;
+  assert.is(r.code, 0, r.err);
+  const lines = r.out.trimEnd().split('\n');
+  assert.is(lines.length, 5, r.out);
+  assert.is(lines[0], 'Execution time summary:');
+  assert.match(lines[3], /^1 thread\(s\) of \d+ core\(s\), 3 measurement\(s\) of \d+ run\(s\); load average \d+\.\d\d before, \d+\.\d\d after$/);
+  const json = JSON.parse(lines[4]) as { threads: number; cores: number; load_before: number; load_after: number; warnings: string[] };
+  assert.is(json.threads, 1);
+  assert.type(json.cores, 'number');
+  assert.type(json.load_after, 'number');
+  // Whether this machine is busy now is not the test's to know: the lines must match the JSON.
+  assert.is(r.err, json.warnings.map((w) => `tensortune benchmark: warning: ${w}\n`).join(''));
 });
 
 test.run();

@@ -1,11 +1,12 @@
 // `tensortune benchmark DIR`: time a compiled model with the native runner and print the
-// seeds' execution time summary (mean / median / max / min / std in ms).
+// seeds' execution time summary (mean / median / max / min / std in ms), the thread count
+// and load, and a warning for each reason not to trust the figures (timing-trust.ts).
 
 import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
 import { manifestFiles, readManifest } from '../compile/manifest';
-import { runBench } from '../native/bench';
+import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-repeat-ms MS] [--threads N] [--seed S]
@@ -14,8 +15,13 @@ const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-
                             [--repeat N] [--number N] [--seed S] [--json]
 
 Run a compiled model (DIR from 'tensortune compile') on seeded random input or raw
-float32 files and print the execution time summary. With --json the last line is one
-JSON object with mean_ms, median_ms, max_ms, min_ms, std_ms, threads, ...
+float32 files and print the execution time summary, the threads and the load average.
+--repeat defaults to ${BENCH_DEFAULTS.repeat} measurements of at least --min-repeat-ms ${BENCH_DEFAULTS.minRepeatMs} ms each,
+--threads to all cores. A 'warning:' line on stderr says why the figures may not be
+trusted: a standard deviation of 10% of the mean or more, outlying measurements, or other
+processes using the cores the model needs. With --json the last line is one JSON object
+with mean_ms, median_ms, max_ms, min_ms, std_ms, threads, cores, load_before, load_after,
+warnings, ...
 
 --compare onnxruntime runs ONNX Runtime (onnxruntime-node; install it with
 ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node) on the same weights, the
@@ -64,13 +70,14 @@ export const benchmarkCommand: Command = {
     }
     const result = await runBench({
       model: files.library, params: files.params,
-      repeat: positiveInt('--repeat', values.repeat, 10), number: optionalInt('--number', values.number),
-      minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], 100),
+      repeat: positiveInt('--repeat', values.repeat, BENCH_DEFAULTS.repeat), number: optionalInt('--number', values.number),
+      minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], BENCH_DEFAULTS.minRepeatMs),
       threads: optionalInt('--threads', values.threads),
       seed: nonNegativeInt('--seed', values.seed, 0), inputs,
       saveOutputs: values['save-outputs'] ? path.resolve(values['save-outputs']) : undefined,
     });
-    io.out(`${result.summary}\n`);
+    io.out(`${result.summary}\n${benchSetupLine(result)}\n`);
+    for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
     if (values.json) {
       const { summary: _summary, ...rest } = result;
       io.out(`${JSON.stringify(rest)}\n`);

@@ -1,13 +1,23 @@
 // runBench: times a compiled model with native/bench/tt_bench and returns its summary.
 // tt_bench dies with this process (TT_PARENT_PID, native/README.md) and its result goes
 // through a tt-bench-<pid>-* temp folder, which the next run sweeps if this one is killed.
+// Around the run it samples the load average and the busy time of the cores, so that the
+// result says whether its figures can be trusted (timing-trust.ts).
 
 import { promises as fs } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { ABI_VERSION } from '../runtime/abi';
 import { ModelRunError, UserError } from '../runtime/errors';
 import { ownedTempDir } from '../temp-dirs';
 import { loadExeca, memoAsync, nativeBinary } from './build';
+import { timingWarnings } from './timing-trust';
+
+/** What `tensortune benchmark` and `nx benchmark` use unless told otherwise: measurements
+ *  of at least 100 ms each (a few runs of a 3 ms model are at the mercy of one scheduler
+ *  tick), and 10 of them, enough for a median and for the outlier check. */
+export const BENCH_DEFAULTS = { repeat: 10, minRepeatMs: 100 } as const;
 
 export interface BenchOptions {
   /** The compiled model library (model.so). */
@@ -47,6 +57,18 @@ export interface BenchResult {
   seed: number;
   runs_ms: number[];
   abi_version: number;
+  /** CPU time tt_bench used (ms, all threads; -1 if unknown). */
+  cpu_ms: number;
+  /** Online cores, and the 1-minute load average before and after the run. */
+  cores: number;
+  load_before: number;
+  load_after: number;
+  /** Wall time of the run (s). */
+  seconds: number;
+  /** Cores' worth of CPU time other processes used during the run (null if unknown). */
+  others_cores: number | null;
+  /** Why the figures may not be trusted (timing-trust.ts); empty when nothing is wrong. */
+  warnings: string[];
   /** The three lines tt_bench printed ("Execution time summary:" and the table). */
   summary: string;
 }
@@ -98,6 +120,18 @@ const CRASH_HINTS: Partial<Record<string, string>> = {
 /** The first non-empty line of a tool's message (the CLI prints one line). */
 const oneLine = (text: string): string => text.trim().split('\n')[0]?.trim() ?? '';
 
+/** The busy time of all cores so far (ms), or undefined where os.cpus() knows nothing. */
+function busyMs(): number | undefined {
+  const all = cpus();
+  return all.length > 0 ? all.reduce((sum, c) => sum + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0) : undefined;
+}
+
+/** '2 thread(s) of 2 core(s), 10 measurement(s) of 31 run(s) (>= 100 ms each); load average 0.12 before, 0.35 after' */
+export function benchSetupLine(r: Omit<BenchResult, 'summary'>): string {
+  return `${r.threads} thread(s) of ${r.cores} core(s), ${r.repeat} measurement(s) of ${r.number} run(s)` +
+    `${r.min_repeat_ms > 0 ? ` (>= ${r.min_repeat_ms} ms each)` : ''}; load average ${r.load_before.toFixed(2)} before, ${r.load_after.toFixed(2)} after`;
+}
+
 /** Runs tt_bench on a compiled model and returns its timings. Bad input (files, flags,
  *  an ABI mismatch) is a UserError (exit code 2); a failing model a ModelRunError. */
 export async function runBench(opts: BenchOptions): Promise<BenchResult> {
@@ -108,7 +142,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   try {
     const jsonFile = path.join(dir, 'result.json');
     const { execa } = await loadExeca();
+    const before = { load: loadavg()[0], busy: busyMs(), own: process.cpuUsage(), at: performance.now() };
     const r = await execa(binary, [...args, '--json', jsonFile], { reject: false, env: { TT_PARENT_PID: String(process.pid) } });
+    const after = { load: loadavg()[0], busy: busyMs(), own: process.cpuUsage(before.own), at: performance.now() };
     if (r.failed) {
       const stderr = oneLine(r.stderr);
       const message = stderr || oneLine(r.message ?? '') || 'tt_bench failed';
@@ -116,8 +152,15 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       if (r.signal) throw new ModelRunError(`tt_bench: ${opts.model}: the model crashed (${r.signal}${CRASH_HINTS[r.signal] ?? ''})${stderr ? `: ${stderr}` : ''}`);
       throw new ModelRunError(message);
     }
-    const result = JSON.parse(await fs.readFile(jsonFile, 'utf8')) as Omit<BenchResult, 'summary'>;
-    return { ...result, summary: r.stdout.trim() };
+    const result = JSON.parse(await fs.readFile(jsonFile, 'utf8')) as Omit<BenchResult, 'summary' | 'cores' | 'load_before' | 'load_after' | 'seconds' | 'others_cores' | 'warnings'>;
+    const seconds = (after.at - before.at) / 1000;
+    // What the cores did besides tt_bench and this process (spawning it, reading its result).
+    const own = (result.cpu_ms ?? -1) >= 0 ? result.cpu_ms + (after.own.user + after.own.system) / 1000 : undefined;
+    const others = before.busy !== undefined && after.busy !== undefined && own !== undefined && seconds > 0
+      ? Math.max(0, (after.busy - before.busy - own) / 1000 / seconds) : undefined;
+    const machine = { cores: cpus().length || 1, load_before: before.load, load_after: after.load, seconds, others_cores: others ?? null };
+    const warnings = timingWarnings({ runs_ms: result.runs_ms, threads: result.threads, ...machine, others_cores: others });
+    return { ...result, ...machine, warnings, summary: r.stdout.trim() };
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }

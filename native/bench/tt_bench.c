@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,8 +163,17 @@ static void print_row(const char* cells[5]) {
   puts(line);
 }
 
+/* CPU time (user + system, all threads) this process used so far, in ms; -1 if unknown.
+   tensortune subtracts it from the machine's busy time to see what else ran (timing-trust.ts). */
+static double cpu_ms(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
 static void write_json(FILE* f, const tt_stats* s, const double* runs, int repeat, int number, int threads,
-                       int warmup, double min_repeat_ms, unsigned long long seed) {
+                       int warmup, double min_repeat_ms, unsigned long long seed, double cpu) {
   fputs("{\"mean_ms\":", f);
   tt_json_number(f, s->mean);
   fputs(",\"median_ms\":", f);
@@ -182,7 +192,9 @@ static void write_json(FILE* f, const tt_stats* s, const double* runs, int repea
     if (i) fputc(',', f);
     tt_json_number(f, runs[i]);
   }
-  fprintf(f, "],\"abi_version\":%d}\n", TT_ABI_VERSION);
+  fputs("],\"cpu_ms\":", f);
+  tt_json_number(f, cpu);
+  fprintf(f, ",\"abi_version\":%d}\n", TT_ABI_VERSION);
 }
 
 int main(int argc, char** argv) {
@@ -369,12 +381,13 @@ int main(int argc, char** argv) {
   print_row(cells);
 
   if (json_path) {
+    double cpu = cpu_ms();
     if (!strcmp(json_path, "-")) {
-      write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed);
+      write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu);
     } else {
       FILE* f = fopen(json_path, "w");
       if (!f) die(EXIT_USAGE, "--json '%s': cannot write: %s", json_path, strerror(errno));
-      write_json(f, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed);
+      write_json(f, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu);
       if (fclose(f) != 0) die(EXIT_USAGE, "--json '%s': write error: %s", json_path, strerror(errno));
     }
   }
