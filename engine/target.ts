@@ -87,16 +87,21 @@ function vectorLanes(mcpu: string | undefined, mattr: readonly string[], cross: 
   return /znver4|znver5|skylake-avx512|icelake|sapphirerapids|cascadelake|tigerlake/.test(mcpu) ? 16 : 8;
 }
 
+/** The CPU's model name ('AMD EPYC 7763 64-Core Processor'), or 'unknown'. */
+export function cpuModel(): string {
+  let model = 'unknown';
+  try {
+    model = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'))?.split(':')[1]?.trim() ?? model;
+  } catch { /* not Linux: fall back to os.cpus() */ }
+  return model === 'unknown' ? cpus()[0]?.model ?? model : model;
+}
+
 /**
  * What makes measurements on this machine comparable: the CPU model, its vector
  * features, core count and the target string. Records carry it; Nx caches by it.
  */
 export function hardwareFingerprint(target: Target): string {
-  let model = 'unknown';
-  try {
-    model = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'))?.split(':')[1]?.trim() ?? model;
-  } catch { /* not Linux: fall back to os.cpus() */ }
-  if (model === 'unknown') model = cpus()[0]?.model ?? model;
+  const model = cpuModel();
   const features = [...hostFlags()].filter((f) => /^(avx|fma|sse4|neon|asimd|sve)/.test(f)).sort();
   const text = JSON.stringify({ model, features, cores: cpus().length, target: target.text, arch: process.arch });
   return createHash('sha256').update(text).digest('hex').slice(0, 16);

@@ -141,7 +141,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         parallelism: false,
         outputs: [`{workspaceRoot}/${outRel}/${network}/reports`],
         metadata: {
-          description: `Time the compiled ${network} on this machine (mean / median / max / min / std) and write ${outRel}/${network}/reports/<target>.json and .html. Never cached: it measures this machine now.`,
+          description: `Time the compiled ${network} on this machine (mean / median / max / min / std) and write ${outRel}/${network}/reports/<target>.json and .html (the latest run, with a warning for each reason not to trust it) and <target>.history.jsonl (every run). Never cached: it measures this machine now.`,
           technologies: ['tensortune'],
           help: help('benchmark', { repeat: 10 }),
         },

@@ -1,14 +1,18 @@
 // `nx benchmark <network>`: time the compiled network on this machine with the native
-// runner and write <outDir>/<network>/reports/<target>.json and .html. Never cached.
+// runner (the CLI's defaults: 10 measurements of at least 100 ms; the target's threads,
+// else all cores), print the summary with the threads and load and a warning for each
+// reason not to trust it, and write <outDir>/<network>/reports/<target>.json and .html
+// (the latest run) and append to <target>.history.jsonl. Never cached.
 
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { manifestFiles, readManifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
-import { runBench } from '../../engine/native/bench';
+import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../../engine/native/bench';
+import { cpuModel } from '../../engine/target';
 import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
-import { renderHtml, type BenchmarkReport } from './report';
+import { writeReport, type BenchmarkReport } from './report';
 import type { BenchmarkExecutorOptions } from './schema';
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
@@ -22,24 +26,22 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     const result = await runBench({
       model: files.library,
       params: files.params,
-      repeat: options.repeat,
+      repeat: options.repeat ?? BENCH_DEFAULTS.repeat,
       number: options.number,
-      minRepeatMs: options.minRepeatMs,
+      minRepeatMs: options.minRepeatMs ?? BENCH_DEFAULTS.minRepeatMs,
       threads: options.threads ?? run.target.threads,
     });
     console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
     console.log(result.summary);
+    console.log(benchSetupLine(result));
+    for (const w of result.warnings) console.warn(`warning: ${w}`);
     const { summary: _summary, ...numbers } = result;
     const report: BenchmarkReport = {
       network: run.network, target: run.targetName, target_string: manifest.target, fingerprint: manifest.fingerprint,
-      engine_version: manifest.engine_version, time: new Date().toISOString(), model_dir: rel(run.modelDir), result: numbers,
+      engine_version: manifest.engine_version, time: new Date().toISOString(), cpu: cpuModel(), model_dir: rel(run.modelDir), result: numbers,
     };
-    mkdirSync(run.reportsDir, { recursive: true });
-    const json = path.join(run.reportsDir, `${run.targetName}.json`);
-    const html = path.join(run.reportsDir, `${run.targetName}.html`);
-    writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
-    writeFileSync(html, renderHtml(report));
-    console.log(`wrote ${rel(json)} and ${rel(html)}`);
+    const written = writeReport(run.reportsDir, report);
+    console.log(`wrote ${rel(written.json)} and ${rel(written.html)}, appended to ${rel(written.history)}`);
     return { success: true };
   });
 }

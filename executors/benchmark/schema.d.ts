@@ -2,10 +2,11 @@
 import type { NetworkExecutorOptions } from '../run';
 
 export interface BenchmarkExecutorOptions extends NetworkExecutorOptions {
-  /** Timed measurements (default 5). */
+  /** Timed measurements (default 10, as the CLI). */
   repeat?: number;
   /** Runs per measurement (grown until one lasts minRepeatMs). */
   number?: number;
+  /** Minimum duration of one measurement in ms (default 100, as the CLI). */
   minRepeatMs?: number;
   /** Threads (default: the target's threads, else all cores). */
   threads?: number;

@@ -1,0 +1,121 @@
+// `nx benchmark` as the executor runs it, on a tiny compiled network: the summary names the
+// threads and the load, every warning of the result is a `warning:` line, and each run
+// appends to <target>.history.jsonl while <target>.json and .html show the latest. The
+// report itself on synthetic results: warnings first and escaped, the history table and
+// plot, broken history lines skipped. The schema's defaults are the CLI's.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ExecutorContext } from '@nx/devkit';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { compileNetwork } from '../../engine/compile/network';
+import { NetBuilder } from '../../engine/frontend/builder';
+import { writeOnnxFile } from '../../engine/frontend/onnx/export';
+import { BENCH_DEFAULTS } from '../../engine/native/bench';
+import benchmarkExecutor from './executor';
+import { readHistory, renderHtml, writeReport, type BenchmarkReport } from './report';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-benchmark-executor-'));
+const reports = path.join(dir, 'out', 'net', 'reports');
+const CONFIG = `records: records
+outDir: out
+targets:
+  cpu:
+    target: llvm
+networks:
+  net:
+    model: net.onnx
+`;
+
+/** The lines console.log, .warn and .error print while `fn` runs. */
+async function capture<T>(fn: () => Promise<T>): Promise<{ value: T; lines: string[] }> {
+  const lines: string[] = [];
+  const { log, warn, error } = console;
+  const push = (...a: unknown[]): void => { lines.push(...a.join(' ').split('\n')); };
+  Object.assign(console, { log: push, warn: push, error: push });
+  try {
+    return { value: await fn(), lines };
+  } finally {
+    Object.assign(console, { log, warn, error });
+  }
+}
+
+/** A report as the executor writes it, with the given median and warnings. */
+const synthetic = (time: string, median: number, warnings: string[]): BenchmarkReport => ({
+  network: 'net', target: 'cpu', target_string: 'llvm', fingerprint: 'f00d', engine_version: '0.1.0', time,
+  cpu: 'AMD EPYC <test>', model_dir: 'out/net/cpu',
+  result: {
+    mean_ms: median, median_ms: median, max_ms: median, min_ms: median, std_ms: 0, threads: 2, repeat: 3, number: 10,
+    warmup: 1, min_repeat_ms: 100, seed: 0, runs_ms: [median, median, median], abi_version: 1, cpu_ms: 500,
+    cores: 2, load_before: 2.04, load_after: 2.31, seconds: 1.5, others_cores: 1.02, warnings,
+  },
+});
+
+test.before(async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(4), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
+  writeOnnxFile(path.join(dir, 'net.onnx'), b.graph);
+  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  await compileNetwork({ model: path.join(dir, 'net.onnx'), target: 'llvm', outDir: path.join(dir, 'out', 'net', 'cpu'), log: () => undefined });
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('the schema\'s defaults are the CLI\'s', () => {
+  const schema = JSON.parse(readFileSync(path.join(__dirname, 'schema.json'), 'utf8')) as { properties: Record<string, { default?: unknown }> };
+  assert.is(schema.properties.repeat.default, BENCH_DEFAULTS.repeat);
+  assert.is(schema.properties.minRepeatMs.default, BENCH_DEFAULTS.minRepeatMs);
+});
+
+test('two runs: threads and load in the summary, warnings as warning: lines, a history of two and the latest report', async () => {
+  const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const options = { config: 'tensortune.config.yaml', network: 'net', repeat: 3, minRepeatMs: 0, threads: 1 };
+  for (let i = 0; i < 2; i++) {
+    const { value, lines } = await capture(() => benchmarkExecutor(options, ctx));
+    assert.equal(value, { success: true }, lines.join('\n'));
+    assert.is(lines[0], 'net on cpu ("llvm")');
+    assert.is(lines[1], 'Execution time summary:');
+    assert.match(lines[4], /^1 thread\(s\) of \d+ core\(s\), 3 measurement\(s\) of \d+ run\(s\); load average \d+\.\d\d before, \d+\.\d\d after$/);
+    const report = JSON.parse(readFileSync(path.join(reports, 'cpu.json'), 'utf8')) as BenchmarkReport;
+    assert.equal(lines.filter((l) => l.startsWith('warning: ')), report.result.warnings.map((w) => `warning: ${w}`));
+    assert.is(lines.at(-1), 'wrote out/net/reports/cpu.json and out/net/reports/cpu.html, appended to out/net/reports/cpu.history.jsonl');
+    assert.is(report.result.threads, 1);
+    assert.type(report.result.load_before, 'number');
+    assert.ok(report.cpu.length > 0);
+    const history = readHistory(path.join(reports, 'cpu.history.jsonl'));
+    assert.is(history.length, i + 1);
+    assert.equal(history.at(-1), { ...history.at(-1)!, time: report.time, threads: 1, cpu: report.cpu, median_ms: report.result.median_ms, warnings: report.result.warnings });
+    const html = readFileSync(path.join(reports, 'cpu.html'), 'utf8');
+    assert.is(html.match(/<tr( class="warned")?><td>\d{4}-/g)?.length, i + 1, 'a history row per run');
+  }
+});
+
+test('the HTML report: the warnings first, escaped; a history table newest first and a plot with the warned runs marked', () => {
+  const out = path.join(dir, 'synthetic');
+  writeReport(out, synthetic('2025-01-01T10:00:00.000Z', 3.2, []));
+  appendFileSync(path.join(out, 'cpu.history.jsonl'), '{"time": "cut by a kill\n');
+  const busy = 'busy machine: other processes used 1.0 cores <while> it ran';
+  const files = writeReport(out, synthetic('2025-01-02T10:00:00.000Z', 371, [busy]));
+  const history = readHistory(files.history);
+  assert.equal(history.map((e) => e.median_ms), [3.2, 371], 'the broken line is skipped');
+  assert.equal(history[1].warnings, [busy]);
+  const html = readFileSync(files.html, 'utf8');
+  const alert = html.indexOf('<div class="warning" role="alert">');
+  assert.ok(alert > 0 && alert < html.indexOf('Execution time summary'), 'the warnings come before the figures');
+  assert.ok(html.includes('<li>busy machine: other processes used 1.0 cores &#60;while&#62; it ran</li>'));
+  const rows = [...html.matchAll(/<tr( class="warned")?><td>([^<]+)<\/td><td>([^<]+)</g)].map((m) => [m[2], m[3], Boolean(m[1])]);
+  assert.equal(rows, [['2025-01-02T10:00:00.000Z', '371.0000', true], ['2025-01-01T10:00:00.000Z', '3.2000', false]]);
+  assert.is(html.match(/<circle /g)?.length, 2);
+  assert.is(html.match(/stroke="#c0392b" stroke-width="2"/g)?.length, 1, 'one red ring');
+  assert.ok(html.includes('<tr><th>CPU</th><td>AMD EPYC &#60;test&#62;</td></tr>'));
+  assert.ok(html.includes('<tr><th>threads</th><td>2 of 2 core(s)</td></tr>'));
+
+  const quiet = renderHtml(synthetic('2025-01-03T10:00:00.000Z', 3.2, []));
+  assert.not.ok(quiet.includes('role="alert"'));
+  assert.ok(quiet.includes('<p class="trusted">'));
+  assert.not.ok(quiet.includes('<h2>History</h2>'), 'no history given, no section');
+});
+
+test.run();
