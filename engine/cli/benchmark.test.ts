@@ -13,6 +13,7 @@ import { compileNetwork } from '../compile/network';
 import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { childProcesses, eventually, processGone } from '../fs-faults.fixture';
+import { skip } from '../skip.fixture';
 import { spawnCli, type CliRun } from './spawn.fixture';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-benchmark-'));
@@ -49,7 +50,7 @@ test('a truncated model.so crashes the runner (SIGBUS): one line naming the libr
 });
 
 test('SIGKILL of the CLI: tt_bench dies with it; the next run removes the temp folder it left', async () => {
-  if (process.platform !== 'linux') { console.log('  skipped: finding child processes needs Linux /proc'); return; }
+  if (process.platform !== 'linux') { skip('benchmark: SIGKILL of the CLI', 'finding child processes needs Linux /proc'); return; }
   const run = start(model, '--repeat', '1000000', '--min-repeat-ms', '1000'); // hours, unless killed
   const cli = run.child.pid!;
   const runner = (): number | undefined =>

@@ -7,7 +7,7 @@
 //   ENOTDIR --records under a regular file
 //   ENOSPC  a tmpfs of two pages that fills up in the middle of an append (the log is cut
 //           back to its last whole line), one of one page where distill writes its output
-// A case that cannot be built here (no mount privilege, no chattr, Windows) is skipped with one line.
+// A case that cannot be built here (no mount privilege, no chattr, Windows) is skipped with skip(), which says why.
 
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { mountTmpfs, permissionsApply, setImmutable, unmount, unprivileged } from '../fs-faults.fixture';
 import { RECORD_FORMAT_VERSION } from '../records/record';
+import { skip } from '../skip.fixture';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'tensortune.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-errors-'));
@@ -62,7 +63,7 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('EACCES: tune --records and compile --cache in a directory without write permission', async () => {
   const why = permissionsApply();
-  if (why) { console.log(`  skipped: ${why}`); return; }
+  if (why) { skip('CLI EACCES: tune --records and compile --cache in a read-only folder', why); return; }
   const ro = file('read-only');
   const records = path.join(ro, 'log.jsonl');
   expectLine(await cli(['tune', 'mobilenet', '--records', records], { unprivileged: true }),
@@ -76,7 +77,7 @@ test('EPERM: tune --records naming an immutable log', async () => {
   const records = file('immutable.jsonl');
   writeFileSync(records, '');
   const why = setImmutable(records, true);
-  if (why) { console.log(`  skipped: ${why}`); return; }
+  if (why) { skip('CLI EPERM: tune --records naming an immutable log', why); return; }
   try {
     expectLine(await cli(['tune', 'mobilenet', '--records', records]),
       `tensortune tune: cannot write the record log ${records}: operation not permitted (EPERM)`, 'tune --records');
@@ -102,7 +103,7 @@ test('ENOSPC in the middle of an append: one line, exit 2, the log cut back to i
   const mnt = file('small-fs');
   mkdirSync(mnt);
   const why = mountTmpfs(mnt, 2 * 4096);
-  if (why) { console.log(`  skipped: ${why}`); return; }
+  if (why) { skip('CLI ENOSPC: tune appending to a full disk', why); return; }
   try {
     // page 1: the log (a comment line, 4000 bytes); page 2: the lock; the first batch does not fit
     const records = path.join(mnt, 'log.jsonl');
@@ -123,7 +124,7 @@ test('ENOSPC while distill writes its output: one line naming it, exit 2, no loc
   const mnt = file('one-page-fs');
   mkdirSync(mnt);
   const why = mountTmpfs(mnt, 4096); // the lock takes the one page; the output does not fit
-  if (why) { console.log(`  skipped: ${why}`); return; }
+  if (why) { skip('CLI ENOSPC: distill writing to a full disk', why); return; }
   try {
     const input = file('in.jsonl');
     writeFileSync(input, JSON.stringify({

@@ -8,7 +8,7 @@
 // (random policy: per task the default schedule plus one random candidate), compiled with
 // the random candidates' records only (so the kernels are certainly not the defaults) and
 // compared again.
-// Skipped, with a message, when onnxruntime-node cannot be loaded.
+// Skipped, with skip() saying why, when onnxruntime-node cannot be loaded.
 
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
+import { skip } from '../skip.fixture';
 import { compareWithOnnxRuntime, formatCompareReport, outputError, top1, withoutSoftmax } from './compare';
 import { openOrtSession, tryLoadOnnxRuntime } from './ort';
 
@@ -50,7 +51,7 @@ const kernelHashes = async (out: string): Promise<Set<string>> =>
 for (const [name, schedules] of [['mobilenet', 'default'], ['resnet-18', 'default'], ['mobilenet', 'tuned'], ['resnet-18', 'tuned']] as const) {
   test(`${name} (ONNX, random BN statistics, ${IMAGE}x${IMAGE}, ${schedules} schedules): compiled logits agree with ONNX Runtime`, async () => {
     if (!ort.module) {
-      console.log(`  (skipped: ${ort.error})`);
+      skip(`${name} ${schedules}: compiled logits against ONNX Runtime`, ort.error);
       return;
     }
     const net = getNetwork(name, { layout: 'NCHW', imageSize: IMAGE, randomStats: true, seed: 7 });
@@ -97,7 +98,7 @@ for (const [name, schedules] of [['mobilenet', 'default'], ['resnet-18', 'defaul
 
 test('compareWithOnnxRuntime: finds the ONNX file from the manifest, interleaves, reports errors and top-1', async () => {
   if (!ort.module) {
-    console.log(`  (skipped: ${ort.error})`);
+    skip('compareWithOnnxRuntime', ort.error);
     return;
   }
   const report = await compareWithOnnxRuntime({ modelDir: path.join(dir, 'mobilenet'), threads: 1, rounds: 2, repeat: 2, number: 1 });

@@ -1,7 +1,7 @@
 // Cross compilation: `-mtriple=aarch64-linux-gnu` compiles every kernel and the entry
 // point with aarch64-linux-gnu-gcc into an aarch64 shared library (NEON: 4 lanes).
 // Running it needs an aarch64 machine (or a runner), so this checks what was built.
-// Skipped, with a message, when the cross compiler is not installed
+// Skipped, with skip() saying why, when the cross compiler is not installed
 // (Debian: apt-get install gcc-aarch64-linux-gnu).
 
 import { execFileSync } from 'node:child_process';
@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { skip } from '../skip.fixture';
 import { readManifest } from './manifest';
 import { compileNetwork } from './network';
 
@@ -27,7 +28,7 @@ function haveCrossCompiler(): boolean {
 
 test('mobilenet cross-compiled for aarch64 is an aarch64 shared library', async () => {
   if (!haveCrossCompiler()) {
-    console.log(`  (skipped: ${CROSS_CC} not installed)`);
+    skip('aarch64 cross compilation', `${CROSS_CC} not installed (Debian: apt-get install gcc-aarch64-linux-gnu)`);
     return;
   }
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-cross-'));

@@ -10,6 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UserError } from '../errors';
 import { mountTmpfs, setImmutable, unmount } from '../fs-faults.fixture';
+import { skip } from '../skip.fixture';
 import { appendRecords, checkLogWritable, readRecords } from './log';
 import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
 
@@ -41,7 +42,7 @@ async function onTmpfs(name: string, pages: number, body: (dir: string) => Promi
   mkdirSync(dir);
   const why = mountTmpfs(dir, pages * PAGE);
   if (why) {
-    console.log(`  skipped '${name}': ${why}`);
+    skip(`record log on a full disk (${name})`, why);
     return;
   }
   try {
@@ -81,7 +82,7 @@ test('an immutable log (EPERM, also for root): appendRecords and checkLogWritabl
   const log = path.join(work, 'immutable.jsonl');
   writeFileSync(log, JSON.stringify(rec('kept')) + '\n');
   const why = setImmutable(log, true);
-  if (why) { console.log(`  skipped 'immutable log': ${why}`); return; }
+  if (why) { skip('record log: an immutable log', why); return; }
   try {
     await rejectsWith(appendRecords(log, [rec('new')]), `cannot open the record log ${log}: operation not permitted (EPERM)`);
     await rejectsWith(checkLogWritable(log), `cannot write the record log ${log}: operation not permitted (EPERM)`);

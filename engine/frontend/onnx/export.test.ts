@@ -11,6 +11,7 @@ import type { Graph } from '../../graph/graph';
 import { runGraph } from '../../graph/run';
 import { uniform } from '../../runtime/random';
 import type { Layout } from '../../topi/nn';
+import { skip } from '../../skip.fixture';
 import { getNetwork } from '../networks';
 import { exportOnnx } from './export';
 import { cancelTransposes, importOnnx } from './import';
@@ -53,7 +54,7 @@ for (const [name, layout] of [['mobilenet', 'NCHW'], ['mobilenet', 'NHWC'], ['re
     const [want] = runGraph(net.graph, feeds);
     assertClose(runGraph(model.graph, feeds)[0], want, 'imported NCHW');
     assertClose(runGraph(imported(bytes, 'NHWC'), feeds)[0], want, 'imported NHWC');
-    if (!ort.module) return;
+    if (!ort.module) { skip(`${name} ${layout} export: the comparison with ONNX Runtime`, ort.error); return; }
     const session = await openOrtSession(bytes, 1, [net.inputShape]);
     const [got] = await session.run([x]);
     await session.release();

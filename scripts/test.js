@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// npm test's test runs: the unit tests, then (if they pass) the end-to-end suite, as
+// package.json's test:unit and test:e2e scripts define them, with their output passed
+// through as it comes; then every skipped test with its reason, and one closing line summed
+// over both runs: `N passed, N failed, N skipped`.
+//
+// uvu counts a test that returned early as passed. A test that cannot run here says so
+// through skip() (engine/skip.fixture.ts), which prints `skip: <test>: <reason>`; each such
+// line moves one test from passed to skipped. uvu's own skips (test.skip) count as skipped.
+'use strict';
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const scripts = require(path.join(root, 'package.json')).scripts;
+const bin = path.join(root, 'node_modules', '.bin');
+
+/** Runs one package.json script through the shell (as npm would, node_modules/.bin first on PATH). */
+function run(name) {
+  return new Promise((resolve) => {
+    const child = spawn(scripts[name], {
+      cwd: root, shell: true, stdio: ['inherit', 'pipe', 'pipe'],
+      env: { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` },
+    });
+    let text = '';
+    child.stdout.on('data', (d) => { process.stdout.write(d); text += d; });
+    child.stderr.on('data', (d) => { process.stderr.write(d); text += d; });
+    child.on('close', (code, signal) => resolve({ name, code: code ?? 1, signal, text }));
+  });
+}
+
+const plain = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
+
+/** uvu's totals and our skip lines in one run's output. */
+function tally(result) {
+  const text = plain(result.text);
+  const num = (label) => {
+    const m = new RegExp(`^\\s*${label}:\\s+(\\d+)\\s*$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  const skips = [...text.matchAll(/^skip: (.*)$/gm)].map((m) => m[1]);
+  const total = num('Total'), passed = num('Passed'), uvuSkipped = num('Skipped');
+  if (total === undefined || passed === undefined) {
+    // uvu did not get to its summary (a file failed to load, a crash): one failure for the run.
+    return { passed: 0, failed: 1, skips, uvuSkipped: 0, unfinished: true };
+  }
+  return { passed: passed - skips.length, failed: total - passed, skips, uvuSkipped: uvuSkipped ?? 0, unfinished: false };
+}
+
+async function main() {
+  const runs = [];
+  for (const name of ['test:unit', 'test:e2e']) {
+    const result = await run(name);
+    runs.push({ ...result, ...tally(result) });
+    if (result.code !== 0) break;
+  }
+  const sum = (k) => runs.reduce((a, r) => a + r[k], 0);
+  const skips = runs.flatMap((r) => r.skips);
+  const lines = [''];
+  for (const r of runs) if (r.unfinished) lines.push(`${r.name} stopped before its summary (exit ${r.signal ?? r.code})`);
+  if (runs.length < 2) lines.push('test:e2e not run: test:unit failed');
+  for (const s of skips) lines.push(`skipped: ${s}`);
+  const uvuSkipped = sum('uvuSkipped');
+  if (uvuSkipped > 0) lines.push(`skipped: ${uvuSkipped} test(s) marked test.skip`);
+  lines.push(`${sum('passed')} passed, ${sum('failed')} failed, ${skips.length + uvuSkipped} skipped`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  process.exitCode = runs.every((r) => r.code === 0) ? 0 : 1;
+}
+
+main();
