@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { recordId } from '../engine/records/store';
+import type { TuningRecord } from '../engine/records/record';
 import { startCacheServer, type CacheServer } from './cache-server';
 import { writeTinyModel } from './tiny-model';
 
@@ -110,24 +112,26 @@ function storeMeasurements(dir: string, outputs = false): Map<string, StoredReco
 }
 const mean = (r: StoredRecord): number => r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length;
 
-interface Manifest { records: { tuned: number; default: number; by_budget: Record<string, number> }; kernels: { key: string; schedule: string; source: string; objectHash: string }[] }
+interface Manifest { records: { tuned: number; default: number; by_budget: Record<string, number> }; kernels: { key: string; schedule: string; source: string; record?: string; objectHash: string }[] }
 const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(path.join(dir, 'dist', 'tensortune', 'tiny', 'cpu', 'manifest.json'), 'utf8')) as Manifest;
 
 /**
  * Every tuned kernel of the compiled model uses the fastest valid record the workspace holds
  * for its workload (its store and its tune outputs: a compile restored from a cache reads no
- * store, and its manifest names the log line on the machine that compiled it).
+ * store, and its manifest names the record by its id, whichever log and machine held it).
  */
 function assertCompiledWithBest(dir: string): void {
   const best = new Map<string, number>();
+  const byId = new Map<string, StoredRecord>();
   for (const r of storeMeasurements(dir, true).values()) {
+    byId.set(recordId(r as unknown as TuningRecord), r);
     if (r.error === null && r.costs_ms.length > 0) best.set(r.key, Math.min(best.get(r.key) ?? Infinity, mean(r)));
   }
   const m = manifestOf(dir);
   assert.ok(m.records.tuned > 0, 'some kernel is tuned');
   for (const k of m.kernels.filter((k) => k.schedule === 'tuned')) {
-    const [file, line] = [k.source.slice(0, k.source.lastIndexOf(':')), Number(k.source.slice(k.source.lastIndexOf(':') + 1))];
-    const used = JSON.parse(readFileSync(file, 'utf8').split('\n')[line - 1]) as StoredRecord;
+    const used = byId.get(k.record ?? '');
+    assert.ok(used, `kernel ${k.key}: its record ${k.record} (${k.source}) is in the workspace`);
     assert.is(mean(used), best.get(k.key), `kernel ${k.key} uses ${k.source}, not the store's best`);
   }
 }

@@ -74,7 +74,8 @@ for (const [name, schedules] of [['mobilenet', 'default'], ['resnet-18', 'defaul
       assert.ok(tuned.every((k) => !defaults.has(k.objectHash)), 'every tuned kernel differs from the default one');
     }
     const manifest = JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8'));
-    assert.is(manifest.name, onnx, 'the manifest records the ONNX file');
+    assert.is(manifest.name, `${name}.onnx`, 'the manifest names the ONNX file by its base name');
+    assert.is(manifest.model_file, `../${name}.onnx`, 'and by its path relative to the model directory, no machine path');
     assert.equal(manifest.inputs[0].shape, [1, 3, IMAGE, IMAGE], 'the compiled model keeps the NCHW input');
 
     const x = uniform(3 * IMAGE * IMAGE, 5, 0);

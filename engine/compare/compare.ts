@@ -2,10 +2,10 @@
 // on identical weights, the same seeded input and the same thread count.
 //
 // Which ONNX file: `onnx` when given; else the compiled model's own source when it was
-// compiled from an ONNX file (compile records the file's absolute path as the manifest's
-// `name`); else, for a builtin network, the network is exported here with the weights
-// `compile` gives it (seed 0, TVM's identity batch-norm statistics), in the compiled
-// model's input layout, batch and image size.
+// compiled from an ONNX file (the manifest's `model_file`, relative to the model directory,
+// which must still hash to its `model_sha256`); else, for a builtin network, the network
+// is exported here with the weights `compile` gives it (seed 0, TVM's identity batch-norm
+// statistics), in the compiled model's input layout, batch and image size.
 //
 // Timing: `rounds` interleaved rounds A B A B ...; each round times our model with the
 // native runner (tt_bench, `repeat` measurements of `number` runs) and then ONNX Runtime
@@ -17,7 +17,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { manifestFiles, readManifest, type Manifest } from '../compile/manifest';
+import { fileSha256, manifestFiles, readManifest, type Manifest } from '../compile/manifest';
 import { UserError } from '../errors';
 import { isOpNode, type Graph } from '../graph/graph';
 import { rebuild } from '../graph/rewrite';
@@ -85,7 +85,17 @@ async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promis
     if (!existsSync(opts.onnx)) throw new UserError(`--onnx ${opts.onnx}: file not found`);
     return { file: path.resolve(opts.onnx), source: 'option' };
   }
-  if (isOnnxPath(m.name)) {
+  if (m.model_file !== undefined) {
+    // Where the model file was, relative to the model directory, and its hash when compiled.
+    const file = path.resolve(opts.modelDir, m.model_file);
+    if (!existsSync(file)) throw new UserError(`${opts.modelDir}: compiled from ${m.model_file} (relative to it), which is not there (pass --onnx FILE)`);
+    if (m.model_sha256 !== undefined && fileSha256(file) !== m.model_sha256) {
+      throw new UserError(`${file}: changed since ${opts.modelDir} was compiled from it (sha256 differs); compile it again, or pass --onnx FILE`);
+    }
+    return { file, source: 'manifest' };
+  }
+  if (isOnnxPath(m.name) && path.isAbsolute(m.name)) {
+    // A manifest written before model_file: its name is the file's absolute path.
     if (!existsSync(m.name)) throw new UserError(`${opts.modelDir}: compiled from ${m.name}, which no longer exists (pass --onnx FILE)`);
     return { file: m.name, source: 'manifest' };
   }

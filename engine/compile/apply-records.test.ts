@@ -12,6 +12,7 @@ import { getNetwork } from '../frontend/networks';
 import { extractTasks } from '../graph/extract';
 import { appendRecords, readRecords } from '../records/log';
 import { RECORD_FORMAT_VERSION, type TuningRecord } from '../records/record';
+import { recordId } from '../records/store';
 import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, parseTarget } from '../target';
@@ -36,8 +37,9 @@ const lanes2 = defaultSchedule(conv.dag, { vectorLanes: 2 });
 
 test('applyRecords: fastest usable record per task, records of other machines ignored, one summary', async () => {
   const file = path.join(work, 'apply.jsonl');
+  const best = rec(lanes4, [2]);
   await appendRecords(file, [
-    rec(lanes4, [2]),
+    best,
     rec([{ s: 'split', stage: 'no_such_stage', iter: 'x', lengths: [2] }], [0.1]), // fastest, but no longer applies
     rec(lanes2, [0.5], { fingerprint: 'ffffffffffffffff' }), // another machine
     rec(lanes2, [], { error: 'wrong_answer' }),
@@ -46,7 +48,7 @@ test('applyRecords: fastest usable record per task, records of other machines ig
   const logs: string[] = [], warnings: string[] = [];
   const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], log: (l) => logs.push(l), warn: (w) => warnings.push(w) });
   assert.equal([...applied.schedules.keys()], [conv.key]);
-  assert.equal(applied.schedules.get(conv.key), { steps: lanes4, source: `${file}:1` });
+  assert.equal(applied.schedules.get(conv.key), { steps: lanes4, source: 'apply.jsonl:1', record: recordId(best) }, 'the log by its base name (no machine path), and the record by its id');
   assert.is(applied.untuned.length, tasks.length - 1);
   assert.ok(applied.untunedShare > 0 && applied.untunedShare < 1);
   assert.is(logs.length, 1, 'one summary');
@@ -71,7 +73,7 @@ test('applyRecords passes over a record whose unroll is unbounded (parallel turn
   await appendRecords(file, [rec(hostile, [0.1]), rec(lanes4, [2])]);
   const warnings: string[] = [];
   const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], warn: (w) => warnings.push(w) });
-  assert.equal(applied.schedules.get(conv.key)?.source, `${file}:2`);
+  assert.equal(applied.schedules.get(conv.key)?.source, 'unroll.jsonl:2');
   const { stage, iter } = lanes4[at] as { stage: string; iter: string };
   assert.equal(warnings, [
     `1 record(s) no longer apply to their task and were passed over (first: ${file}:1: steps/${at}: unroll of ${stage}.${iter}, a loop of a stage computed at root ` +
@@ -96,22 +98,23 @@ test('applyRecords --strict fails naming the untuned tasks', async () => {
 
 test('compile --records compiles the record in; a changed record recompiles exactly one kernel', async () => {
   const file = path.join(work, 'compile.jsonl');
-  await appendRecords(file, [rec(lanes4, [2])]);
+  const record = rec(lanes4, [2]);
+  await appendRecords(file, [record]);
   const logs: string[] = [];
   const opts = { model: 'mobilenet', imageSize: 32, target: target.text, cacheDir, records: [file], log: (l: string) => logs.push(l) };
   const first = await compileNetwork({ ...opts, outDir: path.join(work, 'out1') });
   const tuned = first.kernels.filter((k) => k.schedule === 'tuned');
-  assert.equal(tuned.map((k) => [k.key, k.source]), [[conv.key, `${file}:1`]]);
+  assert.equal(tuned.map((k) => [k.key, k.source, k.record]), [[conv.key, 'compile.jsonl:1', recordId(record)]]);
   assert.ok(logs.some((l) => l.startsWith('records: 1 of ')));
-  const manifest = JSON.parse(await fs.readFile(first.manifest, 'utf8')) as { kernels: { schedule: string; source: string }[] };
-  assert.ok(manifest.kernels.some((k) => k.schedule === 'tuned' && k.source === `${file}:1`));
+  const manifest = JSON.parse(await fs.readFile(first.manifest, 'utf8')) as { kernels: { schedule: string; source: string; record?: string }[] };
+  assert.ok(manifest.kernels.some((k) => k.schedule === 'tuned' && k.source === 'compile.jsonl:1' && k.record === recordId(record)));
 
   const same = await compileNetwork({ ...opts, outDir: path.join(work, 'out2') });
   assert.is(same.compiled, 0);
   await appendRecords(file, [rec(lanes2, [1])]); // a faster record for the same task
   const changed = await compileNetwork({ ...opts, outDir: path.join(work, 'out3') });
   assert.is(changed.compiled, 1);
-  assert.equal(changed.kernels.filter((k) => k.schedule === 'tuned').map((k) => k.source), [`${file}:2`]);
+  assert.equal(changed.kernels.filter((k) => k.schedule === 'tuned').map((k) => k.source), ['compile.jsonl:2']);
 });
 
 test('CLI: compile --strict without records fails naming tasks; a missing records file is one clear error; distill', async () => {

@@ -10,12 +10,14 @@
 // so the share printed is a lower bound. With no tuned task there is no measured rate,
 // and the shares are FLOP shares.
 
+import path from 'node:path';
 import { UserError } from '../errors';
 import type { Task } from '../graph/extract';
 import { meanCost, rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
 import { checkReplay } from '../records/replay';
-import type { Step } from '../schedule/steps';
+import { recordId } from '../records/store';
+import type { TunedSchedule } from './model';
 
 export interface ApplyRecordsOptions {
   tasks: readonly Task[];
@@ -30,8 +32,9 @@ export interface ApplyRecordsOptions {
 }
 
 export interface AppliedRecords {
-  /** By workload key: the steps to compile and where they came from (`file:line`). */
-  schedules: Map<string, { steps: Step[]; source: string; budget?: string }>;
+  /** By workload key: the steps to compile, where they came from (`<log base name>:<line>`,
+   *  no machine path: it goes into the manifest) and the record's id (recordId). */
+  schedules: Map<string, TunedSchedule>;
   /** Tasks without a usable record. */
   untuned: Task[];
   /** Share of the estimated latency (Σ weight × latency) of the untuned tasks, in [0, 1]. */
@@ -60,14 +63,17 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const ranked = rankedByWorkload(entries, opts.target, opts.fingerprint);
   const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
 
-  const schedules = new Map<string, { steps: Step[]; source: string; budget?: string }>();
+  const schedules = new Map<string, TunedSchedule>();
   const tunedMs = new Map<string, number>();
   const untuned: Task[] = [];
   const rejected: string[] = [];
   for (const task of opts.tasks) {
     const best = pick(task, ranked.get(task.key) ?? [], rejected);
     if (!best) { untuned.push(task); continue; }
-    schedules.set(task.key, { steps: best.record.steps, source: `${best.file}:${best.line}`, ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}) });
+    schedules.set(task.key, {
+      steps: best.record.steps, source: `${path.basename(best.file)}:${best.line}`, record: recordId(best.record),
+      ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}),
+    });
     tunedMs.set(task.key, meanCost(best.record));
   }
   if (rejected.length > 0) {

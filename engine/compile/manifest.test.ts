@@ -18,6 +18,25 @@ test('a well-formed manifest passes', () => {
   assert.equal(checkManifest(structuredClone(good), 'm.json'), good);
 });
 
+test('a model compiled from a file: its relative path and hash, tensor names of any bytes, saved-output files, record ids', () => {
+  const m: Manifest = {
+    ...structuredClone(good), name: 'tf.onnx', model_file: '../../models/tf.onnx', model_sha256: 'c'.repeat(64),
+    inputs: [{ name: 'x:0', shape: [1, 4], dtype: 'float32' }],
+    outputs: [{ name: 'a/b:0', shape: [1, 4], dtype: 'float32', file: 'a_b_0-069de8c3.bin' }, { name: 'tab\there "é"', shape: [1], dtype: 'float32' }],
+    kernels: [{ ...good.kernels[0], schedule: 'tuned', source: 'tf.cpu.jsonl:12', record: '0123456789abcdef0123456789abcdef', budget: 'full' }],
+  };
+  assert.equal(checkManifest(structuredClone(m), 'm.json'), m);
+  for (const [what, edit, want] of [
+    ['an absolute model_file', (x: Manifest) => { x.model_file = '/home/me/tf.onnx'; }, /\/model_file must match pattern/],
+    ['a saved-output file with a path', (x: Manifest) => { x.outputs[0].file = '../a.bin'; }, /\/outputs\/0\/file must match pattern/],
+    ['a record id that is no hash', (x: Manifest) => { x.kernels[0].record = '/tmp/x.jsonl:3'; }, /\/kernels\/0\/record must match pattern/],
+  ] as const) {
+    const bad = structuredClone(m);
+    edit(bad);
+    assert.throws(() => checkManifest(bad, 'm.json'), (e: Error) => e instanceof UserError && want.test(e.message), what);
+  }
+});
+
 test('bad manifests: one message naming the file and the field', () => {
   const cases: [string, (m: Record<string, unknown>) => void, RegExp][] = [
     ['library with a path', (m) => { m.library = '../evil.so'; }, /m\.json: .*\/library/],

@@ -13,13 +13,19 @@ import { describeSchemaError, loadSchema } from '../schedule/validate-steps';
 
 export interface ManifestTensor { name: string; shape: number[]; dtype: 'float32' }
 
+/** An output, with the file `tt_bench --save-outputs` writes it to (outputFileName + `.bin`). */
+export interface ManifestOutput extends ManifestTensor { file?: string }
+
 export interface ManifestKernel {
   symbol: string;
   groups: number[];
   key: string;
   desc: string;
   schedule: 'default' | 'tuned';
+  /** `default schedule`, or the base name and line of the record log the tuned schedule came from. */
   source: string;
+  /** For a tuned kernel: the id of its record (recordId, engine/records/store.ts). */
+  record?: string;
   /** The budget of a tuned kernel's record (`nx tune -c <budget>`), absent for `tensortune tune`. */
   budget?: string;
   flops: number;
@@ -29,7 +35,11 @@ export interface ManifestKernel {
 export interface Manifest {
   format_version: 1;
   engine_version: string;
+  /** The builtin network's name, or the model file's base name. */
   name: string;
+  /** For a model file: its path relative to the model directory ('/'-separated), and its sha256. */
+  model_file?: string;
+  model_sha256?: string;
   target: string;
   fingerprint: string;
   library: string;
@@ -40,7 +50,7 @@ export interface Manifest {
   params_count: number;
   workspace_bytes: number;
   inputs: ManifestTensor[];
-  outputs: ManifestTensor[];
+  outputs: ManifestOutput[];
   /** Which tuning records the kernels use. */
   records?: RecordsUsed;
   kernels: ManifestKernel[];

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
+import { cString, utf8 } from '../codegen/c-string';
 import { packBlocked, type BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
@@ -21,6 +22,7 @@ import { optimize } from '../graph/passes';
 import { numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
+import { outputFileNames } from '../runtime/abi';
 import { writeParams } from '../runtime/params';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
@@ -35,10 +37,13 @@ const MANIFEST_VERSION = 1;
 export const ENGINE_VERSION = '0.1.0';
 
 export interface CompileOptions {
-  /** Name recorded in the manifest (network name or model file). */
+  /** Name recorded in the manifest (network name or model file's base name). */
   name: string;
+  /** The model file compiled (absolute), recorded in the manifest relative to outDir, with its sha256. */
+  modelFile?: string;
   graph: Graph;
-  /** Names of the graph's inputs, in order (the model's input names). */
+  /** The model's output names, in graph.outputs order (default `output`, or `output0`, `output1`, ...). */
+  outputNames?: readonly string[];
   target: Target;
   outDir: string;
   /** Object cache directory (kernels by source hash). */
@@ -56,7 +61,8 @@ export interface CompileOptions {
   warn?: (message: string) => void;
 }
 
-export interface TunedSchedule { steps: Step[]; source: string; budget?: string }
+/** A tuned schedule: its steps, where it came from (`<log base name>:<line>`), its record's id and budget. */
+export interface TunedSchedule { steps: Step[]; source: string; record?: string; budget?: string }
 
 /** A kernel as the manifest lists it, plus whether this compile built its object. */
 export interface KernelInfo extends ManifestKernel {
@@ -82,6 +88,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const cflags = [...KERNEL_CFLAGS, ...opts.target.cflags];
 
   await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
+  const names = tensorNames(graph, opts.outputNames);
   const timeoutMs = opts.timeoutMs ?? COMPILER_TIMEOUT_MS;
   const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
 
@@ -103,6 +110,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     kernels.set(symbol, {
       symbol, groups: [group.id], key: group.dag.workloadKey, desc: describeGroup(graph, group),
       schedule: tuned ? 'tuned' : 'default', source: tuned?.source ?? 'default schedule',
+      ...(tuned?.record !== undefined ? { record: tuned.record } : {}),
       ...(tuned?.budget !== undefined ? { budget: tuned.budget } : {}),
       flops: group.dag.flops, objectHash: sha(JSON.stringify([code, cflags, compiler.identity])).slice(0, 24),
       compiled: false, code,
@@ -188,7 +196,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
 
   const plan = planMemory(graph, groups);
   const inputs = graph.nodes.filter((n) => n.op === 'input');
-  const modelC = renderEntryPoint(graph, groups, groupSymbol, paramOffset, paramsSize, plan, inputs.map((n) => n.id));
+  const modelC = renderEntryPoint(graph, groups, groupSymbol, paramOffset, paramsSize, plan, inputs.map((n) => n.id), names);
 
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
   const objects = [...kernels.values()].map(objectOf);
@@ -208,6 +216,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       format_version: MANIFEST_VERSION,
       engine_version: ENGINE_VERSION,
       name: opts.name,
+      ...(opts.modelFile !== undefined ? modelFileFields(opts.modelFile, opts.outDir) : {}),
       target: opts.target.text,
       fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
       library: 'model.so',
@@ -216,8 +225,8 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       params_sha256: fileSha256(path.join(dir, 'params.bin')),
       params_count: paramsSize,
       workspace_bytes: plan.size * 4,
-      inputs: inputs.map((n) => ({ name: n.name, shape: [...n.shape], dtype: 'float32' })),
-      outputs: graph.outputs.map((id, i) => ({ name: outputName(graph, id, i), shape: [...graph.node(id).shape], dtype: 'float32' })),
+      inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: [...n.shape], dtype: 'float32' })),
+      outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: [...graph.node(id).shape], dtype: 'float32', file: `${names.files[i]}.bin` })),
       records: recordsUsed(kernelList),
       kernels: kernelList.map(({ compiled: _compiled, ...k }) => k),
     };
@@ -229,18 +238,37 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   };
 }
 
-function outputName(g: Graph, _id: number, i: number): string {
-  return g.outputs.length === 1 ? 'output' : `output${i}`;
+/** The input and output names of the compiled model, and the files its outputs are saved to. */
+interface TensorNames { inputs: string[]; outputs: string[]; files: string[] }
+
+/** Any byte but NUL survives into model.c (cString); two outputs must not share a saved file. */
+function tensorNames(g: Graph, outputNames: readonly string[] | undefined): TensorNames {
+  const inputs = g.nodes.filter((n) => n.op === 'input').map((n) => n.name);
+  const outputs = outputNames ? [...outputNames] : g.outputs.map((_, i) => (g.outputs.length === 1 ? 'output' : `output${i}`));
+  if (outputs.length !== g.outputs.length) throw new Error(`compileModel: ${outputs.length} output names for ${g.outputs.length} outputs`);
+  for (const [kind, list] of [['input', inputs], ['output', outputs]] as const) {
+    for (const name of list) {
+      if (name === '') throw new UserError(`the model has an ${kind} without a name`);
+      if (name.includes('\0')) throw new UserError(`${kind} ${JSON.stringify(name)}: a tensor name cannot hold a NUL byte (the model ABI's names are C strings)`);
+    }
+  }
+  let files: string[];
+  try {
+    files = outputFileNames(outputs);
+  } catch (e) {
+    throw new UserError(`cannot compile this model: ${(e as Error).message} by --save-outputs`);
+  }
+  return { inputs, outputs, files };
 }
 
-/** C string literal of one of our identifiers (names are [A-Za-z0-9_.-]; anything else is escaped). */
-function cString(s: string): string {
-  return `"${s.replace(/[^A-Za-z0-9_.\- ]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)}"`;
+/** The manifest's model_file (relative to the model directory, no machine path) and model_sha256. */
+function modelFileFields(file: string, outDir: string): { model_file: string; model_sha256: string } {
+  return { model_file: path.relative(path.resolve(outDir), path.resolve(file)).split(path.sep).join('/'), model_sha256: fileSha256(file) };
 }
 
 function renderEntryPoint(
   g: Graph, groups: readonly FusedGroup[], symbols: ReadonlyMap<number, string>, paramOffset: ReadonlyMap<string, number>,
-  paramsSize: number, plan: ReturnType<typeof planMemory>, inputIds: readonly number[],
+  paramsSize: number, plan: ReturnType<typeof planMemory>, inputIds: readonly number[], names: TensorNames,
 ): string {
   const out: string[] = [
     '/* Generated by tensortune: the model\'s entry points, call sequence and memory plan. */',
@@ -260,14 +288,14 @@ function renderEntryPoint(
     const nargs = group.dag.inputs.length + group.dag.outputs.length;
     out.push(`int32_t ${sym}(${Array.from({ length: nargs }, () => 'float*').join(', ')});`);
   }
-  const infos = (kind: string, ids: readonly number[], names: (id: number, i: number) => string): void => {
+  const infos = (kind: string, ids: readonly number[], tensorName: (i: number) => string): void => {
     ids.forEach((id, i) => out.push(`static const int64_t ${kind}_shape${i}[] = {${g.node(id).shape.join(', ')}};`));
     out.push(`static const tt_tensor_info ${kind}_info[] = {`);
-    ids.forEach((id, i) => out.push(`  {${cString(names(id, i))}, ${g.node(id).shape.length}, ${kind}_shape${i}},`));
+    ids.forEach((id, i) => out.push(`  {${cString(utf8(tensorName(i)))}, ${g.node(id).shape.length}, ${kind}_shape${i}},`));
     out.push('};');
   };
-  infos('input', inputIds, (id) => g.node(id).name);
-  infos('output', g.outputs, (id, i) => outputName(g, id, i));
+  infos('input', inputIds, (i) => names.inputs[i]);
+  infos('output', g.outputs, (i) => names.outputs[i]);
   out.push(
     'static const float* tt_params = 0;',
     'static float* tt_arena = 0;',

@@ -45,8 +45,11 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     });
     schedules = applied.schedules;
   }
+  // The manifest names an ONNX file by its base name, its path relative to the output and its
+  // sha256: no machine path travels in a cached or copied model directory.
   return compileModel({
-    name: model.name, graph: model.graph, target, outDir: path.resolve(opts.outDir),
+    name: model.file ? path.basename(model.file) : model.name, modelFile: model.file, outputNames: model.outputs,
+    graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
     schedules, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.timeoutMs, log: opts.log, warn: opts.warn,
   });

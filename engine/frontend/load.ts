@@ -17,11 +17,15 @@ export interface ModelSpec extends NetworkOptions {
 }
 
 export interface LoadedModel {
-  /** Name recorded in manifests and logs: the network name, or the ONNX file's absolute path. */
+  /** Name shown in logs: the network name, or the ONNX file's absolute path. */
   name: string;
+  /** The ONNX file's absolute path (absent for a builtin network). */
+  file?: string;
   graph: Graph;
   /** Graph input names and shapes, in order. */
   inputs: { name: string; shape: readonly number[] }[];
+  /** The model's output names, in graph.outputs order (absent for a builtin network: `output`, `output0`, ...). */
+  outputs?: string[];
 }
 
 export function loadModel(spec: ModelSpec): LoadedModel {
@@ -29,7 +33,7 @@ export function loadModel(spec: ModelSpec): LoadedModel {
     // The file carries its own weights and input shape; batch sizes a symbolic batch dimension.
     const file = path.resolve(spec.model);
     const m = loadOnnx(file, { batch: spec.batch, layout: spec.layout });
-    return { name: file, graph: m.graph, inputs: m.inputs };
+    return { name: file, file, graph: m.graph, inputs: m.inputs, outputs: m.outputs };
   }
   const net = getNetwork(spec.model, {
     batch: spec.batch, layout: spec.layout, imageSize: spec.imageSize, seed: spec.seed, randomStats: spec.randomStats, weights: spec.weights,

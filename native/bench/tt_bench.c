@@ -116,18 +116,32 @@ static void describe_shape(const tt_tensor_info* t, char* buf, size_t len) {
   if (used < len) snprintf(buf + used, len - used, "]");
 }
 
-/* Output names become file names: anything outside [A-Za-z0-9._-] turns into '_',
-   and "", "." and ".." become "_" (engine/runtime/abi.ts: outputFileName). */
-static void file_name_for(const char* name, char* buf, size_t len) {
-  size_t i = 0;
-  for (; name[i] && i + 1 < len; i++) {
+/* Output names become file names (engine/runtime/abi.ts: outputFileName): the first
+   FILE_NAME_KEEP bytes, each byte outside [A-Za-z0-9._-] turned into '_' ("", "." and
+   ".." into "_"); a name that had to change gets "-" and the FNV-1a-32 of all its bytes
+   (8 hex digits) appended, so "a/b:0" and "a_b:0" stay apart and "a_b_0" keeps its name.
+   `buf` holds at least FILE_NAME_MAX bytes. */
+enum { FILE_NAME_KEEP = 64, FILE_NAME_MAX = FILE_NAME_KEEP + 10 };
+static void file_name_for(const char* name, char* buf) {
+  size_t n = strlen(name), i = 0;
+  int changed = n > FILE_NAME_KEEP;
+  for (; i < n && i < FILE_NAME_KEEP; i++) {
     char c = name[i];
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
              c == '_' || c == '-';
+    if (!ok) changed = 1;
     buf[i] = ok ? c : '_';
   }
   buf[i] = 0;
-  if (!strcmp(buf, "") || !strcmp(buf, ".") || !strcmp(buf, "..")) snprintf(buf, len, "_");
+  if (!strcmp(buf, "") || !strcmp(buf, ".") || !strcmp(buf, "..")) {
+    strcpy(buf, "_");
+    changed = 1;
+  }
+  if (changed) {
+    uint32_t h = 2166136261u;
+    for (const unsigned char* p = (const unsigned char*)name; *p; p++) h = (h ^ *p) * 16777619u;
+    snprintf(buf + strlen(buf), FILE_NAME_MAX - strlen(buf), "-%08x", (unsigned)h);
+  }
 }
 
 static void make_dirs(const char* dir) {
@@ -346,7 +360,20 @@ int main(int argc, char** argv) {
     tt_fill_nan(ctx.outputs[i], (size_t)n);
     out_sizes[i] = n;
   }
-  if (save_dir) make_dirs(save_dir);
+  /* The file names of the outputs (--save-outputs), checked before anything runs. */
+  char(*fnames)[FILE_NAME_MAX] = NULL;
+  if (save_dir) {
+    make_dirs(save_dir);
+    fnames = calloc((size_t)nout, FILE_NAME_MAX);
+    if (!fnames) die(EXIT_USAGE, "out of memory");
+    for (int i = 0; i < nout; i++) {
+      file_name_for(api->output_info(i)->name, fnames[i]);
+      for (int j = 0; j < i; j++)
+        if (!strcmp(fnames[i], fnames[j]))
+          die(EXIT_USAGE, "--save-outputs: outputs '%s' and '%s' would both be saved as %s.bin", api->output_info(j)->name,
+              api->output_info(i)->name, fnames[i]);
+    }
+  }
 
   api->set_num_threads((int)threads);
   if (api->init(params) != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_init failed: %s", model_path, model_error(api));
@@ -359,9 +386,8 @@ int main(int argc, char** argv) {
 
   if (save_dir) {
     for (int i = 0; i < nout; i++) {
-      char fname[256], path[4096];
-      file_name_for(api->output_info(i)->name, fname, sizeof fname);
-      snprintf(path, sizeof path, "%s/%s.bin", save_dir, fname);
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s.bin", save_dir, fnames[i]);
       if (tt_write_floats(path, ctx.outputs[i], (size_t)out_sizes[i], err) != 0)
         die(EXIT_USAGE, "--save-outputs %s", err);
     }
@@ -399,6 +425,7 @@ int main(int argc, char** argv) {
   free(ctx.inputs);
   free(ctx.outputs);
   free(out_sizes);
+  free(fnames);
   free(input_files);
   free(runs);
   free(params);
