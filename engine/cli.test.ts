@@ -1,6 +1,7 @@
 // The CLI as a user runs it: spawn bin/tensortune.js and check output and exit codes.
 
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -40,7 +41,10 @@ test('tasks mobilenet: text as the seed prints it, then the totals', async () =>
 });
 
 const ERRORS: [string[], RegExp][] = [
-  [['tasks', 'mobilenet2'], /^tensortune tasks: unknown network 'mobilenet2' \(expected a model.onnx file or one of: mobilenet, resnet-18, .*\)\n$/],
+  [['tasks', 'mobilenet2'], /^tensortune tasks: unknown network 'mobilenet2' \(expected a model.onnx file or one of: mobilenet, resnet-18, .*\); did you mean mobilenet\?\n$/],
+  [['tune', 'mobilnet', '--records', 'never-written.jsonl'], /^tensortune tune: unknown network "mobilnet" \(expected one of: mobilenet, .*\); did you mean mobilenet\?\n$/],
+  [['tune', 'mobilenet', '--trails', '3'], /^tensortune tune: unknown option '--trails' \(expected: .*\); did you mean --trials\?\n$/],
+  [['tnue', 'mobilenet'], /^tensortune: unknown command 'tnue' \(expected one of: tasks, tune, .*\); did you mean tune\?\n$/],
   [['tasks', 'mobilenet', '--layout', 'NCWH'], /^tensortune tasks: bad --layout 'NCWH' \(expected one of: NHWC, NCHW\)\n$/],
   [['tasks', 'mobilenet', '--batch', '0'], /^tensortune tasks: bad --batch '0' \(expected a positive integer\)\n$/],
   [['tasks', 'mobilenet', '--batch', '2.5'], /^tensortune tasks: bad --batch '2.5' \(expected a positive integer\)\n$/],
@@ -59,6 +63,13 @@ test('bad input: one line naming what was expected, exit code 2, no stack trace'
     assert.match(r.err, message, args.join(' '));
     assert.is(r.out, '');
   }
+});
+
+test('--version: the package\'s version', async () => {
+  const r = await cli('--version');
+  assert.is(r.code, 0, r.err);
+  const { version } = JSON.parse(readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8')) as { version: string };
+  assert.is(r.out, `tensortune ${version}\n`);
 });
 
 test('help', async () => {

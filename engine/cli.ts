@@ -4,7 +4,11 @@
 // ModelRunError (the compiled model failed or crashed) one line and exits 3; any other
 // error is a bug and keeps its stack trace.
 
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { asUserError } from './errors';
+import { packageRoot } from './package-root';
+import { didYouMean } from './suggest';
 import { ModelRunError } from './runtime/errors';
 import type { CliIo, Command } from './cli/command';
 import { tasksCommand } from './cli/tasks';
@@ -23,12 +27,21 @@ function usage(): string {
   return [
     'Usage: tensortune <command> [options]',
     '',
+    'Options:',
+    '  -h, --help     show this help',
+    '  -v, --version  print the version of tensortune',
+    '',
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
     "Run 'tensortune <command> --help' for a command's options.",
     '',
   ].join('\n');
+}
+
+/** The version in the package's package.json. */
+export function version(): string {
+  return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 const processIo: CliIo = {
@@ -43,9 +56,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     (name === undefined ? io.err : io.out)(usage());
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    io.out(`tensortune ${version()}\n`);
+    return 0;
+  }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
-    io.err(`tensortune: unknown command '${name}' (expected one of: ${COMMANDS.map((c) => c.name).join(', ')})\n`);
+    const names = COMMANDS.map((c) => c.name);
+    const hint = didYouMean(name, names);
+    io.err(`tensortune: unknown command '${name}' (expected one of: ${names.join(', ')})${hint ? `; ${hint}` : ''}\n`);
     return 2;
   }
   try {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
 import { cosmiconfigSync } from 'cosmiconfig';
 import { UserError } from '../engine/errors';
-import { NETWORK_NAMES } from '../engine/frontend/networks';
+import { NETWORK_NAMES, networkSuggestion } from '../engine/frontend/networks';
 import { parseTarget } from '../engine/target';
 import schema from '../schemas/config.schema.json';
 
@@ -171,7 +171,7 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
       if (n.imageSize !== undefined) throw new ConfigError(label, `${at}.imageSize`, 'applies to builtin networks only (a model file fixes its input size; use inputs)');
     } else {
       if (!NETWORK_NAMES.includes(n.model)) {
-        throw new ConfigError(label, `${at}.model`, `unknown builtin network ${show(n.model)} (expected a path to an .onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
+        throw new ConfigError(label, `${at}.model`, `unknown builtin network ${show(n.model)} (expected a path to an .onnx file or one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(n.model)}`);
       }
       if (n.inputs !== undefined) throw new ConfigError(label, `${at}.inputs`, 'applies to model files only (builtin networks fix their input; use imageSize and batch)');
     }

@@ -7,6 +7,7 @@ import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
 import { manifestFiles, readManifest } from '../compile/manifest';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
+import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-repeat-ms MS] [--threads N] [--seed S]
@@ -14,23 +15,42 @@ const USAGE = `Usage: tensortune benchmark DIR [--repeat N] [--number N] [--min-
        tensortune benchmark DIR --compare onnxruntime [--onnx FILE] [--threads N] [--rounds N]
                             [--repeat N] [--number N] [--seed S] [--json]
 
-Run a compiled model (DIR from 'tensortune compile') on seeded random input or raw
-float32 files and print the execution time summary, the threads and the load average.
---repeat defaults to ${BENCH_DEFAULTS.repeat} measurements of at least --min-repeat-ms ${BENCH_DEFAULTS.minRepeatMs} ms each,
---threads to all cores. A 'warning:' line on stderr says why the figures may not be
-trusted: a standard deviation of 10% of the mean or more, outlying measurements, or other
-processes using the cores the model needs. With --json the last line is one JSON object
-with mean_ms, median_ms, max_ms, min_ms, std_ms, threads, cores, load_before, load_after,
-warnings, ...
+Run a compiled model on seeded random input or raw float32 files and print the execution
+time summary, the threads and the load average. DIR is the folder compile wrote (model.so,
+params.bin, manifest.json): the --out of 'tensortune compile', or for 'nx compile <network>'
+<outDir>/<network>/<target>, e.g. dist/tensortune/mobilenet/cpu (not the project folder
+models/mobilenet). A 'warning:' line on stderr says why the figures may not be trusted: a
+standard deviation of 10% of the mean or more, outlying measurements, or other processes
+using the cores the model needs.
+
+Options:
+  --repeat N           timed measurements (default ${BENCH_DEFAULTS.repeat})
+  --number N           runs per measurement (default: 5, grown until a measurement lasts
+                       --min-repeat-ms)
+  --min-repeat-ms MS   shortest measurement in ms (default ${BENCH_DEFAULTS.minRepeatMs})
+  --threads N          threads of the model (default: all cores)
+  --seed S             seed of the random input (default 0)
+  --input NAME=FILE    raw float32 data for input NAME instead of random values (repeatable)
+  --save-outputs DIR   write each output to DIR/<name>.bin after the timed runs
+  --json               then print one JSON object: mean_ms, median_ms, max_ms, min_ms, std_ms,
+                       threads, cores, load_before, load_after, warnings, ...
+  -h, --help           show this help
 
 --compare onnxruntime runs ONNX Runtime (onnxruntime-node; install it with
 ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node) on the same weights, the
 same seeded input and the same thread count, in interleaved rounds (A B A B ...), and
 prints both median latencies, their ratio, the max absolute and relative error of every
 output and whether the top-1 class agrees. The ONNX file is --onnx FILE, else the file
-DIR was compiled from (the manifest's name), else, for a builtin network, an export of
-it with the weights 'compile' gives it. --threads defaults to 1 here; --rounds to 5,
---repeat to 3 measurements per engine and round.
+DIR was compiled from (the model file its manifest names), else, for a builtin network, an export of
+it with the weights 'compile' gives it. Its options and their defaults:
+  --onnx FILE          the ONNX model to run in ONNX Runtime (default: see above)
+  --threads N          threads of both engines (default 1)
+  --rounds N           interleaved rounds (default 5)
+  --repeat N           measurements per engine and round (default 3)
+  --number N           runs per measurement (default: what --min-repeat-ms needs)
+  --min-repeat-ms MS   shortest measurement in ms, to pick --number (default ${BENCH_DEFAULTS.minRepeatMs})
+  --seed S             seed of the shared random input (default 0)
+  --json               then print the report as one JSON object
 `;
 
 export const benchmarkCommand: Command = {
@@ -48,6 +68,7 @@ export const benchmarkCommand: Command = {
     if (values.compare !== undefined) {
       oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
       if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');
+      checkCompiledDir(positionals[0]);
       const report = await compareWithOnnxRuntime({
         modelDir: positionals[0], onnx: values.onnx, threads: positiveInt('--threads', values.threads, 1),
         rounds: positiveInt('--rounds', values.rounds, 5), repeat: positiveInt('--repeat', values.repeat, 3),
@@ -60,6 +81,7 @@ export const benchmarkCommand: Command = {
       return 0;
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
+    checkCompiledDir(positionals[0]);
     const dir = path.resolve(positionals[0]);
     const files = manifestFiles(dir, readManifest(dir));
     const inputs: Record<string, string> = {};

@@ -4,6 +4,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UserError } from '../errors';
+import { didYouMean } from '../suggest';
 
 export interface CliIo {
   out(text: string): void;
@@ -34,7 +35,10 @@ export function parseFlags<O extends Options>(argv: readonly string[], options: 
     const code = (e as { code?: string }).code ?? '';
     if (!code.startsWith('ERR_PARSE_ARGS')) throw e;
     const unknown = /Unknown option '([^']+)'/.exec((e as Error).message);
-    if (unknown) throw new UserError(`unknown option '${unknown[1]}' (expected: ${expected})`);
+    if (unknown) {
+      const hint = didYouMean(unknown[1], Object.keys(options).map((name) => `--${name}`));
+      throw new UserError(`unknown option '${unknown[1]}' (expected: ${expected})${hint ? `; ${hint}` : ''}`);
+    }
     const missing = /Option '(--[\w-]+)[^']*' argument missing/.exec((e as Error).message);
     if (missing) throw new UserError(`option ${missing[1]} needs a value`);
     throw new UserError(`${(e as Error).message.replace(/\.$/, '')} (expected: ${expected})`);

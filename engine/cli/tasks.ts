@@ -3,7 +3,7 @@
 
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
-import { NETWORK_NAMES } from '../frontend/networks';
+import { NETWORK_NAMES, networkSuggestion } from '../frontend/networks';
 import { extractTasks, type Task } from '../graph/extract';
 import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
@@ -72,7 +72,7 @@ export const tasksCommand: Command = {
     }
     const network = positionals[0];
     if (!NETWORK_NAMES.includes(network) && !network.endsWith('.onnx')) {
-      throw new UserError(`unknown network '${network}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
+      throw new UserError(`unknown network '${network}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(network)}`);
     }
     const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
     const batch = positiveInt('--batch', values.batch, 1);

@@ -4,6 +4,7 @@
 // for tuning, benchmarking and testing, not for classifying images.
 
 import { UserError } from '../errors';
+import { didYouMean } from '../suggest';
 import type { ConstantNode, Graph } from '../graph/graph';
 import type { Layout } from '../topi/nn';
 import { NetBuilder, type BuildOptions } from './builder';
@@ -55,6 +56,12 @@ ENTRIES.set('inception_v3', { build: inceptionV3, defaultImage: 299, minImage: I
 /** Every builtin network name. */
 export const NETWORK_NAMES: readonly string[] = [...ENTRIES.keys()];
 
+/** `; did you mean mobilenet?` to close the message about an unknown network name, or ''. */
+export function networkSuggestion(name: string): string {
+  const hint = didYouMean(name, NETWORK_NAMES);
+  return hint ? `; ${hint}` : '';
+}
+
 const OPTION_KEYS = ['batch', 'layout', 'imageSize', 'seed', 'randomStats', 'weights'];
 
 const isPositiveInt = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 1;
@@ -80,7 +87,7 @@ function resolveOptions(name: string, entry: Entry, opts: NetworkOptions): Build
 /** Build a builtin network. Throws a UserError for an unknown name or a bad option. */
 export function getNetwork(name: string, opts: NetworkOptions = {}): Network {
   const entry = ENTRIES.get(name);
-  if (!entry) throw new UserError(`unknown network ${JSON.stringify(name)} (expected one of: ${NETWORK_NAMES.join(', ')})`);
+  if (!entry) throw new UserError(`unknown network ${JSON.stringify(name)} (expected one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(name)}`);
   const b = new NetBuilder(resolveOptions(name, entry, opts));
   const out = entry.build(b);
   b.graph.outputs = [out];

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { joinPathFragments, type Tree } from '@nx/devkit';
 import { parseDocument, stringify } from 'yaml';
-import { NETWORK_NAMES } from '../../engine/frontend/networks';
+import { NETWORK_NAMES, networkSuggestion } from '../../engine/frontend/networks';
 import { isModelFile } from '../../plugin/config';
 import { DEFAULT_OUT_DIR, DEFAULT_RECORDS_DIR } from '../../plugin/resolve';
 import initGenerator from '../init/generator';
@@ -56,7 +56,7 @@ export default function modelGenerator(tree: Tree, options: ModelGeneratorOption
     network.model = relativeTo(configDir, dest);
     if (options.imageSize !== undefined) fail('imageSize: applies to builtin networks only');
   } else {
-    if (!NETWORK_NAMES.includes(options.model)) fail(`model: expected a builtin network (${NETWORK_NAMES.join(', ')}) or an .onnx file, got ${JSON.stringify(options.model)}`);
+    if (!NETWORK_NAMES.includes(options.model)) fail(`model: expected a builtin network (${NETWORK_NAMES.join(', ')}) or an .onnx file, got ${JSON.stringify(options.model)}${networkSuggestion(options.model)}`);
     network.model = options.model;
     if (options.imageSize !== undefined) network.imageSize = options.imageSize;
   }
