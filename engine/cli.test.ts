@@ -49,7 +49,7 @@ const ERRORS: [string[], RegExp][] = [
   [['tasks', 'mobilenet', '--batch', '0'], /^tensortune tasks: bad --batch '0' \(expected a positive integer\)\n$/],
   [['tasks', 'mobilenet', '--batch', '2.5'], /^tensortune tasks: bad --batch '2.5' \(expected a positive integer\)\n$/],
   [['tasks', 'mobilenet', '--batch'], /^tensortune tasks: option --batch needs a value\n$/],
-  [['tasks', 'mobilenet', '--fast'], /^tensortune tasks: unknown option '--fast' \(expected: --layout <value>, --batch <value>, --json, --help\)\n$/],
+  [['tasks', 'mobilenet', '--fast'], /^tensortune tasks: unknown option '--fast' \(expected: --layout <value>, --batch <value>, --image-size <value>, --input-shapes <value>, --json, --help\)\n$/],
   [['tasks'], /^tensortune tasks: missing <network> \(expected one of: mobilenet, .*\)\n$/],
   [['tasks', 'mobilenet', 'resnet-18'], /^tensortune tasks: expected one <network>, got 2: mobilenet resnet-18\n$/],
   [['tune-everything'], /^tensortune: unknown command 'tune-everything' \(expected one of: tasks.*\)\n$/],

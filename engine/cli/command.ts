@@ -5,6 +5,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UserError } from '../errors';
 import { didYouMean } from '../suggest';
+import { isOnnxPath, loadModel } from '../frontend/load';
+import type { Layout } from '../topi/nn';
 
 export interface CliIo {
   out(text: string): void;
@@ -85,4 +87,98 @@ export function oneOf<T extends string>(flag: string, value: string | undefined,
   const hit = allowed.find((a) => a.toLowerCase() === value.toLowerCase());
   if (!hit) throw new UserError(`bad ${flag} '${value}' (expected one of: ${allowed.join(', ')})`);
   return hit;
+}
+
+/**
+ * A flag given under its name or under an alias (tvmc's spelling: --output, --tuning-records);
+ * giving two of them at once is a mistake.
+ */
+export function aliased<V extends object, K extends keyof V & string>(values: V, name: K, ...aliases: K[]): V[K] {
+  const given = [name, ...aliases].filter((n) => values[n] !== undefined);
+  if (given.length > 1) throw new UserError(`--${given[0]} and --${given[1]} are one option (${aliases.map((a) => `--${a}`).join(', ')} ${aliases.length > 1 ? 'are aliases' : 'is an alias'} of --${name}); give it once`);
+  return values[given[0] ?? name];
+}
+
+/** The model flags of every command that builds a network: tasks, tune, compile, export, distill. */
+export const MODEL_FLAGS = {
+  layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' }, 'input-shapes': { type: 'string' },
+} as const;
+
+/** The usage lines of MODEL_FLAGS, descriptions from `column`. */
+export function modelFlagsUsage(defaultLayout: Layout, column = 22): string {
+  const line = (flag: string, text: string): string => `  ${flag.padEnd(column - 3)} ${text}\n`;
+  return line('--layout NHWC|NCHW', `data layout (default ${defaultLayout})`) +
+    line('--batch N', 'batch size (default 1)') +
+    line('--image-size N', "input height = width of a builtin network (default: the network's, 224 or 299)") +
+    line('--input-shapes S', `tvmc's spelling of the two: "data:[1,${defaultLayout === 'NHWC' ? '224,224,3' : '3,224,224'}]" (the name is optional;`) +
+    line('', "checked against the model's inputs, also an ONNX model's)");
+}
+
+export interface ModelFlags {
+  layout: Layout;
+  batch: number;
+  /** Builtin networks only. */
+  imageSize?: number;
+}
+
+/** `"data:[1,3,224,224] mask:[1,8]"` (tvmc's --input-shapes) -> names (optional) and shapes. */
+export function parseInputShapes(text: string): { name?: string; shape: number[] }[] {
+  const tokens = text.trim().replace(/\s*,\s*/g, ',').replace(/\[\s+/g, '[').replace(/\s+\]/g, ']').split(/\s+/).filter(Boolean);
+  const bad = (): UserError => new UserError(`bad --input-shapes '${text}' (expected NAME:[D,D,...] or [D,D,...] per input, separated by spaces)`);
+  if (tokens.length === 0) throw bad();
+  return tokens.map((token) => {
+    const m = /^(?:([^[\]]+):)?\[([1-9]\d*(?:,[1-9]\d*)*)\]$/.exec(token);
+    if (!m) throw bad();
+    return { ...(m[1] === undefined ? {} : { name: m[1] }), shape: m[2].split(',').map(Number) };
+  });
+}
+
+/**
+ * --layout, --batch, --image-size and --input-shapes for the models named (builtin names or
+ * .onnx paths). --image-size applies to builtin networks only (a model file fixes its input
+ * size); --input-shapes gives the batch (first dimension) and, for a builtin network, the
+ * image size, and is checked against each model's inputs.
+ */
+export function modelFlags(
+  values: { layout?: string; batch?: string; 'image-size'?: string; 'input-shapes'?: string },
+  models: readonly string[], defaultLayout: Layout = 'NHWC',
+): ModelFlags {
+  const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, defaultLayout);
+  const files = models.filter(isOnnxPath);
+  if (values['input-shapes'] === undefined) {
+    const imageSize = optionalInt('--image-size', values['image-size']);
+    if (imageSize !== undefined && files.length > 0) {
+      throw new UserError(`--image-size applies to builtin networks; ${files[0]} fixes its input size (--batch sizes a symbolic batch dimension)`);
+    }
+    return { layout, batch: positiveInt('--batch', values.batch, 1), imageSize };
+  }
+  if (values.batch !== undefined || values['image-size'] !== undefined) {
+    throw new UserError(`--input-shapes gives the batch and the image size; drop --${values.batch !== undefined ? 'batch' : 'image-size'}`);
+  }
+  const text = values['input-shapes'];
+  const shapes = parseInputShapes(text);
+  const batch = shapes[0].shape[0];
+  if (shapes.some((s) => s.shape[0] !== batch)) throw new UserError(`--input-shapes '${text}': every input's first (batch) dimension must be the same`);
+  let imageSize: number | undefined;
+  if (models.length > files.length) {
+    const s = shapes[0].shape;
+    const [h, w] = layout === 'NHWC' ? [s[1], s[2]] : [s[2], s[3]];
+    if (shapes.length !== 1 || s.length !== 4 || h !== w) {
+      throw new UserError(`--input-shapes '${text}': a builtin network has one ${layout} image input with height = width, e.g. [${layout === 'NHWC' ? `${batch},224,224,3` : `${batch},3,224,224`}]`);
+    }
+    imageSize = h;
+  }
+  for (const model of models) {
+    const { name, inputs } = loadModel({ model, layout, batch, imageSize: isOnnxPath(model) ? undefined : imageSize, weights: 'zeros' });
+    const show = (s: readonly number[]): string => `[${s.join(',')}]`;
+    if (inputs.length !== shapes.length) throw new UserError(`--input-shapes '${text}' gives ${shapes.length} input(s); ${name} has ${inputs.length}: ${inputs.map((i) => `${i.name}:${show(i.shape)}`).join(' ')}`);
+    for (const [i, s] of shapes.entries()) {
+      const input = s.name === undefined ? inputs[i] : inputs.find((x) => x.name === s.name);
+      if (!input) throw new UserError(`--input-shapes '${text}': ${name} has no input '${s.name}' (its inputs: ${inputs.map((x) => x.name).join(', ')})`);
+      if (show(input.shape) !== show(s.shape)) {
+        throw new UserError(`--input-shapes '${text}': ${name}'s input '${input.name}' is ${show(input.shape)}${isOnnxPath(model) ? '' : ` with --layout ${layout}`}, not ${show(s.shape)}`);
+      }
+    }
+  }
+  return { layout, batch, imageSize };
 }

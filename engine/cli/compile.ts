@@ -6,10 +6,11 @@ import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
-import { oneOf, parseFlags, positiveInt, positiveNumber, type CliIo, type Command } from './command';
+import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune compile <network> --target "llvm -mcpu=native" --out DIR [--records FILE]... [--strict]
-                          [--layout NHWC|NCHW] [--batch N]
+const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" --out DIR [--records FILE]... [--strict]
+                          [--layout NHWC|NCHW] [--batch N] [--image-size N]
+       (tvmc's spellings are accepted: --output/-o DIR for --out, --tuning-records FILE for --records)
 
 Compile a builtin network into DIR/model.so (kernels + entry point), DIR/params.bin and
 DIR/manifest.json. Kernels are compiled into an object cache keyed by their source, so
@@ -26,9 +27,7 @@ Options:
   --out DIR           output directory (required)
   --records FILE      a tuning record log (JSON lines); repeat to read several
   --strict            fail, naming them, if any task has no usable record
-  --layout NHWC|NCHW  data layout (default NHWC)
-  --batch N           batch size (default 1)
-  --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
+${modelFlagsUsage('NHWC')}  --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
   --timeout S         time limit of each compiler call in seconds (default 120); a tuned kernel
                       that fails or runs past it falls back to its default schedule, with a warning
   -h, --help          show this help
@@ -41,28 +40,29 @@ export const compileCommand: Command = {
   summary: 'compile a network into a shared library, params and manifest',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
-      target: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' },
-      cache: { type: 'string' }, records: { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' },
+      target: { type: 'string' }, out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
+      cache: { type: 'string' }, records: { type: 'string', multiple: true }, 'tuning-records': { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
-    if (!values.out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
+    const out = aliased(values, 'out', 'output');
+    if (!out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
     const target = values.target ?? 'llvm -mcpu=native';
     parseTarget(target, '--target');
-    const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
-    const batch = positiveInt('--batch', values.batch, 1);
+    const model = modelFlags(values, positionals);
+    const records = [...values.records ?? [], ...values['tuning-records'] ?? []];
     const timeoutS = positiveNumber('--timeout', values.timeout);
     const started = Date.now();
     const result = await compileNetwork({
-      model: positionals[0], layout, batch, target, outDir: values.out,
-      cacheDir: values.cache, records: values.records, strict: values.strict,
+      model: positionals[0], ...model, target, outDir: out,
+      cacheDir: values.cache, records: records.length ? records : undefined, strict: values.strict,
       timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
       log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
     }).catch((e: unknown) => {
       // A failed write names no path (a full disk): say where compile was writing.
       if ((e as NodeJS.ErrnoException).path !== undefined) throw e;
-      throw asUserError(e, `cannot write the compiled model to ${values.out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
+      throw asUserError(e, `cannot write the compiled model to ${out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
     });
     io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);

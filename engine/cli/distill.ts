@@ -9,7 +9,7 @@ import { NETWORK_NAMES } from '../frontend/networks';
 import { extractTasks } from '../graph/extract';
 import type { ComputeDAG } from '../ir/dag';
 import { distillFiles, type DistillResult } from '../records/distill';
-import { oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune distill IN.jsonl... [--out OUT.jsonl] [--network NAME|model.onnx]...
 
@@ -26,13 +26,10 @@ one warning. Records of tasks not in a named network are only checked for well-f
 steps; the summary says how many. Broken lines are skipped with one warning per file.
 
 Options:
-  --out FILE          the distilled log
+  --out FILE          the distilled log (tvmc's --output/-o is accepted)
   --network N         a builtin network or model.onnx whose tasks the records are replayed
-                      on (repeatable)
-  --layout NHWC|NCHW  data layout the networks were tuned in (default NHWC)
-  --batch N           batch size the networks were tuned with (default 1)
-  --image-size N      input height = width of a builtin network (default: the network's)
-  -h, --help          show this help
+                      on (repeatable), built with the flags below as it was tuned
+${modelFlagsUsage('NHWC')}  -h, --help          show this help
 
 Networks: ${NETWORK_NAMES.join(', ')}
 `;
@@ -57,8 +54,7 @@ export const distillCommand: Command = {
   summary: 'keep the best record per task of record logs',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
-      out: { type: 'string' }, network: { type: 'string', multiple: true },
-      layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' },
+      out: { type: 'string' }, output: { type: 'string', short: 'o' }, network: { type: 'string', multiple: true }, ...MODEL_FLAGS,
       help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
@@ -69,15 +65,13 @@ export const distillCommand: Command = {
         throw new UserError(`unknown --network '${n}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
       }
     }
-    const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
-    const batch = positiveInt('--batch', values.batch, 1);
-    const imageSize = optionalInt('--image-size', values['image-size']);
+    const { layout, batch, imageSize } = modelFlags(values, networks);
     // Loaded before any lock is taken: tasks are extracted as tune extracts them (the weights do not change a key).
     const dags = new Map<string, ComputeDAG>();
     for (const model of networks) {
-      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
+      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize: isOnnxPath(model) ? undefined : imageSize, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
     }
-    const out = values.out ?? defaultDistillOutput(positionals[0]);
+    const out = aliased(values, 'out', 'output') ?? defaultDistillOutput(positionals[0]);
     const result = await distillFiles(positionals, out, { dags: networks.length > 0 ? dags : undefined, warn: (m) => io.err(`tensortune distill: warning: ${m}\n`) });
     io.out(`kept ${result.kept} of ${result.read} record(s) (best per task, target and machine) in ${result.out}${replayNote(result, networks)}\n`);
     return 0;

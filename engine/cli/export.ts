@@ -3,10 +3,10 @@
 // it back from the file.
 
 import { UserError } from '../errors';
-import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
+import { getNetwork, NETWORK_NAMES, networkSuggestion } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { withoutSoftmax } from '../compare/compare';
-import { oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { aliased, MODEL_FLAGS, modelFlags, parseFlags, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune export <network> --out model.onnx [--layout NCHW|NHWC] [--batch N] [--image-size N]
                          [--seed S] [--random-stats] [--logits]
@@ -14,11 +14,12 @@ const USAGE = `Usage: tensortune export <network> --out model.onnx [--layout NCH
 Write a builtin network and its weights as an ONNX model (opset 14).
 
 Options:
-  --out FILE          the .onnx file to write (required)
+  --out FILE          the .onnx file to write (required; tvmc's --output/-o is accepted)
   --layout NCHW|NHWC  layout of the model's input and output (default NCHW, ONNX's own);
                       NHWC writes NCHW operators between Transpose nodes
   --batch N           batch size (default 1)
   --image-size N      input height = width (default: the network's, 224 or 299)
+  --input-shapes S    tvmc's spelling of --batch and --image-size: "data:[1,3,224,224]"
   --seed S            weight seed (default 0, the weights 'compile <network>' uses)
   --random-stats      non-trivial batch-norm statistics instead of TVM's identity ones
   --logits            drop the final softmax (the model outputs logits)
@@ -32,30 +33,28 @@ export const exportCommand: Command = {
   summary: 'write a builtin network with its weights as an ONNX model',
   run(argv: readonly string[], io: CliIo): number {
     const { values, positionals } = parseFlags(argv, {
-      out: { type: 'string' }, layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' },
+      out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
       seed: { type: 'string' }, 'random-stats': { type: 'boolean' }, logits: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
-    if (!values.out) throw new UserError('--out FILE is required (the .onnx file to write)');
-    if (!values.out.toLowerCase().endsWith('.onnx')) throw new UserError(`--out ${values.out}: expected a file name ending in .onnx`);
+    const out = aliased(values, 'out', 'output');
+    if (!out) throw new UserError('--out FILE is required (the .onnx file to write)');
+    if (!out.toLowerCase().endsWith('.onnx')) throw new UserError(`--out ${out}: expected a file name ending in .onnx`);
     const seed = values.seed === undefined ? 0 : Number(values.seed);
     if (!/^\d+$/.test(values.seed ?? '0') || seed > 0xffffffff) throw new UserError(`bad --seed '${values.seed}' (expected an integer in [0, 2^32))`);
-    const net = getNetwork(positionals[0], {
-      layout: oneOf('--layout', values.layout, ['NCHW', 'NHWC'] as const, 'NCHW'),
-      batch: positiveInt('--batch', values.batch, 1),
-      imageSize: optionalInt('--image-size', values['image-size']),
-      seed, randomStats: values['random-stats'] ?? false,
-    });
+    const name = positionals[0];
+    if (!NETWORK_NAMES.includes(name)) throw new UserError(`unknown network ${JSON.stringify(name)} (expected one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(name)}`);
+    const net = getNetwork(positionals[0], { ...modelFlags(values, positionals, 'NCHW'), seed, randomStats: values['random-stats'] ?? false });
     const graph = values.logits ? withoutSoftmax(net.graph) : net.graph;
     try {
-      writeOnnxFile(values.out, graph, { name: net.name });
+      writeOnnxFile(out, graph, { name: net.name });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code) throw new UserError(`--out ${values.out}: cannot write (${code})`);
+      if (code) throw new UserError(`--out ${out}: cannot write (${code})`);
       throw e;
     }
-    io.out(`wrote ${values.out} (${net.name}, input ${net.inputName} [${net.inputShape.join(', ')}])\n`);
+    io.out(`wrote ${out} (${net.name}, input ${net.inputName} [${net.inputShape.join(', ')}])\n`);
     return 0;
   },
 };

@@ -1,21 +1,19 @@
-// `tensortune tasks <network> [--layout NHWC|NCHW] [--batch N] [--json]`: the tuning
+// `tensortune tasks <network> [--layout NHWC|NCHW] [--batch N] [--image-size N] [--json]`: the tuning
 // tasks of a builtin network, printed as TVM's extract_tasks tutorials print them.
 
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { NETWORK_NAMES, networkSuggestion } from '../frontend/networks';
 import { extractTasks, type Task } from '../graph/extract';
-import { oneOf, parseFlags, positiveInt, type CliIo, type Command } from './command';
+import { MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune tasks <network|model.onnx> [--layout NHWC|NCHW] [--batch N] [--json]
+const USAGE = `Usage: tensortune tasks <network|model.onnx> [--layout NHWC|NCHW] [--batch N] [--image-size N] [--json]
 
 List the tuning tasks of a builtin network or an ONNX model: its fused subgraphs that contain a
 reduction, one per distinct workload key, with their weights (occurrences).
 
 Options:
-  --layout NHWC|NCHW  data layout of the network (default NHWC)
-  --batch N           batch size (default 1)
-  --json              print {"network", "layout", "batch", "tasks": [{"key", "desc",
+${modelFlagsUsage('NHWC')}  --json              print {"network", "layout", "batch", "tasks": [{"key", "desc",
                       "weight", "flops", "shapes"}]} instead of text
   -h, --help          show this help
 
@@ -56,8 +54,7 @@ export const tasksCommand: Command = {
   summary: 'list the tuning tasks (fused subgraphs + weights) of a builtin network',
   run(argv: readonly string[], io: CliIo): number {
     const { values, positionals } = parseFlags(argv, {
-      layout: { type: 'string' },
-      batch: { type: 'string' },
+      ...MODEL_FLAGS,
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     });
@@ -74,9 +71,8 @@ export const tasksCommand: Command = {
     if (!NETWORK_NAMES.includes(network) && !network.endsWith('.onnx')) {
       throw new UserError(`unknown network '${network}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(network)}`);
     }
-    const layout = oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC');
-    const batch = positiveInt('--batch', values.batch, 1);
-    const { graph } = loadModel({ model: network, layout, batch, weights: 'zeros' });
+    const { layout, batch, imageSize } = modelFlags(values, [network]);
+    const { graph } = loadModel({ model: network, layout, batch, imageSize, weights: 'zeros' });
     const tasks = extractTasks(graph);
     io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks));
     return 0;

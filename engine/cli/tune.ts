@@ -10,9 +10,10 @@ import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { parseTarget } from '../target';
-import { oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveInt, positiveNumber, type CliIo, type Command } from './command';
+import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
+       (tvmc's spellings are accepted: --output/-o FILE for --records, --tuning-records FILE for --read-records)
 
 Search schedules for every task of a network (TVM's auto-scheduler: sketches, annotation,
 evolutionary search with a learned cost model, verified measurements) and append one JSON
@@ -29,7 +30,8 @@ Budgets (any combination; the first reached stops; resumed trials count):
 
 Search:
   --policy P            evolutionary (default, cost-model guided), random or grid
-  --batch-size N        candidates measured per round (default ${DEFAULT_BATCH_SIZE})
+  --measures-per-round N  candidates measured per round (default ${DEFAULT_BATCH_SIZE}); TVM's num_measures_per_round,
+                        formerly --batch-size (not to be confused with --batch, the model's batch)
   --seed S              seed of the search and of the measured inputs (default 0)
   --read-records FILE   another log to resume from without writing to it (repeatable)
 
@@ -42,10 +44,9 @@ Measurement (as TVM's LocalRunner):
   --flush               evict the caches before each run (TVM's enable_cpu_cache_flush)
   --build-jobs N        parallel compiler processes (default: number of cores)
 
-Model and output:
-  --layout NHWC|NCHW    data layout of a builtin network (default NHWC)
-  --batch N             batch size (default 1)
-  --image-size N        input height = width of a builtin network (default: the network's)
+Model (compile, tasks and distill take the same flags; give them the values you tuned with):
+${modelFlagsUsage('NHWC', 24)}
+Output:
   --json                one JSON line per event (start, skip, round, done) instead of text
   --verbose             print progress on CI too (by default CI gets only the final table)
   -h, --help            show this help
@@ -60,17 +61,20 @@ export const tuneCommand: Command = {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, records: { type: 'string' }, 'read-records': { type: 'string', multiple: true },
       trials: { type: 'string' }, 'trials-per-task': { type: 'string' }, 'time-limit': { type: 'string' },
-      'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'batch-size': { type: 'string' }, seed: { type: 'string' },
+      'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
+      seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
       threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
       timeout: { type: 'string' }, flush: { type: 'boolean' }, 'build-jobs': { type: 'string' },
-      layout: { type: 'string' }, batch: { type: 'string' }, 'image-size': { type: 'string' },
-      json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      ...MODEL_FLAGS, json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) {
       throw new UserError(`expected one <network> or model file, got ${positionals.length} (networks: ${NETWORK_NAMES.join(', ')})`);
     }
-    if (!values.records) throw new UserError('--records FILE is required (the JSON-lines log measurements are appended to)');
+    const records = aliased(values, 'records', 'output');
+    if (!records) throw new UserError('--records FILE is required (the JSON-lines log measurements are appended to)');
+    const readRecords = [...values['read-records'] ?? [], ...values['tuning-records'] ?? []];
+    const model = { model: positionals[0], ...modelFlags(values, positionals) };
     const target = values.target ?? 'llvm -mcpu=native';
     parseTarget(target, '--target');
     const measure: Partial<MeasureOptions> = {};
@@ -110,16 +114,10 @@ export const tuneCommand: Command = {
     process.on('SIGINT', onSigint);
     try {
       const result = await tuneNetwork({
-        model: {
-          model: positionals[0],
-          layout: oneOf('--layout', values.layout, ['NHWC', 'NCHW'] as const, 'NHWC'),
-          batch: positiveInt('--batch', values.batch, 1),
-          imageSize: optionalInt('--image-size', values['image-size']),
-        },
-        target, records: values.records, readRecords: values['read-records'],
+        model, target, records, readRecords: readRecords.length ? readRecords : undefined,
         ...budget,
         earlyStopping: optionalInt('--early-stopping', values['early-stopping']),
-        batchSize: optionalInt('--batch-size', values['batch-size']),
+        batchSize: optionalInt(values['batch-size'] === undefined ? '--measures-per-round' : '--batch-size', aliased(values, 'measures-per-round', 'batch-size')),
         policy: oneOf('--policy', values.policy, POLICY_NAMES, 'evolutionary'),
         seed: optionalNonNegativeInt('--seed', values.seed),
         measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
