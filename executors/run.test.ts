@@ -47,7 +47,7 @@ test('nx tune on a target the compiler rejects: one line with the error class an
   writeOnnxFile(path.join(dir, 'net.onnx'), b.graph);
   writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
   const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
-  const r = await capture(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', target: 'bogus', budget: 'small' }, ctx));
+  const r = await capture(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', configTarget: 'bogus', budget: 'small' }, ctx));
   assert.equal(r.value, { success: false }, [...r.out, ...r.err].join('\n'));
   assert.is(r.err.length, 1, r.err.join('\n'));
   assert.match(r.err[0], /^tensortune tune: stopped: all \d+ candidates of the first \d+ batches failed with compile_error and none succeeded on target "llvm -mcpu=nonexistent-cpu" \(nothing was written to [^)]+\); first message: .*error.*nonexistent-cpu/);

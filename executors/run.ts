@@ -1,27 +1,41 @@
 // What the three executors share: resolve a run from the config named in the options,
-// and turn a failure into one clear message plus `{ success: false }` (a user's mistake
-// without a stack trace; a bug with one).
+// refusing options they do not know (./options.ts), and turn a failure into one clear
+// message plus `{ success: false }` (a user's mistake without a stack trace; a bug with
+// one). What Nx itself takes from the command line (-c, --target) is checked before any
+// task runs, by the plugin's preTasksExecution (plugin/pre-tasks.ts).
 
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { asUserError } from '../engine/errors';
 import { ModelRunError } from '../engine/runtime/errors';
-import { loadConfig } from '../plugin/config';
+import { configLabel, loadConfig } from '../plugin/config';
 import { resolveRun, type ResolvedRun } from '../plugin/resolve';
+import { checkOptions, type ExecutorName } from './options';
 
 export interface NetworkExecutorOptions {
   /** The tensortune config file, relative to the workspace root. */
   config: string;
   /** The network (key in the config's networks). */
   network: string;
-  /** A target name from the config (default: defaults.target, else the first). */
-  target?: string;
+  /** A target name from the config (default: defaults.target, else the first); `-c <target>` sets it. Not `target`: Nx owns --target. */
+  configTarget?: string;
+  /** Set by the plugin: a digest of the config entries the network depends on (part of Nx's hash). */
+  settings?: string;
 }
 
 export type ExecutorResult = { success: boolean };
 
-export function resolveFor(options: NetworkExecutorOptions, ctx: ExecutorContext, budget?: string): ResolvedRun {
-  return resolveRun(loadConfig(options.config, ctx.root), ctx.root, options.network, options.target, budget);
+export type { ExecutorName } from './options';
+
+/**
+ * The run an executor's options name, once they passed checkOptions. `budget` is the tune
+ * executor's budget option.
+ */
+export function resolveFor(name: ExecutorName, options: NetworkExecutorOptions, ctx: ExecutorContext, budget?: string): ResolvedRun {
+  const loaded = loadConfig(options.config, ctx.root);
+  const run = resolveRun(loaded, ctx.root, options.network, options.configTarget, budget);
+  checkOptions(name, options, { config: configLabel(loaded.file, ctx.root), network: run.network, configTarget: run.targetName });
+  return run;
 }
 
 /** A path for messages: relative to the workspace root (`.` for the root itself). */

@@ -70,6 +70,15 @@ test('cross-checks: names, target strings, models', () => {
   assert.match(errorOf('k.yaml', GOOD.replace('threads: 2', 'threads: 2, runner: ssh board')), /^k\.yaml: targets\.cpu\.runner: expected a command template containing \{command\}/);
 });
 
+test('one vocabulary with the CLI: measuresPerRound (batchSize: its former name) and measure.timeout in seconds (timeoutMs: the former), never both', () => {
+  loadConfig(write('n.yaml', GOOD.replace('tiny: { trialsPerTask: 2 }', 'tiny: { trialsPerTask: 2, measuresPerRound: 4, measure: { timeout: 5 } }')), dir);
+  loadConfig(write('o.yaml', GOOD.replace('tiny: { trialsPerTask: 2 }', 'tiny: { trialsPerTask: 2, batchSize: 4, measure: { timeoutMs: 5000 } }')), dir);
+  assert.is(errorOf('p.yaml', GOOD.replace('tiny: { trialsPerTask: 2 }', 'tiny: { measuresPerRound: 4, batchSize: 4 }')),
+    'p.yaml: budgets.tiny.batchSize: is the former name of measuresPerRound; give one of them');
+  assert.is(errorOf('q.yaml', GOOD.replace('tiny: { trialsPerTask: 2 }', 'tiny: { measure: { timeout: 5, timeoutMs: 5000 } }')),
+    'q.yaml: budgets.tiny.measure.timeoutMs: is the former spelling of timeout (seconds); give one of them');
+});
+
 test('a file that does not parse names the file', () => {
   assert.match(errorOf('l.yaml', 'targets: [\n'), /^l\.yaml: cannot be parsed: /);
   assert.is(errorOf('m.yaml', ''), 'm.yaml: the file is empty (expected networks and targets)');

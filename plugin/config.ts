@@ -41,10 +41,13 @@ export interface BudgetConfig {
   trialsPerTask?: number;
   earlyStopping?: number;
   timeLimit?: number;
+  /** Candidates measured per round (batchSize: its former name). */
+  measuresPerRound?: number;
   batchSize?: number;
   policy?: 'evolutionary' | 'random' | 'grid';
   seed?: number;
-  measure?: { number?: number; repeat?: number; minRepeatMs?: number; timeoutMs?: number; flush?: boolean; buildJobs?: number };
+  /** timeout in seconds (timeoutMs: its former spelling, in milliseconds). */
+  measure?: { number?: number; repeat?: number; minRepeatMs?: number; timeout?: number; timeoutMs?: number; flush?: boolean; buildJobs?: number };
 }
 
 export interface TensortuneConfig {
@@ -141,6 +144,14 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
   }
   if (config.defaults?.budget !== undefined && !budgetNames.includes(config.defaults.budget)) {
     throw new ConfigError(label, 'defaults.budget', `unknown budget ${show(config.defaults.budget)} (expected one of: ${oneOf(budgetNames)})`);
+  }
+  for (const [name, b] of Object.entries(config.budgets ?? {})) {
+    if (b.measuresPerRound !== undefined && b.batchSize !== undefined) {
+      throw new ConfigError(label, `budgets.${name}.batchSize`, 'is the former name of measuresPerRound; give one of them');
+    }
+    if (b.measure?.timeout !== undefined && b.measure.timeoutMs !== undefined) {
+      throw new ConfigError(label, `budgets.${name}.measure.timeoutMs`, 'is the former spelling of timeout (seconds); give one of them');
+    }
   }
   const clash = budgetNames.find((b) => targetNames.includes(b));
   if (clash) throw new ConfigError(label, `budgets.${clash}`, `'${clash}' is also a target name; budgets and targets name Nx configurations, so they must differ`);

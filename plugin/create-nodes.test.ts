@@ -50,26 +50,26 @@ test('one project per network with tune, compile and benchmark', async () => {
   const { tune, compile, benchmark } = m.targets;
   assert.is(tune.executor, 'tensortune:tune');
   const { settings, ...options } = tune.options as { settings: string };
-  assert.equal(options, { config: 'tensortune.config.yaml', network: 'mobilenet', target: 'cpu', budget: 'tiny' });
+  assert.equal(options, { config: 'tensortune.config.yaml', network: 'mobilenet', configTarget: 'cpu', budget: 'tiny' });
   assert.match(settings, /^[0-9a-f]{32}$/);
   assert.is(tune.cache, true);
   assert.is(tune.parallelism, false);
   // Its own file per configuration, never the store's logs that the CLI and other budgets write.
-  assert.equal(tune.outputs, ['{workspaceRoot}/.tensortune/records/nx/mobilenet/{options.target}.{options.budget}.jsonl']);
+  assert.equal(tune.outputs, ['{workspaceRoot}/.tensortune/records/nx/mobilenet/{options.configTarget}.{options.budget}.jsonl']);
   assert.not.ok(tune.inputs?.includes('{workspaceRoot}/tensortune.config.yaml'), 'the config file is no input: its relevant part is the settings option');
   const runtime = tune.inputs?.find((i) => typeof i === 'object' && 'runtime' in i) as { runtime: string };
   const bin = path.relative(root, path.resolve(__dirname, '..', 'bin', 'tensortune.js'));
   assert.is(runtime.runtime, `node ${bin} fingerprint "llvm -mcpu=native" "llvm -mattr=+avx2"`);
   assert.equal(tune.configurations?.full, { budget: 'full' });
-  assert.equal(tune.configurations?.avx2, { target: 'avx2' });
-  assert.equal(tune.configurations?.['avx2-full'], { target: 'avx2', budget: 'full' });
+  assert.equal(tune.configurations?.avx2, { configTarget: 'avx2' });
+  assert.equal(tune.configurations?.['avx2-full'], { configTarget: 'avx2', budget: 'full' });
   assert.equal(compile.dependsOn, ['tune']);
   assert.is(compile.cache, true);
   assert.ok(compile.inputs?.some((i) => typeof i === 'object' && 'dependentTasksOutputFiles' in i));
   const digest = compile.inputs?.filter((i) => typeof i === 'object' && 'runtime' in i).map((i) => (i as { runtime: string }).runtime);
   assert.equal(digest?.[1], `node ${bin} best-digest ".tensortune/records" ".tensortune/records/nx/mobilenet" --keys-from ".tensortune/records/nx/mobilenet" ` +
     '--target "llvm -mcpu=native" --target "llvm -mattr=+avx2"');
-  assert.equal(compile.outputs, ['{workspaceRoot}/dist/tensortune/mobilenet/{options.target}']);
+  assert.equal(compile.outputs, ['{workspaceRoot}/dist/tensortune/mobilenet/{options.configTarget}']);
   assert.equal(compile.configurations?.full, {}, 'budget configurations exist on compile so -c full flows through dependsOn');
   assert.equal(benchmark.dependsOn, ['compile']);
   assert.is(benchmark.cache, false);
@@ -92,7 +92,7 @@ test('a model file is a hashed input; paths are relative to the config file', as
   const { 'sub/tensortune.config.yaml': r } = await infer({ 'sub/tensortune.config.yaml': 'targets: { cpu: { target: llvm } }\nnetworks: { x: { model: m/x.onnx } }\n' });
   const p = r.projects!['sub/models/x'];
   assert.ok(p.targets.tune.inputs?.includes('{workspaceRoot}/sub/m/x.onnx'));
-  assert.equal(p.targets.tune.outputs, ['{workspaceRoot}/sub/.tensortune/records/nx/x/{options.target}.default.jsonl'], 'no budgets: one output per target');
+  assert.equal(p.targets.tune.outputs, ['{workspaceRoot}/sub/.tensortune/records/nx/x/{options.configTarget}.default.jsonl'], 'no budgets: one output per target');
 });
 
 test('a config edit outside a network (a comment, another network) leaves its options as they were; its own edit changes them', async () => {

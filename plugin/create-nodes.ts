@@ -1,7 +1,7 @@
 // Nx 24 createNodes (batched): every tensortune config file in the workspace becomes one
 // Nx project per network. Results are cached in Nx's workspace data directory by the
-// config file's content, the plugin options and the plugin's version (an upgraded plugin
-// must not serve the old targets). A config that does not load never breaks the graph:
+// config file's content, the plugin options, the plugin's version and a digest of the
+// inference code (an upgraded or rebuilt plugin must not serve the old targets). A config that does not load never breaks the graph:
 // its networks (from the raw file, or the last good load) keep their target names, the
 // executors report the error when run, and a warning names the file and the field.
 
@@ -16,6 +16,9 @@ import { toPosix } from './resolve';
 import { brokenProjects, inferProjects, type InferenceContext, type TensortunePluginOptions } from './targets';
 
 export const CONFIG_GLOB = `**/{${CONFIG_FILE_NAMES.join(',')}}`;
+
+/** The code that shapes the inferred targets (targets.ts, or its build), by content. */
+const INFERENCE_CODE = createHash('sha256').update(readFileSync(require.resolve('./targets'))).digest('hex').slice(0, 16);
 
 interface CacheEntry {
   result: CreateNodesResult;
@@ -88,7 +91,7 @@ export const createNodes: CreateNodes<TensortunePluginOptions> = [
   CONFIG_GLOB,
   async (configFiles, options, context) => {
     const ctx = inferenceContext(context.workspaceRoot);
-    const optionsKey = sha(JSON.stringify({ options: options ?? {}, version: PLUGIN_VERSION, ctx })).slice(0, 16);
+    const optionsKey = sha(JSON.stringify({ options: options ?? {}, version: PLUGIN_VERSION, code: INFERENCE_CODE, ctx })).slice(0, 16);
     const cache = new PluginCache<CacheEntry>(path.join(workspaceDataDirectory, `tensortune-${optionsKey}.hash`));
     try {
       return await createNodesFromFiles((file, opts) => {

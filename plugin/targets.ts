@@ -35,17 +35,18 @@ export interface InferredProject {
 
 const quote = (s: string): string => `"${s.replace(/(["\\$`])/g, '\\$1')}"`;
 
-/** Nx configurations shared by the three targets, so `-c <name>` flows through dependsOn. */
+/** Nx configurations shared by the three targets, so `-c <name>` flows through dependsOn. The
+ *  config's target is the option `configTarget`: Nx owns `--target` (the target to run). */
 function configurationsFor(loaded: LoadedConfig, network: string, budgetKey: boolean): Record<string, Record<string, string>> {
   const budgets = Object.keys(loaded.config.budgets ?? {});
   const targets = networkTargets(loaded, network);
   const out: Record<string, Record<string, string>> = {};
   for (const b of budgets) out[b] = budgetKey ? { budget: b } : {};
-  for (const t of targets) out[t] = { target: t };
+  for (const t of targets) out[t] = { configTarget: t };
   for (const t of targets) {
     for (const b of budgets) {
       const name = `${t}-${b}`;
-      if (!(name in out)) out[name] = budgetKey ? { target: t, budget: b } : { target: t };
+      if (!(name in out)) out[name] = budgetKey ? { configTarget: t, budget: b } : { configTarget: t };
     }
   }
   return out;
@@ -83,7 +84,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
     const targets = networkTargets(loaded, network);
     const targetStrings = targets.map((t) => loaded.config.targets[t].target);
     const target = targets.includes(defaultTarget) ? defaultTarget : targets[0];
-    const base = { config: configRel, network, target, settings: settingsDigest(loaded, network) };
+    const base = { config: configRel, network, configTarget: target, settings: settingsDigest(loaded, network) };
     const modelInput = isModelFile(net.model) ? [`{workspaceRoot}/${rel(path.resolve(loaded.dir, net.model))}`] : [];
     const shared = [
       ...modelInput,
@@ -92,7 +93,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
     ];
     // tune's output: a file of its own per configuration (target, budget), never the store's logs.
     const outputsRel = rel(tuneOutputsDir(storeDir(loaded)));
-    const tuneOutput = `{workspaceRoot}/${outputsRel}/${network}/{options.target}.${budget ? '{options.budget}' : 'default'}.jsonl`;
+    const tuneOutput = `{workspaceRoot}/${outputsRel}/${network}/{options.configTarget}.${budget ? '{options.budget}' : 'default'}.jsonl`;
     // compile's records: the best per workload of the store and of the restored tune outputs,
     // for the workloads this network's tune outputs mention (see `tensortune best-digest`).
     const bestDigest = `${ctx.cliCommand} best-digest ${quote(storeRel)} ${quote(`${outputsRel}/${network}`)} --keys-from ${quote(`${outputsRel}/${network}`)} ` +
@@ -125,7 +126,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         dependsOn: [tune],
         cache: true,
         inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }, { runtime: bestDigest }],
-        outputs: [`{workspaceRoot}/${outRel}/${network}/{options.target}`],
+        outputs: [`{workspaceRoot}/${outRel}/${network}/{options.configTarget}`],
         metadata: {
           description: `Compile ${network} with the best record of each task in the store ${storeRel}, whichever budget or machine tuned it (defaults where none), into ${outRel}/${network}/<target>/ (model.so, params.bin, manifest.json). --watch recompiles on changes, never re-tunes.`,
           technologies: ['tensortune'],

@@ -15,9 +15,18 @@ import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '.
 import { writeReport, type BenchmarkReport } from './report';
 import type { BenchmarkExecutorOptions } from './schema';
 
+/** `NAME=FILE` options -> input name -> absolute file. */
+function inputFiles(specs: readonly string[], root: string): Record<string, string> {
+  return Object.fromEntries(specs.map((spec) => {
+    const m = /^([^=]+)=(.+)$/.exec(spec);
+    if (!m) throw new UserError(`bad --input '${spec}' (expected NAME=FILE)`);
+    return [m[1], path.resolve(root, m[2])];
+  }));
+}
+
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {
-    const run = resolveFor(options, ctx);
+    const run = resolveFor('benchmark', options, ctx);
     const rel = workspaceRelative(ctx);
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
@@ -30,6 +39,8 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
       number: options.number,
       minRepeatMs: options.minRepeatMs ?? BENCH_DEFAULTS.minRepeatMs,
       threads: options.threads ?? run.target.threads,
+      seed: options.seed, inputs: inputFiles(options.input ?? [], ctx.root),
+      saveOutputs: options.saveOutputs === undefined ? undefined : path.resolve(ctx.root, options.saveOutputs),
     });
     console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
     console.log(result.summary);

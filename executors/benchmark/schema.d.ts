@@ -10,4 +10,10 @@ export interface BenchmarkExecutorOptions extends NetworkExecutorOptions {
   minRepeatMs?: number;
   /** Threads (default: the target's threads, else all cores). */
   threads?: number;
+  /** Seed of the random input (default 0). */
+  seed?: number;
+  /** NAME=FILE: raw float32 input files, relative to the workspace root. */
+  input?: string[];
+  /** A folder (relative to the workspace root) for the outputs of the last run. */
+  saveOutputs?: string;
 }

@@ -35,7 +35,7 @@ function untriedBudgets(options: CompileExecutorOptions, ctx: ExecutorContext, r
 async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult & { watched: string[] }> {
   let watched: string[] = [path.resolve(ctx.root, options.config)];
   const result = await reporting('compile', async () => {
-    const run = resolveFor(options, ctx);
+    const run = resolveFor('compile', options, ctx);
     const rel = workspaceRelative(ctx);
     watched = [path.resolve(ctx.root, options.config), run.storeDir, ...(run.modelFile ? [run.modelFile] : [])];
     const warn = (m: string): void => console.warn(`warning: ${m}`);
@@ -49,6 +49,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
     const started = Date.now();
     const compiled = await compileNetwork({
       ...run.spec, target: run.target.target, outDir: run.modelDir, records, strict: options.strict,
+      timeoutMs: options.timeout === undefined ? undefined : Math.round(options.timeout * 1000),
       log: (line) => console.log(line), warn,
     });
     console.log(`compiled ${compiled.compiled} kernel(s), reused ${compiled.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s: ${rel(compiled.library)}`);

@@ -6,4 +6,6 @@ export interface CompileExecutorOptions extends NetworkExecutorOptions {
   watch?: boolean;
   /** Fail when a task has no tuning record instead of using its default schedule. */
   strict?: boolean;
+  /** Time limit of each compiler call, in seconds (default 120). */
+  timeout?: number;
 }

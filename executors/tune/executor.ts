@@ -1,5 +1,7 @@
-// `nx tune <network>`: tuneNetwork with the budget of the selected configuration; the
-// engine's progress lines stream into Nx's terminal output. First the tune outputs Nx
+// `nx tune <network>`: tuneNetwork with the budget of the selected configuration, whose
+// fields the options override for one run (`--trials-per-task 3`, `--policy random`: the
+// names and units of `tensortune tune`); the engine's progress lines stream into Nx's
+// terminal output. First the tune outputs Nx
 // restored are merged into the workspace store (executors/store.ts); the search then
 // resumes from the network's store log, appends every measurement to it, and reads the
 // store's other logs (tasks they cover are warm-started or skipped). Last, the target's
@@ -12,14 +14,43 @@ import type { ExecutorContext } from '@nx/devkit';
 import { tuneNetwork } from '../../engine/search/tune';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { UserError } from '../../engine/errors';
-import { ConfigError, configLabel } from '../../plugin/config';
+import type { MeasureOptions } from '../../engine/search/types';
+import { ConfigError, configLabel, type BudgetConfig } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
 import type { TuneExecutorOptions } from './schema';
 
+/** What tuneNetwork gets of the budget and of the options that override it (the options win). */
+export function budgetFor(b: BudgetConfig, o: TuneExecutorOptions, targetThreads?: number) {
+  // A trial count on the command line replaces the budget's (trials and trialsPerTask together).
+  const counted = o.trials !== undefined || o.trialsPerTask !== undefined;
+  const m = b.measure ?? {};
+  const seconds = o.timeout ?? m.timeout;
+  const measure: Partial<MeasureOptions> = Object.fromEntries(Object.entries({
+    number: o.number ?? m.number, repeat: o.repeat ?? m.repeat, minRepeatMs: o.minRepeatMs ?? m.minRepeatMs,
+    timeoutMs: seconds !== undefined ? Math.round(seconds * 1000) : m.timeoutMs,
+    flush: o.flush ?? m.flush, buildJobs: o.buildJobs ?? m.buildJobs, threads: o.threads ?? targetThreads,
+  }).filter(([, v]) => v !== undefined));
+  return {
+    trials: counted ? o.trials : b.trials,
+    trialsPerTask: counted ? o.trialsPerTask : b.trialsPerTask,
+    timeLimitS: o.timeLimit ?? b.timeLimit,
+    earlyStopping: o.earlyStopping ?? b.earlyStopping,
+    batchSize: o.measuresPerRound ?? b.measuresPerRound ?? b.batchSize,
+    policy: o.policy ?? b.policy,
+    seed: o.seed ?? b.seed,
+    measure,
+  };
+}
+
+/** The budget options given for this run, as flags (for the log line). */
+const OVERRIDES = ['trials', 'trialsPerTask', 'timeLimit', 'earlyStopping', 'policy', 'measuresPerRound', 'seed', 'threads', 'number', 'repeat', 'minRepeatMs', 'timeout', 'flush', 'buildJobs'] as const;
+const overridesOf = (o: TuneExecutorOptions): string[] => OVERRIDES.filter((k) => o[k] !== undefined)
+  .map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}${o[k] === true ? '' : ` ${String(o[k])}`}`);
+
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('tune', async () => {
-    const run = resolveFor(options, ctx, options.budget);
+    const run = resolveFor('tune', options, ctx, options.budget);
     const rel = workspaceRelative(ctx);
     if (run.target.runner !== undefined) {
       throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
@@ -36,26 +67,19 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
     const absorbed = await absorbTuneOutputs(run.storeDir, warn);
     if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
     const others = await otherLogs(run.storeDir, run.recordsFile);
-    const b = run.budget;
+    const overrides = overridesOf(options);
     console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
+      `${overrides.length ? ` with ${overrides.join(' ')}` : ''}` +
       `, log ${rel(run.recordsFile)}${others.length ? `, reading ${others.length} other log(s) of the store` : ''}`);
     const aborter = abortOnSignals();
     try {
-      const trialsOverride = options.trials;
       const result = await tuneNetwork({
         model: run.spec,
         target: run.target.target,
         records: run.recordsFile,
         readRecords: others,
-        trials: trialsOverride ?? b.trials,
-        trialsPerTask: trialsOverride === undefined ? b.trialsPerTask : undefined,
-        timeLimitS: b.timeLimit,
-        earlyStopping: b.earlyStopping,
-        batchSize: b.batchSize,
-        policy: b.policy,
-        seed: b.seed,
+        ...budgetFor(run.budget, options, run.target.threads),
         budget: run.budgetName,
-        measure: { ...b.measure, ...(run.target.threads ? { threads: run.target.threads } : {}) },
         log: (line) => console.log(line),
         signal: aborter.signal,
       });

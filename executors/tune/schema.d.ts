@@ -1,9 +1,26 @@
-// Options of the tensortune:tune executor (executors/tune/schema.json).
+// Options of the tensortune:tune executor (executors/tune/schema.json): the budget fields
+// override the configuration's budget for one run, as `tensortune tune` names them.
 import type { NetworkExecutorOptions } from '../run';
 
 export interface TuneExecutorOptions extends NetworkExecutorOptions {
   /** A budget name from the config (default: defaults.budget, else the first). */
   budget?: string;
-  /** Override the budget's trial count for this run (total over all tasks). */
+  /** Total trials over all tasks; with trialsPerTask, replaces the budget's trial counts. */
   trials?: number;
+  trialsPerTask?: number;
+  /** Seconds. */
+  timeLimit?: number;
+  earlyStopping?: number;
+  policy?: 'evolutionary' | 'random' | 'grid';
+  /** Candidates measured per round. */
+  measuresPerRound?: number;
+  seed?: number;
+  threads?: number;
+  number?: number;
+  repeat?: number;
+  minRepeatMs?: number;
+  /** Per candidate, in seconds. */
+  timeout?: number;
+  flush?: boolean;
+  buildJobs?: number;
 }

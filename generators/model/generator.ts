@@ -29,8 +29,8 @@ const STARTER = {
   defaults: { target: 'cpu', budget: 'tiny' },
   targets: { cpu: { target: 'llvm -mcpu=native' } },
   budgets: {
-    tiny: { trialsPerTask: 4, batchSize: 4, earlyStopping: 4 },
-    full: { trialsPerTask: 800, batchSize: 64, earlyStopping: 200 },
+    tiny: { trialsPerTask: 4, measuresPerRound: 4, earlyStopping: 4 },
+    full: { trialsPerTask: 800, measuresPerRound: 64, earlyStopping: 200 },
   },
   networks: {},
 };
