@@ -12,8 +12,9 @@ const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mc
                           [--layout NHWC|NCHW] [--batch N] [--image-size N]
        (tvmc's spellings are accepted: --output/-o DIR for --out, --tuning-records FILE for --records)
 
-Compile a builtin network into DIR/model.so (kernels + entry point), DIR/params.bin and
-DIR/manifest.json. Kernels are compiled into an object cache keyed by their source, so
+Compile a builtin network or an ONNX model into DIR/model.so (kernels + entry point),
+DIR/params.bin and DIR/manifest.json (docs/compiled-model.md: what they are, how an
+application loads them). Kernels are compiled into an object cache keyed by their source, so
 recompiling an unchanged model compiles nothing, and a changed record recompiles one kernel.
 DIR is replaced as a whole, so a reader sees the old model or the new one, never a mix; it
 must be compile's own folder (one holding other files is refused).
@@ -32,7 +33,7 @@ ${modelFlagsUsage('NHWC')}  --cache DIR         object cache (default $TENSORTUN
                       that fails or runs past it falls back to its default schedule, with a warning
   -h, --help          show this help
 
-Networks: ${NETWORK_NAMES.join(', ')}
+Networks: ${NETWORK_NAMES.join(', ')}, or a model.onnx file (docs/onnx-operators.md)
 `;
 
 export const compileCommand: Command = {
@@ -45,7 +46,7 @@ export const compileCommand: Command = {
       help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
-    if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
+    if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')}) or model.onnx file`);
     const out = aliased(values, 'out', 'output');
     if (!out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
     const target = values.target ?? 'llvm -mcpu=native';

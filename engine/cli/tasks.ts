@@ -17,7 +17,7 @@ ${modelFlagsUsage('NHWC')}  --json              print {"network", "layout", "bat
                       "weight", "flops", "shapes"}]} instead of text
   -h, --help          show this help
 
-Networks: ${NETWORK_NAMES.join(', ')}
+Networks: ${NETWORK_NAMES.join(', ')}, or a model.onnx file (docs/onnx-operators.md)
 `;
 
 export interface TasksReport {
@@ -51,7 +51,7 @@ export function formatTasks(tasks: readonly Task[]): string {
 
 export const tasksCommand: Command = {
   name: 'tasks',
-  summary: 'list the tuning tasks (fused subgraphs + weights) of a builtin network',
+  summary: 'list the tuning tasks (fused subgraphs + weights) of a network or ONNX model',
   run(argv: readonly string[], io: CliIo): number {
     const { values, positionals } = parseFlags(argv, {
       ...MODEL_FLAGS,

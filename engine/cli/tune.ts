@@ -15,12 +15,21 @@ import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
        (tvmc's spellings are accepted: --output/-o FILE for --records, --tuning-records FILE for --read-records)
 
-Search schedules for every task of a network (TVM's auto-scheduler: sketches, annotation,
-evolutionary search with a learned cost model, verified measurements) and append one JSON
-line per measured candidate to the record log. Running it again with the same log
-continues where it stopped: spent tasks are skipped, measured schedules are not measured
-again, and the cost model starts from the log. Ctrl-C stops after the batch in flight
-(exit code 130); the log stays intact.
+Search schedules for every task of a builtin network or an ONNX model (TVM's
+auto-scheduler: sketches, annotation, evolutionary search with a learned cost model,
+verified measurements) and append one JSON line per measured candidate to the record log.
+Running it again with the same log continues where it stopped: spent tasks are skipped,
+measured schedules are not measured again, and the cost model starts from the log. Each
+round prints the run's progress and an ETA. Ctrl-C stops after the batch in flight (exit
+code 130); the log stays intact.
+
+What and where:
+  --target T            the target string to tune for (default "llvm -mcpu=native": this
+                        machine's CPU): -mcpu=<cpu> (e.g. znver4), -mattr=+avx2,+fma; measured
+                        here, so the machine must be able to run what it names
+  --records FILE        the record log (JSON lines) every measurement is appended to and the
+                        run resumes from (required); 'compile --records FILE' reads it.
+                        Records apply to their target string and this kind of machine only
 
 Budgets (any combination; the first reached stops; resumed trials count):
   --trials N            total trials over all tasks (default 800 per task when no budget is given)
@@ -51,7 +60,8 @@ Output:
   --verbose             print progress on CI too (by default CI gets only the final table)
   -h, --help            show this help
 
-Networks: ${NETWORK_NAMES.join(', ')}
+Networks: ${NETWORK_NAMES.join(', ')}, or a model.onnx file (docs/onnx-operators.md)
+The table printed per pass and its Weight and Estimated total latency: docs/tuning.md
 `;
 
 export const tuneCommand: Command = {
