@@ -351,6 +351,30 @@ test("the README's CI commands: a clone compiles with the records of the full bu
   assert.not.match(miss.out, /    at /, 'no stack trace');
 });
 
+test('Nx options are honoured or refused, never dropped: nx tune --trials-per-task, -c ful, --target, --batch-size, an option benchmark does not take', () => {
+  // tiny's budget (2 trials per task) is spent: the override tunes on past what the store holds per task, and says so.
+  const perTask = new Map<string, number>();
+  for (const r of storeMeasurements(ws).values()) perTask.set(r.key, (perTask.get(r.key) ?? 0) + 1);
+  const n = String(Math.max(...perTask.values()) + 1);
+  const more = nxOk(ws, ['tune', 'tiny', '--trials-per-task', n, '--policy', 'random', '--outputStyle=stream']);
+  assert.match(more, new RegExp(`budget tiny with --trials-per-task ${n} --policy random`));
+  assert.match(more, /tuned [1-9]\d* trial\(s\)/);
+  // What Nx would drop is refused before any task runs, even one the cache holds (compile tiny is cached here).
+  const cases: [string[], RegExp][] = [
+    [['compile', 'tiny', '-c', 'ful'], /tensortune compile: -c ful: tiny:compile has no configuration 'ful' \(expected one of: tiny, full, cpu, cpu-tiny, cpu-full: /],
+    [['compile', 'tiny', '--target', 'nosuch'], /tensortune compile: --target nosuch: Nx takes --target for itself \(the target to run\) and ignores it here; choose a target of tensortune\.config\.yaml with -c nosuch or --config-target nosuch/],
+    [['tune', 'tiny', '--batch-size', '4'], /tensortune tune: --batch-size: Nx's parser takes it for one of its own flags and drops it; candidates measured per round are --measures-per-round/],
+    [['benchmark', 'tiny', '--trials-per-task', '3'], /tensortune benchmark: unknown option --trials-per-task \(nx benchmark takes: --config-target, --repeat, /],
+  ];
+  for (const [args, message] of cases) {
+    const r = nx(ws, [...args, '--outputStyle=stream']);
+    assert.is.not(r.code, 0, args.join(' '));
+    assert.match(r.out, message, r.out);
+    assert.not.match(r.out, /    at /, 'no stack trace');
+    assert.not.match(r.out, /nx run tiny:/, `${args.join(' ')}: no task ran`);
+  }
+});
+
 test.after(async () => {
   await server?.close();
   if (!KEEP) rmSync(base, { recursive: true, force: true });
