@@ -58,13 +58,13 @@ test('CLI flags without a meaning under Nx say why, and where the setting lives'
   refused('tune', { target: 'cpu' }, /^'target' is 'configTarget' now \(Nx owns --target, the target to run\): choose a target of tensortune\.config\.yaml with -c <name> or --config-target <name>$/);
   refused('tune', { records: 'x.jsonl' }, /^--records: nx tune reads and appends to the record store that tensortune\.config\.yaml names \(records:\)/);
   refused('compile', { 'tuning-records': 'x.jsonl' }, /^--tuning-records: nx compile reads the record store/);
-  refused('compile', { output: 'build' }, /^--output: nx compile writes under the outDir of tensortune\.config\.yaml \(net\/cpu\/\)$/);
+  refused('compile', { output: 'build' }, /^--output: nx compile writes under the outDir of tensortune\.config\.yaml \(out\/net\/cpu\)$/);
   refused('tune', { 'image-size': 64 }, /^--image-size: the model is networks\.net in tensortune\.config\.yaml; set imageSize there/);
   refused('compile', { layout: 'NCHW' }, /^--layout: the model is networks\.net in tensortune\.config\.yaml; set layout there/);
   refused('tune', { 'input-shapes': '[1,4,8,8]' }, /^--input-shapes: .*set batch and imageSize \(or inputs, for a model file\) there/);
   refused('tune', { 'batch-size': 4 }, /^--batch-size is --measures-per-round now \(candidates measured per round; the model's batch is networks\.net\.batch in tensortune\.config\.yaml\)$/);
   refused('tune', { json: true }, /^--json: nx tune prints text; --json is for the CLI/);
-  refused('benchmark', { compare: 'onnxruntime' }, /^--compare: not available under nx; run `npx tensortune benchmark <outDir>\/net\/cpu --compare onnxruntime`$/);
+  refused('benchmark', { compare: 'onnxruntime' }, /^--compare: not available under nx; run `npx tensortune benchmark out\/net\/cpu --compare onnxruntime`$/);
   refused('compile', { cache: '/tmp/c' }, /^--cache: under nx, set TENSORTUNE_CACHE_DIR/);
 });
 

@@ -24,24 +24,27 @@ export const camelOf = (key: string): string => key.replace(/-([a-z0-9])/g, (_, 
 /** The options a user gives, as flags (config, network and settings are the plugin's). */
 export const userOptions = (name: ExecutorName): string[] => executorOptions(name).filter((k) => !['config', 'network', 'settings'].includes(k)).map(flagOf);
 
-/** Where a message points: the config file (as the user names it), the network and its config target. */
+/** Where a message points: the config file (as the user names it), the network, its config target and compiled model folder. */
 export interface OptionsContext {
   config: string;
   network: string;
   configTarget: string;
+  /** Workspace-relative. */
+  modelDir?: string;
 }
 
 /** Why a flag of the tensortune CLI is refused under Nx (`key` camelCased), if it is one. */
 function refusal(name: ExecutorName, key: string, at: OptionsContext): string | undefined {
   const f = flagOf(key);
   const net = `networks.${at.network}`;
+  const modelDir = at.modelDir ?? `<outDir>/${at.network}/${at.configTarget}`;
   switch (key) {
     case 'target':
       return `'target' is 'configTarget' now (Nx owns --target, the target to run): choose a target of ${at.config} with -c <name> or --config-target <name>`;
     case 'records': case 'readRecords': case 'tuningRecords':
       return `${f}: nx ${name} reads ${name === 'tune' ? 'and appends to ' : ''}the record store that ${at.config} names (records:); a log of your own is for the CLI, \`npx tensortune ${name} ...\``;
     case 'out': case 'output':
-      return `${f}: nx ${name} writes under the outDir of ${at.config} (${at.network}/${at.configTarget}/)`;
+      return `${f}: nx ${name} writes under the outDir of ${at.config} (${modelDir})`;
     case 'layout': case 'batch': case 'imageSize': case 'inputShapes':
       return `${f}: the model is ${net} in ${at.config}; set ${key === 'inputShapes' ? 'batch and imageSize (or inputs, for a model file)' : key} there (records tuned for another shape do not apply)`;
     case 'batchSize':
@@ -51,7 +54,7 @@ function refusal(name: ExecutorName, key: string, at: OptionsContext): string | 
     case 'json':
       return `--json: nx ${name} prints text${name === 'benchmark' ? ` and writes ${at.configTarget}.json under the reports folder` : ''}; --json is for the CLI, \`npx tensortune ${name} ...\``;
     case 'compare': case 'onnx': case 'rounds':
-      return `${f}: not available under nx; run \`npx tensortune benchmark <outDir>/${at.network}/${at.configTarget} --compare onnxruntime\``;
+      return `${f}: not available under nx; run \`npx tensortune benchmark ${modelDir} --compare onnxruntime\``;
     case 'cache':
       return `${f}: under nx, set TENSORTUNE_CACHE_DIR to move the object cache`;
     default:

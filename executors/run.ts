@@ -34,7 +34,9 @@ export type { ExecutorName } from './options';
 export function resolveFor(name: ExecutorName, options: NetworkExecutorOptions, ctx: ExecutorContext, budget?: string): ResolvedRun {
   const loaded = loadConfig(options.config, ctx.root);
   const run = resolveRun(loaded, ctx.root, options.network, options.configTarget, budget);
-  checkOptions(name, options, { config: configLabel(loaded.file, ctx.root), network: run.network, configTarget: run.targetName });
+  checkOptions(name, options, {
+    config: configLabel(loaded.file, ctx.root), network: run.network, configTarget: run.targetName, modelDir: workspaceRelative(ctx)(run.modelDir),
+  });
   return run;
 }
 

@@ -7,10 +7,13 @@
 // <project>` and `nx run`, an option the target's executor does not take (so `nx benchmark
 // x --trials-per-task 3` fails at once, not after tuning and compiling).
 
+import path from 'node:path';
 import { readCachedProjectGraph, type PreTasksExecution, type ProjectGraph, type TargetConfiguration } from '@nx/devkit';
 import { UserError } from '../engine/errors';
 import { camelOf, optionProblem, userOptions, type ExecutorName } from '../executors/options';
+import { loadConfig } from './config';
 import { honoursTargetFlag, nxArguments, parseNxFlags, type NxFlags } from './nx-args';
+import { resolveRun, toPosix } from './resolve';
 
 /** A tensortune target the command names: its project, its name and its configuration in the graph. */
 interface Named {
@@ -58,7 +61,7 @@ const configTargets = (config: TargetConfiguration): string[] =>
   [...new Set(Object.values(config.configurations ?? {}).map((c) => (c as { configTarget?: string }).configTarget).filter((t): t is string => !!t))];
 
 /** One line for the first thing of the command that Nx would drop for a tensortune target, or nothing. */
-export function checkNxCommand(nx: NxFlags, graph: Pick<ProjectGraph, 'nodes'>): void {
+export function checkNxCommand(nx: NxFlags, graph: Pick<ProjectGraph, 'nodes'>, modelDir?: (n: Named) => string | undefined): void {
   const { named, projectsNamed } = namedTargets(nx, graph);
   if (named.length === 0) return;
   const first = named[0];
@@ -89,10 +92,10 @@ export function checkNxCommand(nx: NxFlags, graph: Pick<ProjectGraph, 'nodes'>):
         `(expected one of: ${defined.join(', ') || '(none)'}: the targets and budgets of ${config}, and <target>-<budget>)`);
     }
   }
-  if (!honoursTargetFlag(nx.positionals[0])) {
+  if (!honoursTargetFlag(nx.positionals[0]) && nx.overrides.length > 0) {
     for (const n of named) {
       const o = n.config.options as { network?: string; configTarget?: string } | undefined;
-      const at = { config, network: o?.network ?? n.project, configTarget: o?.configTarget ?? '<target>' };
+      const at = { config, network: o?.network ?? n.project, configTarget: o?.configTarget ?? '<target>', modelDir: modelDir?.(n) };
       for (const flag of nx.overrides) {
         const problem = optionProblem(n.executor, camelOf(flag.replace(/^-+(no-)?/, '')), at);
         if (problem) throw new UserError(`tensortune ${n.executor}: ${problem}`);
@@ -112,9 +115,19 @@ export const preTasksExecution: PreTasksExecution = (_options, context) => {
   } catch {
     return;
   }
+  // For messages: the compiled model folder of a named target, from its config.
+  const modelDir = (n: Named): string | undefined => {
+    const o = n.config.options as { config?: string; network?: string; configTarget?: string } | undefined;
+    try {
+      const run = resolveRun(loadConfig(o?.config ?? '', context.workspaceRoot), context.workspaceRoot, o?.network ?? n.project, o?.configTarget);
+      return toPosix(path.relative(context.workspaceRoot, run.modelDir));
+    } catch {
+      return undefined;
+    }
+  };
   const error = ((): Error | undefined => {
     try {
-      checkNxCommand(nx, graph);
+      checkNxCommand(nx, graph, modelDir);
       return undefined;
     } catch (e) {
       return e as Error;
