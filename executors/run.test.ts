@@ -2,14 +2,13 @@
 // `{ success: false }`. Here: `nx tune` on a target the compiler rejects stops after the
 // first batches with the fail-fast line of engine/search/fail-fast.ts, and logs nothing.
 
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { NetBuilder } from '../engine/frontend/builder';
-import { writeOnnxFile } from '../engine/frontend/onnx/export';
+import { writeNetWorkspace } from './workspace.fixture';
 import tuneExecutor from './tune/executor';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-executor-fail-fast-'));
@@ -42,10 +41,7 @@ async function capture<T>(fn: () => Promise<T>): Promise<{ value: T; out: string
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('nx tune on a target the compiler rejects: one line with the error class and the compiler message, success false, nothing logged', async () => {
-  const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
-  b.graph.outputs = [b.dense(b.flatten(b.globalAvgPool(b.relu(b.conv2d(b.input(4), 'conv', { channels: 16, kernel: [3, 3], padding: [1, 1] })))), 'fc', 10)];
-  writeOnnxFile(path.join(dir, 'net.onnx'), b.graph);
-  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  writeNetWorkspace(dir, { config: CONFIG });
   const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
   const r = await capture(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', configTarget: 'bogus', budget: 'small' }, ctx));
   assert.equal(r.value, { success: false }, [...r.out, ...r.err].join('\n'));

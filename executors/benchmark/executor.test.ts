@@ -4,44 +4,20 @@
 // report itself on synthetic results: warnings first and escaped, the history table and
 // plot, broken history lines skipped. The schema's defaults are the CLI's.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileNetwork } from '../../engine/compile/network';
-import { NetBuilder } from '../../engine/frontend/builder';
-import { writeOnnxFile } from '../../engine/frontend/onnx/export';
 import { BENCH_DEFAULTS } from '../../engine/native/bench';
+import { captureConsole as capture, writeNetWorkspace } from '../workspace.fixture';
 import benchmarkExecutor from './executor';
 import { readHistory, renderHtml, writeReport, type BenchmarkReport } from './report';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-benchmark-executor-'));
 const reports = path.join(dir, 'out', 'net', 'reports');
-const CONFIG = `records: records
-outDir: out
-targets:
-  cpu:
-    target: llvm
-networks:
-  net:
-    model: net.onnx
-`;
-
-/** The lines console.log, .warn and .error print while `fn` runs. */
-async function capture<T>(fn: () => Promise<T>): Promise<{ value: T; lines: string[] }> {
-  const lines: string[] = [];
-  const { log, warn, error } = console;
-  const push = (...a: unknown[]): void => { lines.push(...a.join(' ').split('\n')); };
-  Object.assign(console, { log: push, warn: push, error: push });
-  try {
-    return { value: await fn(), lines };
-  } finally {
-    Object.assign(console, { log, warn, error });
-  }
-}
-
 /** A report as the executor writes it, with the given median and warnings. */
 const synthetic = (time: string, median: number, warnings: string[]): BenchmarkReport => ({
   network: 'net', target: 'cpu', target_string: 'llvm', fingerprint: 'f00d', engine_version: '0.1.0', time,
@@ -54,10 +30,7 @@ const synthetic = (time: string, median: number, warnings: string[]): BenchmarkR
 });
 
 test.before(async () => {
-  const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
-  b.graph.outputs = [b.relu(b.conv2d(b.input(4), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
-  writeOnnxFile(path.join(dir, 'net.onnx'), b.graph);
-  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  writeNetWorkspace(dir, { convOnly: true });
   await compileNetwork({ model: path.join(dir, 'net.onnx'), target: 'llvm', outDir: path.join(dir, 'out', 'net', 'cpu'), log: () => undefined });
 });
 

@@ -10,8 +10,6 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { NetBuilder } from '../../engine/frontend/builder';
-import { writeOnnxFile } from '../../engine/frontend/onnx/export';
 import { loadModel } from '../../engine/frontend/load';
 import { extractTasks } from '../../engine/graph/extract';
 import { appendRecords } from '../../engine/records/log';
@@ -19,33 +17,12 @@ import { makeRecord } from '../../engine/records/make';
 import { createPolicy } from '../../engine/search/policy';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import type { CostModel } from '../../engine/search/types';
+import { captureConsole as capture, NET_CONFIG, writeNetWorkspace } from '../workspace.fixture';
 import compileExecutor from './executor';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-compile-watch-'));
 const savedCache = process.env.TENSORTUNE_CACHE_DIR;
-const CONFIG = `records: records
-outDir: out
-targets:
-  cpu:
-    target: llvm
-networks:
-  net:
-    model: net.onnx
-`;
-
-/** console.log and console.error lines while `fn` runs; `onLine` sees each as it comes. */
-async function capture<T>(fn: () => Promise<T>, onLine: (line: string) => void = () => undefined): Promise<{ value: T; lines: string[] }> {
-  const lines: string[] = [];
-  const { log, error } = console;
-  const push = (...a: unknown[]): void => { const line = a.join(' '); lines.push(line); onLine(line); };
-  console.log = push;
-  console.error = push;
-  try {
-    return { value: await fn(), lines };
-  } finally {
-    Object.assign(console, { log, error });
-  }
-}
+const CONFIG = NET_CONFIG;
 
 // A fresh object cache, so that the counts of compiled and reused kernels are this test's.
 test.before(() => { process.env.TENSORTUNE_CACHE_DIR = path.join(dir, 'cache'); });
@@ -56,10 +33,7 @@ test.after(() => {
 });
 
 test('compile --watch: recompiles one kernel when a tuning log appears, reports a broken config and carries on, closes on return', async () => {
-  const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
-  b.graph.outputs = [b.dense(b.flatten(b.globalAvgPool(b.relu(b.conv2d(b.input(4), 'conv', { channels: 16, kernel: [3, 3], padding: [1, 1] })))), 'fc', 10)];
-  writeOnnxFile(path.join(dir, 'net.onnx'), b.graph);
-  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  writeNetWorkspace(dir);
   const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
   const run = compileExecutor({ config: 'tensortune.config.yaml', network: 'net', watch: true }, ctx);
 
