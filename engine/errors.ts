@@ -22,7 +22,7 @@ const ENVIRONMENT_CODES = new Set([
 const FALLBACK_CAUSES: Record<string, string> = { EDQUOT: 'disk quota exceeded' };
 
 /** `no space left on device (ENOSPC)` for a system error, else undefined. */
-export function systemErrorCause(e: unknown): string | undefined {
+function systemErrorCause(e: unknown): string | undefined {
   const { code, errno } = (e ?? {}) as NodeJS.ErrnoException;
   if (!(e instanceof Error) || typeof code !== 'string' || !/^E[A-Z0-9]+$/.test(code)) return undefined;
   const text = (typeof errno === 'number' ? getSystemErrorMap().get(errno)?.[1] : undefined) ?? FALLBACK_CAUSES[code];

@@ -27,7 +27,7 @@ const swept = new Set<string>();
 
 /** Removes the owned folders in `dir` whose owner process is gone (once per process and dir);
  *  returns their names. */
-export function sweepStaleTempDirs(dir = tmpdir()): string[] {
+function sweepStaleTempDirs(dir = tmpdir()): string[] {
   if (swept.has(dir)) return [];
   swept.add(dir);
   let names: string[];

@@ -64,13 +64,18 @@ export interface RecordsUsed {
 }
 
 /** How summaries and manifests name the origin of records without a budget. */
-export const CLI_ORIGIN = 'tensortune tune';
+const CLI_ORIGIN = 'tensortune tune';
 
 /** The records summary of a kernel list. */
 export function recordsUsed(kernels: readonly Pick<ManifestKernel, 'schedule' | 'budget'>[]): RecordsUsed {
   const by: Record<string, number> = {};
-  for (const k of kernels) if (k.schedule === 'tuned') by[k.budget ?? CLI_ORIGIN] = (by[k.budget ?? CLI_ORIGIN] ?? 0) + 1;
-  const tuned = kernels.filter((k) => k.schedule === 'tuned').length;
+  let tuned = 0;
+  for (const k of kernels) {
+    if (k.schedule !== 'tuned') continue;
+    tuned++;
+    const budget = k.budget ?? CLI_ORIGIN;
+    by[budget] = (by[budget] ?? 0) + 1;
+  }
   return { tuned, default: kernels.length - tuned, by_budget: by };
 }
 

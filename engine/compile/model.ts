@@ -137,9 +137,16 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     k.compiled = true;
     return undefined;
   };
+  // Kernels an earlier round already checked against the cache or tried to compile: the
+  // fallback round only looks at the default kernels it placed.
+  const seen = new Set<PlannedKernel>();
   const compileMissing = async (): Promise<{ kernel: PlannedKernel; why: string }[]> => {
     const queue: PlannedKernel[] = [];
-    for (const k of kernels.values()) if (!k.compiled && !(await cachedFileOk(objectOf(k)))) queue.push(k);
+    for (const k of kernels.values()) {
+      if (seen.has(k)) continue;
+      seen.add(k);
+      if (!(await cachedFileOk(objectOf(k)))) queue.push(k);
+    }
     const failed: { kernel: PlannedKernel; why: string }[] = [];
     const workers = Array.from({ length: Math.min(2, queue.length) }, async () => {
       for (let k = queue.shift(); k; k = queue.shift()) {

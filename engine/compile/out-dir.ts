@@ -14,14 +14,15 @@ import { pidAlive } from '../temp-dirs';
 /** What compile writes into its folder, and the temp files older versions left there. */
 const OWN_FILE = /^(model\.c|model\.so|params\.bin|manifest\.json)(\.tmp[-.\w]*)?$/;
 
-const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** The part of a sibling's name after `.<name>.`: `new-<pid>-XXXXXX` or `old-<pid>-XXXXXX`. */
+const LEFTOVER = /^(new|old)-(\d+)-[A-Za-z0-9]{6}$/;
 
 /** Removes the `.new-` / `.old-` siblings of `outDir` whose compile process is gone. */
 async function sweepLeftovers(outDir: string): Promise<void> {
   const parent = path.dirname(outDir);
-  const mine = new RegExp(`^\\.${escapeRegExp(path.basename(outDir))}\\.(new|old)-(\\d+)-[A-Za-z0-9]{6}$`);
+  const prefix = `.${path.basename(outDir)}.`;
   for (const name of await fs.readdir(parent)) {
-    const m = mine.exec(name);
+    const m = name.startsWith(prefix) ? LEFTOVER.exec(name.slice(prefix.length)) : null;
     if (m && Number(m[2]) !== process.pid && !pidAlive(Number(m[2]))) await fs.rm(path.join(parent, name), { recursive: true, force: true });
   }
 }

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 
 /** The seal of a cached file. */
-export const sealOf = (file: string): string => `${file}.seal`;
+const sealOf = (file: string): string => `${file}.seal`;
 
 /** `<size> <sha256>` of a non-empty file; undefined for an empty or unreadable one. */
 async function fingerprint(file: string): Promise<string | undefined> {

@@ -20,7 +20,7 @@ export interface TimingContext {
   others_cores?: number;
 }
 
-export const TRUST_LIMITS = {
+const TRUST_LIMITS = {
   /** pyperf's check: a standard deviation of 10% of the mean or more is unstable. */
   relativeStd: 0.1,
   /** hyperfine's outlier rule (src/outlier_detection.rs, after Iglewicz and Hoaglin): a
