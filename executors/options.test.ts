@@ -12,7 +12,8 @@ import * as assert from 'uvu/assert';
 import { UserError } from '../engine/errors';
 import { NetBuilder } from '../engine/frontend/builder';
 import { writeOnnxFile } from '../engine/frontend/onnx/export';
-import { resolveFor, type ExecutorName } from './run';
+import type { ExecutorName } from './options';
+import { resolveFor } from './run';
 import tuneExecutor, { budgetFor } from './tune/executor';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-executor-options-'));

@@ -13,6 +13,9 @@ export type ExecutorName = 'tune' | 'compile' | 'benchmark';
 
 const SCHEMAS: Record<ExecutorName, { properties: Record<string, unknown> }> = { tune: tuneSchema, compile: compileSchema, benchmark: benchmarkSchema };
 
+/** Whether `name` is one of the executors (the part after `tensortune:` in a target's executor). */
+export const isExecutorName = (name: string): name is ExecutorName => Object.hasOwn(SCHEMAS, name);
+
 /** The options of an executor: the properties of its schema.json. */
 export const executorOptions = (name: ExecutorName): string[] => Object.keys(SCHEMAS[name].properties);
 

@@ -25,8 +25,6 @@ export interface NetworkExecutorOptions {
 
 export type ExecutorResult = { success: boolean };
 
-export type { ExecutorName } from './options';
-
 /**
  * The run an executor's options name, once they passed checkOptions. `budget` is the tune
  * executor's budget option.

@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { mergeIntoStore, readStore, bestFor, storeLogs, writeRecordsFile } from '../engine/records/store';
 import type { LogEntry } from '../engine/records/log';
-import { tuneOutputsDir } from '../plugin/resolve';
+import { storeLogFile, tuneOutputsDir } from '../plugin/resolve';
 
 /** Every tune output under `<store>/nx/<network>/<target>.<budget>.jsonl`, with the store log it feeds. */
 async function tuneOutputs(storeDir: string): Promise<{ file: string; log: string }[]> {
@@ -24,7 +24,7 @@ async function tuneOutputs(storeDir: string): Promise<{ file: string; log: strin
   for (const network of networks) {
     for (const name of (await fs.readdir(path.join(root, network))).filter((n) => n.endsWith('.jsonl')).sort()) {
       const target = name.split('.')[0];
-      out.push({ file: path.join(root, network, name), log: path.join(storeDir, `${network}.${target}.jsonl`) });
+      out.push({ file: path.join(root, network, name), log: storeLogFile(storeDir, network, target) });
     }
   }
   return out;

@@ -10,7 +10,7 @@
 import path from 'node:path';
 import { readCachedProjectGraph, type PreTasksExecution, type ProjectGraph, type TargetConfiguration } from '@nx/devkit';
 import { UserError } from '../engine/errors';
-import { camelOf, optionProblem, userOptions, type ExecutorName } from '../executors/options';
+import { camelOf, isExecutorName, optionProblem, userOptions, type ExecutorName } from '../executors/options';
 import { loadConfig } from './config';
 import { honoursTargetFlag, nxArguments, parseNxFlags, type NxFlags } from './nx-args';
 import { resolveRun, toPosix } from './resolve';
@@ -22,8 +22,6 @@ interface Named {
   executor: ExecutorName;
   config: TargetConfiguration;
 }
-
-const EXECUTORS: readonly string[] = ['tune', 'compile', 'benchmark'];
 
 /**
  * The tensortune targets the command names, and whether it names their projects: `nx tune`
@@ -50,7 +48,7 @@ export function namedTargets(nx: NxFlags, graph: Pick<ProjectGraph, 'nodes'>): {
     for (const node of nodes) {
       const config = node.data.targets?.[w.target];
       const [pkg, executor] = (config?.executor ?? '').split(':');
-      if (config && pkg === 'tensortune' && EXECUTORS.includes(executor)) named.push({ project: node.name, target: w.target, executor: executor as ExecutorName, config });
+      if (config && pkg === 'tensortune' && isExecutorName(executor)) named.push({ project: node.name, target: w.target, executor, config });
     }
   }
   return { named, projectsNamed: command === 'run' || many || wanted.every((w) => w.project !== undefined) };
@@ -95,10 +93,11 @@ export function checkNxCommand(nx: NxFlags, graph: Pick<ProjectGraph, 'nodes'>, 
   if (!honoursTargetFlag(nx.positionals[0]) && nx.overrides.length > 0) {
     for (const n of named) {
       const o = n.config.options as { network?: string; configTarget?: string } | undefined;
-      const at = { config, network: o?.network ?? n.project, configTarget: o?.configTarget ?? '<target>', modelDir: modelDir?.(n) };
+      const at = { config, network: o?.network ?? n.project, configTarget: o?.configTarget ?? '<target>' };
       for (const flag of nx.overrides) {
-        const problem = optionProblem(n.executor, camelOf(flag.replace(/^-+(no-)?/, '')), at);
-        if (problem) throw new UserError(`tensortune ${n.executor}: ${problem}`);
+        const key = camelOf(flag.replace(/^-+(no-)?/, ''));
+        // The model folder (which loads the config) only for the message of a refused option.
+        if (optionProblem(n.executor, key, at)) throw new UserError(`tensortune ${n.executor}: ${optionProblem(n.executor, key, { ...at, modelDir: modelDir?.(n) })}`);
       }
     }
   }

@@ -28,6 +28,8 @@ export interface ResolvedRun {
   target: TargetConfig;
   budgetName?: string;
   budget: BudgetConfig;
+  /** Every budget of the config, by name. */
+  budgets: Record<string, BudgetConfig>;
   storeDir: string;
   /** The store log this network's tuning appends to. */
   recordsFile: string;
@@ -57,6 +59,9 @@ export function storeDir(loaded: LoadedConfig): string {
 export function outDir(loaded: LoadedConfig): string {
   return path.resolve(loaded.dir, loaded.config.outDir ?? DEFAULT_OUT_DIR);
 }
+
+/** The store log `nx tune` appends to for one network and target. */
+export const storeLogFile = (store: string, network: string, target: string): string => path.join(store, `${network}.${target}.jsonl`);
 
 /** Where Nx outputs of tune targets live inside the store (never read as store logs themselves). */
 export const tuneOutputsDir = (store: string): string => path.join(store, 'nx');
@@ -88,9 +93,9 @@ export function resolveRun(
   const store = storeDir(loaded);
   const out = path.join(outDir(loaded), network);
   return {
-    network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget,
+    network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget, budgets: loaded.config.budgets ?? {},
     storeDir: store,
-    recordsFile: path.join(store, `${network}.${tName}.jsonl`),
+    recordsFile: storeLogFile(store, network, tName),
     tuneOutput: tuneOutputFile(store, network, tName, bName),
     modelDir: path.join(out, tName),
     reportsDir: path.join(out, 'reports'),

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TargetConfiguration } from '@nx/devkit';
 import { isModelFile, type LoadedConfig } from './config';
-import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, storeDir, toPosix, tuneOutputsDir } from './resolve';
+import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, storeDir, toPosix, tuneOutputFile, tuneOutputsDir } from './resolve';
 
 export interface TensortunePluginOptions {
   tuneTargetName?: string;
@@ -74,7 +74,9 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
   const [tune, compile, benchmark] = executorTargetNames(opts);
   const rel = (abs: string): string => toPosix(path.relative(ctx.workspaceRoot, abs));
   const configRel = rel(loaded.file);
-  const storeRel = rel(storeDir(loaded));
+  const store = storeDir(loaded);
+  const storeRel = rel(store);
+  const outputsRel = rel(tuneOutputsDir(store));
   const outRel = rel(outDir(loaded));
   const externalDependency = opts.externalDependency ?? ctx.externalDependency;
   const defaultTarget = defaultTargetName(loaded);
@@ -92,8 +94,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
       ...(externalDependency ? [{ externalDependencies: ['tensortune'] }] : []),
     ];
     // tune's output: a file of its own per configuration (target, budget), never the store's logs.
-    const outputsRel = rel(tuneOutputsDir(storeDir(loaded)));
-    const tuneOutput = `{workspaceRoot}/${outputsRel}/${network}/{options.configTarget}.${budget ? '{options.budget}' : 'default'}.jsonl`;
+    const tuneOutput = `{workspaceRoot}/${rel(tuneOutputFile(store, network, '{options.configTarget}', budget ? '{options.budget}' : undefined))}`;
     // compile's records: the best per workload of the store and of the restored tune outputs,
     // for the workloads this network's tune outputs mention (see `tensortune best-digest`).
     const bestDigest = `${ctx.cliCommand} best-digest ${quote(storeRel)} ${quote(`${outputsRel}/${network}`)} --keys-from ${quote(`${outputsRel}/${network}`)} ` +

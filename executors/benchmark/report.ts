@@ -45,7 +45,7 @@ export interface HistoryEntry {
   warnings: string[];
 }
 
-export function historyEntry(r: BenchmarkReport): HistoryEntry {
+function historyEntry(r: BenchmarkReport): HistoryEntry {
   const s = r.result;
   return {
     time: r.time, network: r.network, target: r.target, target_string: r.target_string, cpu: r.cpu,
@@ -73,7 +73,7 @@ export function readHistory(file: string): HistoryEntry[] {
 
 export interface ReportFiles { json: string; html: string; history: string }
 
-export const reportFiles = (reportsDir: string, target: string): ReportFiles => ({
+const reportFiles = (reportsDir: string, target: string): ReportFiles => ({
   json: path.join(reportsDir, `${target}.json`),
   html: path.join(reportsDir, `${target}.html`),
   history: path.join(reportsDir, `${target}.history.jsonl`),

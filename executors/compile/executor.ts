@@ -12,7 +12,7 @@ import type { ExecutorContext } from '@nx/devkit';
 import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/compile/network';
 import { storeLogs } from '../../engine/records/store';
-import { loadConfig } from '../../plugin/config';
+import type { BudgetConfig } from '../../plugin/config';
 import { tuneOutputFile, type ResolvedRun } from '../../plugin/resolve';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { absorbTuneOutputs } from '../store';
@@ -23,10 +23,9 @@ import type { CompileExecutorOptions } from './schema';
  * network and target, largest first: on a CI machine that usually means `-c <budget>` would
  * restore better records from the remote cache.
  */
-function untriedBudgets(options: CompileExecutorOptions, ctx: ExecutorContext, run: ResolvedRun): string[] {
-  const budgets = loadConfig(options.config, ctx.root).config.budgets ?? {};
-  const size = (b: (typeof budgets)[string]): number => b.trials ?? (b.trialsPerTask ?? 0) * 1000 + (b.timeLimit ?? 0);
-  return Object.entries(budgets)
+function untriedBudgets(run: ResolvedRun): string[] {
+  const size = (b: BudgetConfig): number => b.trials ?? (b.trialsPerTask ?? 0) * 1000 + (b.timeLimit ?? 0);
+  return Object.entries(run.budgets)
     .filter(([name]) => !existsSync(tuneOutputFile(run.storeDir, run.network, run.targetName, name)))
     .sort((a, b) => size(b[1]) - size(a[1]))
     .map(([name]) => name);
@@ -54,7 +53,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
     });
     console.log(`compiled ${compiled.compiled} kernel(s), reused ${compiled.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s: ${rel(compiled.library)}`);
     console.log(`records used: ${formatRecordsUsed(recordsUsed(compiled.kernels))} kernel(s)`);
-    const untried = untriedBudgets(options, ctx, run);
+    const untried = untriedBudgets(run);
     if (untried.length > 0) {
       console.log(`note: budget(s) ${untried.map((b) => `'${b}'`).join(', ')} never tuned ${run.network} for ${run.targetName} in this workspace; ` +
         `\`nx compile ${run.network} -c ${untried[0]}\` restores that tune from the Nx cache (local or remote) if a machine of this kind ran it, else tunes`);

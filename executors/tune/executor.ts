@@ -17,6 +17,7 @@ import { UserError } from '../../engine/errors';
 import type { MeasureOptions } from '../../engine/search/types';
 import { ConfigError, configLabel, type BudgetConfig } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
+import { executorOptions, flagOf } from '../options';
 import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
 import type { TuneExecutorOptions } from './schema';
 
@@ -43,10 +44,13 @@ export function budgetFor(b: BudgetConfig, o: TuneExecutorOptions, targetThreads
   };
 }
 
-/** The budget options given for this run, as flags (for the log line). */
-const OVERRIDES = ['trials', 'trialsPerTask', 'timeLimit', 'earlyStopping', 'policy', 'measuresPerRound', 'seed', 'threads', 'number', 'repeat', 'minRepeatMs', 'timeout', 'flush', 'buildJobs'] as const;
-const overridesOf = (o: TuneExecutorOptions): string[] => OVERRIDES.filter((k) => o[k] !== undefined)
-  .map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}${o[k] === true ? '' : ` ${String(o[k])}`}`);
+/** The options of schema.json that choose the run; all the others override the budget. */
+const RUN_CHOICE: readonly string[] = ['config', 'network', 'settings', 'configTarget', 'budget'];
+/** The budget options given for this run, as flags in schema order (for the log line). */
+const overridesOf = (o: TuneExecutorOptions): string[] => executorOptions('tune').filter((k) => !RUN_CHOICE.includes(k)).flatMap((k) => {
+  const v = o[k as keyof TuneExecutorOptions];
+  return v === undefined ? [] : [`${flagOf(k)}${v === true ? '' : ` ${String(v)}`}`];
+});
 
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('tune', async () => {
