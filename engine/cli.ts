@@ -40,7 +40,7 @@ function usage(): string {
 }
 
 /** The version in the package's package.json. */
-export function version(): string {
+function version(): string {
   return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 

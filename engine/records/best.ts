@@ -18,17 +18,26 @@ export const isValidRecord = (r: TuningRecord): boolean =>
 /** The identity distill and compile group records by. */
 export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint'>): string => JSON.stringify([r.key, r.target, r.fingerprint]);
 
-/** The best valid entry per (key, target, fingerprint), in order of each group's first record. */
-export function bestRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E> {
-  const best = new Map<string, { entry: E; cost: number }>();
+/**
+ * Valid entries per (key, target, fingerprint), fastest first (of equal costs, the first
+ * read), in order of each group's first valid entry.
+ */
+export function rankedRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E[]> {
+  const groups = new Map<string, { entry: E; cost: number }[]>();
   for (const entry of entries) {
     if (!isValidRecord(entry.record)) continue;
     const group = recordGroup(entry.record);
-    const cost = meanCost(entry.record);
-    const held = best.get(group);
-    if (!held || cost < held.cost) best.set(group, { entry, cost });
+    const item = { entry, cost: meanCost(entry.record) };
+    const list = groups.get(group);
+    if (list) list.push(item);
+    else groups.set(group, [item]);
   }
-  return new Map([...best].map(([k, v]) => [k, v.entry]));
+  return new Map([...groups].map(([group, list]) => [group, list.sort((a, b) => a.cost - b.cost).map((i) => i.entry)]));
+}
+
+/** The best valid entry per (key, target, fingerprint), in order of each group's first record. */
+export function bestRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E> {
+  return new Map([...rankedRecords(entries)].map(([group, list]) => [group, list[0]]));
 }
 
 /**
@@ -36,9 +45,8 @@ export function bestRecords<E extends { record: TuningRecord }>(entries: Iterabl
  * caller can fall back to the next one when the best no longer applies).
  */
 export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string): Map<string, LogEntry[]> {
-  const out = byWorkload([...entries].filter((e) => isValidRecord(e.record)), { target, fingerprint });
-  for (const list of out.values()) list.sort((a, b) => meanCost(a.record) - meanCost(b.record));
-  return out;
+  const here = [...entries].filter((e) => e.record.target === target && e.record.fingerprint === fingerprint);
+  return new Map([...rankedRecords(here).values()].map((list) => [list[0].record.key, list]));
 }
 
 /** Entries measured for one target string and fingerprint, per workload key, in log order. */

@@ -4,7 +4,7 @@
 // A faster record that does not apply is passed over for the next one, so compile never
 // meets a "best" it has to throw away while a usable runner-up was dropped.
 //
-// distillFiles writes the output whole (temp file + rename). Records already in the output
+// distillFiles writes the output whole (writeRecordsFile: temp file + rename). Records already in the output
 // take part, so distilling into the same file twice, or several logs into one file, keeps
 // the best of all. Other processes may be appending to these logs (tune holds `<log>.lock`
 // for each append), so every log is read under its lock, and the output is read, distilled
@@ -16,12 +16,12 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { asUserError } from '../errors';
 import type { ComputeDAG } from '../ir/dag';
-import { isValidRecord, meanCost, recordGroup } from './best';
+import { rankedRecords } from './best';
 import { readRecords, withFileLock, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
 import { checkReplay } from './replay';
+import { writeRecordsFile } from './store';
 
 export interface DistillOptions {
   /**
@@ -44,26 +44,16 @@ export interface Distilled<E> {
 
 /** The fastest valid entry that applies, per (key, target, fingerprint). */
 export function distillEntries<E extends { record: TuningRecord }>(entries: Iterable<E>, opts: DistillOptions = {}): Distilled<E> {
-  const groups = new Map<string, { entry: E; cost: number }[]>();
-  for (const entry of entries) {
-    if (!isValidRecord(entry.record)) continue;
-    const group = recordGroup(entry.record);
-    const item = { entry, cost: meanCost(entry.record) };
-    const list = groups.get(group);
-    if (list) list.push(item);
-    else groups.set(group, [item]);
-  }
   const out: Distilled<E> = { kept: [], passedOver: [], dropped: 0, notReplayed: 0 };
-  for (const list of groups.values()) {
-    list.sort((a, b) => a.cost - b.cost); // stable: of equal costs the first read wins
-    const dag = opts.dags?.get(list[0].entry.record.key);
-    const kept = list.find(({ entry }) => {
+  for (const list of rankedRecords(entries).values()) {
+    const dag = opts.dags?.get(list[0].record.key);
+    const kept = list.find((entry) => {
       const check = checkReplay(entry.record.steps, dag);
       if (!check.ok) out.passedOver.push({ entry, why: check.message });
       return check.ok;
     });
     if (!kept) { out.dropped += 1; continue; }
-    out.kept.push(kept.entry);
+    out.kept.push(kept);
     if (!dag) out.notReplayed += 1;
   }
   return out;
@@ -121,21 +111,7 @@ export async function distillFiles(inputs: readonly string[], out: string, opts:
     const order = outputIsInput ? files.map(([id]) => id) : [...files.map(([id]) => id), outId];
     const entries = order.flatMap((id) => read.get(id)!);
     const result = distillEntries(entries, opts);
-    const tmp = `${out}.tmp-${process.pid}`;
-    try {
-      const fh = await fs.open(tmp, 'w');
-      try {
-        await fh.writeFile(result.kept.map((e) => JSON.stringify(e.record) + '\n').join(''));
-        await fh.datasync();
-      } finally {
-        await fh.close();
-      }
-      await fs.rename(tmp, out);
-    } catch (e) {
-      throw asUserError(e, `cannot write ${out}`) ?? e; // a full disk: one line, no stray temp file
-    } finally {
-      await fs.rm(tmp, { force: true });
-    }
+    await writeRecordsFile(out, result.kept.map((e) => e.record), out); // a full disk: one line, no stray temp file
     if (result.passedOver.length > 0) {
       const first = result.passedOver[0]!;
       const none = result.dropped > 0 ? `; ${result.dropped} task(s) have no record that applies and were left out` : '';

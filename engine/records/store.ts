@@ -48,7 +48,7 @@ export async function readStore(dir: string, opts: ReadOptions = {}): Promise<Lo
 }
 
 /** Entries without repeated measurements, in order. */
-export function unique(entries: readonly LogEntry[]): LogEntry[] {
+function unique(entries: readonly LogEntry[]): LogEntry[] {
   const seen = new Set<string>();
   return entries.filter((e) => {
     const id = recordId(e.record);
@@ -106,20 +106,26 @@ async function sweepStaleTemps(file: string): Promise<void> {
 }
 
 /**
- * Writes `records` as a whole new file: a temp file in the same directory, then a rename
- * (readers see the old file or the new one). A failure (a full disk, no permission) is a
- * UserError naming the file, with the temp file removed.
+ * Writes `records` as a whole new file: a temp file in the same directory, synced, then a
+ * rename (readers see the old file or the new one). A failure (a full disk, no permission)
+ * is a UserError `cannot write <what>: <cause>`, with the temp file removed.
  */
-export async function writeRecordsFile(file: string, records: readonly TuningRecord[]): Promise<void> {
+export async function writeRecordsFile(file: string, records: readonly TuningRecord[], what = `the record file ${file}`): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`;
   try {
     await fs.mkdir(path.dirname(path.resolve(file)), { recursive: true });
     await sweepStaleTemps(file);
-    await fs.writeFile(tmp, records.map((r) => JSON.stringify(r) + '\n').join(''));
+    const fh = await fs.open(tmp, 'w');
+    try {
+      await fh.writeFile(records.map((r) => JSON.stringify(r) + '\n').join(''));
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
     await fs.rename(tmp, file);
   } catch (e) {
     await fs.rm(tmp, { force: true }).catch(() => undefined);
-    throw asUserError(e, `cannot write the record file ${file}`) ?? e;
+    throw asUserError(e, `cannot write ${what}`) ?? e;
   }
 }
 

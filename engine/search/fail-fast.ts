@@ -19,8 +19,8 @@ import { UserError } from '../errors';
 import type { TuningRecord } from '../records/record';
 import type { ErrorClass, MeasureOutcome } from './types';
 
-export const FAIL_FAST_BATCHES = 2;
-export const FAIL_FAST_CANDIDATES = 4;
+const FAIL_FAST_BATCHES = 2;
+const FAIL_FAST_CANDIDATES = 4;
 /** Longest compiler or runtime message line shown. */
 const MAX_LINE = 300;
 

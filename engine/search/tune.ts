@@ -149,6 +149,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   if (extra.length > 0) for (const [key, states] of measuredStates(await readRecordFiles(extra, { warn }), match)) prior.set(key, [...states]);
   for (const [key, states] of (await openLog(records, match, { warn })).measured) prior.set(key, [...(prior.get(key) ?? []), ...states]);
   const priorOf = (t: Task): MeasuredState[] => prior.get(t.key) ?? [];
+  const measured = tasks.map((t) => priorOf(t).length);
 
   const policyName = opts.policy ?? 'evolutionary';
   const seed = opts.seed ?? 0;
@@ -168,9 +169,9 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   try {
     emit({
       type: 'start',
-      tasks: tasks.map((t, id) => ({ id, key: t.key, desc: t.desc, weight: t.weight, flops: t.flops, measured: priorOf(t).length })),
+      tasks: tasks.map((t, id) => ({ id, key: t.key, desc: t.desc, weight: t.weight, flops: t.flops, measured: measured[id] })),
     });
-    const resumed = tasks.reduce((a, t) => a + priorOf(t).length, 0);
+    const resumed = measured.reduce((a, m) => a + m, 0);
     log(`${name}: ${tasks.length} tasks, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
 
     const defaults = tasks.map((task) => defaultSchedule(task.dag, { vectorLanes: target.vectorLanes }));
@@ -196,7 +197,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     }, entries[i].policy.genomeOf?.(o.steps));
 
     // What this run may still measure, for the progress and ETA of each round's line.
-    const bound = runBudget(tasks.map((t) => priorOf(t).length), { trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS });
+    const bound = runBudget(measured, { trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS });
     let roundsSinceTable = 0;
     const scheduler = new TaskScheduler(entries, {
       trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping,
