@@ -4,10 +4,8 @@
 // ModelRunError (the compiled model failed or crashed) one line and exits 3; any other
 // error is a bug and keeps its stack trace.
 
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { asUserError } from './errors';
-import { packageRoot } from './package-root';
+import { packageVersion } from './package-root';
 import { didYouMean } from './suggest';
 import { ModelRunError } from './runtime/errors';
 import type { CliIo, Command } from './cli/command';
@@ -39,10 +37,6 @@ function usage(): string {
   ].join('\n');
 }
 
-/** The version in the package's package.json. */
-function version(): string {
-  return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-}
 
 const processIo: CliIo = {
   out: (text) => { process.stdout.write(text); },
@@ -57,7 +51,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return name === undefined ? 2 : 0;
   }
   if (name === '--version' || name === '-v' || name === 'version') {
-    io.out(`tensortune ${version()}\n`);
+    io.out(`tensortune ${packageVersion()}\n`);
     return 0;
   }
   const command = COMMANDS.find((c) => c.name === name);

@@ -14,3 +14,8 @@ export function packageRoot(): string {
     if (path.dirname(dir) === dir) throw new Error(`tensortune: cannot find the package root above ${__dirname}`);
   }
 }
+
+/** The version in the package's package.json. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}

@@ -15,7 +15,7 @@ import { UserError } from '../errors';
 import type { Task } from '../graph/extract';
 import { meanCost, rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
-import { checkReplay } from '../records/replay';
+import { firstThatReplays } from '../records/replay';
 import { recordId } from '../records/store';
 import type { TunedSchedule } from './model';
 
@@ -42,14 +42,8 @@ export interface AppliedRecords {
 }
 
 /** The usable record of a task, trying its records fastest first. */
-function pick(task: Task, ranked: readonly LogEntry[], rejected: string[]): LogEntry | undefined {
-  for (const entry of ranked) {
-    const check = checkReplay(entry.record.steps, task.dag);
-    if (check.ok) return entry;
-    rejected.push(`${entry.file}:${entry.line}: ${check.message}`);
-  }
-  return undefined;
-}
+const pick = (task: Task, ranked: readonly LogEntry[], rejected: string[]): LogEntry | undefined =>
+  firstThatReplays(ranked, task.dag, (entry, why) => rejected.push(`${entry.file}:${entry.line}: ${why}`));
 
 const pct = (x: number): string => (x < 1e-4 ? '<0.01%' : `~${(100 * x).toFixed(x < 0.001 ? 2 : 1)}%`);
 

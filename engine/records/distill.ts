@@ -20,7 +20,7 @@ import type { ComputeDAG } from '../ir/dag';
 import { rankedRecords } from './best';
 import { readRecords, withFileLock, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
-import { checkReplay } from './replay';
+import { firstThatReplays } from './replay';
 import { writeRecordsFile } from './store';
 
 export interface DistillOptions {
@@ -47,11 +47,7 @@ export function distillEntries<E extends { record: TuningRecord }>(entries: Iter
   const out: Distilled<E> = { kept: [], passedOver: [], dropped: 0, notReplayed: 0 };
   for (const list of rankedRecords(entries).values()) {
     const dag = opts.dags?.get(list[0].record.key);
-    const kept = list.find((entry) => {
-      const check = checkReplay(entry.record.steps, dag);
-      if (!check.ok) out.passedOver.push({ entry, why: check.message });
-      return check.ok;
-    });
+    const kept = firstThatReplays(list, dag, (entry, why) => out.passedOver.push({ entry, why }));
     if (!kept) { out.dropped += 1; continue; }
     out.kept.push(kept);
     if (!dag) out.notReplayed += 1;
