@@ -16,7 +16,7 @@
 import { add, children, dtypeOf, freeVars, int, substitute, v, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
-import { MAX_UNROLL } from '../schedule/steps';
+import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
 
 const MATH: Record<MathFn, string> = {
@@ -107,6 +107,30 @@ function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named
   }
 }
 
+/**
+ * What differs between the C-family languages one Renderer writes: the C renderer's
+ * dialect below; the GPU renderers (opencl.ts) bring their own, with a prelude that gives
+ * the helper names (tt_maxf, tt_v4_load, expf, ...) the same meaning in their language.
+ */
+export interface Dialect {
+  /** Lane `i` of vector variable `reg`. */
+  lane(reg: string, i: number): string;
+  /** The pragma line that unrolls the next loop (n iterations), if the language has one. */
+  unroll(n: number): string | undefined;
+  /** Whether `#pragma omp` lines (parallel, simd) may be emitted. */
+  openmp: boolean;
+  /** GPU: a block-wide barrier statement. */
+  barrier?: string;
+  /** GPU: the expression of a hardware thread index. */
+  threadIndex?(tag: ThreadTag): string;
+}
+
+export const C_DIALECT: Dialect = {
+  lane: (reg, i) => `${reg}[${i}]`,
+  unroll: (n) => `#pragma GCC unroll ${n}`,
+  openmp: true,
+};
+
 export interface RenderOptions {
   /** float32 lanes of the target's vectors (target.vectorLanes): 4, 8 or 16. Default 16. */
   vectorLanes?: number;
@@ -138,7 +162,7 @@ class Renderer {
   private hoisted = new Map<string, string>();
   private hoistCount = 0;
 
-  constructor(lanes: number, private readonly promoted: ReadonlyMap<string, Promotion>) {
+  constructor(lanes: number, private readonly promoted: ReadonlyMap<string, Promotion>, private readonly dialect: Dialect = C_DIALECT) {
     if (!(VECTOR_WIDTHS as readonly number[]).includes(lanes)) throw new Error(`renderKernel: vectorLanes ${lanes} not in ${VECTOR_WIDTHS.join(', ')}`);
     this.lanes = lanes;
     this.vt = `tt_v${lanes}`;
@@ -158,7 +182,7 @@ class Renderer {
     const p = this.promoted.get(buf);
     if (p && c !== undefined) {
       if (p.mode === 'scalar') return `${buf}_s${c}`;
-      return `${buf}_v${Math.floor(c / p.lanes)}[${c % p.lanes}]`;
+      return this.dialect.lane(`${buf}_v${Math.floor(c / p.lanes)}`, c % p.lanes);
     }
     return `${buf}[${this.scalar(index)}]`;
   }
@@ -195,7 +219,7 @@ class Renderer {
       for (const st of stmts) {
         if (st.k === 'store') { visit(foldExpr(substConst(st.index, env))); visit(foldExpr(substConst(st.value, env))); }
         else if (st.k === 'if') { visit(foldExpr(substConst(st.cond, env))); scan(st.body); }
-        else if (st.k === 'for') scan(st.body);
+        else if (st.k === 'for' || st.k === 'thread') scan(st.body);
       }
     };
     scan(body);
@@ -322,7 +346,21 @@ class Renderer {
         out.push(`${indent}}`);
         return;
       }
-      case 'for': this.loop(s, env, indent, out);
+      case 'for': this.loop(s, env, indent, out); return;
+      case 'sync':
+        if (!this.dialect.barrier) throw new Error('render: a barrier in a language without one');
+        out.push(`${indent}${this.dialect.barrier}`);
+        return;
+      case 'thread': {
+        if (!this.dialect.threadIndex) throw new Error('render: a thread index in a language without one');
+        out.push(`${indent}{`, `${indent}  const int32_t ${s.v} = ${this.dialect.threadIndex(s.tag)};`);
+        const inner = new Map(env);
+        inner.delete(s.v);
+        this.bound.add(s.v);
+        this.stmts(s.body, inner, indent + '  ', out);
+        this.bound.delete(s.v);
+        out.push(`${indent}}`);
+      }
     }
   }
 
@@ -355,12 +393,13 @@ class Renderer {
   }
 
   private serialLoop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[], start: number): void {
-    if (s.kind === 'parallel') out.push(`${indent}#pragma omp parallel for schedule(static)`);
+    if (s.kind === 'parallel' && this.dialect.openmp) out.push(`${indent}#pragma omp parallel for schedule(static)`);
     // `omp simd` only where every store moves with the loop (a reduction into one
     // element would need a reduction clause).
-    if (s.kind === 'vectorize' && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
+    if (s.kind === 'vectorize' && this.dialect.openmp && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
     // Lowering refuses longer unrolled loops (MAX_UNROLL); a kernel made by hand gets a plain loop.
-    if (s.kind === 'unroll' && s.extent <= MAX_UNROLL) out.push(`${indent}#pragma GCC unroll ${s.extent}`);
+    const pragma = s.kind === 'unroll' && s.extent <= MAX_UNROLL ? this.dialect.unroll(s.extent) : undefined;
+    if (pragma) out.push(`${indent}${pragma}`);
     out.push(`${indent}for (int32_t ${s.v} = ${start}; ${s.v} < ${s.extent}; ++${s.v}) {`);
     const inner = new Map(env);
     inner.delete(s.v);
@@ -430,17 +469,24 @@ function expandedSize(body: readonly Stmt[], lanes: number): number {
   return n;
 }
 
+/**
+ * The lines of a lowered body in `dialect`. Two passes: the first sees how local buffers
+ * are accessed once loops are expanded, the second renders with the promotable ones as variables.
+ */
+export function renderBody(body: readonly Stmt[], lanes: number, dialect: Dialect, indent: string): string[] {
+  const probe = new Renderer(lanes, new Map(), dialect);
+  probe.stmts(body, new Map(), '', []);
+  const out: string[] = [];
+  new Renderer(lanes, probe.promotions(), dialect).stmts(body, new Map(), indent, out);
+  return out;
+}
+
 /** Largest whole-tensor temporary kept on the stack (floats); larger ones are heap-allocated. */
 const STACK_TEMP_FLOATS = 16384;
 
 /** Render one kernel as a C function `int32_t name(float* args...)` returning 0. */
 export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   const lanes = opts.vectorLanes ?? 16;
-  // First pass: see how local buffers are accessed once loops are expanded; second pass:
-  // render with the promotable ones as variables.
-  const probe = new Renderer(lanes, new Map());
-  probe.stmts(k.body, new Map(), '', []);
-  const renderer = new Renderer(lanes, probe.promotions());
   const params = k.args.map((a) => `float* __restrict__ ${a.buf}`).join(', ');
   const out: string[] = [`int32_t ${k.name}(${params}) {`];
   for (const t of k.temps) {
@@ -449,7 +495,7 @@ export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   }
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
-  renderer.stmts(k.body, new Map(), '  ', out);
+  out.push(...renderBody(k.body, lanes, C_DIALECT, '  '));
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
   return out.join('\n') + '\n';

@@ -12,16 +12,22 @@ import {
 import { numElements, type Tensor } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
 import { ScheduleError, type State, type StageState } from '../schedule/state';
-import { MAX_UNROLL } from '../schedule/steps';
+import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { blockedShape, type BlockedLayout } from './layout';
 
-export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll';
+/** How a loop runs: on CPUs serial, parallel (OpenMP), vectorised or unrolled; on GPUs also bound to a thread index (gpu.ts turns those into launch dimensions). */
+export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll' | ThreadTag;
 
 export type Stmt =
   | { k: 'for'; v: string; extent: number; kind: LoopKind; owner: string; body: Stmt[] }
   | { k: 'store'; buf: string; index: Expr; value: Expr }
-  | { k: 'alloc'; buf: string; size: number }
-  | { k: 'if'; cond: Expr; body: Stmt[] };
+  /** A buffer local to the enclosing loop: per thread, or (`shared`) per GPU block, hoisted by the GPU renderers. */
+  | { k: 'alloc'; buf: string; size: number; scope?: 'shared' }
+  | { k: 'if'; cond: Expr; body: Stmt[] }
+  /** GPU: every thread of the block waits here, and sees the shared memory the others wrote (emitted around shared copies). */
+  | { k: 'sync' }
+  /** GPU: `v` is the hardware index `tag` in `body` (gpu.ts makes these from bound loops). */
+  | { k: 'thread'; v: string; tag: ThreadTag; body: Stmt[] };
 
 export interface KernelArg { readonly buf: string; readonly tensor: Tensor }
 
@@ -32,6 +38,8 @@ export interface Kernel {
   /** Intermediate whole-tensor buffers, allocated once per call. */
   readonly temps: readonly { buf: string; size: number }[];
   readonly body: Stmt[];
+  /** `body`, stage by stage: the statements of each stage computed at root (on GPUs, one launch each). */
+  readonly parts: readonly { stage: string; body: Stmt[] }[];
   /** Inputs read through a blocked layout (layout.ts): their data must be packed to match. */
   readonly layouts: readonly BlockedLayout[];
 }
@@ -75,15 +83,22 @@ function flatten(idx: readonly Expr[], shape: readonly number[]): Expr {
  * outer loop), which is constant while the inner loops run. Null when not affine.
  */
 interface Linear { c: number; terms: Map<string, number>; atoms: Map<string, Expr> }
-function linear(e: Expr, hasInner: (e: Expr) => boolean): Linear | null {
+function linear(e: Expr, hasInner: (e: Expr) => boolean, opaque = false): Linear | null {
   if (e.k === 'const') return e.dtype === 'int32' ? { c: e.value, terms: new Map(), atoms: new Map() } : null;
   if (e.k === 'var' || !hasInner(e)) {
     const key = e.k === 'var' ? e.name : printExpr(e);
     return { c: 0, terms: new Map([[key, 1]]), atoms: new Map([[key, e]]) };
   }
-  if (e.k !== 'bin') return null;
-  const a = linear(e.a, hasInner), b = linear(e.b, hasInner);
-  if (!a || !b) return null;
+  // `opaque`: any other expression (floordiv/floormod of an inner fused loop, say) is an
+  // atom too; the caller bounds it with interval() or gives up.
+  const atom = (): Linear | null => {
+    if (!opaque) return null;
+    const key = printExpr(e);
+    return { c: 0, terms: new Map([[key, 1]]), atoms: new Map([[key, e]]) };
+  };
+  if (e.k !== 'bin') return atom();
+  const a = linear(e.a, hasInner, opaque), b = linear(e.b, hasInner, opaque);
+  if (!a || !b) return atom();
   const atoms = new Map([...a.atoms, ...b.atoms]);
   if (e.op === '+' || e.op === '-') {
     const sign = e.op === '+' ? 1 : -1;
@@ -95,7 +110,7 @@ function linear(e: Expr, hasInner: (e: Expr) => boolean): Linear | null {
     if (a.terms.size === 0) return { ...scale(b, a.c), atoms };
     if (b.terms.size === 0) return { ...scale(a, b.c), atoms };
   }
-  return null;
+  return atom();
 }
 
 /** Collect like terms of an affine index (so `a*7 + x - a*7` becomes `x`); others unchanged. */
@@ -166,12 +181,13 @@ class Lowerer {
     const temps = st.stages
       .filter((s) => s.attach.k === 'root' && !s.isOutput)
       .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape) }));
-    const body = st.stages.filter((s) => s.attach.k === 'root').flatMap((s) => this.emitStage(s));
+    const parts = st.stages.filter((s) => s.attach.k === 'root').map((s) => ({ stage: s.name, body: this.emitStage(s) }));
+    const body = parts.flatMap((p) => p.body);
     const layouts = st.dag.inputs.flatMap((t, input) => {
       const b = this.blocked.get(t.name);
       return b ? [{ input, axis: b.axis, block: b.block }] : [];
     });
-    return { name, args, temps, body, layouts };
+    return { name, args, temps, body, parts, layouts };
   }
 
   /**
@@ -352,35 +368,48 @@ class Lowerer {
     });
     const pos = consumer.leaves.indexOf(at.iter);
     const inner = new Set(consumer.leaves.slice(pos + 1).map((l) => this.loopVar(consumer, l)));
+    // A shared copy serves every thread of the block: its region spans all values of the
+    // loops bound to threadIdx.* (TVM relaxes them the same way for shared scope).
+    if (s.scope === 'shared') {
+      for (const st of this.state.stages) {
+        for (const [leaf, tag] of st.bind) if (tag.startsWith('threadIdx')) inner.add(this.loopVar(st, leaf));
+      }
+    }
     const full = (): Region => ({ base: shape.map(() => int(0)), len: [...shape], guard: undefined });
     if (reads.length === 0) return full();
     const base: Expr[] = [], len: number[] = [], guards: Expr[] = [];
     const hasInner = (e: Expr): boolean => [...freeVars(e)].some((x) => inner.has(x));
     const extentOf = (name: string): number | undefined => this.varExtent.get(name);
     for (let d = 0; d < shape.length; d++) {
-      const forms = reads.map((r) => linear(r[d], hasInner));
+      const forms = reads.map((r) => linear(r[d], hasInner, true));
       if (forms.some((f) => f === null)) { base.push(int(0)); len.push(shape[d]); continue; }
       const split = (forms as Linear[]).map((f) => {
         let lo = f.c, span = 0;
         const outer = new Map<string, number>();
         for (const [name, c] of f.terms) {
           if (c === 0) continue;
-          if (inner.has(name)) {
-            const e = this.varExtent.get(name)! - 1;
-            lo += Math.min(0, c * e); span += Math.abs(c) * e;
+          const atom = f.atoms.get(name)!;
+          if (hasInner(atom)) {
+            // A loop below the attach point (or a function of some, such as the floormod
+            // of a fused loop): the region spans its whole range.
+            const range = interval(atom, extentOf);
+            if (!range) return null;
+            lo += Math.min(c * range[0], c * range[1]); span += Math.abs(c) * (range[1] - range[0]);
           } else outer.set(name, c);
         }
         return { lo, hi: lo + span, outer };
       });
+      if (split.some((x) => x === null)) { base.push(int(0)); len.push(shape[d]); continue; }
+      const spans = split as { lo: number; hi: number; outer: Map<string, number> }[];
       const key = (m: Map<string, number>): string => [...m].sort().map(([n, c]) => `${n}*${c}`).join('+');
-      if (split.some((x) => key(x.outer) !== key(split[0].outer))) { base.push(int(0)); len.push(shape[d]); continue; }
-      const lo = Math.min(...split.map((x) => x.lo)), hi = Math.max(...split.map((x) => x.hi));
+      if (spans.some((x) => key(x.outer) !== key(spans[0].outer))) { base.push(int(0)); len.push(shape[d]); continue; }
+      const lo = Math.min(...spans.map((x) => x.lo)), hi = Math.max(...spans.map((x) => x.hi));
       const length = hi - lo + 1;
       if (length >= shape[d]) { base.push(int(0)); len.push(shape[d]); continue; }
       let b: Expr = int(lo);
       let minBase = lo, maxBase = lo;
       const atoms = (forms[0] as Linear).atoms;
-      for (const [name, c] of split[0].outer) {
+      for (const [name, c] of spans[0].outer) {
         const atom = atoms.get(name)!;
         b = add(b, mul(atom, c));
         const range = interval(atom, extentOf) ?? [-Infinity, Infinity];
@@ -441,7 +470,7 @@ class Lowerer {
       if (ann === 'unroll' && extent > MAX_UNROLL) {
         throw new ScheduleError(`unroll ${s.name}.${leaf}: ${extent} iterations, more than ${MAX_UNROLL}, the most a loop may unroll`);
       }
-      return { k: 'for', v: this.loopVar(s, leaf), extent, kind: ann ?? 'serial', owner: s.name, body };
+      return { k: 'for', v: this.loopVar(s, leaf), extent, kind: s.bind.get(leaf) ?? ann ?? 'serial', owner: s.name, body };
     };
     const nest = (leaves: readonly string[], inner: Stmt[], withAttached: boolean): Stmt[] => {
       let body = inner;
@@ -453,7 +482,8 @@ class Lowerer {
     };
     let stmts: Stmt[];
     const region = this.regions.get(s.name);
-    const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: numElements(region.len) }] : [];
+    const shared = s.scope === 'shared';
+    const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: numElements(region.len), ...(shared ? { scope: 'shared' as const } : {}) }] : [];
     if (s.body.k !== 'reduce') {
       stmts = nest(s.leaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: value() }], false), true);
     } else {
@@ -471,6 +501,9 @@ class Lowerer {
       stmts = nest(s.leaves.slice(0, p), [...init, ...update], true);
     }
     this.applyAutoUnroll(s, stmts);
+    // A shared copy is refilled while its readers may still read the previous fill, and read
+    // by threads that did not write it: a barrier before and after (TVM's storage sync).
+    if (shared) return [...alloc, { k: 'sync' }, ...stmts, { k: 'sync' }];
     return [...alloc, ...stmts];
   }
 

@@ -2,10 +2,10 @@
 // split/fuse relations that derive its loops, the current loop order, annotations and
 // where it is computed. Steps (steps.ts) edit it; lowering (codegen/lower.ts) reads it.
 
-import { add, floordiv, floormod, load, mul, readTensors, substitute, v, type Expr, type IterVar } from '../ir/expr';
+import { add, floordiv, floormod, load, mul, readTensors, rewrite, substitute, v, type Expr, type IterVar } from '../ir/expr';
 import type { ComputeDAG } from '../ir/dag';
 import type { Tensor } from '../ir/tensor';
-import { MAX_UNROLL, type Annotation, type Step } from './steps';
+import { MAX_UNROLL, type Annotation, type CacheScope, type Step, type ThreadTag } from './steps';
 
 /** A schedule that cannot be applied to this DAG (bad names, nested parallel, ...). */
 export class ScheduleError extends Error {
@@ -32,8 +32,12 @@ export interface StageState {
   /** 'S' spatial or 'R' reduce, for every iterator ever created in this stage. */
   kinds: Map<string, 'S' | 'R'>;
   ann: Map<string, Annotation>;
+  /** GPU thread bindings of leaf iterators. */
+  bind: Map<string, ThreadTag>;
   autoUnroll: Map<string, number>;
   attach: Attach;
+  /** Memory of a cache_read copy: per block (`shared`) or per thread (`local`); absent for every other stage. */
+  scope?: CacheScope;
   /** Written by the kernel's caller (a DAG output). */
   readonly isOutput: boolean;
 }
@@ -55,6 +59,7 @@ export class State {
       leaves: [...t.op.axes, ...t.op.reduceAxes].map((a) => a.name),
       kinds: new Map([...t.op.axes.map((a) => [a.name, 'S'] as const), ...t.op.reduceAxes.map((a) => [a.name, 'R'] as const)]),
       ann: new Map(),
+      bind: new Map(),
       autoUnroll: new Map(),
       attach: { k: 'root' },
       isOutput: dag.outputs.includes(t),
@@ -81,10 +86,16 @@ export class State {
   }
 
   apply(st: Step): void {
+    if (st.s === 'cache_read') {
+      this.cacheRead(st.stage, st.scope, st.reader);
+      this.steps.push(st);
+      return;
+    }
     const s = this.stage(st.stage);
     switch (st.s) {
       case 'split': {
         const at = this.leafIndex(s, st.iter);
+        this.notBound(s, st.iter, 'split');
         if (st.lengths.length === 0 || st.lengths.some((l) => !Number.isInteger(l) || l < 1)) {
           throw new ScheduleError(`split ${s.name}.${st.iter}: lengths must be positive integers, got [${st.lengths.join(', ')}]`);
         }
@@ -102,6 +113,7 @@ export class State {
       case 'fuse': {
         if (st.iters.length < 2) throw new ScheduleError(`fuse ${s.name}: needs at least two iterators`);
         const idx = st.iters.map((it) => this.leafIndex(s, it));
+        for (const it of st.iters) this.notBound(s, it, 'fuse');
         if (idx.some((x, i) => i > 0 && x !== idx[i - 1] + 1)) throw new ScheduleError(`fuse ${s.name}: iterators ${st.iters.join(', ')} are not consecutive`);
         const kinds = new Set(st.iters.map((it) => s.kinds.get(it)));
         if (kinds.size > 1) throw new ScheduleError(`fuse ${s.name}: cannot fuse spatial with reduce iterators`);
@@ -140,7 +152,7 @@ export class State {
         const localTensor: Tensor = { ...s.tensor, name: localName };
         const local: StageState = {
           name: localName, tensor: localTensor, body: s.body, axes: s.axes, reduceAxes: s.reduceAxes,
-          relations: [], leaves: [...s.leaves], kinds: new Map(s.kinds), ann: new Map(), autoUnroll: new Map(),
+          relations: [], leaves: [...s.leaves], kinds: new Map(s.kinds), ann: new Map(), bind: new Map(), autoUnroll: new Map(),
           attach: { k: 'root' }, isOutput: false,
         };
         s.body = load(localTensor, s.axes.map((a) => v(a.name)));
@@ -155,6 +167,7 @@ export class State {
         break;
       case 'annotate': {
         this.leafIndex(s, st.iter);
+        this.notBound(s, st.iter, st.ann);
         if (st.ann !== 'unroll' && s.kinds.get(st.iter) === 'R') {
           throw new ScheduleError(`${st.ann} ${s.name}.${st.iter}: a reduce loop can only be unrolled`);
         }
@@ -166,6 +179,17 @@ export class State {
         if (!Number.isInteger(st.value) || st.value < 0) throw new ScheduleError(`pragma ${s.name}.${st.iter}: value must be a non-negative integer`);
         if (st.value > MAX_UNROLL) throw new ScheduleError(`pragma ${s.name}.${st.iter}: auto_unroll_max_step ${st.value} is more than ${MAX_UNROLL}, the most a loop may unroll`);
         s.autoUnroll.set(st.iter, st.value);
+        break;
+      }
+      case 'bind': {
+        this.leafIndex(s, st.iter);
+        // TVM binds a reduce loop to threadIdx for a cross-thread reduction; our lowering has no all-reduce yet.
+        if (s.kinds.get(st.iter) === 'R') throw new ScheduleError(`bind ${s.name}.${st.iter}: a reduce loop cannot be bound to ${st.thread}`);
+        if (s.ann.has(st.iter)) throw new ScheduleError(`bind ${s.name}.${st.iter}: the loop is annotated ${s.ann.get(st.iter)!}`);
+        if ([...s.bind].some(([it, tag]) => tag === st.thread && it !== st.iter)) {
+          throw new ScheduleError(`bind ${s.name}.${st.iter}: ${st.thread} is bound to another loop of ${s.name} already (fuse the loops first)`);
+        }
+        s.bind.set(st.iter, st.thread);
         break;
       }
       default: {
@@ -280,15 +304,44 @@ export class State {
       name: rfName, tensor: rfTensor, body: rfBody, axes: rfAxes, reduceAxes: rest, relations: [],
       leaves: [...rfAxes, ...rest].map((a) => a.name),
       kinds: new Map([...rfAxes.map((a) => [a.name, 'S'] as const), ...rest.map((a) => [a.name, 'R'] as const)]),
-      ann: new Map(), autoUnroll: new Map(), attach: { k: 'root' }, isOutput: false,
+      ann: new Map(), bind: new Map(), autoUnroll: new Map(), attach: { k: 'root' }, isOutput: false,
     };
     s.body = { k: 'reduce', combiner: body.combiner, source: load(rfTensor, rfAxes.map((a) => v(a.name))), axes: [factorAxis] };
     s.reduceAxes = [factorAxis];
     s.relations = [];
     s.leaves = [...spatial, iter];
     s.kinds = new Map([...spatial.map((a) => [a, 'S'] as const), [iter, 'R'] as const]);
-    for (const m of [s.ann, s.autoUnroll]) for (const k of [...m.keys()]) if (!s.leaves.includes(k)) m.delete(k);
+    for (const m of [s.ann, s.bind, s.autoUnroll]) for (const k of [...m.keys()]) if (!s.leaves.includes(k)) m.delete(k);
     this.stages.splice(this.stages.indexOf(s), 0, rf);
+  }
+
+  /**
+   * TVM's cache_read: `reader` reads `name` through a copy `<name>.<scope>`, a new stage
+   * whose axes span the whole tensor (compute_at then shrinks it to the region the reader
+   * needs below that loop). `name` may be an input or a compute stage.
+   */
+  private cacheRead(name: string, scope: CacheScope, readerName: string): void {
+    const where = `cache_read ${name} (${scope}) for ${readerName}`;
+    const source = this.stages.find((x) => x.name === name)?.tensor ?? this.dag.inputs.find((t) => t.name === name);
+    if (!source) throw new ScheduleError(`${where}: no tensor '${name}'`);
+    const reader = this.stage(readerName);
+    if (!readTensors(reader.body).some((t) => t === source || t.name === name)) throw new ScheduleError(`${where}: ${readerName} does not read ${name}`);
+    const copyName = `${name}.${scope}`;
+    if (this.stages.some((x) => x.name === copyName)) throw new ScheduleError(`${where}: ${copyName} exists already`);
+    const axes: IterVar[] = source.shape.map((extent, i) => ({ name: `ax${i}`, extent }));
+    const body = load(source, axes.map((a) => v(a.name)));
+    const tensor: Tensor = { name: copyName, shape: source.shape, dtype: source.dtype, op: { kind: 'compute', axes, reduceAxes: [], body, tag: 'cache_read' } };
+    const copy: StageState = {
+      name: copyName, tensor, body, axes, reduceAxes: [], relations: [], leaves: axes.map((a) => a.name),
+      kinds: new Map(axes.map((a) => [a.name, 'S'] as const)), ann: new Map(), bind: new Map(), autoUnroll: new Map(),
+      attach: { k: 'root' }, isOutput: false, scope,
+    };
+    reader.body = rewrite(reader.body, (x) => (x.k === 'load' && x.tensor.name === name ? load(tensor, x.indices) : undefined));
+    this.stages.splice(this.stages.indexOf(reader), 0, copy);
+  }
+
+  private notBound(s: StageState, iter: string, what: string): void {
+    if (s.bind.has(iter)) throw new ScheduleError(`${what} ${s.name}.${iter}: the loop is bound to ${s.bind.get(iter)!}`);
   }
 
   private leafIndex(s: StageState, iter: string): number {

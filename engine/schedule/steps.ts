@@ -5,6 +5,17 @@
 
 export type Annotation = 'parallel' | 'vectorize' | 'unroll';
 
+/**
+ * GPU thread indices a loop can be bound to (TVM's IteratorAnnotation). A bound loop
+ * does not run: each block (blockIdx.*) or thread (threadIdx.*) of the launch takes one
+ * of its iterations. `vthread` is TVM's virtual thread: a loop every thread runs itself.
+ */
+export type ThreadTag = 'blockIdx.x' | 'blockIdx.y' | 'blockIdx.z' | 'vthread' | 'threadIdx.x' | 'threadIdx.y' | 'threadIdx.z';
+export const THREAD_TAGS: readonly ThreadTag[] = ['blockIdx.x', 'blockIdx.y', 'blockIdx.z', 'vthread', 'threadIdx.x', 'threadIdx.y', 'threadIdx.z'];
+
+/** Memory a cache_read copy lives in: `shared` by the threads of a block (OpenCL `__local`), `local` per thread (registers). */
+export type CacheScope = 'shared' | 'local';
+
 export type Step =
   /** Split `iter` into an outer loop and inner loops of the given lengths (innermost last). */
   | { s: 'split'; stage: string; iter: string; lengths: number[] }
@@ -24,7 +35,15 @@ export type Step =
    */
   | { s: 'rfactor'; stage: string; iter: string }
   /** Unroll loops below `iter` whose total trip count is at most `value` (TVM's auto_unroll_max_step). */
-  | { s: 'pragma'; stage: string; iter: string; pragma: 'auto_unroll_max_step'; value: number };
+  | { s: 'pragma'; stage: string; iter: string; pragma: 'auto_unroll_max_step'; value: number }
+  /** GPU: the loop `iter` becomes the launch's `thread` index (TVM's bind). */
+  | { s: 'bind'; stage: string; iter: string; thread: ThreadTag }
+  /**
+   * GPU: `reader` reads tensor `stage` (an input or a compute stage) through a copy in
+   * `scope`, a new stage `<stage>.<scope>` computed at root until a compute_at places it
+   * (TVM's cache_read; TVM names the copy `<stage>.shared` too).
+   */
+  | { s: 'cache_read'; stage: string; scope: CacheScope; reader: string };
 
 export type StepKind = Step['s'];
 
@@ -42,4 +61,5 @@ export const MAX_UNROLL = 512;
 
 export const STEP_KINDS: readonly StepKind[] = [
   'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma', 'rfactor',
+  'bind', 'cache_read',
 ];
