@@ -1,28 +1,148 @@
 // Target strings, as in TVM: `llvm -mcpu=native`, `llvm -mcpu=znver4`, `llvm -mattr=+avx2,+fma`,
-// `llvm -mtriple=aarch64-linux-gnu`. CPU targets are rendered as C and compiled with the
-// system C compiler; this module maps the string to compiler flags, the vector width the
-// schedules use, and the hardware fingerprint records are keyed by.
+// `llvm -mtriple=aarch64-linux-gnu`, and the GPU targets `opencl` and `opencl -device=mali`
+// (with a CPU host target, `llvm` by default: this machine). CPU targets are rendered as C
+// and compiled with the system C compiler; this module maps the string to compiler flags,
+// the vector width the schedules use, the GPU hardware parameters the search keeps within,
+// and the hardware fingerprint records are keyed by.
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { UserError } from './errors';
+import { openclDeviceSync, type OpenclDevice } from './native/opencl';
+
+/**
+ * The hardware parameters of a GPU target: TVM's HardwareParams (include/tvm/auto_scheduler/
+ * search_task.h) less num_cores. Sizes are in bytes where TVM's are.
+ */
+export interface GpuParams {
+  /** Bytes of shared memory (OpenCL `__local`) one block (work-group) may use. */
+  maxSharedMemoryPerBlock: number;
+  /** Bytes of local memory (registers, OpenCL `__private`) one block may use. */
+  maxLocalMemoryPerBlock: number;
+  /** Threads (work-items) per block. */
+  maxThreadsPerBlock: number;
+  /** Largest product of the extents bound to vthread. */
+  maxVthreadExtent: number;
+  /** Threads that execute in lockstep; a thread extent below it wastes lanes. */
+  warpSize: number;
+  /** Bytes of one vector register (16: float4). */
+  vectorUnitBytes: number;
+  cacheLineBytes: number;
+}
 
 export interface Target {
-  /** The string as given, normalised (single spaces). */
+  /** The string as given, normalised: single spaces; for opencl, options in a fixed order. */
   readonly text: string;
-  readonly kind: 'llvm';
+  readonly kind: 'llvm' | 'opencl';
+  /** `-device=`: for opencl 'mali' or absent; for llvm accepted and not used. */
+  readonly device?: string;
   readonly mcpu?: string;
   readonly mattr: readonly string[];
   readonly mtriple?: string;
-  /** float32 lanes of the vector unit the schedules target. */
+  /** float32 lanes of the vector unit the schedules target (GPU: vectorUnitBytes / 4). */
   readonly vectorLanes: number;
+  /** Flags of the C compiler; for a GPU target, the host's (the host library is C for the host). */
   readonly cflags: readonly string[];
-  /** Cross compiler prefix from -mtriple (e.g. `aarch64-linux-gnu-`), if any. */
+  /** Cross compiler prefix from -mtriple (e.g. `aarch64-linux-gnu-`), if any; for a GPU target, the host's. */
   readonly ccPrefix?: string;
+  /** GPU targets: the hardware parameters the search keeps within. */
+  readonly gpu?: GpuParams;
+  /** GPU targets: the CPU side (TVM's target_host), `llvm` (this machine) unless given. */
+  readonly host?: Target;
+}
+
+/** A GPU target: it has hardware parameters and a host. */
+export type GpuTarget = Target & { readonly gpu: GpuParams; readonly host: Target };
+
+export const isGpu = (target: Target): target is GpuTarget => target.kind !== 'llvm';
+
+/** The GPU hardware parameters of a target; a CPU target has none (an Error: a caller's bug). */
+export function gpuParams(target: Target): GpuParams {
+  if (!isGpu(target)) throw new Error(`gpuParams: "${target.text}" is not a GPU target`);
+  return target.gpu;
 }
 
 const KNOWN_OPTIONS = ['-mcpu', '-mattr', '-mtriple', '-keys', '-device', '-model'];
+
+const INT32_MAX = 2147483647;
+
+/** The hardware-parameter options of a GPU target string, in the order normalised text lists them (by name). */
+const GPU_OPTIONS: readonly { key: keyof GpuParams; option: string; min: number; max: number; pow2?: true }[] = [
+  { key: 'cacheLineBytes', option: 'cache_line_bytes', min: 4, max: 4096, pow2: true },
+  { key: 'maxLocalMemoryPerBlock', option: 'max_local_memory_per_block', min: 1, max: INT32_MAX },
+  { key: 'maxSharedMemoryPerBlock', option: 'max_shared_memory_per_block', min: 1, max: INT32_MAX },
+  { key: 'maxThreadsPerBlock', option: 'max_threads_per_block', min: 1, max: 16384 },
+  { key: 'maxVthreadExtent', option: 'max_vthread_extent', min: 1, max: 1024 },
+  { key: 'warpSize', option: 'thread_warp_size', min: 1, max: 1024 },
+  { key: 'vectorUnitBytes', option: 'vector_unit_bytes', min: 4, max: 256, pow2: true },
+];
+
+/** OpenCL `-device=` values with parameters of their own. */
+export const OPENCL_DEVICES = ['mali'] as const;
+
+/**
+ * `opencl -device=mali`: TVM's fixed Mali parameters (src/auto_scheduler/search_task.cc,
+ * HardwareParamsNode::GetDefaultHardwareParams, v0.19.0: "Mali target is normally on the
+ * remote machine", so they are not queried).
+ */
+export const MALI_GPU_PARAMS: Readonly<GpuParams> = Object.freeze({
+  maxSharedMemoryPerBlock: 32768,
+  maxLocalMemoryPerBlock: INT32_MAX, // TVM: "skip the check on local memory"
+  maxThreadsPerBlock: 256,
+  maxVthreadExtent: 1,
+  warpSize: 1,
+  vectorUnitBytes: 16,
+  cacheLineBytes: 64,
+});
+
+/**
+ * Plain `opencl`: TVM queries the device (CL_DEVICE_MAX_WORK_GROUP_SIZE, CL_DEVICE_LOCAL_MEM_SIZE)
+ * and takes the warp size from $TVM_OPENCL_WARP_SIZE, default 1 (src/runtime/opencl/
+ * opencl_device_api.cc), max_vthread_extent = max(1, warp_size / 4), 16-byte vectors, 64-byte
+ * cache lines (search_task.cc as above). We pin a GPU-like profile instead, so that records
+ * and the Nx cache do not depend on what a CPU device such as PoCL reports (4096 threads,
+ * its L2 as local memory): at most 256 threads per block (TVM's `opencl` target kind default,
+ * src/target/target_kind.cc) and 48 KiB of shared memory (the common per-block limit of desktop
+ * GPUs), each lowered to the device's own limit where it is smaller. Warp size 1 and so one
+ * vthread follow TVM's formula; `-thread_warp_size=32` gives 8 vthreads unless
+ * `-max_vthread_extent` says otherwise.
+ */
+export const OPENCL_GPU_PARAMS: Readonly<GpuParams> = Object.freeze({
+  maxSharedMemoryPerBlock: 49152,
+  maxLocalMemoryPerBlock: INT32_MAX,
+  maxThreadsPerBlock: 256,
+  maxVthreadExtent: 1,
+  warpSize: 1,
+  vectorUnitBytes: 16,
+  cacheLineBytes: 64,
+});
+
+/**
+ * The GPU parameters of an OpenCL target: the given overrides, else the device's defaults
+ * (`device` 'mali': MALI_GPU_PARAMS; absent: OPENCL_GPU_PARAMS lowered to `opencl`'s limits,
+ * the probed device, when one is known).
+ */
+export function openclGpuParams(device: string | undefined, overrides: Partial<GpuParams> = {}, opencl?: Pick<OpenclDevice, 'maxWorkGroupSize' | 'localMemSize'>): GpuParams {
+  if (device === 'mali') return { ...MALI_GPU_PARAMS, ...overrides };
+  const limit = (pinned: number, reported: number | undefined): number =>
+    (reported !== undefined && Number.isSafeInteger(reported) && reported > 0 ? Math.min(pinned, reported) : pinned);
+  const warpSize = overrides.warpSize ?? OPENCL_GPU_PARAMS.warpSize;
+  return {
+    ...OPENCL_GPU_PARAMS,
+    maxThreadsPerBlock: limit(OPENCL_GPU_PARAMS.maxThreadsPerBlock, opencl?.maxWorkGroupSize),
+    maxSharedMemoryPerBlock: limit(OPENCL_GPU_PARAMS.maxSharedMemoryPerBlock, opencl?.localMemSize),
+    maxVthreadExtent: Math.max(1, Math.floor(warpSize / 4)),
+    ...overrides,
+  };
+}
+
+export type OpenclProbe = () => { device: OpenclDevice } | { error: string };
+
+let probed: ReturnType<OpenclProbe> | undefined;
+
+/** The OpenCL device this process measures on (engine/native/opencl.ts), asked once per process. */
+export const openclDevice: OpenclProbe = () => (probed ??= openclDeviceSync());
 
 function hostFlags(): Set<string> {
   try {
@@ -34,22 +154,50 @@ function hostFlags(): Set<string> {
   }
 }
 
-export function parseTarget(text: string, where = 'target'): Target {
+/** How messages name the host of a target named `where`: `--target` -> `--host`, `targets.x.target` -> `targets.x.host`. */
+function hostWhereOf(where: string): string {
+  if (where === '--target') return '--host';
+  if (where === 'target') return 'host';
+  return where.endsWith('.target') ? `${where.slice(0, -'.target'.length)}.host` : `${where} (host)`;
+}
+
+const gpuOptionsList = (): string => GPU_OPTIONS.map((o) => `-${o.option}=N`).join(', ');
+
+/** What is wrong with `value` for one hardware parameter, or undefined. */
+function paramProblem(spec: (typeof GPU_OPTIONS)[number], value: number): string | undefined {
+  const ok = Number.isSafeInteger(value) && value >= spec.min && value <= spec.max && (!spec.pow2 || (value & (value - 1)) === 0);
+  if (ok) return undefined;
+  return spec.pow2 ? `expected a power of two from ${spec.min} to ${spec.max}` : `expected an integer from ${spec.min} to ${spec.max}`;
+}
+
+/**
+ * Parse a target string. `host` is the CPU side of a GPU target (TVM's target_host, an
+ * `llvm` string; default `llvm`, this machine); a CPU target is its own host and refuses one.
+ * `where` and `hostWhere` name the two in messages.
+ */
+export function parseTarget(text: string, where = 'target', host?: string, hostWhere = hostWhereOf(where)): Target {
   const parts = text.trim().split(/\s+/);
   const kind = parts[0];
+  if (kind === 'opencl') return parseOpencl(text, parts, where, host, hostWhere);
   if (kind !== 'llvm' && kind !== 'c') {
-    const hint = kind === 'cuda' || kind === 'opencl' ? ` ('${kind}' is planned but not built yet)` : '';
-    throw new UserError(`${where}: unsupported target kind '${kind ?? ''}'${hint}; expected 'llvm' (e.g. "llvm -mcpu=native")`);
+    const hint = kind === 'cuda' ? " ('cuda' is planned but not built yet: issue 11)" : '';
+    throw new UserError(`${where}: unsupported target kind '${kind ?? ''}'${hint}; expected 'llvm' (e.g. "llvm -mcpu=native") or 'opencl' (e.g. "opencl -device=mali")`);
   }
-  let mcpu: string | undefined, mtriple: string | undefined;
+  if (host !== undefined) {
+    throw new UserError(`${hostWhere}: a host applies to GPU targets (opencl) only; the CPU target "${parts.join(' ')}" is its own host (drop it; -mtriple in the target cross-compiles)`);
+  }
+  let mcpu: string | undefined, mtriple: string | undefined, device: string | undefined;
   const mattr: string[] = [];
   for (const opt of parts.slice(1)) {
     const m = /^(-[a-z]+)=(.+)$/.exec(opt);
     if (!m || !KNOWN_OPTIONS.includes(m[1])) {
+      const gpu = GPU_OPTIONS.find((o) => opt.startsWith(`-${o.option}=`));
+      if (gpu) throw new UserError(`${where}: '-${gpu.option}' in "${text}" is a hardware parameter of GPU targets (opencl); a CPU target has none`);
       throw new UserError(`${where}: unknown option '${opt}' in "${text}"; expected -mcpu=<cpu>, -mattr=+feat,..., -mtriple=<triple>`);
     }
     const [, key, value] = m;
     if (key === '-mcpu') mcpu = value;
+    if (key === '-device') device = value;
     if (key === '-mattr') {
       for (const a of value.split(',')) {
         if (!/^[+-][a-z0-9.]+$/.test(a)) throw new UserError(`${where}: bad -mattr entry '${a}' in "${text}"; expected +feature or -feature`);
@@ -71,7 +219,93 @@ export function parseTarget(text: string, where = 'target'): Target {
     text: parts.join(' '), kind: 'llvm', mcpu, mattr, mtriple, cflags,
     vectorLanes: vectorLanes(mcpu, mattr, cross),
     ccPrefix: cross ? `${mtriple}-` : undefined,
+    ...(device !== undefined ? { device } : {}),
   };
+}
+
+function parseOpencl(text: string, parts: readonly string[], where: string, hostText: string | undefined, hostWhere: string): Target {
+  let device: string | undefined;
+  const overrides: Partial<GpuParams> = {};
+  const seen = new Set<string>();
+  for (const opt of parts.slice(1)) {
+    const m = /^-([a-z_]+)=(.*)$/.exec(opt);
+    const name = m?.[1];
+    const spec = GPU_OPTIONS.find((o) => o.option === name);
+    if (!m || (name !== 'device' && !spec)) {
+      const cpu = m && ['mcpu', 'mattr', 'mtriple'].includes(m[1]) ? ` (-${m[1]} belongs to the host: --host or targets.<name>.host, e.g. "llvm -mtriple=aarch64-linux-gnu")` : '';
+      throw new UserError(`${where}: unknown option '${opt}' in "${text}"${cpu}; expected -device=mali or ${gpuOptionsList()}`);
+    }
+    if (seen.has(m[1])) throw new UserError(`${where}: -${m[1]} is given twice in "${text}"; give it once`);
+    seen.add(m[1]);
+    const value = m[2];
+    if (!spec) {
+      if (!(OPENCL_DEVICES as readonly string[]).includes(value)) {
+        throw new UserError(`${where}: unknown OpenCL device '-device=${value}' in "${text}"; known: ${OPENCL_DEVICES.map((d) => `-device=${d}`).join(', ')}, or no -device for any other OpenCL device (its parameters: ${gpuOptionsList()})`);
+      }
+      device = value;
+      continue;
+    }
+    const problem = paramProblem(spec, /^[1-9]\d*$/.test(value) ? Number(value) : NaN);
+    if (problem) throw new UserError(`${where}: bad -${spec.option} '${value}' in "${text}"; ${problem}`);
+    overrides[spec.key] = Number(value);
+  }
+  const threads = overrides.maxThreadsPerBlock ?? (device === 'mali' ? MALI_GPU_PARAMS.maxThreadsPerBlock : undefined);
+  if (overrides.warpSize !== undefined && threads !== undefined && overrides.warpSize > threads) {
+    throw new UserError(`${where}: -thread_warp_size=${overrides.warpSize} is more than the ${threads} threads per block of "${text}"`);
+  }
+  const host = parseTarget(hostText ?? 'llvm', hostWhere);
+  if (host.kind !== 'llvm') throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${host.text}"`);
+  const normalised = ['opencl', ...(device ? [`-device=${device}`] : []),
+    ...GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`)].join(' ');
+  // Plain `opencl` lowers its pinned threads and shared memory to the device's limits: asked
+  // on first use (not at parse time: config validation and Nx graph construction parse targets).
+  const needsDevice = device === undefined && (overrides.maxThreadsPerBlock === undefined || overrides.maxSharedMemoryPerBlock === undefined);
+  let gpu: GpuParams | undefined = needsDevice ? undefined : openclGpuParams(device, overrides);
+  const vectorUnitBytes = overrides.vectorUnitBytes ?? (device === 'mali' ? MALI_GPU_PARAMS : OPENCL_GPU_PARAMS).vectorUnitBytes;
+  return {
+    text: normalised, kind: 'opencl', ...(device ? { device } : {}), mattr: [],
+    vectorLanes: vectorUnitBytes / 4, cflags: host.cflags, ccPrefix: host.ccPrefix, host,
+    get gpu(): GpuParams {
+      if (gpu === undefined) {
+        const probe = openclDevice();
+        gpu = openclGpuParams(device, overrides, 'device' in probe ? probe.device : undefined);
+      }
+      return gpu;
+    },
+  };
+}
+
+/**
+ * `text` with the hardware parameters of a config's `hardwareParams` appended as target
+ * options, normalised as parseTarget normalises (so `--target "opencl -max_threads_per_block=128"`
+ * and `{ target: opencl, hardwareParams: { maxThreadsPerBlock: 128 } }` are one target). No
+ * parameters: `text` unchanged. `where` names the parameters in messages.
+ */
+export function withHardwareParams(text: string, params: Partial<GpuParams> | undefined, where = 'hardwareParams'): string {
+  const given = GPU_OPTIONS.filter((o) => params?.[o.key] !== undefined);
+  if (given.length === 0) return text;
+  const parsed = parseTarget(text, where.replace(/hardwareParams$/, 'target'), undefined);
+  if (!isGpu(parsed)) throw new UserError(`${where}: hardware parameters apply to GPU targets (opencl); "${parsed.text}" is a CPU target`);
+  const tokens = text.trim().split(/\s+/);
+  for (const o of given) {
+    const value = params![o.key]!;
+    const problem = paramProblem(o, value);
+    if (problem) throw new UserError(`${where}.${o.key}: ${problem}, got ${JSON.stringify(value)}`);
+    if (tokens.some((t) => t.startsWith(`-${o.option}=`))) {
+      throw new UserError(`${where}.${o.key}: the target string "${parsed.text}" gives -${o.option} already; give it once`);
+    }
+  }
+  return parseTarget([...tokens, ...given.map((o) => `-${o.option}=${params![o.key]}`)].join(' '), where).text;
+}
+
+/**
+ * Refuses a GPU target whose host is another architecture for a command that runs what it
+ * builds here (tune measures, benchmark runs the local device).
+ */
+export function checkRunsHere(target: Target, command: string, hostWhere = '--host'): void {
+  if (target.host?.ccPrefix === undefined) return;
+  throw new UserError(`${hostWhere}: ${command} runs on this machine and its OpenCL device, so the host must be this machine; ` +
+    `"${target.host.text}" is another architecture (it is for compile: tune and benchmark with the default host "llvm")`);
 }
 
 function vectorLanes(mcpu: string | undefined, mattr: readonly string[], cross: boolean): number {
@@ -96,13 +330,32 @@ export function cpuModel(): string {
   return model === 'unknown' ? cpus()[0]?.model ?? model : model;
 }
 
+/** What the fingerprint of an OpenCL target says about the device when there is none. */
+export const NO_OPENCL_DEVICE = 'no-opencl-device';
+
+/** The part of an OpenCL device that identifies it in a fingerprint (not its free-form limits). */
+export const openclIdentity = (d: OpenclDevice): Pick<OpenclDevice, 'platform' | 'platformVersion' | 'device' | 'deviceVersion' | 'driverVersion'> => ({
+  platform: d.platform, platformVersion: d.platformVersion, device: d.device, deviceVersion: d.deviceVersion, driverVersion: d.driverVersion,
+});
+
 /**
- * What makes measurements on this machine comparable: the CPU model, its vector
- * features, core count and the target string. Records carry it; Nx caches by it.
+ * What makes measurements on this machine comparable. CPU targets: the CPU model, its vector
+ * features, core count and the target string. OpenCL targets: the platform (name, version),
+ * the device (name, version), the driver version, the target string and the CPU that drives
+ * the device (its model and architecture), or NO_OPENCL_DEVICE where `probe` finds none;
+ * not the host target string, so records tuned with the default host apply to a compile for a
+ * cross host on the same machine. Records carry it; Nx caches by it.
  */
-export function hardwareFingerprint(target: Target): string {
-  const model = cpuModel();
-  const features = [...hostFlags()].filter((f) => /^(avx|fma|sse4|neon|asimd|sve)/.test(f)).sort();
-  const text = JSON.stringify({ model, features, cores: cpus().length, target: target.text, arch: process.arch });
+export function hardwareFingerprint(target: Target, probe: OpenclProbe = openclDevice): string {
+  let text: string;
+  if (target.kind === 'opencl') {
+    const found = probe();
+    const opencl = 'device' in found ? openclIdentity(found.device) : NO_OPENCL_DEVICE;
+    text = JSON.stringify({ opencl, target: target.text, host: cpuModel(), arch: process.arch });
+  } else {
+    const model = cpuModel();
+    const features = [...hostFlags()].filter((f) => /^(avx|fma|sse4|neon|asimd|sve)/.test(f)).sort();
+    text = JSON.stringify({ model, features, cores: cpus().length, target: target.text, arch: process.arch });
+  }
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
