@@ -202,8 +202,9 @@ test('withHardwareParams: config hardwareParams give the text the same options o
 });
 
 const device = (name: string, over: Partial<OpenclDevice> = {}): OpenclDevice => ({
-  platform: 'Portable Computing Language', platformVersion: 'OpenCL 3.0 PoCL 3.1', device: name, deviceVersion: 'OpenCL 3.0 PoCL',
-  driverVersion: '3.1', computeUnits: 4, maxWorkGroupSize: 4096, localMemSize: 1 << 20, ...over,
+  platform: 'Portable Computing Language', platformVendor: 'The pocl project', platformVersion: 'OpenCL 3.0 PoCL 3.1', device: name,
+  deviceVendor: 'AuthenticAMD', deviceVersion: 'OpenCL 3.0 PoCL', driverVersion: '3.1', type: 'cpu', computeUnits: 4, maxWorkGroupSize: 4096,
+  maxWorkItemSizes: [4096, 4096, 4096], localMemSize: 1 << 20, globalMemSize: 1 << 30, preferredVectorWidthFloat: 8, ...over,
 });
 const found = (d: OpenclDevice): OpenclProbe => () => ({ device: d });
 
@@ -231,7 +232,7 @@ test('the OpenCL device of this machine, where there is one', () => {
   const probe = openclDevice();
   if ('error' in probe) { skip('the OpenCL device of this machine', probe.error); return; }
   assert.ok(probe.device.platform.length > 0 && probe.device.device.length > 0);
-  assert.is(openclDevice(), probe, 'asked once per process');
+  assert.is(openclDevice(), probe, 'asked once per process and device selection');
   const t = parseTarget('opencl');
   assert.is(hardwareFingerprint(t), hardwareFingerprint(t, found(probe.device)));
   assert.ok(t.gpu!.maxThreadsPerBlock <= Math.min(256, probe.device.maxWorkGroupSize));

@@ -139,10 +139,8 @@ export function openclGpuParams(device: string | undefined, overrides: Partial<G
 
 export type OpenclProbe = () => { device: OpenclDevice } | { error: string };
 
-let probed: ReturnType<OpenclProbe> | undefined;
-
-/** The OpenCL device this process measures on (engine/native/opencl.ts), asked once per process. */
-export const openclDevice: OpenclProbe = () => (probed ??= openclDeviceSync());
+/** The OpenCL device this process measures on (engine/native/opencl.ts, which asks once per device selection). */
+export const openclDevice: OpenclProbe = () => openclDeviceSync();
 
 function hostFlags(): Set<string> {
   try {
