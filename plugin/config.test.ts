@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError, loadConfig } from './config';
+import { parseTarget } from '../engine/target';
+import { ConfigError, loadConfig, validateConfig } from './config';
 import { resolveRun } from './resolve';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-config-'));
@@ -77,6 +78,37 @@ test('one vocabulary with the CLI: measuresPerRound (batchSize: its former name)
     'p.yaml: budgets.tiny.batchSize: is the former name of measuresPerRound; give one of them');
   assert.is(errorOf('q.yaml', GOOD.replace('tiny: { trialsPerTask: 2 }', 'tiny: { measure: { timeout: 5, timeoutMs: 5000 } }')),
     'q.yaml: budgets.tiny.measure.timeoutMs: is the former spelling of timeout (seconds); give one of them');
+});
+
+test('GPU targets: hardwareParams become options of the target string, as on the command line; host is the CPU side', () => {
+  const gpus = GOOD.replace('  cpu: { target: llvm -mcpu=native, threads: 2 }\n', [
+    '  cpu: { target: llvm -mcpu=native, threads: 2 }',
+    '  mali: { target: opencl -device=mali, host: llvm -mtriple=aarch64-linux-gnu, hardwareParams: { warpSize: 4, maxThreadsPerBlock: 128 } }',
+    '  pocl: { target: opencl }',
+    '',
+  ].join('\n'));
+  const { config } = loadConfig(write('gpu.yaml', gpus), dir);
+  assert.is(config.targets.mali.target, parseTarget('opencl -device=mali -thread_warp_size=4 -max_threads_per_block=128', '--target').text);
+  assert.is(config.targets.mali.target, 'opencl -device=mali -max_threads_per_block=128 -thread_warp_size=4');
+  assert.is(config.targets.mali.host, 'llvm -mtriple=aarch64-linux-gnu');
+  assert.is(config.targets.pocl.target, 'opencl');
+  assert.is(config.targets.cpu.target, 'llvm -mcpu=native');
+  assert.is(resolveRun(loadConfig('gpu.yaml', dir), dir, 'mobilenet', 'mali').target.target, 'opencl -device=mali -max_threads_per_block=128 -thread_warp_size=4');
+
+  const raw = { targets: { g: { target: 'opencl', hardwareParams: { maxVthreadExtent: 2 } } }, networks: { m: { model: 'mobilenet' } } };
+  assert.is(validateConfig(raw, 'x.json', dir).targets.g.target, 'opencl -max_vthread_extent=2');
+  assert.is(raw.targets.g.target, 'opencl', 'what was read is not changed');
+
+  const with_ = (entry: string): string => GOOD.replace('cpu: { target: llvm -mcpu=native, threads: 2 }', `cpu: ${entry}`);
+  assert.is(errorOf('r.yaml', with_('{ target: opencl, hardwareParams: { warpSize: 0 } }')), 'r.yaml: targets.cpu.hardwareParams.warpSize: expected a number >= 1, got 0');
+  assert.match(errorOf('s.yaml', with_('{ target: opencl, hardwareParams: { warp: 4 } }')), /^s\.yaml: targets\.cpu\.hardwareParams\.warp: unknown property \(expected one of: maxThreadsPerBlock, /);
+  assert.is(errorOf('t.yaml', with_('{ target: opencl, hardwareParams: { vectorUnitBytes: 12 } }')), 't.yaml: targets.cpu.hardwareParams.vectorUnitBytes: expected a power of two from 4 to 256, got 12');
+  assert.is(errorOf('u.yaml', with_('{ target: opencl -thread_warp_size=2, hardwareParams: { warpSize: 4 } }')),
+    'u.yaml: targets.cpu.hardwareParams.warpSize: the target string "opencl -thread_warp_size=2" gives -thread_warp_size already; give it once');
+  assert.is(errorOf('v.yaml', with_('{ target: llvm, hardwareParams: { warpSize: 4 } }')), 'v.yaml: targets.cpu.hardwareParams: hardware parameters apply to GPU targets (opencl); "llvm" is a CPU target');
+  assert.match(errorOf('w.yaml', with_('{ target: llvm, host: llvm }')), /^w\.yaml: targets\.cpu\.host: a host applies to GPU targets \(opencl\) only/);
+  assert.match(errorOf('x.yaml', with_('{ target: opencl, host: opencl }')), /^x\.yaml: targets\.cpu\.host: the host of a GPU target is a CPU target/);
+  assert.match(errorOf('y.yaml', with_('{ target: opencl -device=adreno }')), /^y\.yaml: targets\.cpu\.target: unknown OpenCL device '-device=adreno'/);
 });
 
 test('a file that does not parse names the file', () => {

@@ -10,7 +10,7 @@ import Ajv, { type ErrorObject } from 'ajv';
 import { cosmiconfigSync } from 'cosmiconfig';
 import { UserError } from '../engine/errors';
 import { NETWORK_NAMES, networkSuggestion } from '../engine/frontend/networks';
-import { parseTarget } from '../engine/target';
+import { parseTarget, withHardwareParams, type GpuParams } from '../engine/target';
 import schema from '../schemas/config.schema.json';
 
 export const CONFIG_FILE_NAMES = [
@@ -30,8 +30,12 @@ export interface NetworkConfig {
 }
 
 export interface TargetConfig {
+  /** The target string; once validated, with hardwareParams appended as its options (withHardwareParams). */
   target: string;
+  /** GPU targets: the host target string (default llvm, this machine). */
   host?: string;
+  /** GPU targets: hardware parameter overrides, also in `target` once validated. */
+  hardwareParams?: Partial<GpuParams>;
   runner?: string;
   threads?: number;
 }
@@ -135,7 +139,8 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
     const [where, expected] = describe(validator.errors![0]);
     throw new ConfigError(label, where, expected);
   }
-  const config = raw as TensortuneConfig;
+  // A copy of targets: validation writes each target's effective string into it, not into `raw`.
+  const config = { ...(raw as TensortuneConfig), targets: { ...(raw as TensortuneConfig).targets } };
   const targetNames = Object.keys(config.targets);
   const budgetNames = Object.keys(config.budgets ?? {});
   const oneOf = (names: string[]): string => names.join(', ') || '(none defined)';
@@ -157,8 +162,11 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
   if (clash) throw new ConfigError(label, `budgets.${clash}`, `'${clash}' is also a target name; budgets and targets name Nx configurations, so they must differ`);
   for (const [name, t] of Object.entries(config.targets)) {
     try {
-      parseTarget(t.target, `targets.${name}.target`);
-      if (t.host !== undefined) parseTarget(t.host, `targets.${name}.host`);
+      // The target as the engine gets it: hardwareParams become options of the string, as
+      // on the command line, so one target has one text (records and Nx's cache key by it).
+      const target = withHardwareParams(t.target, t.hardwareParams, `targets.${name}.hardwareParams`);
+      parseTarget(target, `targets.${name}.target`, t.host);
+      if (target !== t.target) config.targets[name] = { ...t, target };
     } catch (e) {
       if (e instanceof UserError) throw new ConfigError(label, '', e.message);
       throw e;
