@@ -3,21 +3,26 @@
 // version, the C compiler, the optional $TENSORTUNE_DEVICE label (a board reached through
 // a runner, say) and the hardware fingerprint of each target string. It never fails for a
 // missing compiler: a failing runtime input would silently hash as a constant, so it
-// prints "none" instead; a bad target string is a UserError as everywhere else.
+// prints "none" instead; a bad target string is a UserError as everywhere else. For an
+// OpenCL target it also names the OpenCL platform and device it measures on (or why there
+// is none), which its fingerprint hashes.
 
 import { ENGINE_VERSION } from '../compile/model';
 import { UserError } from '../errors';
 import { findCompiler } from '../native/build';
-import { hardwareFingerprint, parseTarget } from '../target';
+import { hardwareFingerprint, NO_OPENCL_DEVICE, openclDevice, openclIdentity, parseTarget, type OpenclProbe } from '../target';
 import { parseFlags, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune fingerprint [TARGET ...] [--json]
+const USAGE = `Usage: tensortune fingerprint [TARGET ...] [--target TARGET ...] [--json]
 
 Print the engine version, the C compiler identity, $TENSORTUNE_DEVICE and the hardware
-fingerprint of each target string (default "llvm -mcpu=native"). Records tuned under one
-output are never reused under another: Nx hashes this output into tune and compile.
+fingerprint of each target string (default "llvm -mcpu=native"); for an OpenCL target
+also the platform and device it measures on (chosen by TT_OPENCL_PLATFORM and
+TT_OPENCL_DEVICE), or why there is none. Records tuned under one output are never reused
+under another: Nx hashes this output into tune and compile.
 
 Options:
+  --target T  a target string (as a positional argument; repeatable)
   --json      one JSON object instead of lines
   -h, --help  show this help
 `;
@@ -26,10 +31,15 @@ export interface FingerprintReport {
   engine: string;
   compiler: string;
   device: string;
-  targets: { target: string; fingerprint: string }[];
+  targets: {
+    target: string;
+    fingerprint: string;
+    /** OpenCL targets: the device the fingerprint names, or why there is none. */
+    opencl?: ReturnType<typeof openclIdentity> | { error: string };
+  }[];
 }
 
-export async function fingerprintReport(targets: readonly string[]): Promise<FingerprintReport> {
+export async function fingerprintReport(targets: readonly string[], probe: OpenclProbe = openclDevice): Promise<FingerprintReport> {
   const parsed = targets.map((t, i) => parseTarget(t, `target ${i + 1}`));
   let compiler = 'none';
   try {
@@ -43,17 +53,28 @@ export async function fingerprintReport(targets: readonly string[]): Promise<Fin
     engine: ENGINE_VERSION,
     compiler,
     device: process.env.TENSORTUNE_DEVICE?.trim() || '-',
-    targets: parsed.map((t) => ({ target: t.text, fingerprint: hardwareFingerprint(t) })),
+    targets: parsed.map((t) => {
+      if (t.kind !== 'opencl') return { target: t.text, fingerprint: hardwareFingerprint(t, probe) };
+      const found = probe();
+      return { target: t.text, fingerprint: hardwareFingerprint(t, probe), opencl: 'device' in found ? openclIdentity(found.device) : { error: found.error } };
+    }),
   };
+}
+
+/** The line that names an OpenCL target's device. */
+function deviceLine(opencl: NonNullable<FingerprintReport['targets'][number]['opencl']>): string {
+  if ('error' in opencl) return `  opencl ${NO_OPENCL_DEVICE}: ${opencl.error}`;
+  return `  opencl platform ${opencl.platform} (${opencl.platformVersion}), device ${opencl.device} (${opencl.deviceVersion}, driver ${opencl.driverVersion})`;
 }
 
 export const fingerprintCommand: Command = {
   name: 'fingerprint',
   summary: 'print the engine version, compiler and hardware fingerprint per target (Nx cache input)',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseFlags(argv, { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+    const { values, positionals } = parseFlags(argv, { target: { type: 'string', multiple: true }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
     if (values.help) { io.out(USAGE); return 0; }
-    const report = await fingerprintReport(positionals.length ? positionals : ['llvm -mcpu=native']);
+    const targets = [...positionals, ...values.target ?? []];
+    const report = await fingerprintReport(targets.length ? targets : ['llvm -mcpu=native']);
     if (values.json) {
       io.out(`${JSON.stringify(report)}\n`);
       return 0;
@@ -62,7 +83,7 @@ export const fingerprintCommand: Command = {
       `engine ${report.engine}`,
       `compiler ${report.compiler}`,
       `device ${report.device}`,
-      ...report.targets.map((t) => `${t.fingerprint} ${t.target}`),
+      ...report.targets.flatMap((t) => [`${t.fingerprint} ${t.target}`, ...(t.opencl ? [deviceLine(t.opencl)] : [])]),
       '',
     ].join('\n'));
     return 0;
