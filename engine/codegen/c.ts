@@ -356,9 +356,13 @@ class Renderer {
         out.push(`${indent}{`, `${indent}  const int32_t ${s.v} = ${this.dialect.threadIndex(s.tag)};`);
         const inner = new Map(env);
         inner.delete(s.v);
+        const saved = this.hoisted;
+        this.hoisted = new Map(saved);
         this.bound.add(s.v);
+        this.hoist(s.body, s.v, inner, indent + '  ', out);
         this.stmts(s.body, inner, indent + '  ', out);
         this.bound.delete(s.v);
+        this.hoisted = saved;
         out.push(`${indent}}`);
       }
     }

@@ -65,7 +65,26 @@ function flatLoad(buf: string, index: Expr, dtype: Tensor['dtype'] = 'float32'):
   return { k: 'load', tensor, indices: [index] };
 }
 
-export const cName = (name: string): string => name.replace(/[^A-Za-z0-9_]/g, '_');
+/**
+ * Words a buffer may not be called in any language we render (C, OpenCL C, CUDA): keywords,
+ * type names, address-space qualifiers, and the functions and macros the generated code
+ * calls. A tensor named `kernel` (a conv weight, say) becomes buffer `kernel_`.
+ */
+const RESERVED = new Set([
+  'auto', 'break', 'case', 'char', 'const', 'continue', 'default', 'do', 'double', 'else', 'enum', 'extern', 'float', 'for',
+  'goto', 'if', 'inline', 'int', 'long', 'register', 'restrict', 'return', 'short', 'signed', 'sizeof', 'static', 'struct',
+  'switch', 'typedef', 'union', 'unsigned', 'void', 'volatile', 'while', 'bool', 'true', 'false', 'main',
+  'kernel', 'global', 'local', 'constant', 'private', 'read_only', 'write_only', 'read_write', 'half', 'uint', 'uchar',
+  'ushort', 'ulong', 'size_t', 'int32_t', 'sampler_t', 'event_t', 'image1d_t', 'image2d_t', 'image3d_t',
+  'threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warpSize',
+  'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'fabs', 'erf', 'fmax', 'fmin', 'select', 'barrier', 'min', 'max',
+  'expf', 'logf', 'sqrtf', 'tanhf', 'fabsf', 'erff', 'INFINITY', 'NAN', 'program', 'error', 'args',
+]);
+
+export const cName = (name: string): string => {
+  const c = name.replace(/[^A-Za-z0-9_]/g, '_');
+  return RESERVED.has(c) || /^(tt_|get_|vload|vstore|__)/.test(c) ? `${c}_` : c;
+};
 
 function flatten(idx: readonly Expr[], shape: readonly number[]): Expr {
   let out: Expr = int(0);

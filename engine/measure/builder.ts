@@ -14,15 +14,18 @@ import { promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
+import { lowerGpu } from '../codegen/gpu';
+import { renderOpencl } from '../codegen/opencl';
+import { openclCandidateSource } from '../codegen/opencl-host';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
-import { compilerFailure, findCompiler, loadExeca, nativeIncludeDir, type Compiler } from '../native/build';
+import { compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_RUNTIME_LIBS, openclRuntimeObject, type Compiler } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { checkSteps } from '../schedule/validate-steps';
-import type { Target } from '../target';
+import { isGpu, type Target } from '../target';
 
 /** The exported entry point of every candidate library. */
 export const CANDIDATE_SYMBOL = 'tt_candidate';
@@ -51,10 +54,11 @@ export type RenderResult = { ok: true; code: string; layouts: readonly BlockedLa
  * (as the compiled model will); the layouts chosen come back with the code.
  */
 export function renderCandidate(
-  dag: ComputeDAG, steps: unknown, target: Pick<Target, 'vectorLanes'>, packable: ReadonlySet<string> = new Set(),
+  dag: ComputeDAG, steps: unknown, target: Pick<Target, 'vectorLanes'> | Target, packable: ReadonlySet<string> = new Set(),
 ): RenderResult {
   const check = checkSteps(steps);
   if (!check.ok) return { ok: false, message: check.message };
+  if ('kind' in target && isGpu(target)) return renderOpenclCandidate(dag, check.steps, target, packable);
   let body: string;
   let layouts: readonly BlockedLayout[];
   try {
@@ -65,6 +69,21 @@ export function renderCandidate(
     return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
   }
   return { ok: true, code: wrapKernel(body, dag.inputs.length + dag.outputs.length), layouts };
+}
+
+/**
+ * An OpenCL candidate: the program's host side in C (the OpenCL source embedded), with the
+ * device hooks tt_measure calls around the timed runs (codegen/opencl-host.ts). A schedule
+ * that does not fit the device's limits is refused here, before anything is built.
+ */
+function renderOpenclCandidate(dag: ComputeDAG, steps: Step[], target: Target & { gpu: NonNullable<Target['gpu']> }, packable: ReadonlySet<string>): RenderResult {
+  try {
+    const program = lowerGpu(State.replay(dag, steps), 'tt_candidate_kernel', target.gpu, { packable });
+    const { source, table } = renderOpencl(program, { vectorLanes: target.vectorLanes });
+    return { ok: true, code: openclCandidateSource(CANDIDATE_SYMBOL, source, table), layouts: program.layouts };
+  } catch (e) {
+    return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+  }
 }
 
 /** A rendered kernel `int32_t tt_candidate_kernel(float*, ...)` as a tt_kernel_fn library. */
@@ -82,6 +101,7 @@ export function wrapKernel(kernelSource: string, nargs: number): string {
 export class Builder {
   private readonly jobs: number;
   private compiler?: Promise<Compiler>;
+  private runtime?: Promise<string>;
 
   constructor(private readonly target: Target, private readonly opts: BuilderOptions) {
     this.jobs = Math.max(1, opts.jobs ?? availableParallelism());
@@ -116,8 +136,14 @@ export class Builder {
 
   private async compileNow(steps: Step[], code: string, started: number): Promise<BuiltCandidate> {
     const compiler = await (this.compiler ??= findCompiler(this.target.ccPrefix ? `${this.target.ccPrefix}gcc` : undefined));
-    const flags = [...KERNEL_CFLAGS, ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
-    const hash = createHash('sha256').update(JSON.stringify([code, flags, compiler.identity])).digest('hex').slice(0, 24);
+    // An OpenCL candidate is host code: the runtime's object file links in; the kernels are
+    // built by the OpenCL driver when the worker opens the device.
+    const gpu = isGpu(this.target);
+    const runtime = gpu ? [await (this.runtime ??= openclRuntimeObject(compiler)), ...OPENCL_RUNTIME_LIBS] : [];
+    const flags = gpu
+      ? ['-O1', '-std=gnu11', '-fPIC', ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`]
+      : [...KERNEL_CFLAGS, ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
+    const hash = createHash('sha256').update(JSON.stringify(gpu ? [code, flags, runtime, compiler.identity] : [code, flags, compiler.identity])).digest('hex').slice(0, 24);
     const lib = path.join(this.opts.workDir, `${hash}.so`);
     const done = (): BuiltCandidate => ({ steps, lib, symbol: CANDIDATE_SYMBOL, build_ms: performance.now() - started });
     if (await cachedFileOk(lib)) return done();
@@ -128,7 +154,7 @@ export class Builder {
     await fs.writeFile(src, code);
     const { execa } = await loadExeca();
     const timeoutMs = this.opts.timeoutMs ?? 60_000;
-    const r = await execa(compiler.command, [...compiler.args, ...flags, src, '-o', tmp, '-lm'], { reject: false, timeout: timeoutMs });
+    const r = await execa(compiler.command, [...compiler.args, ...flags, src, ...runtime, '-o', tmp, '-lm'], { reject: false, timeout: timeoutMs });
     await fs.rm(src, { force: true });
     const failed = (message: string): BuiltCandidate => ({ steps, error: 'compile_error', message, build_ms: performance.now() - started });
     if (r.failed) {
