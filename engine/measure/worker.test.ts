@@ -11,7 +11,56 @@ import { MeasureWorker, type MeasureBuffer, type MeasureRequest, type MeasureRes
 const N = 1024; // the fixture kernels' buffer length
 let dir = '';
 let lib = '';
+let deviceLib = '';
 let worker: MeasureWorker;
+
+// A device library without a device (native/README.md, "Device libraries"): setup copies
+// the inputs into its own memory, the kernel adds them there, finish copies the sum into
+// args[2] and the call counts into args[3]. Each symbol family fails in one place.
+const DEVICE_LIBRARY = `
+#include <stdlib.h>
+#include <string.h>
+#include "tensortune.h"
+#define N ${N}
+static float *a, *b, *c;
+static int setups, runs;
+static const char* message = "";
+static int setup(float* const* args) {
+  a = malloc(N * sizeof *a); b = malloc(N * sizeof *b); c = malloc(N * sizeof *c);
+  memcpy(a, args[0], N * sizeof *a); memcpy(b, args[1], N * sizeof *b);
+  setups++; runs = 0;
+  return 0;
+}
+static int run(void) { for (int i = 0; i < N; i++) c[i] = a[i] + b[i]; runs++; return 0; }
+static int finish(float* const* args) {
+  memcpy(args[2], c, N * sizeof *c);
+  args[3][0] = (float)setups; args[3][1] = (float)runs;
+  free(a); free(b); free(c); a = b = c = NULL;
+  return 0;
+}
+#define FAMILY(name, SETUP, RUN, FINISH) \
+  TT_EXPORT int name##_setup(float* const* args) { SETUP; return setup(args); } \
+  TT_EXPORT int name(float* const* args) { (void)args; RUN; return run(); } \
+  TT_EXPORT int name##_finish(float* const* args) { FINISH; return finish(args); } \
+  TT_EXPORT const char* name##_error(void) { return message; }
+FAMILY(dev_ok, , , )
+FAMILY(dev_build, message = "build log: 1:7: error: expected ';'"; return 2, , )
+FAMILY(dev_nodevice, message = "no OpenCL device"; return 1, , )
+FAMILY(dev_launch, , message = "launch 0 (kernel 'k') failed"; return 5, )
+FAMILY(dev_readback, , , finish(args); message = "reading buffer 2 failed"; return 3)
+TT_EXPORT int dev_partial(float* const* args) { (void)args; return 0; }
+TT_EXPORT int dev_partial_setup(float* const* args) { (void)args; return 0; }
+`;
+
+function deviceRequest(symbol: string, extra: Partial<MeasureRequest> = {}, out?: string, counts?: string): MeasureRequest {
+  const buffers: MeasureBuffer[] = [
+    { kind: 'in', size: N },
+    { kind: 'in', size: N },
+    { kind: 'out', size: N, file: out },
+    { kind: 'out', size: 2, file: counts },
+  ];
+  return { lib: deviceLib, symbol, buffers, timeoutMs: 5000, ...extra };
+}
 
 function request(symbol: string, extra: Partial<MeasureRequest> = {}, out?: string): MeasureRequest {
   const buffers: MeasureBuffer[] = [
@@ -31,6 +80,9 @@ test.before(async () => {
   dir = await fs.mkdtemp(path.join(tmpdir(), 'tt measure test-')); // a space on purpose
   lib = path.join(dir, 'kernels.so');
   await compileSharedLibrary([path.join(nativeDir(), 'test', 'fixtures', 'kernels.c')], lib);
+  deviceLib = path.join(dir, 'device.so');
+  await fs.writeFile(path.join(dir, 'device.c'), DEVICE_LIBRARY);
+  await compileSharedLibrary([path.join(dir, 'device.c')], deviceLib);
   worker = new MeasureWorker({ threads: 1 });
 });
 
@@ -106,6 +158,39 @@ test('a hanging kernel times out, the worker is killed and restarted', async () 
   assert.throws(() => process.kill(pid!, 0)); // the hung process is gone
   costs(await worker.run(request('tt_test_add')));
   assert.is(worker.restarts, 2);
+});
+
+test('a device library: setup once before the warm-up, finish before the outputs are written, flush ignored', async () => {
+  const out = path.join(dir, 'device-out.bin');
+  const counts = path.join(dir, 'device-counts.bin');
+  const r = await worker.run(deviceRequest('dev_ok', { seed: 5, number: 2, repeat: 3, warmup: 1 }, out, counts));
+  assert.is(costs(r).length, 3);
+  const a = uniform(N, 5, 0);
+  const b = uniform(N, 5, 1);
+  assert.equal(Array.from(await readFloat32File(out, N)), Array.from(a, (v, i) => Math.fround(v + b[i]!)));
+  assert.equal(Array.from(await readFloat32File(counts, 2)), [1, 1 + 3 * 2]); // one setup; warm-up + repeat x number runs
+  const flushed = await worker.run(deviceRequest('dev_ok', { flush: true, number: 4, repeat: 2 }, undefined, counts));
+  assert.ok('number' in flushed && flushed.number === 4, JSON.stringify(flushed)); // not forced to 1
+  assert.equal(Array.from(await readFloat32File(counts, 2)), [1, 1 + 2 * 4]);
+});
+
+test('a device library: setup 2 is a compile_error, other failures are runtime_errors with its message', async () => {
+  const pid = worker.pid;
+  assert.equal(await worker.run(deviceRequest('dev_build')), { error: 'compile_error', message: "build log: 1:7: error: expected ';'" });
+  assert.equal(await worker.run(deviceRequest('dev_nodevice')), { error: 'runtime_error', message: 'no OpenCL device' });
+  assert.equal(await worker.run(deviceRequest('dev_launch')), {
+    error: 'runtime_error',
+    message: "kernel 'dev_launch' returned 5: launch 0 (kernel 'k') failed",
+  });
+  assert.equal(await worker.run(deviceRequest('dev_readback')), {
+    error: 'runtime_error',
+    message: "'dev_readback_finish' returned 3: reading buffer 2 failed",
+  });
+  const partial = await worker.run(deviceRequest('dev_partial'));
+  assert.ok('error' in partial && partial.error === 'runtime_error', JSON.stringify(partial));
+  assert.match(partial.message, /exports some device hooks of 'dev_partial' but not 'dev_partial_finish'/);
+  costs(await worker.run(deviceRequest('dev_ok')));
+  assert.is(worker.pid, pid);
 });
 
 test('concurrent calls are queued', async () => {

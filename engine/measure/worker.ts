@@ -23,7 +23,8 @@ export interface MeasureBuffer {
 }
 
 export interface MeasureRequest {
-  /** The kernel library; its symbol has the type tt_kernel_fn (native/include/tensortune.h). */
+  /** The kernel library; its symbol has the type tt_kernel_fn (native/include/tensortune.h).
+   *  A device library also exports <symbol>_setup, _finish and _error. */
   lib: string;
   symbol: string;
   /** The kernel's arguments, in order. */
@@ -35,13 +36,16 @@ export interface MeasureRequest {
   repeat?: number;
   minRepeatMs?: number;
   warmup?: number;
-  /** Evict every buffer but the first from the caches before each run (forces number 1). */
+  /** Evict every buffer but the first from the caches before each run (forces number 1).
+   *  Ignored for a device library. */
   flush?: boolean;
   /** Seed of the random inputs, uint32 (default 0). */
   seed?: number;
 }
 
-export type MeasureError = 'runtime_error' | 'timeout';
+/** compile_error: a device library (native/README.md, "Device libraries") could not build
+ *  its device program in its setup hook (an OpenCL build log, say). */
+export type MeasureError = 'compile_error' | 'runtime_error' | 'timeout';
 
 export type MeasureResult =
   | { costs_ms: number[]; number: number }
@@ -312,7 +316,8 @@ export class MeasureWorker {
       }
       if (reply.ok && Array.isArray(reply.costs_ms))
         return { costs_ms: reply.costs_ms, number: reply.number ?? req.number ?? 1 };
-      if (reply.error === 'runtime_error') return { error: 'runtime_error', message: reply.message ?? 'runtime error' };
+      if (reply.error === 'runtime_error' || reply.error === 'compile_error')
+        return { error: reply.error, message: reply.message ?? reply.error.replace('_', ' ') };
       throw new Error(`tt_measure rejected the command for ${what}: ${reply.message ?? line}`);
     } finally {
       this.proc?.setRef(false);
