@@ -251,8 +251,11 @@ function parseOpencl(text: string, parts: readonly string[], where: string, host
   if (overrides.warpSize !== undefined && threads !== undefined && overrides.warpSize > threads) {
     throw new UserError(`${where}: -thread_warp_size=${overrides.warpSize} is more than the ${threads} threads per block of "${text}"`);
   }
-  const host = parseTarget(hostText ?? 'llvm', hostWhere);
-  if (host.kind !== 'llvm') throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${host.text}"`);
+  const hostParts = (hostText ?? 'llvm').trim().split(/\s+/);
+  if (hostParts[0] !== 'llvm' && hostParts[0] !== 'c') {
+    throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${hostParts.join(' ')}"`);
+  }
+  const host = parseTarget(hostParts.join(' '), hostWhere);
   const normalised = ['opencl', ...(device ? [`-device=${device}`] : []),
     ...GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`)].join(' ');
   // Plain `opencl` lowers its pinned threads and shared memory to the device's limits: asked
@@ -303,7 +306,7 @@ export function withHardwareParams(text: string, params: Partial<GpuParams> | un
 export function checkRunsHere(target: Target, command: string, hostWhere = '--host'): void {
   if (target.host?.ccPrefix === undefined) return;
   throw new UserError(`${hostWhere}: ${command} runs on this machine and its OpenCL device, so the host must be this machine; ` +
-    `"${target.host.text}" is another architecture (it is for compile: tune and benchmark with the default host "llvm")`);
+    `"${target.host.text}" is another architecture: a cross host is for compile (copy the compiled folder to such a machine); here, use the default host "llvm"`);
 }
 
 function vectorLanes(mcpu: string | undefined, mattr: readonly string[], cross: boolean): number {

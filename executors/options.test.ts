@@ -57,6 +57,7 @@ test('options a schema does not have are refused with the options the executor t
 
 test('CLI flags without a meaning under Nx say why, and where the setting lives', () => {
   refused('tune', { target: 'cpu' }, /^'target' is 'configTarget' now \(Nx owns --target, the target to run\): choose a target of tensortune\.config\.yaml with -c <name> or --config-target <name>$/);
+  refused('compile', { host: 'llvm -mtriple=aarch64-linux-gnu' }, /^--host: the host of target cpu is targets\.cpu\.host in tensortune\.config\.yaml \(GPU targets only; default llvm, this machine\)$/);
   refused('tune', { records: 'x.jsonl' }, /^--records: nx tune reads and appends to the record store that tensortune\.config\.yaml names \(records:\)/);
   refused('compile', { 'tuning-records': 'x.jsonl' }, /^--tuning-records: nx compile reads the record store/);
   refused('compile', { output: 'build' }, /^--output: nx compile writes under the outDir of tensortune\.config\.yaml \(out\/net\/cpu\)$/);

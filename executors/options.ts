@@ -44,6 +44,8 @@ function refusal(name: ExecutorName, key: string, at: OptionsContext): string | 
   switch (key) {
     case 'target':
       return `'target' is 'configTarget' now (Nx owns --target, the target to run): choose a target of ${at.config} with -c <name> or --config-target <name>`;
+    case 'host':
+      return `--host: the host of target ${at.configTarget} is targets.${at.configTarget}.host in ${at.config} (GPU targets only; default llvm, this machine)`;
     case 'records': case 'readRecords': case 'tuningRecords':
       return `${f}: nx ${name} reads ${name === 'tune' ? 'and appends to ' : ''}the record store that ${at.config} names (records:); a log of your own is for the CLI, \`npx tensortune ${name} ...\``;
     case 'out': case 'output':

@@ -8,7 +8,7 @@ import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" --out DIR [--records FILE]... [--strict]
+const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" [--host H] --out DIR [--records FILE]... [--strict]
                           [--layout NHWC|NCHW] [--batch N] [--image-size N]
        (tvmc's spellings are accepted: --output/-o DIR for --out, --tuning-records FILE for --records)
 
@@ -24,7 +24,11 @@ this kind of machine (same hardware fingerprint); tasks without one keep their d
 schedule, and one summary says which and their share of the estimated latency.
 
 Options:
-  --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple
+  --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple; or
+                      "opencl", "opencl -device=mali" with -max_threads_per_block=N and the other
+                      hardware parameters (docs/tuning.md)
+  --host H            GPU targets: the host's target string (default "llvm": this machine);
+                      "llvm -mtriple=aarch64-linux-gnu" cross-compiles the host library
   --out DIR           output directory (required)
   --records FILE      a tuning record log (JSON lines); repeat to read several
   --strict            fail, naming them, if any task has no usable record
@@ -41,7 +45,7 @@ export const compileCommand: Command = {
   summary: 'compile a network into a shared library, params and manifest',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
-      target: { type: 'string' }, out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
+      target: { type: 'string' }, host: { type: 'string' }, out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
       cache: { type: 'string' }, records: { type: 'string', multiple: true }, 'tuning-records': { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
@@ -50,13 +54,13 @@ export const compileCommand: Command = {
     const out = aliased(values, 'out', 'output');
     if (!out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
     const target = values.target ?? 'llvm -mcpu=native';
-    parseTarget(target, '--target');
+    parseTarget(target, '--target', values.host);
     const model = modelFlags(values, positionals);
     const records = [...values.records ?? [], ...values['tuning-records'] ?? []];
     const timeoutS = positiveNumber('--timeout', values.timeout);
     const started = Date.now();
     const result = await compileNetwork({
-      model: positionals[0], ...model, target, outDir: out,
+      model: positionals[0], ...model, target, host: values.host, outDir: out,
       cacheDir: values.cache, records: records.length ? records : undefined, strict: values.strict,
       timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
       log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),

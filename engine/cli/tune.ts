@@ -9,7 +9,7 @@ import { NETWORK_NAMES } from '../frontend/networks';
 import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
-import { parseTarget } from '../target';
+import { checkRunsHere, parseTarget } from '../target';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
@@ -25,8 +25,12 @@ code 130); the log stays intact.
 
 What and where:
   --target T            the target string to tune for (default "llvm -mcpu=native": this
-                        machine's CPU): -mcpu=<cpu> (e.g. znver4), -mattr=+avx2,+fma; measured
-                        here, so the machine must be able to run what it names
+                        machine's CPU): -mcpu=<cpu> (e.g. znver4), -mattr=+avx2,+fma; or "opencl",
+                        "opencl -device=mali" (this machine's OpenCL device: 'tensortune
+                        fingerprint --target opencl' names it); measured here, so the machine
+                        must be able to run what it names
+  --host H              GPU targets: the host's target string (default "llvm"); it must be
+                        this machine (a cross host is for compile)
   --records FILE        the record log (JSON lines) every measurement is appended to and the
                         run resumes from (required); 'compile --records FILE' reads it.
                         Records apply to their target string and this kind of machine only
@@ -69,7 +73,7 @@ export const tuneCommand: Command = {
   summary: 'search schedules for a network\'s tasks and append them to a record log',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
-      target: { type: 'string' }, records: { type: 'string' }, 'read-records': { type: 'string', multiple: true },
+      target: { type: 'string' }, host: { type: 'string' }, records: { type: 'string' }, 'read-records': { type: 'string', multiple: true },
       trials: { type: 'string' }, 'trials-per-task': { type: 'string' }, 'time-limit': { type: 'string' },
       'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
@@ -86,7 +90,7 @@ export const tuneCommand: Command = {
     const readRecords = [...values['read-records'] ?? [], ...values['tuning-records'] ?? []];
     const model = { model: positionals[0], ...modelFlags(values, positionals) };
     const target = values.target ?? 'llvm -mcpu=native';
-    parseTarget(target, '--target');
+    checkRunsHere(parseTarget(target, '--target', values.host), 'tune');
     const measure: Partial<MeasureOptions> = {};
     const threads = optionalInt('--threads', values.threads);
     if (threads !== undefined) measure.threads = threads;
@@ -124,7 +128,7 @@ export const tuneCommand: Command = {
     process.on('SIGINT', onSigint);
     try {
       const result = await tuneNetwork({
-        model, target, records, readRecords: readRecords.length ? readRecords : undefined,
+        model, target, host: values.host, records, readRecords: readRecords.length ? readRecords : undefined,
         ...budget,
         earlyStopping: optionalInt('--early-stopping', values['early-stopping']),
         batchSize: optionalInt(values['batch-size'] === undefined ? '--measures-per-round' : '--batch-size', aliased(values, 'measures-per-round', 'batch-size')),

@@ -16,6 +16,8 @@ import { compileModel, type CompileResult } from './model';
 export interface CompileNetworkOptions extends ModelSpec {
   /** Target string, e.g. "llvm -mcpu=native". */
   target: string;
+  /** GPU targets: the host target string (default "llvm", this machine; "llvm -mtriple=..." cross-compiles the host library). */
+  host?: string;
   outDir: string;
   /** Object cache (default <cacheRoot()>/kernels). */
   cacheDir?: string;
@@ -31,7 +33,7 @@ export interface CompileNetworkOptions extends ModelSpec {
 }
 
 export async function compileNetwork(opts: CompileNetworkOptions): Promise<CompileResult> {
-  const target = parseTarget(opts.target, 'target');
+  const target = parseTarget(opts.target, 'target', opts.host);
   const model = loadModel(opts);
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
   const graph = optimize(model.graph);

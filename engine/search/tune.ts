@@ -17,7 +17,7 @@ import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
 import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
-import { hardwareFingerprint, parseTarget, type Target } from '../target';
+import { checkRunsHere, hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from './annotate';
@@ -133,7 +133,8 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
 /** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
 export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit<TuneNetworkOptions, 'model'>, started = Date.now()): Promise<TuneResult> {
   checkOptions(opts);
-  const target = parseTarget(opts.target, 'target');
+  const target = parseTarget(opts.target, 'target', opts.host);
+  checkRunsHere(target, 'tune', 'host');
   const fingerprint = hardwareFingerprint(target);
   const log = opts.log ?? (() => undefined);
   const emit = opts.onEvent ?? (() => undefined);

@@ -97,6 +97,8 @@ export interface TuneNetworkOptions {
   model: import('../frontend/load').ModelSpec;
   /** Target string, e.g. "llvm -mcpu=native". */
   target: string;
+  /** GPU targets: the host target string (default "llvm", this machine; a cross host is refused: tune measures here). */
+  host?: string;
   /** The record log measurements are appended to; tuning resumes from it. */
   records: string;
   /** Further logs read (never written): tasks they already cover are warm-started or skipped. */

@@ -10,7 +10,7 @@ import type { ExecutorContext } from '@nx/devkit';
 import { manifestFiles, readManifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../../engine/native/bench';
-import { cpuModel } from '../../engine/target';
+import { checkRunsHere, cpuModel, parseTarget } from '../../engine/target';
 import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { writeReport, type BenchmarkReport } from './report';
 import type { BenchmarkExecutorOptions } from './schema';
@@ -27,6 +27,7 @@ function inputFiles(specs: readonly string[], root: string): Record<string, stri
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {
     const run = resolveFor('benchmark', options, ctx);
+    checkRunsHere(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), 'benchmark', `targets.${run.targetName}.host`);
     const rel = workspaceRelative(ctx);
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);

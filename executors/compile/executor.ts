@@ -47,7 +47,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
       ` -> ${rel(run.modelDir)}`);
     const started = Date.now();
     const compiled = await compileNetwork({
-      ...run.spec, target: run.target.target, outDir: run.modelDir, records, strict: options.strict,
+      ...run.spec, target: run.target.target, host: run.target.host, outDir: run.modelDir, records, strict: options.strict,
       timeoutMs: options.timeout === undefined ? undefined : Math.round(options.timeout * 1000),
       log: (line) => console.log(line), warn,
     });
