@@ -1,0 +1,193 @@
+// GPU lowering and the OpenCL renderer: hand-written GPU schedules (thread binding, vthread,
+// a register tile through cache_write, shared copies filled cooperatively, splits that do
+// not divide) render to OpenCL C; on an OpenCL device (PoCL's CPU device in CI) they build,
+// run through the measurement worker and agree with the reference evaluator (the
+// measurer's tolerance: |got - ref| <= 1e-5 + 1e-4 * |ref|, engine/measure/verify.ts).
+// Schedules that do not fit the device are refused before anything is built.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ComputeDAG } from '../ir/dag';
+import { placeholder } from '../ir/tensor';
+import { LocalMeasurer } from '../measure/measurer';
+import { openclAvailable } from '../native/opencl';
+import { ScheduleError, State } from '../schedule/state';
+import type { Step, ThreadTag } from '../schedule/steps';
+import { skip } from '../skip.fixture';
+import { parseTarget } from '../target';
+import { relu } from '../topi/elemwise';
+import { conv2dNHWC, dense, depthwiseConv2dNHWC } from '../topi/nn';
+import { lowerGpu, type GpuLimits } from './gpu';
+import { renderOpencl } from './opencl';
+
+const LIMITS: GpuLimits = { maxThreadsPerBlock: 256, maxSharedMemoryPerBlock: 49152, maxVthreadExtent: 4, maxLocalMemoryPerBlock: 2 ** 31 - 1 };
+const TARGET = 'opencl -max_vthread_extent=4';
+
+function denseDag(n = 64, k = 128): ComputeDAG {
+  return new ComputeDAG([dense(placeholder('data', [1, k]), placeholder('weight', [n, k]))]);
+}
+
+function convDag(c = 32, f = 64, size = 14): ComputeDAG {
+  const data = placeholder('data', [1, size, size, c]);
+  const kernel = placeholder('kernel', [3, 3, c, f]);
+  return new ComputeDAG([conv2dNHWC(data, kernel, { strides: [1, 1], padding: [1, 1, 1, 1], dilation: [1, 1] })]);
+}
+
+/** Fuse all spatial loops of a root stage, split by `threads`, bind block and thread. */
+function fuseAndBind(stage: string, axes: readonly string[], threads: number): Step[] {
+  const fused = axes.join('@');
+  return [
+    ...(axes.length > 1 ? [{ s: 'fuse', stage, iters: [...axes] } as Step] : []),
+    { s: 'split', stage, iter: fused, lengths: [threads] },
+    { s: 'bind', stage, iter: `${fused}.0`, thread: 'blockIdx.x' },
+    { s: 'bind', stage, iter: `${fused}.1`, thread: 'threadIdx.x' },
+  ];
+}
+
+/**
+ * TVM's GPU multi-level tiling (SSSRRSRS) of an NHWC conv, written out: `tiles[axis]` =
+ * [vthread, thread, inner, innermost] lengths, `red[axis]` = [middle, inner] lengths of
+ * each reduce axis. The reduction is computed into `<conv>.local` at the thread loop; the
+ * padded data and the kernel are copied into shared memory at the outer reduce loop,
+ * fetched cooperatively by the block's threads.
+ */
+function tiledConv(tiles: Record<string, number[]>, red: Record<string, number[]>, shared = true): Step[] {
+  const C = 'conv2d_nhwc', L = 'conv2d_nhwc.local';
+  const S = Object.keys(tiles), R = Object.keys(red);
+  const lv = (i: number, xs: string[]): string[] => xs.map((a) => `${a}.${i}`);
+  const steps: Step[] = [{ s: 'compute_inline', stage: 'pad_temp' }, { s: 'cache_write', stage: C }];
+  for (const a of S) steps.push({ s: 'split', stage: L, iter: a, lengths: [1, 1, tiles[a][2], tiles[a][3]] });
+  for (const a of R) steps.push({ s: 'split', stage: L, iter: a, lengths: red[a] });
+  steps.push({ s: 'reorder', stage: L, order: [...lv(0, S), ...lv(1, S), ...lv(2, S), ...lv(0, R), ...lv(1, R), ...lv(3, S), ...lv(2, R), ...lv(4, S)] });
+  for (const a of S) steps.push({ s: 'split', stage: C, iter: a, lengths: [tiles[a][0], tiles[a][1], tiles[a][2] * tiles[a][3]] });
+  steps.push({ s: 'reorder', stage: C, order: [...lv(0, S), ...lv(1, S), ...lv(2, S), ...lv(3, S)] });
+  const tags: ThreadTag[] = ['blockIdx.x', 'vthread', 'threadIdx.x'];
+  tags.forEach((thread, i) => {
+    steps.push({ s: 'fuse', stage: C, iters: lv(i, S) }, { s: 'bind', stage: C, iter: lv(i, S).join('@'), thread });
+  });
+  steps.push({ s: 'compute_at', stage: L, target: C, iter: lv(2, S).join('@') });
+  const threads = S.reduce((a, s) => a * tiles[s][1], 1);
+  if (shared) {
+    for (const src of ['pad_temp', 'kernel']) {
+      const copy = `${src}.shared`;
+      steps.push(
+        { s: 'cache_read', stage: src, scope: 'shared', reader: L },
+        { s: 'compute_at', stage: copy, target: L, iter: `${R[R.length - 1]}.0` },
+        { s: 'fuse', stage: copy, iters: ['ax0', 'ax1', 'ax2', 'ax3'] },
+        { s: 'split', stage: copy, iter: 'ax0@ax1@ax2@ax3', lengths: [threads] },
+        { s: 'bind', stage: copy, iter: 'ax0@ax1@ax2@ax3.1', thread: 'threadIdx.x' },
+      );
+    }
+  }
+  steps.push({ s: 'pragma', stage: L, iter: 'nn.0', pragma: 'auto_unroll_max_step', value: 64 });
+  return steps;
+}
+
+const CONV_TILES = { nn: [1, 1, 1, 1], yy: [1, 7, 1, 1], xx: [1, 7, 1, 1], ff: [2, 2, 2, 2] };
+const CONV_RED = { ry: [1, 1], rx: [3, 1], rc: [8, 1] };
+
+test('a bound dense layer lowers to one launch whose grid and block are the bound extents', () => {
+  const p = lowerGpu(State.replay(denseDag(), fuseAndBind('T_matmul_NT', ['i', 'j'], 16)), 'k', LIMITS);
+  assert.is(p.kernels.length, 1);
+  assert.equal(p.kernels[0].grid, [4, 1, 1]);
+  assert.equal(p.kernels[0].block, [16, 1, 1]);
+  const { source, table } = renderOpencl(p, { vectorLanes: 4 });
+  assert.match(source, /__kernel __attribute__\(\(reqd_work_group_size\(16, 1, 1\)\)\) void k_k0\(__global float\* restrict data, __global float\* restrict weight, __global float\* restrict T_matmul_NT\)/);
+  assert.match(source, /\(int\)get_group_id\(0\)/);
+  assert.match(source, /\(int\)get_local_id\(0\)/);
+  assert.equal(table.launches, [{ kernel: 'k_k0', args: [0, 1, 2], global: [64, 1, 1], local: [16, 1, 1] }]);
+  assert.equal(table.buffers.map((b) => b.role), ['in', 'in', 'out']);
+});
+
+test('shared copies become __local arrays at the kernel top, fenced by barriers; a tensor named kernel is renamed', () => {
+  const p = lowerGpu(State.replay(convDag(), tiledConv(CONV_TILES, CONV_RED)), 'k', LIMITS);
+  const k = p.kernels[0];
+  assert.equal(k.block, [98, 1, 1]);
+  // The whole block's region at one step of the outer reduce loops (one kernel row ry): 7
+  // rows, 7 columns + 2 of halo (rx is inside), 8 channels of padded data.
+  assert.equal(k.shared.map((s) => s.buf), ['pad_temp_shared', 'kernel_shared']);
+  assert.is(k.shared[0].size, 7 * 9 * 8);
+  const { source } = renderOpencl(p, { vectorLanes: 4 });
+  assert.match(source, /__local float pad_temp_shared\[504\];/);
+  assert.match(source, /__global float\* restrict kernel_,/);
+  assert.ok((source.match(/barrier\(CLK_LOCAL_MEM_FENCE\);/g) ?? []).length >= 4, 'barriers before and after each fill');
+});
+
+test('schedules that do not fit the device or cannot run as launches are refused', () => {
+  const dag = denseDag();
+  const refuse = (steps: Step[], limits: GpuLimits, pattern: RegExp): void => {
+    try {
+      lowerGpu(State.replay(dag, steps), 'k', limits);
+    } catch (e) {
+      assert.instance(e, ScheduleError);
+      assert.match((e as Error).message, pattern);
+      return;
+    }
+    assert.unreachable(`expected ${String(pattern)}`);
+  };
+  refuse(fuseAndBind('T_matmul_NT', ['i', 'j'], 64), { ...LIMITS, maxThreadsPerBlock: 32 }, /64 threads per block, more than the device's 32/);
+  refuse([], LIMITS, /no loop is bound to blockIdx or threadIdx/);
+  // A cooperative fetch binds threadIdx.x, but the stage's own store is outside any
+  // threadIdx loop: every thread would write each output.
+  refuse([
+    { s: 'cache_read', stage: 'data', scope: 'shared', reader: 'T_matmul_NT' },
+    { s: 'split', stage: 'T_matmul_NT', iter: 'j', lengths: [16] },
+    { s: 'bind', stage: 'T_matmul_NT', iter: 'j.0', thread: 'blockIdx.x' },
+    { s: 'compute_at', stage: 'data.shared', target: 'T_matmul_NT', iter: 'j.0' },
+    { s: 'split', stage: 'data.shared', iter: 'ax1', lengths: [32] },
+    { s: 'bind', stage: 'data.shared', iter: 'ax1.1', thread: 'threadIdx.x' },
+  ], LIMITS, /a store to T_matmul_NT is not inside the loops bound to threadIdx.x/);
+  const conv = convDag();
+  try {
+    lowerGpu(State.replay(conv, tiledConv(CONV_TILES, { ry: [3, 1], rx: [3, 1], rc: [32, 1] })), 'k', { ...LIMITS, maxSharedMemoryPerBlock: 4096 });
+    assert.unreachable('shared memory over the limit');
+  } catch (e) {
+    assert.match((e as Error).message, /bytes of shared memory per block, more than the device's 4096/);
+  }
+  try {
+    lowerGpu(State.replay(conv, tiledConv({ ...CONV_TILES, ff: [8, 1, 2, 2] }, CONV_RED)), 'k', LIMITS);
+    assert.unreachable('vthread over the limit');
+  } catch (e) {
+    assert.match((e as Error).message, /vthread extent 8, more than the device's 4/);
+  }
+});
+
+test('a reduce loop cannot be bound (no cross-thread reduction yet), nor a bound loop split', () => {
+  assert.throws(() => State.replay(denseDag(), [{ s: 'bind', stage: 'T_matmul_NT', iter: 'k', thread: 'threadIdx.x' }]), /a reduce loop cannot be bound/);
+  assert.throws(() => State.replay(denseDag(), [
+    { s: 'bind', stage: 'T_matmul_NT', iter: 'j', thread: 'threadIdx.x' },
+    { s: 'split', stage: 'T_matmul_NT', iter: 'j', lengths: [4] },
+  ]), /the loop is bound to threadIdx.x/);
+});
+
+test('OpenCL candidates build, run and match the reference on the OpenCL device', async () => {
+  const why = openclAvailable();
+  if (why) { skip('OpenCL candidates build, run and match the reference', why); return; }
+  const measurer = new LocalMeasurer(parseTarget(TARGET), { threads: 1, repeat: 1, number: 1 });
+  try {
+    const check = async (what: string, dag: ComputeDAG, steps: Step[]): Promise<void> => {
+      const [o] = await measurer.measure({ dag }, [steps]);
+      assert.is(o.error, null, `${what}: ${o.error}: ${o.message ?? ''}`);
+      assert.ok(o.costs_ms.length > 0 && o.costs_ms.every((c) => c > 0), what);
+    };
+    await check('dense, fused and bound', denseDag(), fuseAndBind('T_matmul_NT', ['i', 'j'], 16));
+    await check('conv, SSSRRSRS with vthread, register tile and shared copies', convDag(), tiledConv(CONV_TILES, CONV_RED));
+    // Thread tiles that do not divide the 14x14 output, and a reduce split that does not divide 32 channels.
+    await check('conv, non-dividing tiles', convDag(), tiledConv({ nn: [1, 1, 1, 1], yy: [1, 4, 1, 1], xx: [1, 5, 1, 2], ff: [1, 4, 2, 2] }, { ry: [1, 1], rx: [1, 1], rc: [12, 1] }));
+    const data = placeholder('data', [1, 12, 12, 16]);
+    const dw = depthwiseConv2dNHWC(data, placeholder('weight', [3, 3, 16, 1]), { strides: [2, 2], padding: [1, 1, 1, 1], dilation: [1, 1] });
+    const dwDag = new ComputeDAG([relu(dw)]);
+    const axesOf = (name: string): string[] => dwDag.computeStages.find((t) => t.name === name)!.op.axes.map((a) => a.name);
+    const out = dwDag.outputs[0].name;
+    const dwSteps: Step[] = [
+      { s: 'compute_inline', stage: 'PaddedInput' },
+      ...fuseAndBind(dw.name, axesOf(dw.name), 32),
+      ...fuseAndBind(out, axesOf(out), 64),
+    ];
+    await check('depthwise conv then relu: two launches and a global temporary between them', dwDag, dwSteps);
+  } finally {
+    await measurer.close();
+  }
+});
+
+test.run();
