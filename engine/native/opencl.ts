@@ -83,7 +83,11 @@ function describe(): OpenclAnswer {
   try {
     binary = buildNativeSync('tt_opencl_info');
   } catch (e) {
-    return { error: `cannot build tt_opencl_info: ${(e as Error).message}` };
+    // One line: the answer is shown as a reason (a skipped test, the fingerprint's note).
+    const message = (e as Error).message;
+    if (message.includes('CL/cl.h')) return { error: "the OpenCL headers (CL/cl.h) are missing: install them, e.g. Debian's opencl-headers" };
+    const line = message.split('\n').map((l) => l.trim()).filter(Boolean).join('; ');
+    return { error: `cannot build tt_opencl_info: ${line.length > 400 ? `${line.slice(0, 400)}...` : line}` };
   }
   const r = spawnSync(binary, [], { encoding: 'utf8', timeout: INFO_TIMEOUT_MS });
   if (r.error) return { error: `tt_opencl_info did not run: ${r.error.message}` };
