@@ -6,7 +6,7 @@ export { tuneNetwork, type TuneResult, type TuneTiming } from './search/tune';
 export type { TuneNetworkOptions, TuneNetworkResult, TuneEvent, PolicyName, MeasureOptions } from './search/types';
 export { compileNetwork, type CompileNetworkOptions } from './compile/network';
 export { runBench, type BenchOptions, type BenchResult } from './native/bench';
-export { parseTarget, hardwareFingerprint, type Target } from './target';
+export { parseTarget, hardwareFingerprint, isGpu, withHardwareParams, type Target, type GpuParams } from './target';
 export { extractTasks, type Task } from './graph/extract';
 export { UserError } from './errors';
 export { ENGINE_VERSION } from './compile/model';
