@@ -30,7 +30,12 @@ export interface ManifestKernel {
   budget?: string;
   flops: number;
   objectHash: string;
+  /** OpenCL models: the kernel's launches, in the order tt_run makes them for one of its groups. */
+  launches?: ManifestLaunch[];
 }
+
+/** One OpenCL launch: the __kernel, and its global and local work sizes (work-items per dimension). */
+export interface ManifestLaunch { kernel: string; global: [number, number, number]; local: [number, number, number] }
 
 export interface Manifest {
   format_version: 1;
@@ -41,6 +46,10 @@ export interface Manifest {
   model_file?: string;
   model_sha256?: string;
   target: string;
+  /** GPU targets: the host's target string (the CPU side, which model.so is built for). */
+  host?: string;
+  /** OpenCL models: the file beside model.so holding the OpenCL C source model.so embeds (for reading). */
+  opencl_source?: string;
   fingerprint: string;
   library: string;
   params: string;

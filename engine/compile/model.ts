@@ -8,79 +8,36 @@
 // warning; the output folder is replaced whole (out-dir.ts), and the manifest holds the
 // sha256 of model.so and params.bin, which reading it checks (manifest.ts).
 
-import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
-import { cString, utf8 } from '../codegen/c-string';
-import { packBlocked, type BlockedLayout } from '../codegen/layout';
+import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
-import type { ConstantNode, Graph } from '../graph/graph';
+import type { Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
-import { numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
-import { outputFileNames } from '../runtime/abi';
 import { writeParams } from '../runtime/params';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
-import type { Step } from '../schedule/steps';
-import { hardwareFingerprint, type Target } from '../target';
+import { isGpu } from '../target';
 import { UserError } from '../errors';
-import { fileSha256, recordsUsed, type Manifest, type ManifestKernel } from './manifest';
 import { planMemory } from './memory-plan';
+import {
+  kernelFields, modelInfoSource, modelManifest, packParams, sha, tensorNames, warnToStderr,
+  type CompileOptions, type CompileResult, type KernelInfo, type TensorNames, type TunedSchedule,
+} from './model-common';
+import { compileOpenclModel } from './model-opencl';
 import { checkOutDir, replaceOutDir } from './out-dir';
 
-const MANIFEST_VERSION = 1;
-export const ENGINE_VERSION = '0.1.0';
-
-export interface CompileOptions {
-  /** Name recorded in the manifest (network name or model file's base name). */
-  name: string;
-  /** The model file compiled (absolute), recorded in the manifest relative to outDir, with its sha256. */
-  modelFile?: string;
-  graph: Graph;
-  /** The model's output names, in graph.outputs order (default `output`, or `output0`, `output1`, ...). */
-  outputNames?: readonly string[];
-  target: Target;
-  outDir: string;
-  /** Object cache directory (kernels by source hash). */
-  cacheDir: string;
-  /** Tuned schedules by workload key; tasks without one get the default schedule. */
-  schedules?: ReadonlyMap<string, TunedSchedule>;
-  /** `optimize(graph)` and its partition, when the caller already made them (else compileModel does). */
-  partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
-  /** `hardwareFingerprint(target)`, when the caller already computed it. */
-  fingerprint?: string;
-  /** Time limit of each compiler call, kernel or link (default COMPILER_TIMEOUT_MS). */
-  timeoutMs?: number;
-  log?: (line: string) => void;
-  /** Warnings (a tuned kernel that did not compile and fell back to its default schedule); default stderr. */
-  warn?: (message: string) => void;
-}
-
-/** A tuned schedule: its steps, where it came from (`<log base name>:<line>`), its record's id and budget. */
-export interface TunedSchedule { steps: Step[]; source: string; record?: string; budget?: string }
-
-/** A kernel as the manifest lists it, plus whether this compile built its object. */
-export interface KernelInfo extends ManifestKernel {
-  compiled: boolean;
-}
-
-export interface CompileResult {
-  library: string;
-  params: string;
-  manifest: string;
-  kernels: KernelInfo[];
-  compiled: number;
-  reused: number;
-}
-
-const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+export { ENGINE_VERSION } from './model-common';
+export type { CompileOptions, CompileResult, KernelInfo, TunedSchedule } from './model-common';
 
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
+  // GPU targets: kernels in OpenCL C, a C host library around them (model-opencl.ts).
+  if (isGpu(opts.target)) return compileOpenclModel(opts);
   const log = opts.log ?? (() => undefined);
   const graph = opts.partitioned?.graph ?? optimize(opts.graph);
   const groups = opts.partitioned?.groups ?? partition(graph);
@@ -90,7 +47,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
   const names = tensorNames(graph, opts.outputNames);
   const timeoutMs = opts.timeoutMs ?? COMPILER_TIMEOUT_MS;
-  const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
+  const warn = opts.warn ?? warnToStderr;
 
   // One kernel per distinct (DAG, schedule); identical layers share it.
   type PlannedKernel = KernelInfo & { code: string };
@@ -108,11 +65,8 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     if (existing) { existing.groups.push(group.id); return; }
     const code = `${C_PRELUDE}\n${body.replace('int32_t KERNEL(', `int32_t ${symbol}(`)}`;
     kernels.set(symbol, {
-      symbol, groups: [group.id], key: group.dag.workloadKey, desc: describeGroup(graph, group),
-      schedule: tuned ? 'tuned' : 'default', source: tuned?.source ?? 'default schedule',
-      ...(tuned?.record !== undefined ? { record: tuned.record } : {}),
-      ...(tuned?.budget !== undefined ? { budget: tuned.budget } : {}),
-      flops: group.dag.flops, objectHash: sha(JSON.stringify([code, cflags, compiler.identity])).slice(0, 24),
+      symbol, groups: [group.id], ...kernelFields(group, describeGroup(graph, group), tuned),
+      objectHash: sha(JSON.stringify([code, cflags, compiler.identity])).slice(0, 24),
       compiled: false, code,
     });
   };
@@ -177,33 +131,14 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const compiledCount = [...kernels.values()].filter((k) => k.compiled).length;
   log(`kernels: ${compiledCount} compiled, ${kernels.size - compiledCount} reused from ${objDir}`);
 
-  // Params: every constant a group reads, in the layout its kernel reads (blocked weights
-  // are packed here, once), each at a 64-byte aligned offset. `${group}:${input}` -> offset.
-  const paramOffset = new Map<string, number>();
-  const stored = new Map<string, { offset: number; data: Float32Array }>();
-  let paramsSize = 0;
-  for (const group of groups) {
-    group.inputs.forEach((id, input) => {
-      const n = graph.node(id);
-      if (n.op !== 'constant') return;
-      const layout = groupLayouts.get(group.id)!.find((l) => l.input === input);
-      const key = layout ? `${id}/${layout.axis}/${layout.block}` : `${id}`;
-      let entry = stored.get(key);
-      if (!entry) {
-        const data = layout ? packBlocked((n as ConstantNode).data, n.shape, layout.axis, layout.block) : (n as ConstantNode).data;
-        entry = { offset: paramsSize, data };
-        stored.set(key, entry);
-        paramsSize += Math.ceil(numElements(n.shape) / 16) * 16;
-      }
-      paramOffset.set(`${group.id}:${input}`, entry.offset);
-    });
-  }
-  const params = new Float32Array(paramsSize);
-  for (const { offset, data } of stored.values()) params.set(data, offset);
+  // Params: every constant a group reads, in the layout its kernel reads, each at a 64-byte
+  // aligned offset.
+  const packed = packParams(graph, groups, (group) => groupLayouts.get(group.id)!);
+  const paramsSize = packed.values.length;
 
   const plan = planMemory(graph, groups);
   const inputs = graph.nodes.filter((n) => n.op === 'input');
-  const modelC = renderEntryPoint(graph, groups, groupSymbol, paramOffset, paramsSize, plan, inputs.map((n) => n.id), names);
+  const modelC = renderEntryPoint(graph, groups, groupSymbol, packed.offsets, paramsSize, plan, inputs.map((n) => n.id), names);
 
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
   const objects = [...kernels.values()].map(objectOf);
@@ -216,61 +151,14 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     if (link.failed) {
       throw new UserError(`linking model.so for ${opts.outDir} failed (its kernel objects come from the cache ${objDir}; delete that folder to rebuild them):\n${compilerFailure(link, timeoutMs, 20)}`);
     }
-    await writeParams(path.join(dir, 'params.bin'), params);
-    // Whether a kernel came from the object cache is not part of the model: keep the
-    // manifest identical between builds of the same model (Nx caches it).
-    const manifest: Manifest = {
-      format_version: MANIFEST_VERSION,
-      engine_version: ENGINE_VERSION,
-      name: opts.name,
-      ...(opts.modelFile !== undefined ? modelFileFields(opts.modelFile, opts.outDir) : {}),
-      target: opts.target.text,
-      fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
-      library: 'model.so',
-      params: 'params.bin',
-      library_sha256: fileSha256(path.join(dir, 'model.so')),
-      params_sha256: fileSha256(path.join(dir, 'params.bin')),
-      params_count: paramsSize,
-      workspace_bytes: plan.size * 4,
-      inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: [...n.shape], dtype: 'float32' })),
-      outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: [...graph.node(id).shape], dtype: 'float32', file: `${names.files[i]}.bin` })),
-      records: recordsUsed(kernelList),
-      kernels: kernelList.map(({ compiled: _compiled, ...k }) => k),
-    };
+    await writeParams(path.join(dir, 'params.bin'), packed.values);
+    const manifest = modelManifest(opts, dir, graph, names, { paramsCount: paramsSize, workspaceBytes: plan.size * 4, kernels: kernelList });
     await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
   });
   return {
     library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json'),
     kernels: kernelList, compiled: compiledCount, reused: kernels.size - compiledCount,
   };
-}
-
-/** The input and output names of the compiled model, and the files its outputs are saved to. */
-interface TensorNames { inputs: string[]; outputs: string[]; files: string[] }
-
-/** Any byte but NUL survives into model.c (cString); two outputs must not share a saved file. */
-function tensorNames(g: Graph, outputNames: readonly string[] | undefined): TensorNames {
-  const inputs = g.nodes.filter((n) => n.op === 'input').map((n) => n.name);
-  const outputs = outputNames ? [...outputNames] : g.outputs.map((_, i) => (g.outputs.length === 1 ? 'output' : `output${i}`));
-  if (outputs.length !== g.outputs.length) throw new Error(`compileModel: ${outputs.length} output names for ${g.outputs.length} outputs`);
-  for (const [kind, list] of [['input', inputs], ['output', outputs]] as const) {
-    for (const name of list) {
-      if (name === '') throw new UserError(`the model has an ${kind} without a name`);
-      if (name.includes('\0')) throw new UserError(`${kind} ${JSON.stringify(name)}: a tensor name cannot hold a NUL byte (the model ABI's names are C strings)`);
-    }
-  }
-  let files: string[];
-  try {
-    files = outputFileNames(outputs);
-  } catch (e) {
-    throw new UserError(`cannot compile this model: ${(e as Error).message} by --save-outputs`);
-  }
-  return { inputs, outputs, files };
-}
-
-/** The manifest's model_file (relative to the model directory, no machine path) and model_sha256. */
-function modelFileFields(file: string, outDir: string): { model_file: string; model_sha256: string } {
-  return { model_file: path.relative(path.resolve(outDir), path.resolve(file)).split(path.sep).join('/'), model_sha256: fileSha256(file) };
 }
 
 function renderEntryPoint(
@@ -295,25 +183,10 @@ function renderEntryPoint(
     const nargs = group.dag.inputs.length + group.dag.outputs.length;
     out.push(`int32_t ${sym}(${Array.from({ length: nargs }, () => 'float*').join(', ')});`);
   }
-  const infos = (kind: string, ids: readonly number[], tensorName: (i: number) => string): void => {
-    ids.forEach((id, i) => out.push(`static const int64_t ${kind}_shape${i}[] = {${g.node(id).shape.join(', ')}};`));
-    out.push(`static const tt_tensor_info ${kind}_info[] = {`);
-    ids.forEach((id, i) => out.push(`  {${cString(utf8(tensorName(i)))}, ${g.node(id).shape.length}, ${kind}_shape${i}},`));
-    out.push('};');
-  };
-  infos('input', inputIds, (i) => names.inputs[i]);
-  infos('output', g.outputs, (i) => names.outputs[i]);
   out.push(
+    ...modelInfoSource(g, inputIds, names, paramsSize, 256),
     'static const float* tt_params = 0;',
     'static float* tt_arena = 0;',
-    'static char tt_error[256] = "";',
-    'TT_EXPORT int tt_abi_version(void) { return TT_ABI_VERSION; }',
-    `TT_EXPORT int tt_num_inputs(void) { return ${inputIds.length}; }`,
-    `TT_EXPORT const tt_tensor_info* tt_input_info(int i) { return i >= 0 && i < ${inputIds.length} ? &input_info[i] : 0; }`,
-    `TT_EXPORT int tt_num_outputs(void) { return ${g.outputs.length}; }`,
-    `TT_EXPORT const tt_tensor_info* tt_output_info(int i) { return i >= 0 && i < ${g.outputs.length} ? &output_info[i] : 0; }`,
-    `TT_EXPORT int64_t tt_params_size(void) { return ${paramsSize}; }`,
-    'TT_EXPORT const char* tt_last_error(void) { return tt_error; }',
     'TT_EXPORT void tt_set_num_threads(int n) {',
     '#ifdef _OPENMP',
     '  if (n > 0) omp_set_num_threads(n);',

@@ -1,0 +1,214 @@
+// What compiling a model does the same way for every kind of target (model.ts: CPU targets,
+// C kernels; model-opencl.ts: OpenCL targets, a C host library around OpenCL kernels): the
+// options and result, the names of the model's tensors, the params blob (constants packed
+// in the layouts the kernels chose) and the manifest.
+
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { cString, utf8 } from '../codegen/c-string';
+import { packBlocked, type BlockedLayout } from '../codegen/layout';
+import type { FusedGroup } from '../graph/fuse';
+import type { ConstantNode, Graph } from '../graph/graph';
+import { numElements } from '../ir/tensor';
+import { outputFileNames } from '../runtime/abi';
+import type { Step } from '../schedule/steps';
+import { hardwareFingerprint, type Target } from '../target';
+import { UserError } from '../errors';
+import { fileSha256, recordsUsed, type Manifest, type ManifestKernel } from './manifest';
+
+const MANIFEST_VERSION = 1;
+export const ENGINE_VERSION = '0.1.0';
+
+export interface CompileOptions {
+  /** Name recorded in the manifest (network name or model file's base name). */
+  name: string;
+  /** The model file compiled (absolute), recorded in the manifest relative to outDir, with its sha256. */
+  modelFile?: string;
+  graph: Graph;
+  /** The model's output names, in graph.outputs order (default `output`, or `output0`, `output1`, ...). */
+  outputNames?: readonly string[];
+  target: Target;
+  outDir: string;
+  /** Object cache directory (kernels by source hash). */
+  cacheDir: string;
+  /** Tuned schedules by workload key; tasks without one get the default schedule. */
+  schedules?: ReadonlyMap<string, TunedSchedule>;
+  /** `optimize(graph)` and its partition, when the caller already made them (else compileModel does). */
+  partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
+  /** `hardwareFingerprint(target)`, when the caller already computed it. */
+  fingerprint?: string;
+  /** Time limit of each compiler call, kernel or link (default COMPILER_TIMEOUT_MS). */
+  timeoutMs?: number;
+  log?: (line: string) => void;
+  /** Warnings (a tuned kernel that did not compile and fell back to its default schedule); default stderr. */
+  warn?: (message: string) => void;
+}
+
+/** A tuned schedule: its steps, where it came from (`<log base name>:<line>`), its record's id and budget. */
+export interface TunedSchedule { steps: Step[]; source: string; record?: string; budget?: string }
+
+/** A kernel as the manifest lists it, plus whether this compile built its object. */
+export interface KernelInfo extends ManifestKernel {
+  compiled: boolean;
+}
+
+export interface CompileResult {
+  library: string;
+  params: string;
+  manifest: string;
+  kernels: KernelInfo[];
+  /** Kernel objects compiled and reused from the object cache (CPU targets; 0 for OpenCL, whose driver builds the kernels in tt_init). */
+  compiled: number;
+  reused: number;
+  /** OpenCL targets: the launches tt_run makes, and the source file written beside the library. */
+  opencl?: { launches: number; source: string };
+}
+
+export const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+export const warnToStderr = (m: string): void => { process.stderr.write(`tensortune: warning: ${m}\n`); };
+
+/** The manifest fields of a kernel from its group and schedule (all but symbol, groups and objectHash). */
+export function kernelFields(group: FusedGroup, desc: string, tuned: TunedSchedule | undefined): Omit<ManifestKernel, 'symbol' | 'groups' | 'objectHash'> {
+  return {
+    key: group.dag.workloadKey, desc,
+    schedule: tuned ? 'tuned' : 'default', source: tuned?.source ?? 'default schedule',
+    ...(tuned?.record !== undefined ? { record: tuned.record } : {}),
+    ...(tuned?.budget !== undefined ? { budget: tuned.budget } : {}),
+    flops: group.dag.flops,
+  };
+}
+
+/** The input and output names of the compiled model, and the files its outputs are saved to. */
+export interface TensorNames { inputs: string[]; outputs: string[]; files: string[] }
+
+/** Any byte but NUL survives into model.c (cString); two outputs must not share a saved file. */
+export function tensorNames(g: Graph, outputNames: readonly string[] | undefined): TensorNames {
+  const inputs = g.nodes.filter((n) => n.op === 'input').map((n) => n.name);
+  const outputs = outputNames ? [...outputNames] : g.outputs.map((_, i) => (g.outputs.length === 1 ? 'output' : `output${i}`));
+  if (outputs.length !== g.outputs.length) throw new Error(`compileModel: ${outputs.length} output names for ${g.outputs.length} outputs`);
+  for (const [kind, list] of [['input', inputs], ['output', outputs]] as const) {
+    for (const name of list) {
+      if (name === '') throw new UserError(`the model has an ${kind} without a name`);
+      if (name.includes('\0')) throw new UserError(`${kind} ${JSON.stringify(name)}: a tensor name cannot hold a NUL byte (the model ABI's names are C strings)`);
+    }
+  }
+  let files: string[];
+  try {
+    files = outputFileNames(outputs);
+  } catch (e) {
+    throw new UserError(`cannot compile this model: ${(e as Error).message} by --save-outputs`);
+  }
+  return { inputs, outputs, files };
+}
+
+/** The params blob: every constant a group reads, in the layout its kernel reads. */
+export interface PackedParams {
+  /** `${group.id}:${input}` -> offset (floats) of the constant that input of that group reads. */
+  offsets: Map<string, number>;
+  /** Each stored constant (a node in one layout), in params order: its offset and element count. */
+  entries: { offset: number; count: number }[];
+  /** The blob: each entry at a 64-byte aligned offset. */
+  values: Float32Array;
+}
+
+/**
+ * Packs the constants the groups read (blocked weights are packed here, once; a constant
+ * read in one layout by several groups is stored once). `layoutsOf(group)`: the layouts
+ * the group's kernel chose for its constant inputs.
+ */
+export function packParams(graph: Graph, groups: readonly FusedGroup[], layoutsOf: (group: FusedGroup) => readonly BlockedLayout[]): PackedParams {
+  const offsets = new Map<string, number>();
+  const stored = new Map<string, { offset: number; count: number; data: Float32Array }>();
+  let size = 0;
+  for (const group of groups) {
+    group.inputs.forEach((id, input) => {
+      const n = graph.node(id);
+      if (n.op !== 'constant') return;
+      const layout = layoutsOf(group).find((l) => l.input === input);
+      const key = layout ? `${id}/${layout.axis}/${layout.block}` : `${id}`;
+      let entry = stored.get(key);
+      if (!entry) {
+        const data = layout ? packBlocked((n as ConstantNode).data, n.shape, layout.axis, layout.block) : (n as ConstantNode).data;
+        entry = { offset: size, count: numElements(n.shape), data };
+        stored.set(key, entry);
+        size += Math.ceil(entry.count / 16) * 16;
+      }
+      offsets.set(`${group.id}:${input}`, entry.offset);
+    });
+  }
+  const values = new Float32Array(size);
+  for (const { offset, data } of stored.values()) values.set(data, offset);
+  return { offsets, entries: [...stored.values()].map(({ offset, count }) => ({ offset, count })), values };
+}
+
+/** The manifest's model_file (relative to the model directory, no machine path) and model_sha256. */
+function modelFileFields(file: string, outDir: string): { model_file: string; model_sha256: string } {
+  return { model_file: path.relative(path.resolve(outDir), path.resolve(file)).split(path.sep).join('/'), model_sha256: fileSha256(file) };
+}
+
+/**
+ * The manifest of the model written into `dir` (the folder that becomes opts.outDir):
+ * model.so and params.bin must be there already (their sha256 go in). `extra`: what only
+ * some targets have (an OpenCL model's host and kernel source file).
+ */
+export function modelManifest(
+  opts: CompileOptions, dir: string, graph: Graph, names: TensorNames,
+  built: { paramsCount: number; workspaceBytes: number; kernels: readonly ManifestKernel[] },
+  extra: Pick<Manifest, 'host' | 'opencl_source'> = {},
+): Manifest {
+  const inputs = graph.nodes.filter((n) => n.op === 'input');
+  // Whether a kernel came from the object cache is not part of the model: keep the
+  // manifest identical between builds of the same model (Nx caches it).
+  const kernels = built.kernels.map((k) => {
+    const { compiled: _compiled, ...rest } = k as KernelInfo;
+    return rest;
+  });
+  return {
+    format_version: MANIFEST_VERSION,
+    engine_version: ENGINE_VERSION,
+    name: opts.name,
+    ...(opts.modelFile !== undefined ? modelFileFields(opts.modelFile, opts.outDir) : {}),
+    target: opts.target.text,
+    ...extra,
+    fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
+    library: 'model.so',
+    params: 'params.bin',
+    library_sha256: fileSha256(path.join(dir, 'model.so')),
+    params_sha256: fileSha256(path.join(dir, 'params.bin')),
+    params_count: built.paramsCount,
+    workspace_bytes: built.workspaceBytes,
+    inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: [...n.shape], dtype: 'float32' })),
+    outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: [...graph.node(id).shape], dtype: 'float32', file: `${names.files[i]}.bin` })),
+    records: recordsUsed(kernels),
+    kernels,
+  };
+}
+
+/**
+ * The part of model.c every target shares: the inputs' and outputs' tt_tensor_info, the
+ * error buffer `tt_error` (`errorSize` bytes) and the ABI functions that only describe the
+ * model (tt_abi_version, tt_num_inputs, tt_input_info, ..., tt_params_size, tt_last_error).
+ */
+export function modelInfoSource(g: Graph, inputIds: readonly number[], names: TensorNames, paramsSize: number, errorSize: number): string[] {
+  const out: string[] = [];
+  const infos = (kind: string, ids: readonly number[], tensorName: (i: number) => string): void => {
+    ids.forEach((id, i) => out.push(`static const int64_t ${kind}_shape${i}[] = {${g.node(id).shape.join(', ')}};`));
+    out.push(`static const tt_tensor_info ${kind}_info[] = {`);
+    ids.forEach((id, i) => out.push(`  {${cString(utf8(tensorName(i)))}, ${g.node(id).shape.length}, ${kind}_shape${i}},`));
+    out.push('};');
+  };
+  infos('input', inputIds, (i) => names.inputs[i]);
+  infos('output', g.outputs, (i) => names.outputs[i]);
+  out.push(
+    `static char tt_error[${errorSize}] = "";`,
+    'TT_EXPORT int tt_abi_version(void) { return TT_ABI_VERSION; }',
+    `TT_EXPORT int tt_num_inputs(void) { return ${inputIds.length}; }`,
+    `TT_EXPORT const tt_tensor_info* tt_input_info(int i) { return i >= 0 && i < ${inputIds.length} ? &input_info[i] : 0; }`,
+    `TT_EXPORT int tt_num_outputs(void) { return ${g.outputs.length}; }`,
+    `TT_EXPORT const tt_tensor_info* tt_output_info(int i) { return i >= 0 && i < ${g.outputs.length} ? &output_info[i] : 0; }`,
+    `TT_EXPORT int64_t tt_params_size(void) { return ${paramsSize}; }`,
+    'TT_EXPORT const char* tt_last_error(void) { return tt_error; }',
+  );
+  return out;
+}

@@ -1,0 +1,326 @@
+// Compiling a network for an OpenCL target: graph passes -> fused groups (as on CPU) -> one
+// GPU program per distinct (group, schedule), lowered for the device's limits and rendered
+// as OpenCL C -> one OpenCL source for the whole model (one prelude, every program's
+// kernels, named tt_k_<hash>_k<i>) -> a host library in C: model.c holds that source as a
+// string, the buffer and launch tables of native/include/tt_opencl.h and the tensortune ABI
+// (tt_init / tt_run / ...), and is compiled with the runtime native/opencl/tt_opencl.c by
+// the host's compiler (the cross compiler for `--host "llvm -mtriple=aarch64-linux-gnu"`)
+// into model.so. The folder also gets params.bin (packed as on CPU), manifest.json (the
+// target, its host, and each kernel's launches) and kernels.cl, a copy of the source for
+// reading: the copy that runs is the one embedded in model.so.
+//
+// At run time: tt_init opens the OpenCL device (TT_OPENCL_PLATFORM / TT_OPENCL_DEVICE),
+// builds the source and uploads the params once, each constant into a read-only buffer of
+// its own; tt_run uploads the inputs, makes every launch in order on one in-order queue and
+// reads the outputs back. Intermediate tensors live in device buffers that are reused once
+// their last reader has run (the CPU memory plan's rule, with whole buffers instead of
+// offsets in one arena: OpenCL 1.2 kernels take buffers, not pointers into them).
+//
+// A tuned schedule that does not replay or lower for the device (too many threads, too
+// much shared memory, ...) gives way to the task's default schedule with a warning, as a
+// tuned kernel that does not compile does on CPU.
+
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { GpuProgram } from '../codegen/gpu';
+import { lowerGpu } from '../codegen/gpu';
+import { clTables } from '../codegen/opencl-host';
+import { launchTable, OPENCL_PRELUDE, renderOpenclKernels, type OpenclLaunchTable } from '../codegen/opencl';
+import { constantPlaceholders, describeGroup } from '../graph/extract';
+import { partition, type FusedGroup } from '../graph/fuse';
+import type { Graph } from '../graph/graph';
+import { optimize } from '../graph/passes';
+import type { ComputeDAG } from '../ir/dag';
+import { numElements } from '../ir/tensor';
+import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
+import { writeParams } from '../runtime/params';
+import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { checkRunsHere, isGpu, parseTarget, type GpuParams } from '../target';
+import { UserError } from '../errors';
+import type { Manifest, ManifestLaunch } from './manifest';
+import {
+  kernelFields, modelInfoSource, modelManifest, packParams, sha, tensorNames, warnToStderr,
+  type CompileOptions, type CompileResult, type KernelInfo, type TensorNames, type TunedSchedule,
+} from './model-common';
+import { checkOutDir, replaceOutDir } from './out-dir';
+
+/** The file beside model.so holding the OpenCL source, for reading. */
+export const OPENCL_SOURCE_FILE = 'kernels.cl';
+
+/** Flags of the host library (host code only: the kernels are built by the OpenCL driver). */
+const HOST_CFLAGS: readonly string[] = ['-O1', '-std=gnu11', '-fPIC'];
+
+/** Bytes of tt_last_error's buffer: room for the first lines of a build log. */
+const ERROR_BYTES = 4096;
+
+/**
+ * The default schedule of a task on a GPU, until engine/schedule/defaults.ts has a GPU
+ * branch: every element-wise stage that is not an output is inlined (TVM's GPU rule), and
+ * every stage left at root gets its spatial loops fused, split by a thread count and bound
+ * to blockIdx.x / threadIdx.x (TVM's rule for simple ops); a reduction runs serially in its
+ * thread. Correct on any device, fast on none.
+ */
+export function gpuDefaultSchedule(dag: ComputeDAG, gpu: Pick<GpuParams, 'maxThreadsPerBlock'>): Step[] {
+  const state = new State(dag);
+  const steps: Step[] = [];
+  const apply = (st: Step): void => { state.apply(st); steps.push(st); };
+  for (const s of [...state.stages]) {
+    if (!s.isOutput && s.reduceAxes.length === 0) apply({ s: 'compute_inline', stage: s.name });
+  }
+  for (const s of state.stages) {
+    if (s.attach.k !== 'root' || s.axes.length === 0) continue;
+    const axes = s.axes.map((a) => a.name);
+    const total = s.axes.reduce((n, a) => n * a.extent, 1);
+    const threads = Math.min(64, gpu.maxThreadsPerBlock, total);
+    if (axes.length > 1) apply({ s: 'fuse', stage: s.name, iters: axes });
+    const fused = axes.join('@');
+    apply({ s: 'split', stage: s.name, iter: fused, lengths: [threads] });
+    apply({ s: 'bind', stage: s.name, iter: `${fused}.0`, thread: 'blockIdx.x' });
+    apply({ s: 'bind', stage: s.name, iter: `${fused}.1`, thread: 'threadIdx.x' });
+  }
+  state.validate();
+  return steps;
+}
+
+/** A program of the model: a kernel as the manifest lists it, its GPU program and OpenCL kernels. */
+interface PlannedProgram extends KernelInfo {
+  program: GpuProgram;
+  table: OpenclLaunchTable;
+  /** Its kernels in OpenCL C. */
+  code: string;
+}
+
+/**
+ * The model's device buffers: one per input, output and stored constant; intermediates
+ * (group outputs that are not model outputs, and each program's own temporaries) share
+ * buffers once the tensor a buffer held is dead. Roles as tt_opencl.h's.
+ */
+interface BufferPlan {
+  buffers: { name: string; size: number; role: 'in' | 'out' | 'temp' | 'param' }[];
+  /** Buffer of each model input, output (graph.outputs order) and params entry. */
+  inputs: number[];
+  outputs: number[];
+  params: { buffer: number; offset: number }[];
+  /** Per group, the model buffer of each of its program's buffers. */
+  groupBuffers: Map<number, number[]>;
+  /** Floats in buffers for intermediates. */
+  intermediateFloats: number;
+}
+
+function planBuffers(
+  graph: Graph, groups: readonly FusedGroup[], programOf: (group: FusedGroup) => PlannedProgram,
+  paramOffsets: ReadonlyMap<string, number>, paramEntries: readonly { offset: number; count: number }[],
+): BufferPlan {
+  const buffers: BufferPlan['buffers'] = [];
+  const add = (name: string, size: number, role: BufferPlan['buffers'][number]['role']): number => buffers.push({ name, size: Math.max(1, size), role }) - 1;
+  const inputIds = graph.nodes.filter((n) => n.op === 'input').map((n) => n.id);
+  const inputs = inputIds.map((id, i) => add(`input${i}`, numElements(graph.node(id).shape), 'in'));
+  const outputs = graph.outputs.map((id, i) => add(`output${i}`, numElements(graph.node(id).shape), 'out'));
+  const paramBuffer = new Map<number, number>();
+  const params = paramEntries.map((e, i) => {
+    const buffer = add(`param${i}`, e.count, 'param');
+    paramBuffer.set(e.offset, buffer);
+    return { buffer, offset: e.offset };
+  });
+
+  // Intermediates: slots (whole buffers) reused once free, best fit, grown when none fits.
+  const lastUse = new Map<number, number>();
+  groups.forEach((grp, i) => grp.inputs.forEach((id) => lastUse.set(id, i)));
+  const slots: { buffer: number; busyUntil: number }[] = [];
+  const held = new Map<number, number>(); // node id -> buffer
+  const take = (size: number, at: number, until: number): number => {
+    const free = slots.filter((s) => s.busyUntil < at);
+    const fits = free.filter((s) => buffers[s.buffer].size >= size).sort((a, b) => buffers[a.buffer].size - buffers[b.buffer].size);
+    const slot = fits[0] ?? free.sort((a, b) => buffers[b.buffer].size - buffers[a.buffer].size)[0];
+    if (slot) {
+      buffers[slot.buffer].size = Math.max(buffers[slot.buffer].size, size);
+      slot.busyUntil = until;
+      return slot.buffer;
+    }
+    const buffer = add(`work${slots.length}`, size, 'temp');
+    slots.push({ buffer, busyUntil: until });
+    return buffer;
+  };
+  const groupBuffers = new Map<number, number[]>();
+  groups.forEach((group, i) => {
+    const p = programOf(group);
+    const nIn = group.dag.inputs.length;
+    if (p.program.args.length - p.program.outputs !== nIn) throw new Error(`buffer plan: ${p.symbol} takes ${p.program.args.length - p.program.outputs} inputs, its group has ${nIn}`);
+    const bufferOf = (id: number, input?: number): number => {
+      const out = graph.outputs.indexOf(id);
+      if (out >= 0) return outputs[out];
+      const inp = inputIds.indexOf(id);
+      if (inp >= 0) return inputs[inp];
+      const offset = input === undefined ? undefined : paramOffsets.get(`${group.id}:${input}`);
+      if (offset !== undefined) return paramBuffer.get(offset)!;
+      const b = held.get(id);
+      if (b === undefined) throw new Error(`buffer plan: node ${id} is read before it is computed`);
+      return b;
+    };
+    if (!graph.outputs.includes(group.output)) {
+      held.set(group.output, take(numElements(graph.node(group.output).shape), i, Math.max(i, lastUse.get(group.output) ?? i)));
+    }
+    groupBuffers.set(group.id, p.table.buffers.map((b, j) => {
+      if (j < nIn) return bufferOf(group.inputs[j], j);
+      if (b.role === 'out') return bufferOf(group.output);
+      return take(b.size, i, i); // the program's own temporaries: free for the next group
+    }));
+  });
+  const intermediateFloats = slots.reduce((n, s) => n + buffers[s.buffer].size, 0);
+  return { buffers, inputs, outputs, params, groupBuffers, intermediateFloats };
+}
+
+export async function compileOpenclModel(opts: CompileOptions): Promise<CompileResult> {
+  const target = opts.target;
+  if (!isGpu(target)) throw new Error(`compileOpenclModel: "${target.text}" is not an OpenCL target`);
+  const log = opts.log ?? (() => undefined);
+  const warn = opts.warn ?? warnToStderr;
+  const graph = opts.partitioned?.graph ?? optimize(opts.graph);
+  const groups = opts.partitioned?.groups ?? partition(graph);
+  const compiler = await findCompiler(target.ccPrefix ? `${target.ccPrefix}gcc` : undefined);
+  await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
+  const names = tensorNames(graph, opts.outputNames);
+  const timeoutMs = opts.timeoutMs ?? COMPILER_TIMEOUT_MS;
+
+  // One program per distinct (DAG, schedule); identical layers share it.
+  const programs = new Map<string, PlannedProgram>();
+  const groupProgram = new Map<number, PlannedProgram>();
+  const place = (group: FusedGroup, tuned: TunedSchedule | undefined): void => {
+    const steps = tuned?.steps ?? gpuDefaultSchedule(group.dag, target.gpu);
+    const lowered = lowerGpu(State.replay(group.dag, steps), 'tt_k', target.gpu, { packable: new Set(constantPlaceholders(graph, group)) });
+    const symbol = `tt_k_${sha(renderOpenclKernels(lowered, { vectorLanes: target.vectorLanes })).slice(0, 16)}`;
+    let planned = programs.get(symbol);
+    if (!planned) {
+      const program: GpuProgram = { ...lowered, name: symbol, kernels: lowered.kernels.map((k, i) => ({ ...k, name: `${symbol}_k${i}` })) };
+      const code = renderOpenclKernels(program, { vectorLanes: target.vectorLanes });
+      const table = launchTable(program);
+      planned = {
+        symbol, groups: [], ...kernelFields(group, describeGroup(graph, group), tuned),
+        objectHash: sha(code).slice(0, 24), compiled: false,
+        launches: table.launches.map((l): ManifestLaunch => ({ kernel: l.kernel, global: [...l.global], local: [...l.local] })),
+        program, table, code,
+      };
+      programs.set(symbol, planned);
+    }
+    planned.groups.push(group.id);
+    groupProgram.set(group.id, planned);
+  };
+  for (const group of groups) {
+    const tuned = opts.schedules?.get(group.dag.workloadKey);
+    if (tuned) {
+      try {
+        place(group, tuned);
+        continue;
+      } catch (e) {
+        warn(`the tuned schedule of ${describeGroup(graph, group)} from ${tuned.source} does not lower for "${target.text}" (${(e as Error).message}); its task uses the default schedule`);
+      }
+    }
+    try {
+      place(group, undefined);
+    } catch (e) {
+      throw new UserError(`the default GPU schedule of ${describeGroup(graph, group)} does not lower for "${target.text}": ${(e as Error).message}`);
+    }
+  }
+
+  const packed = packParams(graph, groups, (group) => groupProgram.get(group.id)!.program.layouts);
+  const plan = planBuffers(graph, groups, (group) => groupProgram.get(group.id)!, packed.offsets, packed.entries);
+  const source = `${OPENCL_PRELUDE}\n${[...programs.values()].map((p) => p.code).join('\n')}`;
+  const table: OpenclLaunchTable = {
+    buffers: plan.buffers.map((b) => ({ name: b.name, size: b.size, role: b.role === 'param' ? 'in' : b.role })),
+    launches: groups.flatMap((group) => {
+      const p = groupProgram.get(group.id)!;
+      const map = plan.groupBuffers.get(group.id)!;
+      return p.table.launches.map((l) => ({ ...l, args: l.args.map((a) => map[a]) }));
+    }),
+  };
+  const inputIds = graph.nodes.filter((n) => n.op === 'input').map((n) => n.id);
+  const modelC = renderHost(graph, inputIds, names, packed.values.length, source, table, plan);
+  log(`OpenCL: ${programs.size} kernel program(s), ${table.launches.length} launches, ${plan.buffers.length} device buffers`);
+
+  const kernelList = [...programs.values()].map(({ program: _p, table: _t, code: _c, ...k }) => k);
+  const runtime = await openclRuntimeObject(compiler);
+  const { execa } = await loadExeca();
+  await replaceOutDir(opts.outDir, async (dir) => {
+    const modelSrc = path.join(dir, 'model.c');
+    await fs.writeFile(modelSrc, modelC);
+    await fs.writeFile(path.join(dir, OPENCL_SOURCE_FILE), source);
+    const link = await execa(compiler.command, [
+      ...compiler.args, ...HOST_CFLAGS, ...target.cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`,
+      modelSrc, runtime, '-o', path.join(dir, 'model.so'), ...OPENCL_RUNTIME_LIBS,
+    ], { reject: false, timeout: timeoutMs });
+    if (link.failed) throw new UserError(`building model.so for ${opts.outDir} (host "${target.host.text}") failed:\n${compilerFailure(link, timeoutMs, 20)}`);
+    await writeParams(path.join(dir, 'params.bin'), packed.values);
+    const manifest = modelManifest(opts, dir, graph, names,
+      { paramsCount: packed.values.length, workspaceBytes: plan.intermediateFloats * 4, kernels: kernelList },
+      { host: target.host.text, opencl_source: OPENCL_SOURCE_FILE });
+    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  });
+  return {
+    library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json'),
+    kernels: kernelList, compiled: 0, reused: 0,
+    opencl: { launches: table.launches.length, source: path.join(opts.outDir, OPENCL_SOURCE_FILE) },
+  };
+}
+
+/** model.c of an OpenCL model: the ABI over the runtime of tt_opencl.h. */
+function renderHost(
+  g: Graph, inputIds: readonly number[], names: TensorNames, paramsSize: number, source: string, table: OpenclLaunchTable, plan: BufferPlan,
+): string {
+  const roles = new Map(plan.buffers.flatMap((b, i) => (b.role === 'param' ? [[i, 'param' as const]] : [])));
+  const list = (xs: readonly number[]): string => (xs.length ? xs.join(', ') : '0');
+  return [
+    '/* Generated by tensortune: an OpenCL model\'s host side. The OpenCL source of every kernel,',
+    '   its buffers (inputs, outputs, params, intermediates) and launches, in the order tt_run makes them. */',
+    '#include "tensortune.h"',
+    '#include "tt_opencl.h"',
+    '#include <stddef.h>',
+    '#include <stdint.h>',
+    '#include <stdio.h>',
+    ...modelInfoSource(g, inputIds, names, paramsSize, ERROR_BYTES),
+    clTables('TT', source, table, roles),
+    `static const int TT_INPUT_BUFFERS[] = {${list(plan.inputs)}};`,
+    `static const int TT_OUTPUT_BUFFERS[] = {${list(plan.outputs)}};`,
+    `static const struct { int buffer; int64_t offset; } TT_PARAMS[] = {${plan.params.length ? plan.params.map((p) => `{${p.buffer}, ${p.offset}}`).join(', ') : '{0, 0}'}};`,
+    `#define TT_NPARAMS ${plan.params.length}`,
+    'static tt_cl_program* tt_program = 0;',
+    'static int fail(int rc) { snprintf(tt_error, sizeof tt_error, "%s", tt_cl_error(tt_program)); return rc; }',
+    '/* OpenCL models do not use OpenMP: the device runs the kernels. */',
+    'TT_EXPORT void tt_set_num_threads(int n) { (void)n; }',
+    'TT_EXPORT int tt_init(const float* params) {',
+    '  if (!params) { snprintf(tt_error, sizeof tt_error, "tt_init: params is NULL"); return 1; }',
+    '  if (tt_program) { tt_cl_destroy(tt_program); tt_program = 0; }',
+    '  int kind = 0;',
+    '  tt_error[0] = 0;',
+    '  tt_program = tt_cl_create(TT_SOURCE, NULL, TT_BUFFERS, TT_NBUFFERS, TT_LAUNCHES, TT_NLAUNCHES, &kind, tt_error, sizeof tt_error);',
+    '  if (!tt_program) return kind == TT_CL_BUILD_ERROR ? 3 : 2;',
+    '  for (int i = 0; i < TT_NPARAMS; i++) {',
+    '    if (tt_cl_write(tt_program, TT_PARAMS[i].buffer, params + TT_PARAMS[i].offset) != 0) {',
+    '      fail(2);',
+    '      tt_cl_destroy(tt_program);',
+    '      tt_program = 0;',
+    '      return 2;',
+    '    }',
+    '  }',
+    '  return 0;',
+    '}',
+    'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
+    '  if (!tt_program) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }',
+    `  for (int i = 0; i < ${inputIds.length}; i++) if (tt_cl_write(tt_program, TT_INPUT_BUFFERS[i], inputs[i]) != 0) return fail(2);`,
+    '  if (tt_cl_run(tt_program) != 0) return fail(2);',
+    `  for (int i = 0; i < ${g.outputs.length}; i++) if (tt_cl_read(tt_program, TT_OUTPUT_BUFFERS[i], outputs[i]) != 0) return fail(2);`,
+    '  return 0;',
+    '}',
+    '',
+  ].join('\n');
+}
+
+/**
+ * Refuses a compiled model that cannot run here: an OpenCL model whose host library was
+ * built for another architecture (its manifest's host). `where`: the manifest, for the message.
+ */
+export function checkModelRunsHere(m: Pick<Manifest, 'target' | 'host'>, command: string, where: string): void {
+  if (m.host === undefined) return;
+  const target = parseTarget(m.target, `${where} target`, m.host, `${where} host`);
+  checkRunsHere(target, command, `${where} host`);
+}
