@@ -52,9 +52,24 @@ export class StageAnalysis {
     return this.tensor(name).op.reduceAxes.length > 0;
   }
 
-  /** Compute stages reading `name` directly. */
+  /** Compute stages reading `name` (a compute stage or an input) directly. */
   consumers(name: string): string[] {
     return this.dag.consumers(this.dag.stage(name)).map((t) => t.name);
+  }
+
+  /** Tensors (compute stages or inputs) the body of `name` reads directly, in first-read order. */
+  producers(name: string): string[] {
+    return [...reads(this.tensor(name).op.body).keys()];
+  }
+
+  /** The stages that read `name`, looking through the readers that `inlined` says are inlined (TVM's GetConsumers). */
+  effectiveConsumers(name: string, inlined: (stage: string) => boolean): string[] {
+    const out = new Set<string>();
+    for (const c of this.consumers(name)) {
+      if (inlined(c)) this.effectiveConsumers(c, inlined).forEach((x) => out.add(x));
+      else out.add(c);
+    }
+    return [...out];
   }
 
   /**

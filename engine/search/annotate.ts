@@ -13,6 +13,7 @@ import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
 import { MAX_LOCAL_FLOATS } from '../codegen/lower';
+import { buildGpuState } from './annotate-gpu';
 import type { Rng } from './rng';
 import type { Plan, Sketch } from './sketch';
 
@@ -23,8 +24,14 @@ export const UNROLL_STEPS: readonly number[] = [0, 16, 64, 512];
 /** What a value is, for mutation weights (reference §4.3). */
 export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order';
 
+/**
+ * A constraint a tile must meet besides its product and innermost bound (GPU: the threads,
+ * vthreads and registers its factors give together with the other axes' tiles).
+ */
+export type TileFits = (factors: readonly number[]) => boolean;
+
 export type ParamSpec =
-  | { kind: 'tile'; extent: number; parts: number; maxInner: number }
+  | { kind: 'tile'; extent: number; parts: number; maxInner: number; fits?: TileFits }
   | { kind: Exclude<ParamKind, 'tile'>; n: number };
 
 export type ParamValue = number | readonly number[];
@@ -36,8 +43,8 @@ export interface Genome {
 
 export interface ParamSource {
   /** Factors (outermost first) of `extent` in `parts` pieces, innermost at most `maxInner`;
-   *  `vector`: the innermost factor becomes a vectorised loop. */
-  tile(key: string, extent: number, parts: number, maxInner: number, vector?: boolean): readonly number[];
+   *  `vector`: the innermost factor becomes a vectorised loop; `fits`: only factor lists it accepts. */
+  tile(key: string, extent: number, parts: number, maxInner: number, vector?: boolean, fits?: TileFits): readonly number[];
   /** An index in [0, n). */
   choice(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number;
 }
@@ -61,8 +68,9 @@ const WHOLE_VECTOR_BIAS = 0.8;
  */
 export class RandomSource implements ParamSource {
   constructor(private readonly rng: Rng, private readonly vectorLanes = 0) {}
-  tile(_key: string, extent: number, parts: number, maxInner: number, vector = false): readonly number[] {
-    const all = factorizations(extent, parts, maxInner);
+  tile(_key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits): readonly number[] {
+    const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
+    if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
     if (vector && this.vectorLanes > 1) {
       const whole = all.filter((f) => f[f.length - 1] % this.vectorLanes === 0);
       if (whole.length > 0 && this.rng.float() < WHOLE_VECTOR_BIAS) return this.rng.pick(whole);
@@ -77,10 +85,10 @@ export class RandomSource implements ParamSource {
 /** Takes values from a genome where they fit the requested domain, else from `fallback`. */
 export class GenomeSource implements ParamSource {
   constructor(private readonly values: ReadonlyMap<string, ParamValue>, private readonly fallback: ParamSource) {}
-  tile(key: string, extent: number, parts: number, maxInner: number, vector = false): readonly number[] {
+  tile(key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits): readonly number[] {
     const v = this.values.get(key);
-    if (Array.isArray(v) && v.length === parts && numElements(v) === extent && v[parts - 1] <= maxInner) return v;
-    return this.fallback.tile(key, extent, parts, maxInner, vector);
+    if (Array.isArray(v) && v.length === parts && numElements(v) === extent && v[parts - 1] <= maxInner && (!fits || fits(v))) return v;
+    return this.fallback.tile(key, extent, parts, maxInner, vector, fits);
   }
   choice(key: string, kind: ParamKind, n: number): number {
     const v = this.values.get(key);
@@ -112,7 +120,9 @@ export function stepsKey(steps: readonly Step[]): string {
  * the values make an invalid state (a local buffer too large, a bad compute location).
  */
 export function buildState(dag: ComputeDAG, sketches: readonly Sketch[], index: number, src: ParamSource): Built {
-  return new Builder(dag, sketches[index], index, src).build();
+  const sketch = sketches[index];
+  if (sketch.gpu) return buildGpuState(dag, sketch, index, src);
+  return new Builder(dag, sketch, index, src).build();
 }
 
 class Builder {

@@ -2,6 +2,7 @@
 // lowering check that rejects invalid states before they are measured, and the set of
 // programs already measured or proposed (by canonical step string).
 
+import { lowerGpu } from '../codegen/gpu';
 import { lowerOnce } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
 import { ScheduleError } from '../schedule/state';
@@ -9,7 +10,8 @@ import type { Step } from '../schedule/steps';
 import type { RecordGenome } from '../records/record';
 import { buildState, GenomeSource, genomeToJson, NO_FALLBACK, RandomSource, stepsKey, type Built, type Genome } from './annotate';
 import type { Rng } from './rng';
-import { generateSketches, type Sketch } from './sketch';
+import { generateSketches, type GpuSpace, type Sketch } from './sketch';
+import { generateGpuSketches } from './sketch-gpu';
 import type { MeasuredState, PolicyContext, PolicyName, SearchPolicy } from './types';
 import { availableParallelism } from 'node:os';
 
@@ -27,11 +29,19 @@ export class SearchSpace {
   private readonly genomes = new Map<string, Genome>();
   private readonly lowerable = new Map<string, boolean>();
   private readonly vectorLanes: number;
+  /** GPU targets: the device whose rules and limits the space follows (sketch-gpu.ts). */
+  readonly gpu?: GpuSpace;
 
   constructor(ctx: PolicyContext, opts: SpaceOptions = {}) {
     this.dag = ctx.task.dag;
     this.vectorLanes = ctx.target.vectorLanes;
-    this.sketches = generateSketches(this.dag, { numCores: opts.numCores ?? availableParallelism() });
+    const gpu = ctx.target.gpu;
+    if (gpu) {
+      this.gpu = { params: gpu, mali: ctx.target.device === 'mali' };
+      this.sketches = generateGpuSketches(this.dag, { gpu, mali: this.gpu.mali });
+    } else {
+      this.sketches = generateSketches(this.dag, { numCores: opts.numCores ?? availableParallelism() });
+    }
     for (const m of ctx.measured) this.seen.add(stepsKey(m.steps));
   }
 
@@ -85,12 +95,16 @@ export class SearchSpace {
     for (const m of measured) this.markSeen(m.steps);
   }
 
-  /** The state replays and lowers (local buffers within codegen's limits). Cached by key. */
+  /**
+   * The state replays and lowers (local buffers within codegen's limits; on a GPU, launches
+   * within the device's threads, shared memory and vthread limits: lowerGpu). Cached by key.
+   */
   lowers(b: Built, key = stepsKey(b.steps)): boolean {
     let ok = this.lowerable.get(key);
     if (ok === undefined) {
       try {
-        lowerOnce(b.state);
+        if (this.gpu) lowerGpu(b.state, 'kernel', this.gpu.params);
+        else lowerOnce(b.state);
         ok = true;
       } catch {
         // A candidate that codegen rejects is never measured, whatever the reason.

@@ -4,7 +4,8 @@
 // parameters within the budget.
 
 import type { Step } from '../schedule/steps';
-import { buildState, stepsKey, type ParamKind, type ParamSource } from './annotate';
+import { ScheduleError } from '../schedule/state';
+import { buildState, stepsKey, type ParamKind, type ParamSource, type TileFits } from './annotate';
 import { SpacePolicy } from './candidates';
 import { factorizations } from './factors';
 
@@ -18,8 +19,9 @@ class OdometerSource implements ParamSource {
     this.radix[i] = n;
     return Math.min(this.digits[i] ?? 0, n - 1);
   }
-  tile(_key: string, extent: number, parts: number, maxInner: number): readonly number[] {
-    const all = factorizations(extent, parts, maxInner);
+  tile(_key: string, extent: number, parts: number, maxInner: number, _vector = false, fits?: TileFits): readonly number[] {
+    const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
+    if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
     return all[this.next(all.length)];
   }
   choice(_key: string, _kind: ParamKind, n: number): number {

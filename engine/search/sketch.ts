@@ -10,6 +10,7 @@
 // everything else.
 
 import type { ComputeDAG } from '../ir/dag';
+import type { GpuParams } from '../target';
 import { StageAnalysis } from './analysis';
 
 export type Plan =
@@ -26,13 +27,37 @@ export type Plan =
   /** Fuse the reduce loops, split them, and rfactor the inner (vectorisable) or the outer (parallel) part. */
   | { k: 'rfactor'; inner: boolean }
   /** No tiling: compute location, parallel outer loops, a vectorised inner loop, unroll. */
-  | { k: 'simple' };
+  | { k: 'simple' }
+  /**
+   * GPU multi-level tiling SSSRRSRS (sketch-gpu.ts): the bound stage (`consumer`, or the stage
+   * itself after `cacheWrite` with the reduction in `<stage>.local`) takes the three outer
+   * spatial levels (blockIdx.x, vthread, threadIdx.x) and holds the tiled reduction at its
+   * thread loop; each tensor of `shared` is copied into shared memory at the outer reduce
+   * loop, fetched cooperatively by the block's threads.
+   */
+  | { k: 'gpu-tile'; consumer?: string; cacheWrite: boolean; shared: readonly string[] }
+  /**
+   * GPU: the fused reduction is split and one part (the inner one, or with `inner` false the
+   * outer one) becomes a spatial axis of `<stage>.rf`: two launches, each fused and bound.
+   */
+  | { k: 'gpu-rfactor'; inner: boolean }
+  /** GPU: all spatial loops fused, split by a thread count and bound to blockIdx.x / threadIdx.x; a reduction runs inside each thread. */
+  | { k: 'gpu-simple' };
+
+/** The GPU a sketch's plans are for (GPU sketches only): its limits and whether it is a Mali. */
+export interface GpuSpace {
+  readonly params: GpuParams;
+  /** `opencl -device=mali`: TVM's Mali rules (no shared memory, rfactor, innermost vectorisation). */
+  readonly mali: boolean;
+}
 
 export interface Sketch {
   /** e.g. `conv2d_nhwc:tile2>T_relu pad_temp:simple`, for logs and tests. */
   readonly name: string;
   /** Plan of every compute stage of the DAG, by stage name. */
   readonly plans: ReadonlyMap<string, Plan>;
+  /** Set for GPU sketches (sketch-gpu.ts): annotate.ts builds them with the GPU builder (annotate-gpu.ts). */
+  readonly gpu?: GpuSpace;
 }
 
 export interface SketchOptions {
@@ -40,13 +65,16 @@ export interface SketchOptions {
   numCores: number;
 }
 
-function planName(p: Plan): string {
+export function planName(p: Plan): string {
   switch (p.k) {
     case 'inline': return 'inline';
     case 'tile': return `tile${p.level}${p.cacheWrite ? '+cache' : ''}${p.consumer ? `>${p.consumer}` : ''}`;
     case 'fused-consumer': return `fused<${p.producer}`;
     case 'rfactor': return `rfactor-${p.inner ? 'inner' : 'outer'}`;
     case 'simple': return 'simple';
+    case 'gpu-tile': return `gpu-tile${p.cacheWrite ? '+cache' : ''}${p.shared.length ? '+shared' : ''}${p.consumer ? `>${p.consumer}` : ''}`;
+    case 'gpu-rfactor': return `gpu-rfactor-${p.inner ? 'inner' : 'outer'}`;
+    case 'gpu-simple': return 'gpu-simple';
   }
 }
 

@@ -1,0 +1,108 @@
+// Sketch generation for GPU targets (TVM's GPU rule list: apache/tvm v0.19
+// src/auto_scheduler/search_policy/sketch_policy.cc, the SketchPolicy constructor, and
+// sketch_policy_rules.cc). Stages are visited from the output to the inputs as on CPU
+// (sketch.ts); annotate-gpu.ts turns a sketch into steps.
+//
+// Rules, in TVM's GPU order:
+//  - always inline: every stage without a reduction that is not an output (on GPUs TVM
+//    inlines them all, not only the strictly inlineable ones): one launch fewer each;
+//  - cross-thread reduction, for reductions with little spatial work (a tiled reduction
+//    with fewer outputs than reduce iterations, e.g. dense with batch 1; any other
+//    reduction longer than a warp: softmax, pooling to 1x1). TVM binds the inner part of
+//    the fused reduction to threadIdx.x and the lowering emits a warp/block all-reduce. Our
+//    lowering cannot bind a reduce loop yet (State refuses it), so this rule gives a plain
+//    two-launch rfactor instead: the fused reduction is split, its inner part becomes a
+//    spatial axis of `<stage>.rf` (so adjacent threads read adjacent elements, as TVM's
+//    threads do), both stages fused and bound, each thread reducing serially. The plain
+//    per-thread reduction sketch (below) is kept beside it, as TVM keeps the others;
+//  - cache write + multi-level tiling SSSRRSRS for reductions with data reuse (conv,
+//    depthwise, dense, batch matmul), fused into the single element-wise consumer when
+//    there is one (TVM's level 3: the consumer takes blockIdx / vthread / threadIdx and
+//    holds the reduction at its thread loop), else through `<stage>.local`;
+//  - cache read (shared): each direct producer of a tiled stage that nothing else reads is
+//    copied into shared memory at the outer reduce loop (cooperative fetching);
+//  - everything else: fuse all spatial loops, split by a thread count, bind.
+//
+// `opencl -device=mali` (TVM's Mali branch of the same constructor): the CPU rule list on
+// the GPU tiling structure: always inline, rfactor (both variants, for every reduction that
+// is not tiled: TVM's Mali parameters have num_cores = -1, so NeedsRfactor always holds),
+// cache write, multi-level tiling with fusion; no shared memory, no cross-thread reduction.
+// Its initial population adds TVM's InitVectorization (innermost loops vectorised).
+
+import type { ComputeDAG } from '../ir/dag';
+import type { GpuParams } from '../target';
+import { StageAnalysis } from './analysis';
+import { planName, type GpuSpace, type Plan, type Sketch } from './sketch';
+
+export interface GpuSketchOptions {
+  /** The device's limits (target.ts GpuParams). */
+  gpu: GpuParams;
+  /** `opencl -device=mali`. */
+  mali?: boolean;
+}
+
+/** On GPUs every compute stage that is not an output and has no reduction is inlined (TVM's RuleAlwaysInline). */
+export function inlinedOnGpu(an: StageAnalysis, name: string): boolean {
+  return an.dag.computeStages.some((t) => t.name === name) && !an.isOutput(name) && !an.hasReduce(name);
+}
+
+/** TVM's RuleCrossThreadReduction condition (not on Mali). */
+export function needsCrossThreadReduction(an: StageAnalysis, name: string, warpSize: number): boolean {
+  if (!an.hasReduce(name)) return false;
+  const space = an.spaceLength(name), reduce = an.reduceLength(name);
+  return an.needsMultiLevelTiling(name) ? space < reduce : reduce > warpSize;
+}
+
+/**
+ * The tensors a tiled stage reads through shared memory: its direct producers (inputs or
+ * stages) whose only reader, looking through inlined stages, is the tiled stage (TVM's
+ * RuleAddCacheRead: one consumer, a direct producer).
+ */
+export function sharedInputs(an: StageAnalysis, name: string): string[] {
+  const inlined = (s: string): boolean => inlinedOnGpu(an, s);
+  return an.producers(name).filter((p) => {
+    const readers = an.effectiveConsumers(p, inlined);
+    return readers.length === 1 && readers[0] === name;
+  });
+}
+
+export function generateGpuSketches(dag: ComputeDAG, opts: GpuSketchOptions): Sketch[] {
+  const an = new StageAnalysis(dag);
+  const gpu: GpuSpace = { params: opts.gpu, mali: opts.mali ?? false };
+  const names = dag.computeStages.map((t) => t.name);
+  const inlined = (s: string): boolean => inlinedOnGpu(an, s);
+  let partials: Map<string, Plan>[] = [new Map()];
+  for (let i = names.length - 1; i >= 0; i--) {
+    const x = names[i];
+    const next: Map<string, Plan>[] = [];
+    for (const plans of partials) {
+      if (plans.has(x)) { next.push(plans); continue; }
+      const withPlan = (p: Plan, extra: [string, Plan][] = []): Map<string, Plan> => new Map([...plans, [x, p], ...extra]);
+      if (inlined(x)) { next.push(withPlan({ k: 'inline' })); continue; }
+      const reduce = an.hasReduce(x);
+      if (reduce && gpu.mali && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1) {
+        next.push(withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false }));
+      }
+      if (!gpu.mali && needsCrossThreadReduction(an, x, gpu.params.warpSize)) {
+        next.push(withPlan({ k: 'gpu-rfactor', inner: true }));
+      }
+      if (an.needsMultiLevelTiling(x)) {
+        const shared = gpu.mali || !reduce ? [] : sharedInputs(an, x);
+        const consumer = an.fusibleConsumer(x, inlined);
+        if (consumer !== undefined) {
+          next.push(withPlan({ k: 'gpu-tile', consumer, cacheWrite: false, shared }, [[consumer, { k: 'fused-consumer', producer: x }]]));
+        } else {
+          next.push(withPlan({ k: 'gpu-tile', cacheWrite: true, shared }));
+        }
+      } else {
+        next.push(withPlan({ k: 'gpu-simple' }));
+      }
+    }
+    partials = next;
+  }
+  return partials.map((plans) => ({
+    name: names.filter((n) => plans.get(n)!.k !== 'inline').map((n) => `${n}:${planName(plans.get(n)!)}`).join(' '),
+    plans,
+    gpu,
+  }));
+}
