@@ -6,6 +6,7 @@ import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
 import { manifestFiles, readManifest } from '../compile/manifest';
+import { checkModelRunsHere } from '../compile/model-opencl';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
 import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
@@ -22,6 +23,12 @@ params.bin, manifest.json): the --out of 'tensortune compile', or for 'nx compil
 models/mobilenet). A 'warning:' line on stderr says why the figures may not be trusted: a
 standard deviation of 10% of the mean or more, outlying measurements, or other processes
 using the cores the model needs.
+
+An OpenCL model runs on this machine's OpenCL device (TT_OPENCL_PLATFORM and
+TT_OPENCL_DEVICE select one: an index or part of its name); its time per run includes
+copying the inputs to the device and the outputs back, and --threads does not apply to it.
+A model whose host library was built for another architecture (--host "llvm -mtriple=...")
+is refused: copy its folder to such a machine.
 
 Options:
   --repeat N           timed measurements (default ${BENCH_DEFAULTS.repeat})
@@ -69,6 +76,7 @@ export const benchmarkCommand: Command = {
       oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
       if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');
       checkCompiledDir(positionals[0]);
+      checkModelRunsHere(readManifest(path.resolve(positionals[0])), 'benchmark --compare', path.join(positionals[0], 'manifest.json'));
       const report = await compareWithOnnxRuntime({
         modelDir: positionals[0], onnx: values.onnx, threads: positiveInt('--threads', values.threads, 1),
         rounds: positiveInt('--rounds', values.rounds, 5), repeat: positiveInt('--repeat', values.repeat, 3),
@@ -83,7 +91,9 @@ export const benchmarkCommand: Command = {
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
     checkCompiledDir(positionals[0]);
     const dir = path.resolve(positionals[0]);
-    const files = manifestFiles(dir, readManifest(dir));
+    const manifest = readManifest(dir);
+    checkModelRunsHere(manifest, 'benchmark', path.join(positionals[0], 'manifest.json'));
+    const files = manifestFiles(dir, manifest);
     const inputs: Record<string, string> = {};
     for (const spec of values.input ?? []) {
       const m = /^([^=]+)=(.+)$/.exec(spec);

@@ -1,6 +1,6 @@
 // `tensortune compile <network> --target T --out DIR [--records FILE]... [--strict]`: compile
-// a builtin network for a CPU target, with the best tuned record of each task where the
-// record logs have one and default schedules elsewhere.
+// a builtin network for a CPU or OpenCL target, with the best tuned record of each task where
+// the record logs have one and default schedules elsewhere.
 
 import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
@@ -18,6 +18,11 @@ application loads them). Kernels are compiled into an object cache keyed by thei
 recompiling an unchanged model compiles nothing, and a changed record recompiles one kernel.
 DIR is replaced as a whole, so a reader sees the old model or the new one, never a mix; it
 must be compile's own folder (one holding other files is refused).
+
+For an OpenCL target, model.so is the host library (built for --host, cross-compiled for
+"llvm -mtriple=aarch64-linux-gnu") with the OpenCL source of every kernel embedded; the
+OpenCL driver builds it when the model is initialised on the device. DIR/kernels.cl holds
+a copy of that source for reading.
 
 With --records, each task uses the fastest verified record measured for this target on
 this kind of machine (same hardware fingerprint); tasks without one keep their default
@@ -69,8 +74,15 @@ export const compileCommand: Command = {
       if ((e as NodeJS.ErrnoException).path !== undefined) throw e;
       throw asUserError(e, `cannot write the compiled model to ${out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
     });
-    io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-    io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    if (result.opencl) {
+      // The OpenCL driver builds the kernels when the model's tt_init runs, on the device.
+      io.out(`rendered ${result.kernels.length} OpenCL kernel program(s), ${result.opencl.launches} launches, in ${seconds} s\n`);
+      io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}, ${result.opencl.source}\n`);
+    } else {
+      io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${seconds} s\n`);
+      io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);
+    }
     return 0;
   },
 };
