@@ -206,13 +206,16 @@ export async function compileOpenclModel(opts: CompileOptions): Promise<CompileR
     planned.groups.push(group.id);
     groupProgram.set(group.id, planned);
   };
+  const refused = new Set<string>(); // tasks whose tuned schedule did not lower (one warning each)
   for (const group of groups) {
-    const tuned = opts.schedules?.get(group.dag.workloadKey);
-    if (tuned) {
+    const key = group.dag.workloadKey;
+    const tuned = opts.schedules?.get(key);
+    if (tuned && !refused.has(key)) {
       try {
         place(group, tuned);
         continue;
       } catch (e) {
+        refused.add(key);
         warn(`the tuned schedule of ${describeGroup(graph, group)} from ${tuned.source} does not lower for "${target.text}" (${(e as Error).message}); its task uses the default schedule`);
       }
     }
