@@ -7,9 +7,11 @@
 //    in registers and the epilogue (bias, residual, relu) is fused;
 //  - everything else (pooling, softmax, injective ops) gets parallel outer loops and a
 //    vectorised innermost loop where it is contiguous.
+// GPU targets (opts.gpu) get defaults-gpu.ts's schedule instead.
 
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
+import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { State } from './state';
 import type { Step } from './steps';
 
@@ -21,6 +23,13 @@ export interface DefaultOptions {
   vectorLanes: number;
   /** Parallelise only loops with at least this many output elements. */
   minParallelElements?: number;
+  /** A GPU target's limits (target.ts `gpu`): the first-generation GPU schedule (defaults-gpu.ts) instead. */
+  gpu?: DefaultGpuLimits;
+}
+
+/** The default options of a target: its vector width and, for a GPU target, its limits. */
+export function defaultOptionsOf(target: { readonly vectorLanes: number; readonly gpu?: DefaultGpuLimits }): DefaultOptions {
+  return target.gpu ? { vectorLanes: target.vectorLanes, gpu: target.gpu } : { vectorLanes: target.vectorLanes };
 }
 
 function largestDivisorAtMost(n: number, limit: number): number {
@@ -29,6 +38,7 @@ function largestDivisorAtMost(n: number, limit: number): number {
 }
 
 export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
+  if (opts.gpu) return defaultGpuSchedule(dag, opts.gpu);
   const steps: Step[] = [];
   const state = new State(dag);
   const apply = (st: Step): void => { state.apply(st); steps.push(st); };

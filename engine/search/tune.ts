@@ -15,7 +15,7 @@ import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
-import { defaultSchedule } from '../schedule/defaults';
+import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { checkRunsHere, hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
@@ -175,7 +175,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     const resumed = measured.reduce((a, m) => a + m, 0);
     log(`${name}: ${tasks.length} tasks, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
 
-    const defaults = tasks.map((task) => defaultSchedule(task.dag, { vectorLanes: target.vectorLanes }));
+    const defaults = tasks.map((task) => defaultSchedule(task.dag, defaultOptionsOf(target)));
     const entries: SchedulerTask[] = tasks.map((task, i) => ({
       task, prior: priorOf(task),
       policy: withDefaultFirst(parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0), defaults[i], priorOf(task)),
