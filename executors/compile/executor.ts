@@ -51,7 +51,10 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
       timeoutMs: options.timeout === undefined ? undefined : Math.round(options.timeout * 1000),
       log: (line) => console.log(line), warn,
     });
-    console.log(`compiled ${compiled.compiled} kernel(s), reused ${compiled.reused}, in ${((Date.now() - started) / 1000).toFixed(1)} s: ${rel(compiled.library)}`);
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    console.log(compiled.opencl
+      ? `rendered ${compiled.kernels.length} OpenCL kernel program(s), ${compiled.opencl.launches} launches, in ${seconds} s: ${rel(compiled.library)}`
+      : `compiled ${compiled.compiled} kernel(s), reused ${compiled.reused}, in ${seconds} s: ${rel(compiled.library)}`);
     console.log(`records used: ${formatRecordsUsed(recordsUsed(compiled.kernels))} kernel(s)`);
     const untried = untriedBudgets(run);
     if (untried.length > 0) {
