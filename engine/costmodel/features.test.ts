@@ -5,6 +5,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
+import { lowerGpu } from '../codegen/gpu';
+import { buildState, RandomSource } from '../search/annotate';
+import { Rng } from '../search/rng';
+import { generateGpuSketches } from '../search/sketch-gpu';
+import { parseTarget } from '../target';
 import { FEATURE_NAMES, NUM_FEATURES, featureIndex, stateFeatures } from './features';
 import { fixtureConvTask, fixtureDenseTask } from './fixtures/tasks';
 
@@ -118,6 +123,38 @@ test('auto_unroll_max_step: the pragma value and the loops lower.ts unrolls', ()
   close(f(pragma, 'unroll_len'), slog(8), 'unrolled j.1');
   close(f(pragma, 'unroll_num'), slog(1), 'one unrolled loop');
   assert.is(f(pragma, 'unroll_pos_innermost'), 1);
+});
+
+const GPU_FEATURES = [
+  'blockIdx_x_len', 'blockIdx_y_len', 'blockIdx_z_len', 'vthread_len', 'threadIdx_x_len', 'threadIdx_y_len', 'threadIdx_z_len',
+  'gpu_blocks', 'gpu_threads_per_block', 'gpu_shared_bytes', 'gpu_local_floats_per_thread', 'store_in_shared',
+];
+
+test('GPU quantities come last: the launch\'s blocks, threads, shared bytes and registers; 0 in CPU programs', () => {
+  assert.equal(FEATURE_NAMES.slice(-GPU_FEATURES.length), GPU_FEATURES);
+  const conv = fixtureConvTask();
+  for (const row of [...stateFeatures(State.replay(conv.dag, [])), ...stateFeatures(State.replay(conv.dag, TILED))]) {
+    for (const name of GPU_FEATURES) assert.is(f(row, name), 0, name);
+  }
+  const gpu = parseTarget('opencl -max_threads_per_block=256 -max_shared_memory_per_block=49152 -max_vthread_extent=4').gpu!;
+  const sketches = generateGpuSketches(conv.dag, { gpu });
+  for (let seed = 0; seed < 5; seed++) {
+    // SSSRRSRS fused into the relu, padded data and weights in shared memory: one launch.
+    const built = buildState(conv.dag, sketches, 0, new RandomSource(new Rng(seed)));
+    const [k] = lowerGpu(built.state, 'k', gpu).kernels;
+    const rows = stateFeatures(built.state);
+    const mac = reductionRow(rows);
+    close(f(mac, 'blockIdx_x_len'), slog(k.grid[0]), 'blockIdx.x around the multiply-adds');
+    close(f(mac, 'threadIdx_x_len'), slog(k.block[0]), 'threadIdx.x around the multiply-adds');
+    assert.ok(f(mac, 'vthread_len') >= slog(1), 'vthread around the multiply-adds');
+    for (const row of rows) {
+      close(f(row, 'gpu_blocks'), slog(k.grid[0]), 'blocks');
+      close(f(row, 'gpu_threads_per_block'), slog(k.block[0]), 'threads per block');
+      close(f(row, 'gpu_shared_bytes'), slog(k.shared.reduce((a, x) => a + 4 * x.size, 0)), 'shared bytes');
+      close(f(row, 'gpu_local_floats_per_thread'), slog(k.localBytes / 4), 'registers');
+    }
+    assert.is(rows.filter((r) => f(r, 'store_in_shared') === 1).length, 2, 'the two shared copies');
+  }
 });
 
 test.run();

@@ -5,6 +5,12 @@
 // reuse, strides), an arithmetic-intensity curve, allocation sizes and the outer loops.
 // Every value goes through slog(x) = sign(x)·log2(|x|+1), as TVM does.
 //
+// GPU quantities come last, so that one model serves both kinds of target (they are 0 for
+// CPU programs, whose vectors are otherwise unchanged): the extents of the loops around the
+// store bound to blockIdx.* / threadIdx.* / vthread (TVM's blockIdx_x_len ... vthread_len),
+// and of the launch the store belongs to: blocks, threads per block, shared bytes, floats
+// of per-thread buffers, and whether the store fills a shared buffer.
+//
 // The analysis works on the flat indices lower.ts produces. An index is treated as affine
 // in the loop variables; floordiv/floormod of fused loops get an average slope (the slope
 // of the dividend divided by the divisor, resp. the dividend's), which is what a
@@ -15,6 +21,7 @@ import { printExpr } from '../ir/printer';
 import { numElements } from '../ir/tensor';
 import { lowerOnce, type Kernel, type LoopKind, type Stmt } from '../codegen/lower';
 import type { State } from '../schedule/state';
+import { THREAD_TAGS, type ThreadTag } from '../schedule/steps';
 
 const ELEM_BYTES = 4; // float32 and int32
 const CACHE_LINE = 64; // bytes, as TVM's CPU hardware params
@@ -43,6 +50,10 @@ const TAIL_NAMES = [
   'alloc_size', 'alloc_prod', 'alloc_outer_prod', 'alloc_inner_prod',
   'outer_prod', 'num_loops', 'auto_unroll_max_step', 'guard_depth', 'is_reduction_update', 'num_stores',
 ];
+/** Per thread tag (THREAD_TAGS order): the product of the extents of the loops around the store bound to it. */
+const BOUND_NAMES = THREAD_TAGS.map((t) => `${t.replace('.', '_')}_len`);
+/** Of the launch (the stage computed at root) the store belongs to; 0 on CPUs. */
+const LAUNCH_NAMES = ['gpu_blocks', 'gpu_threads_per_block', 'gpu_shared_bytes', 'gpu_local_floats_per_thread', 'store_in_shared'];
 
 /** Names of the feature vector's entries, in order. */
 export const FEATURE_NAMES: readonly string[] = [
@@ -51,6 +62,8 @@ export const FEATURE_NAMES: readonly string[] = [
   ...Array.from({ length: MAX_BUFFERS }, (_, b) => BUFFER_NAMES.map((n) => `B${b}.${n}`)).flat(),
   ...Array.from({ length: CURVE_POINTS }, (_, i) => `arith_intensity_${i}`),
   ...TAIL_NAMES,
+  ...BOUND_NAMES,
+  ...LAUNCH_NAMES,
 ];
 export const NUM_FEATURES = FEATURE_NAMES.length;
 
@@ -222,6 +235,51 @@ function describeBuffer(acc: Access, allLoops: readonly Loop[], size: number, se
   return { lines, bytes, values };
 }
 
+// ---------------------------------------------------------------- GPU launches
+
+/** What a stage computed at root runs as on a GPU: its bound extents and buffers (all 0 on CPUs). */
+interface LaunchInfo {
+  readonly gpu: boolean;
+  readonly blocks: number;
+  readonly threads: number;
+  readonly sharedBytes: number;
+  readonly localFloats: number;
+  readonly shared: ReadonlySet<string>;
+}
+
+const NO_LAUNCH: LaunchInfo = { gpu: false, blocks: 0, threads: 0, sharedBytes: 0, localFloats: 0, shared: new Set() };
+
+const isThreadTag = (k: LoopKind): k is ThreadTag => (THREAD_TAGS as readonly string[]).includes(k);
+
+/** The launch of one root stage's statements (as codegen/gpu.ts makes it); NO_LAUNCH when no loop is bound. */
+function launchInfo(body: readonly Stmt[]): LaunchInfo {
+  const extent = new Map<ThreadTag, number>();
+  const shared = new Map<string, number>();
+  let localFloats = 0;
+  const visit = (s: Stmt): void => {
+    if (s.k === 'for') {
+      if (isThreadTag(s.kind)) extent.set(s.kind, Math.max(extent.get(s.kind) ?? 1, s.extent));
+      s.body.forEach(visit);
+    } else if (s.k === 'if' || s.k === 'thread') {
+      s.body.forEach(visit);
+    } else if (s.k === 'alloc') {
+      if (s.scope === 'shared') shared.set(s.buf, s.size);
+      else localFloats += s.size;
+    }
+  };
+  body.forEach(visit);
+  if (![...extent.keys()].some((t) => t.startsWith('blockIdx') || t.startsWith('threadIdx'))) return NO_LAUNCH;
+  const product = (prefix: string): number => [...extent].reduce((a, [t, x]) => (t.startsWith(prefix) ? a * x : a), 1);
+  return {
+    gpu: true,
+    blocks: product('blockIdx'),
+    threads: product('threadIdx'),
+    sharedBytes: [...shared.values()].reduce((a, n) => a + n * ELEM_BYTES, 0),
+    localFloats,
+    shared: new Set(shared.keys()),
+  };
+}
+
 // ---------------------------------------------------------------- the kernel walk
 
 export interface FeatureOptions {
@@ -276,7 +334,7 @@ export function kernelFeatures(kernel: Kernel, opts: FeatureOptions = {}): Float
         loops.pop();
         return;
       case 'store': {
-        const row = storeRow(s, loops, guards, sizes, allocs, serialTouches, opts);
+        const row = storeRow(s, loops, guards, sizes, allocs, serialTouches, opts, launch);
         const outer = loops.reduce((a, l) => a * l.extent, 1);
         const prev = rows.get(s.buf);
         if (!prev) { rows.set(s.buf, { row, outer, stores: 1 }); return; }
@@ -289,7 +347,11 @@ export function kernelFeatures(kernel: Kernel, opts: FeatureOptions = {}): Float
       }
     }
   };
-  kernel.body.forEach(visit);
+  let launch: LaunchInfo = NO_LAUNCH;
+  for (const part of kernel.parts) {
+    launch = launchInfo(part.body);
+    part.body.forEach(visit);
+  }
   const numStores = FEATURE_NAMES.indexOf('num_stores');
   return [...rows.values()].map(({ row, stores }) => {
     row[numStores] = stores;
@@ -305,6 +367,7 @@ function storeRow(
   allocs: ReadonlyMap<string, { size: number; outer: number }>,
   serialTouches: (l: Loop, buf: string) => number,
   opts: FeatureOptions,
+  launch: LaunchInfo,
 ): Float64Array {
   const row = new Float64Array(NUM_FEATURES);
   const outer = loops.reduce((a, l) => a * l.extent, 1);
@@ -389,6 +452,14 @@ function storeRow(
   row[o++] = guards;
   row[o++] = accesses.get(s.buf)!.read ? 1 : 0;
   row[o++] = 1; // num_stores, filled in by the caller
+
+  // 6. GPU: loops around the store bound to thread indices, and the launch.
+  for (const tag of THREAD_TAGS) row[o++] = loops.reduce((a, l) => (l.kind === tag ? a * l.extent : a), launch.gpu ? 1 : 0);
+  row[o++] = launch.blocks;
+  row[o++] = launch.threads;
+  row[o++] = launch.sharedBytes;
+  row[o++] = launch.localFloats;
+  row[o++] = launch.shared.has(s.buf) ? 1 : 0;
   return row;
 }
 
