@@ -244,26 +244,30 @@ class GpuBuilder {
     const skeys = sp.map((a) => `${x}/S/${a.name}`), rkeys = rd.map((r) => `${x}/R/${r.name}`);
     const op = this.dag.stage(x).op;
     const footprint = p.shared.length > 0 && op.kind === 'compute' ? new SharedFootprint(op.body, p.shared) : undefined;
-    const usage = (): { vthreads: number; threads: number; local: number; shared: number } => {
+    const threadUse = (): { vthreads: number; threads: number; local: number } => {
       let vthreads = 1, threads = 1, local = 1;
       for (const k of skeys) {
         const f = drawn.get(k);
         if (f) { vthreads *= f[1]; threads *= f[2]; local *= f[1] * f[3] * f[4]; }
       }
-      // The block's tile (vthreads included, as TVM relaxes them for shared scope) and one outer reduce step.
-      const extent = (axis: string): number => {
-        const f = drawn.get(`${x}/S/${axis}`) ?? drawn.get(`${x}/R/${axis}`);
-        return f ? numElements(f.slice(1)) : 1;
-      };
-      return { vthreads, threads, local, shared: footprint ? footprint.bytes(extent) : 0 };
+      return { vthreads, threads, local };
+    };
+    // The block's tile (vthreads included, as TVM relaxes them for shared scope) and one outer reduce step.
+    const blockTile = (axis: string): number => {
+      const f = drawn.get(`${x}/S/${axis}`) ?? drawn.get(`${x}/R/${axis}`);
+      return f ? numElements(f.slice(1)) : 1;
+    };
+    const fits = (): boolean => {
+      const u = threadUse();
+      return u.vthreads <= lim.maxVthreadExtent && u.threads <= lim.maxThreadsPerBlock && u.local <= GPU_MAX_LOCAL_FLOATS
+        && (!footprint || footprint.bytes(blockTile) <= lim.maxSharedMemoryPerBlock);
     };
     const fitsFor = (key: string): TileFits => (f) => {
       const before = drawn.get(key);
       drawn.set(key, f);
-      const u = usage();
+      const ok = fits();
       if (before) drawn.set(key, before); else drawn.delete(key);
-      return u.vthreads <= lim.maxVthreadExtent && u.threads <= lim.maxThreadsPerBlock && u.local <= GPU_MAX_LOCAL_FLOATS
-        && u.shared <= lim.maxSharedMemoryPerBlock;
+      return ok;
     };
     const draw = (key: string, extent: number, parts: number): readonly number[] => {
       const f = this.tileOf(key, extent, parts, MAX_INNERMOST_FACTOR, fitsFor(key));
@@ -272,7 +276,7 @@ class GpuBuilder {
     };
     const fs = sp.map((a, i) => draw(skeys[i], a.extent, 5));
     const gs = rd.map((r, i) => draw(rkeys[i], r.extent, 3));
-    const { threads } = usage();
+    const { threads } = threadUse();
     const space = numElements(sp.map((a) => a.extent));
     if (threads < Math.min(lim.warpSize, space)) {
       throw new ScheduleError(`${t}: ${threads} threads per block, fewer than the warp size ${lim.warpSize}`);
