@@ -34,7 +34,6 @@ import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
 import { readManifest } from './manifest';
 import { compileModel } from './model';
-import { gpuDefaultSchedule } from './model-opencl';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-opencl-model-test-'));
 const cache = path.join(work, 'cache');
@@ -160,9 +159,9 @@ test('a tuned schedule that does not lower for the device falls back to the defa
   assert.match(cpu.warnings[0], /the tuned schedule of conv2d.* from conv\.jsonl:1 does not lower for "opencl -max_threads_per_block=32" \(.*no loop is bound to blockIdx or threadIdx.*\); its task uses the default schedule/);
   assert.equal(cpu.kernels.map((k) => k.schedule), ['default']);
   // 64 threads per block, more than the target's 32.
-  const wide = await compile(gpuDefaultSchedule(conv.dag, { maxThreadsPerBlock: 64 }), 'too-wide');
+  const wide = await compile(defaultSchedule(conv.dag, { vectorLanes: 4, gpu: { maxThreadsPerBlock: 64 } }), 'too-wide');
   assert.match(wide.warnings[0], /64 threads per block, more than the device's 32/);
-  const fits = await compile(gpuDefaultSchedule(conv.dag, { maxThreadsPerBlock: 16 }), 'tuned');
+  const fits = await compile(defaultSchedule(conv.dag, { vectorLanes: 4, gpu: { maxThreadsPerBlock: 16 } }), 'tuned');
   assert.equal(fits.warnings, []);
   assert.equal(fits.kernels.map((k) => [k.schedule, k.source]), [['tuned', 'conv.jsonl:1']]);
   assert.ok(fits.kernels[0].launches!.every((l) => l.local[0] === 16));

@@ -30,13 +30,12 @@ import { constantPlaceholders, describeGroup } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
-import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
 import { writeParams } from '../runtime/params';
+import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
-import type { Step } from '../schedule/steps';
-import { checkRunsHere, isGpu, parseTarget, type GpuParams } from '../target';
+import { checkRunsHere, isGpu, parseTarget } from '../target';
 import { UserError } from '../errors';
 import type { Manifest, ManifestLaunch } from './manifest';
 import {
@@ -53,35 +52,6 @@ const HOST_CFLAGS: readonly string[] = ['-O1', '-std=gnu11', '-fPIC'];
 
 /** Bytes of tt_last_error's buffer: room for the first lines of a build log. */
 const ERROR_BYTES = 4096;
-
-/**
- * The default schedule of a task on a GPU, until engine/schedule/defaults.ts has a GPU
- * branch: every element-wise stage that is not an output is inlined (TVM's GPU rule), and
- * every stage left at root gets its spatial loops fused, split by a thread count and bound
- * to blockIdx.x / threadIdx.x (TVM's rule for simple ops); a reduction runs serially in its
- * thread. Correct on any device, fast on none.
- */
-export function gpuDefaultSchedule(dag: ComputeDAG, gpu: Pick<GpuParams, 'maxThreadsPerBlock'>): Step[] {
-  const state = new State(dag);
-  const steps: Step[] = [];
-  const apply = (st: Step): void => { state.apply(st); steps.push(st); };
-  for (const s of [...state.stages]) {
-    if (!s.isOutput && s.reduceAxes.length === 0) apply({ s: 'compute_inline', stage: s.name });
-  }
-  for (const s of state.stages) {
-    if (s.attach.k !== 'root' || s.axes.length === 0) continue;
-    const axes = s.axes.map((a) => a.name);
-    const total = s.axes.reduce((n, a) => n * a.extent, 1);
-    const threads = Math.min(64, gpu.maxThreadsPerBlock, total);
-    if (axes.length > 1) apply({ s: 'fuse', stage: s.name, iters: axes });
-    const fused = axes.join('@');
-    apply({ s: 'split', stage: s.name, iter: fused, lengths: [threads] });
-    apply({ s: 'bind', stage: s.name, iter: `${fused}.0`, thread: 'blockIdx.x' });
-    apply({ s: 'bind', stage: s.name, iter: `${fused}.1`, thread: 'threadIdx.x' });
-  }
-  state.validate();
-  return steps;
-}
 
 /** A program of the model: a kernel as the manifest lists it, its GPU program and OpenCL kernels. */
 interface PlannedProgram extends KernelInfo {
@@ -187,7 +157,7 @@ export async function compileOpenclModel(opts: CompileOptions): Promise<CompileR
   const programs = new Map<string, PlannedProgram>();
   const groupProgram = new Map<number, PlannedProgram>();
   const place = (group: FusedGroup, tuned: TunedSchedule | undefined): void => {
-    const steps = tuned?.steps ?? gpuDefaultSchedule(group.dag, target.gpu);
+    const steps = tuned?.steps ?? defaultSchedule(group.dag, defaultOptionsOf(target));
     const lowered = lowerGpu(State.replay(group.dag, steps), 'tt_k', target.gpu, { packable: new Set(constantPlaceholders(graph, group)) });
     const symbol = `tt_k_${sha(renderOpenclKernels(lowered, { vectorLanes: target.vectorLanes })).slice(0, 16)}`;
     let planned = programs.get(symbol);
