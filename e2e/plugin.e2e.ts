@@ -13,7 +13,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { openclAvailable } from '../engine/native/opencl';
 import { recordId } from '../engine/records/store';
+import { skip } from '../engine/skip.fixture';
 import type { TuningRecord } from '../engine/records/record';
 import { startCacheServer, type CacheServer } from './cache-server';
 import { writeTinyModel } from './tiny-model';
@@ -98,7 +100,7 @@ const tuneOutput = (dir: string, budget: string): string => path.join(storeDir(d
 const linesOf = (file: string): string[] => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim());
 const keysOf = (file: string): string[] => [...new Set(linesOf(file).map((l) => (JSON.parse(l) as { key: string }).key))].sort();
 
-interface StoredRecord { key: string; costs_ms: number[]; error: unknown; budget?: string }
+interface StoredRecord { key: string; target: string; costs_ms: number[]; error: unknown; budget?: string }
 /**
  * The distinct measurements of the store's logs, and with `outputs` of the tune outputs too
  * (a line's text is the measurement's identity here: one writer, one serialisation).
@@ -373,6 +375,32 @@ test('Nx options are honoured or refused, never dropped: nx tune --trials-per-ta
     assert.not.match(r.out, /    at /, 'no stack trace');
     assert.not.match(r.out, /nx run tiny:/, `${args.join(' ')}: no task ran`);
   }
+});
+
+test('GPU targets from the config: nx benchmark tiny -c cl tunes, compiles and runs on the OpenCL device; a Mali target with an aarch64 host compiles an aarch64 model.so', () => {
+  const why = openclAvailable();
+  if (why) { skip('GPU targets from the config (nx benchmark tiny -c cl)', why); return; }
+  const configFile = path.join(ws, 'tensortune.config.yaml');
+  const config = readFileSync(configFile, 'utf8');
+  // After the CPU target (still the default): an OpenCL target and the seed's Mali target.
+  writeFileSync(configFile, config.replace('    threads: 1\n', '    threads: 1\n  cl:\n    target: opencl\n  mali:\n    target: opencl -device=mali\n    host: llvm -mtriple=aarch64-linux-gnu\n'));
+  nxOk(ws, ['benchmark', 'tiny', '-c', 'cl', '--outputStyle=stream']);
+  const manifest = JSON.parse(readFileSync(path.join(ws, 'dist', 'tensortune', 'tiny', 'cl', 'manifest.json'), 'utf8')) as { target: string; kernels: { schedule: string }[] };
+  assert.is(manifest.target, 'opencl');
+  assert.ok(manifest.kernels.some((k) => k.schedule === 'tuned'), 'compiled with the OpenCL records');
+  const opencl = [...storeMeasurements(ws).values()].filter((r) => r.target === 'opencl');
+  assert.ok(opencl.some((r) => r.error === null), 'verified OpenCL measurements in the store');
+  if (sh('aarch64-linux-gnu-gcc', ['--version'], ws).status !== 0) {
+    skip('the Mali target compiles an aarch64 model.so', 'no aarch64-linux-gnu-gcc');
+    return;
+  }
+  nxOk(ws, ['compile', 'tiny', '-c', 'mali', '--outputStyle=stream']);
+  const elf = readFileSync(path.join(ws, 'dist', 'tensortune', 'tiny', 'mali', 'model.so'));
+  assert.is(elf.readUInt16LE(18), 0xb7, 'e_machine of model.so is EM_AARCH64');
+  // It runs on the board, not here: benchmark says so.
+  const bench = nx(ws, ['benchmark', 'tiny', '-c', 'mali', '--outputStyle=stream']);
+  assert.is.not(bench.code, 0);
+  assert.match(bench.out, /aarch64/);
 });
 
 test.after(async () => {

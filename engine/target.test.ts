@@ -139,7 +139,7 @@ test('--host: a cross host gives the host library its compiler; CPU targets refu
   assert.is(seed.ccPrefix, 'aarch64-linux-gnu-');
   assert.equal(seed.cflags, seed.host?.cflags);
   assert.equal(seed.gpu, MALI_GPU_PARAMS);
-  refuses(() => checkRunsHere(seed, 'tune'), /^--host: tune runs on this machine .*"llvm -mtriple=aarch64-linux-gnu" is another architecture/, 'tune with a cross host');
+  refuses(() => checkRunsHere(seed, 'benchmark'), /^--host: benchmark runs on this machine .*"llvm -mtriple=aarch64-linux-gnu" is another architecture/, 'benchmark with a cross host');
   refuses(() => checkRunsHere(seed, 'benchmark', 'targets.mali.host'), /^targets\.mali\.host: benchmark runs on this machine/, 'benchmark with a cross host');
   checkRunsHere(parseTarget('opencl -device=mali', '--target', 'llvm -mcpu=native'), 'tune');
   checkRunsHere(parseTarget('llvm -mtriple=aarch64-linux-gnu'), 'benchmark'); // a CPU target has no host (its own cross triple is compile's business)

@@ -300,13 +300,14 @@ export function withHardwareParams(text: string, params: Partial<GpuParams> | un
 }
 
 /**
- * Refuses a GPU target whose host is another architecture for a command that runs what it
- * builds here (tune measures, benchmark runs the local device).
+ * Refuses a GPU target whose host is another architecture for a command that runs the
+ * compiled model here (benchmark). Tune is not one: it measures on this machine's device
+ * with candidates built for this machine, whatever host compile will use.
  */
 export function checkRunsHere(target: Target, command: string, hostWhere = '--host'): void {
   if (target.host?.ccPrefix === undefined) return;
   throw new UserError(`${hostWhere}: ${command} runs on this machine and its OpenCL device, so the host must be this machine; ` +
-    `"${target.host.text}" is another architecture: a cross host is for compile (copy the compiled folder to such a machine); here, use the default host "llvm"`);
+    `"${target.host.text}" is another architecture: a cross host is for compile (copy the compiled folder to such a machine)`);
 }
 
 function vectorLanes(mcpu: string | undefined, mattr: readonly string[], cross: boolean): number {

@@ -9,7 +9,7 @@ import { NETWORK_NAMES } from '../frontend/networks';
 import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
-import { checkRunsHere, parseTarget } from '../target';
+import { parseTarget } from '../target';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
@@ -29,8 +29,8 @@ What and where:
                         "opencl -device=mali" (this machine's OpenCL device: 'tensortune
                         fingerprint --target opencl' names it); measured here, so the machine
                         must be able to run what it names
-  --host H              GPU targets: the host's target string (default "llvm"); it must be
-                        this machine (a cross host is for compile)
+  --host H              GPU targets: the host's target string (default "llvm"). Tune
+                        measures here whatever it is (a cross host is for compile)
   --records FILE        the record log (JSON lines) every measurement is appended to and the
                         run resumes from (required); 'compile --records FILE' reads it.
                         Records apply to their target string and this kind of machine only
@@ -90,7 +90,7 @@ export const tuneCommand: Command = {
     const readRecords = [...values['read-records'] ?? [], ...values['tuning-records'] ?? []];
     const model = { model: positionals[0], ...modelFlags(values, positionals) };
     const target = values.target ?? 'llvm -mcpu=native';
-    checkRunsHere(parseTarget(target, '--target', values.host), 'tune');
+    parseTarget(target, '--target', values.host);
     const measure: Partial<MeasureOptions> = {};
     const threads = optionalInt('--threads', values.threads);
     if (threads !== undefined) measure.threads = threads;

@@ -17,7 +17,7 @@ import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
 import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
-import { checkRunsHere, hardwareFingerprint, parseTarget, type Target } from '../target';
+import { hardwareFingerprint, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from './annotate';
@@ -133,10 +133,14 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
 /** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
 export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit<TuneNetworkOptions, 'model'>, started = Date.now()): Promise<TuneResult> {
   checkOptions(opts);
-  const target = parseTarget(opts.target, 'target', opts.host);
-  checkRunsHere(target, 'tune', 'host');
+  // The host is compile's business: tune measures on this machine's device, with the
+  // candidates' host code built for this machine. The records fit a compile for any host
+  // on this machine (the fingerprint names the device, not the host).
+  const host = opts.host === undefined ? undefined : parseTarget(opts.target, 'target', opts.host).host;
+  const target = parseTarget(opts.target, 'target');
   const fingerprint = hardwareFingerprint(target);
   const log = opts.log ?? (() => undefined);
+  if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's OpenCL device, with the candidates' host side built here`);
   const emit = opts.onEvent ?? (() => undefined);
   const records = path.resolve(opts.records);
   const match = { target: target.text, fingerprint };

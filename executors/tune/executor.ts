@@ -12,7 +12,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { tuneNetwork } from '../../engine/search/tune';
-import { checkRunsHere, hardwareFingerprint, parseTarget } from '../../engine/target';
+import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { UserError } from '../../engine/errors';
 import type { MeasureOptions } from '../../engine/search/types';
 import { ConfigError, configLabel, type BudgetConfig } from '../../plugin/config';
@@ -60,7 +60,7 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
       throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
         'measuring through a runner command is not supported by this engine version yet; remove it to measure on this machine');
     }
-    checkRunsHere(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), 'tune', `targets.${run.targetName}.host`);
+    parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
     if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1') {
       // Not an input of the hash, on purpose: CI sets it and still hits the tuning machines' cache entries.
       const c = `${run.network}${run.budgetName ? ` -c ${run.targetName}-${run.budgetName}` : ''}`;
