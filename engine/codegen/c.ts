@@ -354,15 +354,7 @@ class Renderer {
       case 'thread': {
         if (!this.dialect.threadIndex) throw new Error('render: a thread index in a language without one');
         out.push(`${indent}{`, `${indent}  const int32_t ${s.v} = ${this.dialect.threadIndex(s.tag)};`);
-        const inner = new Map(env);
-        inner.delete(s.v);
-        const saved = this.hoisted;
-        this.hoisted = new Map(saved);
-        this.bound.add(s.v);
-        this.hoist(s.body, s.v, inner, indent + '  ', out);
-        this.stmts(s.body, inner, indent + '  ', out);
-        this.bound.delete(s.v);
-        this.hoisted = saved;
+        this.scope(s.v, s.body, env, indent + '  ', out);
         out.push(`${indent}}`);
       }
     }
@@ -405,16 +397,21 @@ class Renderer {
     const pragma = s.kind === 'unroll' && s.extent <= MAX_UNROLL ? this.dialect.unroll(s.extent) : undefined;
     if (pragma) out.push(`${indent}${pragma}`);
     out.push(`${indent}for (int32_t ${s.v} = ${start}; ${s.v} < ${s.extent}; ++${s.v}) {`);
+    this.scope(s.v, s.body, env, indent + '  ', out);
+    out.push(`${indent}}`);
+  }
+
+  /** The body of a scope that binds variable `v` at run time (a loop, a thread index), with its index arithmetic hoisted. */
+  private scope(v: string, body: readonly Stmt[], env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
     const inner = new Map(env);
-    inner.delete(s.v);
+    inner.delete(v);
     const saved = this.hoisted;
     this.hoisted = new Map(saved);
-    this.bound.add(s.v);
-    this.hoist(s.body, s.v, inner, indent + '  ', out);
-    this.stmts(s.body, inner, indent + '  ', out);
-    this.bound.delete(s.v);
+    this.bound.add(v);
+    this.hoist(body, v, inner, indent, out);
+    this.stmts(body, inner, indent, out);
+    this.bound.delete(v);
     this.hoisted = saved;
-    out.push(`${indent}}`);
   }
 
   private snapshotLogs(): Map<string, AccessLog> {
