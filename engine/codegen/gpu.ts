@@ -17,7 +17,7 @@ import { walk, type Expr } from '../ir/expr';
 import { ScheduleError, type State } from '../schedule/state';
 import type { ThreadTag } from '../schedule/steps';
 import type { BlockedLayout } from './layout';
-import { lower, type KernelArg, type LowerOptions, type Stmt } from './lower';
+import { lower, type Kernel, type KernelArg, type LowerOptions, type Stmt } from './lower';
 
 /** The device limits a launch must respect (TVM's HardwareParams; target.ts GpuParams has them). */
 export interface GpuLimits {
@@ -153,9 +153,14 @@ class KernelBuilder {
  * Throws ScheduleError when the schedule does not fit `limits` or cannot run as launches.
  */
 export function lowerGpu(state: State, name: string, limits: GpuLimits, opts: LowerOptions = {}): GpuProgram {
-  const k = lower(state, name, opts);
-  const globals = new Set([...k.args.map((a) => a.buf), ...k.temps.map((t) => t.buf)]);
+  return gpuProgram(state, lower(state, name, opts), limits);
+}
+
+/** lowerGpu for a kernel `state` was already lowered to (the search lowers each state once: lowerOnce). */
+export function gpuProgram(state: State, k: Kernel, limits: GpuLimits): GpuProgram {
+  const name = k.name;
   const order = [...k.args.map((a) => a.buf), ...k.temps.map((t) => t.buf)];
+  const globals = new Set(order);
   const kernels = k.parts.map((part, i): GpuKernel => {
     const stage = state.stage(part.stage);
     if (stage.scope === 'shared') {

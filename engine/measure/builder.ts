@@ -25,7 +25,7 @@ import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { checkSteps } from '../schedule/validate-steps';
-import { isGpu, type Target } from '../target';
+import { isGpu, type GpuTarget, type Target } from '../target';
 
 /** The exported entry point of every candidate library. */
 export const CANDIDATE_SYMBOL = 'tt_candidate';
@@ -76,7 +76,7 @@ export function renderCandidate(
  * device hooks tt_measure calls around the timed runs (codegen/opencl-host.ts). A schedule
  * that does not fit the device's limits is refused here, before anything is built.
  */
-function renderOpenclCandidate(dag: ComputeDAG, steps: Step[], target: Target & { gpu: NonNullable<Target['gpu']> }, packable: ReadonlySet<string>): RenderResult {
+function renderOpenclCandidate(dag: ComputeDAG, steps: Step[], target: GpuTarget, packable: ReadonlySet<string>): RenderResult {
   try {
     const program = lowerGpu(State.replay(dag, steps), 'tt_candidate_kernel', target.gpu, { packable });
     const { source, table } = renderOpencl(program, { vectorLanes: target.vectorLanes });
@@ -143,7 +143,7 @@ export class Builder {
     const flags = gpu
       ? ['-O1', '-std=gnu11', '-fPIC', ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`]
       : [...KERNEL_CFLAGS, ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
-    const hash = createHash('sha256').update(JSON.stringify(gpu ? [code, flags, runtime, compiler.identity] : [code, flags, compiler.identity])).digest('hex').slice(0, 24);
+    const hash = createHash('sha256').update(JSON.stringify([code, flags, ...runtime, compiler.identity])).digest('hex').slice(0, 24);
     const lib = path.join(this.opts.workDir, `${hash}.so`);
     const done = (): BuiltCandidate => ({ steps, lib, symbol: CANDIDATE_SYMBOL, build_ms: performance.now() - started });
     if (await cachedFileOk(lib)) return done();
