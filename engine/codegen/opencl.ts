@@ -6,10 +6,10 @@
 // CPUs. The prelude gives the helper names the C renderer uses (expf, tt_maxf, tt_v4_load,
 // ...) their OpenCL meaning, so both languages share one statement writer. Bound loops
 // become get_group_id / get_local_id; shared buffers are `__local` arrays at the kernel's
-// top; barriers are barrier(CLK_LOCAL_MEM_FENCE). Names are rebuilt from our identifiers
-// (cName in lower.ts), never pasted from records.
+// top; barriers are barrier(CLK_LOCAL_MEM_FENCE). Buffer names come from lowering (cName in
+// lower.ts) and kernel names from our callers, never from records.
 
-import { cName } from './lower';
+import { numElements } from '../ir/tensor';
 import { renderBody, type Dialect } from './c';
 import type { Dim3, GpuProgram } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
@@ -83,9 +83,10 @@ export interface OpenclRenderOptions {
 export function renderOpenclKernels(p: GpuProgram, opts: OpenclRenderOptions): string {
   const out: string[] = [];
   for (const k of p.kernels) {
-    const params = k.params.map((b) => `__global float* restrict ${cName(b)}`).join(', ');
-    out.push(`__kernel __attribute__((reqd_work_group_size(${k.block.join(', ')}))) void ${cName(k.name)}(${params}) {`);
-    for (const s of k.shared) out.push(`  __local float ${cName(s.buf)}[${s.size}];`);
+    // Buffer names are C names already (lowering made them with cName, as the body uses them).
+    const params = k.params.map((b) => `__global float* restrict ${b}`).join(', ');
+    out.push(`__kernel __attribute__((reqd_work_group_size(${k.block.join(', ')}))) void ${k.name}(${params}) {`);
+    for (const s of k.shared) out.push(`  __local float ${s.buf}[${s.size}];`);
     out.push(...renderBody(k.body, opts.vectorLanes, OPENCL_DIALECT, '  '));
     out.push('}', '');
   }
@@ -100,12 +101,12 @@ export function renderOpencl(p: GpuProgram, opts: OpenclRenderOptions): { source
 export function launchTable(p: GpuProgram): OpenclLaunchTable {
   const nIn = p.args.length - p.outputs;
   const buffers = [
-    ...p.args.map((a, i) => ({ name: a.buf, size: a.tensor.shape.reduce((x, y) => x * y, 1), role: (i < nIn ? 'in' : 'out') as BufferRole })),
+    ...p.args.map((a, i) => ({ name: a.buf, size: numElements(a.tensor.shape), role: (i < nIn ? 'in' : 'out') as BufferRole })),
     ...p.temps.map((t) => ({ name: t.buf, size: t.size, role: 'temp' as const })),
   ];
   const index = new Map(buffers.map((b, i) => [b.name, i]));
   const launches = p.kernels.map((k) => ({
-    kernel: cName(k.name),
+    kernel: k.name,
     args: k.params.map((b) => index.get(b)!),
     global: k.grid.map((g, d) => g * k.block[d]) as Dim3,
     local: k.block,
