@@ -15,13 +15,15 @@
 //
 //   npx tsx bench/opencl.ts [--target opencl] [--conv-trials 64] [--net-trials 176] [--seed 0]
 
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { compileNetwork } from '../engine/compile/network';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
 import { openclDeviceSync } from '../engine/native/opencl';
+import { bestRecords } from '../engine/records/best';
+import { readRecordFiles } from '../engine/records/log';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
 import type { Step } from '../engine/schedule/steps';
 import { tuneNetwork, tuneTasks } from '../engine/search/tune';
@@ -32,17 +34,10 @@ const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-/** The steps of the fastest valid record of a log. */
-function bestSteps(log: string): { steps: Step[]; ms: number } | undefined {
-  let best: { steps: Step[]; ms: number } | undefined;
-  for (const line of readFileSync(log, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const r = JSON.parse(line) as { error: unknown; costs_ms: number[]; steps: Step[] };
-    if (r.error !== null || r.costs_ms.length === 0) continue;
-    const ms = mean(r.costs_ms);
-    if (!best || ms < best.ms) best = { steps: r.steps, ms };
-  }
-  return best;
+/** The steps of the fastest valid record of a one-task log. */
+async function bestSteps(log: string): Promise<Step[] | undefined> {
+  const [best] = bestRecords(await readRecordFiles([log])).values();
+  return best?.record.steps;
 }
 
 /** Each schedule timed in `rounds` interleaved rounds by `measurer`; the lowest mean per schedule. */
@@ -76,10 +71,10 @@ async function main(): Promise<void> {
   const gflops = (ms: number | string): string => (typeof ms === 'number' ? `${(task.flops / (ms * 1e-3) / 1e9).toFixed(1)} GFLOPS` : '-');
   const convLog = path.join(dir, 'conv.jsonl');
   const tuned = await tuneTasks('seed-002 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 16, seed, measure: { threads: 1 } });
-  const best = bestSteps(convLog);
+  const best = await bestSteps(convLog);
   if (!best) throw new Error('tuning found no valid schedule for the conv');
   const gpuMeasurer = new LocalMeasurer(target, { threads: 1, seed, repeat: 3, minRepeatMs: 50 });
-  const [firstGen, tunedMs] = await interleaved(gpuMeasurer, task, [defaultSchedule(task.dag, defaultOptionsOf(target)), best.steps]);
+  const [firstGen, tunedMs] = await interleaved(gpuMeasurer, task, [defaultSchedule(task.dag, defaultOptionsOf(target)), best]);
   await gpuMeasurer.close();
   const cpu = parseTarget('llvm -mcpu=native');
   const cpuDefault = defaultSchedule(task.dag, defaultOptionsOf(cpu));
