@@ -2,7 +2,7 @@
 // lowering check that rejects invalid states before they are measured, and the set of
 // programs already measured or proposed (by canonical step string).
 
-import { lowerGpu } from '../codegen/gpu';
+import { gpuProgram } from '../codegen/gpu';
 import { lowerOnce } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
 import { ScheduleError } from '../schedule/state';
@@ -97,14 +97,15 @@ export class SearchSpace {
 
   /**
    * The state replays and lowers (local buffers within codegen's limits; on a GPU, launches
-   * within the device's threads, shared memory and vthread limits: lowerGpu). Cached by key.
+   * within the device's threads, shared memory and vthread limits: gpuProgram). Cached by
+   * key. The kernel is lowerOnce's, which the cost model's features reuse.
    */
   lowers(b: Built, key = stepsKey(b.steps)): boolean {
     let ok = this.lowerable.get(key);
     if (ok === undefined) {
       try {
-        if (this.gpu) lowerGpu(b.state, 'kernel', this.gpu.params);
-        else lowerOnce(b.state);
+        const kernel = lowerOnce(b.state);
+        if (this.gpu) gpuProgram(b.state, kernel, this.gpu.params);
         ok = true;
       } catch {
         // A candidate that codegen rejects is never measured, whatever the reason.
