@@ -6,7 +6,7 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { mergeIntoStore, readStore, bestFor, storeLogs, writeRecordsFile } from '../engine/records/store';
+import { mergeIntoStore, readStore, bestFor, storeIds, storeLogs, writeRecordsFile } from '../engine/records/store';
 import type { LogEntry } from '../engine/records/log';
 import { storeLogFile, tuneOutputsDir } from '../plugin/resolve';
 
@@ -30,12 +30,18 @@ async function tuneOutputs(storeDir: string): Promise<{ file: string; log: strin
   return out;
 }
 
-/** Merges every tune output (restored by Nx or written by an earlier run) into the store; returns the records added. */
+/**
+ * Merges every tune output (restored by Nx or written by an earlier run) into the store;
+ * returns the records added. The store is read once for all of them: only a log that gets
+ * records it did not hold then is locked and checked again.
+ */
 export async function absorbTuneOutputs(storeDir: string, warn: (m: string) => void): Promise<number> {
   const byLog = new Map<string, string[]>();
   for (const { file, log } of await tuneOutputs(storeDir)) byLog.set(log, [...(byLog.get(log) ?? []), file]);
+  if (byLog.size === 0) return 0;
+  const held = await storeIds(storeDir, { warn });
   let added = 0;
-  for (const [log, files] of byLog) added += (await mergeIntoStore(storeDir, log, files, { warn })).added;
+  for (const [log, files] of byLog) added += (await mergeIntoStore(storeDir, log, files, { warn, held })).added;
   return added;
 }
 

@@ -6,8 +6,9 @@
 // workloads to those its records mention (the network's own tune outputs). Missing paths
 // read as empty: before the first tune there is nothing to digest.
 
+import path from 'node:path';
 import { UserError } from '../errors';
-import { readRecordFiles } from '../records/log';
+import { readRecords, type LogEntry } from '../records/log';
 import { bestDigest, recordFilesOf } from '../records/store';
 import { hardwareFingerprint, parseTarget } from '../target';
 import { parseFlags, type CliIo, type Command } from './command';
@@ -36,10 +37,19 @@ export const bestDigestCommand: Command = {
     if (values.help) { io.out(USAGE); return 0; }
     if (!values.target?.length) throw new UserError('expected at least one --target');
     const warn = (m: string): void => io.err(`tensortune best-digest: warning: ${m}\n`);
-    const entries = await readRecordFiles(await recordFilesOf(positionals), { warn });
-    const keys = values['keys-from']
-      ? new Set((await readRecordFiles(await recordFilesOf(values['keys-from']), { warn })).map((e) => e.record.key))
-      : undefined;
+    // Each file is read once, though --keys-from names files of RECORDS (the tune outputs).
+    const read = new Map<string, LogEntry[]>();
+    const entriesOf = async (paths: readonly string[]): Promise<LogEntry[]> => {
+      const out: LogEntry[] = [];
+      for (const file of await recordFilesOf(paths)) {
+        const id = path.resolve(file);
+        if (!read.has(id)) read.set(id, (await readRecords(file, { warn })).entries);
+        out.push(...read.get(id)!);
+      }
+      return out;
+    };
+    const entries = await entriesOf(positionals);
+    const keys = values['keys-from'] ? new Set((await entriesOf(values['keys-from'])).map((e) => e.record.key)) : undefined;
     for (const [i, text] of values.target.entries()) {
       const target = parseTarget(text, `--target ${i + 1}`);
       const fingerprint = hardwareFingerprint(target);

@@ -58,6 +58,20 @@ function unique(entries: readonly LogEntry[]): LogEntry[] {
   });
 }
 
+/** The identities (recordId) of every valid record the store holds. */
+export async function storeIds(dir: string, opts: ReadOptions = {}): Promise<Set<string>> {
+  return new Set((await readRecordFiles(await storeLogs(dir), opts)).map((e) => recordId(e.record)));
+}
+
+export interface MergeOptions extends ReadOptions {
+  /**
+   * Identities the store held at an earlier read (storeIds), shared by several merges: the
+   * store only grows, so records among them are passed over without reading it again, and
+   * a merge with nothing else takes no lock.
+   */
+  held?: ReadonlySet<string>;
+}
+
 export interface MergeResult {
   /** Valid records read from the sources. */
   read: number;
@@ -71,12 +85,14 @@ export interface MergeResult {
  * never add a record twice; a record that lands in another log meanwhile is at worst held
  * twice (readers deduplicate), never lost.
  */
-export async function mergeIntoStore(dir: string, log: string, sources: readonly string[], opts: ReadOptions = {}): Promise<MergeResult> {
-  const incoming = await readRecordFiles(sources, { ...opts, missingOk: true });
-  if (incoming.length === 0) return { read: 0, added: 0 };
-  const added = await appendRecords(log, incoming.map((e) => e.record), {
+export async function mergeIntoStore(dir: string, log: string, sources: readonly string[], opts: MergeOptions = {}): Promise<MergeResult> {
+  const { held: before, ...readOpts } = opts;
+  const incoming = await readRecordFiles(sources, { ...readOpts, missingOk: true });
+  const candidates = incoming.map((e) => e.record).filter((r) => !before?.has(recordId(r)));
+  if (candidates.length === 0) return { read: incoming.length, added: 0 };
+  const added = await appendRecords(log, candidates, {
     async select(records) {
-      const held = new Set((await readRecordFiles(await storeLogs(dir), opts)).map((e) => recordId(e.record)));
+      const held = await storeIds(dir, readOpts);
       const out: TuningRecord[] = [];
       for (const record of records) {
         const id = recordId(record);
