@@ -37,7 +37,6 @@ function usage(): string {
   ].join('\n');
 }
 
-
 const processIo: CliIo = {
   out: (text) => { process.stdout.write(text); },
   err: (text) => { process.stderr.write(text); },

@@ -21,10 +21,8 @@ const ENVIRONMENT_CODES = new Set([
 
 const FALLBACK_CAUSES: Record<string, string> = { EDQUOT: 'disk quota exceeded' };
 
-/** `no space left on device (ENOSPC)` for a system error, else undefined. */
-function systemErrorCause(e: unknown): string | undefined {
-  const { code, errno } = (e ?? {}) as NodeJS.ErrnoException;
-  if (!(e instanceof Error) || typeof code !== 'string' || !/^E[A-Z0-9]+$/.test(code)) return undefined;
+/** `no space left on device (ENOSPC)`: the system's text for the error's errno, and its code. */
+function systemErrorCause({ code, errno }: NodeJS.ErrnoException & { code: string }): string {
   const text = (typeof errno === 'number' ? getSystemErrorMap().get(errno)?.[1] : undefined) ?? FALLBACK_CAUSES[code];
   return text ? `${text} (${code})` : code;
 }
@@ -36,9 +34,9 @@ function systemErrorCause(e: unknown): string | undefined {
  */
 export function asUserError(e: unknown, what?: string, after = ''): UserError | undefined {
   if (e instanceof UserError) return e;
-  const err = e as NodeJS.ErrnoException & { dest?: string };
+  const err = e as NodeJS.ErrnoException & { code: string; dest?: string };
   if (!(e instanceof Error) || !ENVIRONMENT_CODES.has(err.code ?? '')) return undefined;
   const call = err.syscall ?? 'a system call';
   const where = what ?? (err.path ? `cannot ${call} '${err.path}'${err.dest ? ` to '${err.dest}'` : ''}` : `${call} failed`);
-  return new UserError(`${where}: ${systemErrorCause(e)}${after}`);
+  return new UserError(`${where}: ${systemErrorCause(err)}${after}`);
 }

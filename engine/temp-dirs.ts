@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { asUserError } from './errors';
 
-export type TempPrefix = 'tt-bench' | 'tt-measure' | 'tt-compare';
-const PREFIXES: readonly TempPrefix[] = ['tt-bench', 'tt-measure', 'tt-compare'];
+const PREFIXES = ['tt-bench', 'tt-measure', 'tt-compare'] as const;
+export type TempPrefix = (typeof PREFIXES)[number];
 const OWNED = new RegExp(`^(${PREFIXES.join('|')})-(\\d+)-[A-Za-z0-9]{6}$`);
 
 /** Whether a process with this pid exists (EPERM: it does, under another user). */
@@ -25,18 +25,16 @@ export function pidAlive(pid: number): boolean {
 
 const swept = new Set<string>();
 
-/** Removes the owned folders in `dir` whose owner process is gone (once per process and dir);
- *  returns their names. */
-function sweepStaleTempDirs(dir = tmpdir()): string[] {
-  if (swept.has(dir)) return [];
+/** Removes the owned folders in `dir` whose owner process is gone (once per process and dir). */
+function sweepStaleTempDirs(dir: string): void {
+  if (swept.has(dir)) return;
   swept.add(dir);
   let names: string[];
   try {
     names = readdirSync(dir);
   } catch {
-    return [];
+    return;
   }
-  const removed: string[] = [];
   for (const name of names) {
     const m = OWNED.exec(name);
     if (!m) continue;
@@ -44,10 +42,8 @@ function sweepStaleTempDirs(dir = tmpdir()): string[] {
     if (pid === process.pid || pidAlive(pid)) continue;
     try {
       rmSync(path.join(dir, name), { recursive: true, force: true });
-      removed.push(name);
     } catch { /* another process's, or being removed by another sweep */ }
   }
-  return removed;
 }
 
 /** A fresh `<tmpdir>/<prefix>-<pid>-XXXXXX`, after sweeping stale ones; the caller removes it. */

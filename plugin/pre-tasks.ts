@@ -124,17 +124,11 @@ export const preTasksExecution: PreTasksExecution = (_options, context) => {
       return undefined;
     }
   };
-  const error = ((): Error | undefined => {
-    try {
-      checkNxCommand(nx, graph, modelDir);
-      return undefined;
-    } catch (e) {
-      return e as Error;
-    }
-  })();
-  if (error) {
+  try {
+    checkNxCommand(nx, graph, modelDir);
+  } catch (e) {
     // Nx prints the message as is; without a stack it does not add 'Pass --verbose to see the stacktrace'.
-    error.stack = undefined;
-    throw error;
+    (e as Error).stack = undefined;
+    throw e;
   }
 };

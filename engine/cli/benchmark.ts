@@ -5,9 +5,10 @@
 import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
-import { manifestFiles, readManifest } from '../compile/manifest';
+import { manifestFiles, readManifest, type Manifest } from '../compile/manifest';
 import { checkModelRunsHere } from '../compile/model-opencl';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
+import { inputFiles } from '../runtime/rawfile';
 import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
@@ -60,6 +61,14 @@ it with the weights 'compile' gives it. Its options and their defaults:
   --json               then print the report as one JSON object
 `;
 
+/** The manifest of the compiled model in `dir`, which must be one and run on this machine. */
+function runnableManifest(dir: string, command: string): Manifest {
+  checkCompiledDir(dir);
+  const manifest = readManifest(path.resolve(dir));
+  checkModelRunsHere(manifest, command, path.join(dir, 'manifest.json'));
+  return manifest;
+}
+
 export const benchmarkCommand: Command = {
   name: 'benchmark',
   summary: 'time a compiled model (mean / median / max / min / std)',
@@ -75,13 +84,12 @@ export const benchmarkCommand: Command = {
     if (values.compare !== undefined) {
       oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
       if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');
-      checkCompiledDir(positionals[0]);
-      checkModelRunsHere(readManifest(path.resolve(positionals[0])), 'benchmark --compare', path.join(positionals[0], 'manifest.json'));
+      runnableManifest(positionals[0], 'benchmark --compare');
       const report = await compareWithOnnxRuntime({
         modelDir: positionals[0], onnx: values.onnx, threads: positiveInt('--threads', values.threads, 1),
         rounds: positiveInt('--rounds', values.rounds, 5), repeat: positiveInt('--repeat', values.repeat, 3),
         number: optionalInt('--number', values.number),
-        minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], 100),
+        minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], BENCH_DEFAULTS.minRepeatMs),
         seed: nonNegativeInt('--seed', values.seed, 0), log: (line) => io.err(`${line}\n`),
       });
       io.out(`${formatCompareReport(report)}\n`);
@@ -89,17 +97,8 @@ export const benchmarkCommand: Command = {
       return 0;
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
-    checkCompiledDir(positionals[0]);
-    const dir = path.resolve(positionals[0]);
-    const manifest = readManifest(dir);
-    checkModelRunsHere(manifest, 'benchmark', path.join(positionals[0], 'manifest.json'));
-    const files = manifestFiles(dir, manifest);
-    const inputs: Record<string, string> = {};
-    for (const spec of values.input ?? []) {
-      const m = /^([^=]+)=(.+)$/.exec(spec);
-      if (!m) throw new UserError(`bad --input '${spec}' (expected NAME=FILE)`);
-      inputs[m[1]] = path.resolve(m[2]);
-    }
+    const files = manifestFiles(path.resolve(positionals[0]), runnableManifest(positionals[0], 'benchmark'));
+    const inputs = inputFiles(values.input ?? []);
     const result = await runBench({
       model: files.library, params: files.params,
       repeat: positiveInt('--repeat', values.repeat, BENCH_DEFAULTS.repeat), number: optionalInt('--number', values.number),

@@ -169,7 +169,7 @@ export function modelFlags(
     imageSize = h;
   }
   for (const model of models) {
-    const { name, inputs } = loadModel({ model, layout, batch, imageSize: isOnnxPath(model) ? undefined : imageSize, weights: 'zeros' });
+    const { name, inputs } = loadModel({ model, layout, batch, imageSize, weights: 'zeros' });
     const show = (s: readonly number[]): string => `[${s.join(',')}]`;
     if (inputs.length !== shapes.length) throw new UserError(`--input-shapes '${text}' gives ${shapes.length} input(s); ${name} has ${inputs.length}: ${inputs.map((i) => `${i.name}:${show(i.shape)}`).join(' ')}`);
     for (const [i, s] of shapes.entries()) {

@@ -69,7 +69,7 @@ export const distillCommand: Command = {
     // Loaded before any lock is taken: tasks are extracted as tune extracts them (the weights do not change a key).
     const dags = new Map<string, ComputeDAG>();
     for (const model of networks) {
-      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize: isOnnxPath(model) ? undefined : imageSize, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
+      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
     }
     const out = aliased(values, 'out', 'output') ?? defaultDistillOutput(positionals[0]);
     const result = await distillFiles(positionals, out, { dags: networks.length > 0 ? dags : undefined, warn: (m) => io.err(`tensortune distill: warning: ${m}\n`) });

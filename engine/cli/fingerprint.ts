@@ -56,7 +56,7 @@ export async function fingerprintReport(targets: readonly string[], probe: Openc
     targets: parsed.map((t) => {
       if (t.kind !== 'opencl') return { target: t.text, fingerprint: hardwareFingerprint(t, probe) };
       const found = probe();
-      return { target: t.text, fingerprint: hardwareFingerprint(t, probe), opencl: 'device' in found ? openclIdentity(found.device) : { error: found.error } };
+      return { target: t.text, fingerprint: hardwareFingerprint(t, () => found), opencl: 'device' in found ? openclIdentity(found.device) : { error: found.error } };
     }),
   };
 }

@@ -3,6 +3,7 @@
 
 import { promises as fs } from 'node:fs';
 import { endianness } from 'node:os';
+import path from 'node:path';
 import { UserError } from './errors';
 
 const littleEndian = endianness() === 'LE';
@@ -37,4 +38,14 @@ export async function readFloat32File(file: string, expected?: number): Promise<
     throw new UserError(`${file}: expected ${want}, the file has ${bytes.length} bytes`);
   }
   return bytesToFloat32(bytes);
+}
+
+/** `--input NAME=FILE` values (benchmark's raw input files) -> input name -> absolute file,
+ *  relative paths from `root`. */
+export function inputFiles(specs: readonly string[], root = process.cwd()): Record<string, string> {
+  return Object.fromEntries(specs.map((spec) => {
+    const m = /^([^=]+)=(.+)$/.exec(spec);
+    if (!m) throw new UserError(`bad --input '${spec}' (expected NAME=FILE)`);
+    return [m[1], path.resolve(root, m[2])];
+  }));
 }

@@ -10,19 +10,11 @@ import type { ExecutorContext } from '@nx/devkit';
 import { manifestFiles, readManifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../../engine/native/bench';
+import { inputFiles } from '../../engine/runtime/rawfile';
 import { checkRunsHere, cpuModel, parseTarget } from '../../engine/target';
 import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { writeReport, type BenchmarkReport } from './report';
 import type { BenchmarkExecutorOptions } from './schema';
-
-/** `NAME=FILE` options -> input name -> absolute file. */
-function inputFiles(specs: readonly string[], root: string): Record<string, string> {
-  return Object.fromEntries(specs.map((spec) => {
-    const m = /^([^=]+)=(.+)$/.exec(spec);
-    if (!m) throw new UserError(`bad --input '${spec}' (expected NAME=FILE)`);
-    return [m[1], path.resolve(root, m[2])];
-  }));
-}
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {

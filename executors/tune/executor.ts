@@ -60,7 +60,6 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
       throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
         'measuring through a runner command is not supported by this engine version yet; remove it to measure on this machine');
     }
-    parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
     if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1') {
       // Not an input of the hash, on purpose: CI sets it and still hits the tuning machines' cache entries.
       const c = `${run.network}${run.budgetName ? ` -c ${run.targetName}-${run.budgetName}` : ''}`;
@@ -89,7 +88,7 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
         log: (line) => console.log(line),
         signal: aborter.signal,
       });
-      const target = parseTarget(run.target.target, `targets.${run.targetName}.target`);
+      const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
       const match = { target: target.text, fingerprint: hardwareFingerprint(target) };
       const out = await writeTuneOutput(run.storeDir, run.tuneOutput, result.tasks.map((t) => t.key), match, warn);
       console.log(`output ${rel(run.tuneOutput)}: ${out.records} measurement(s) of this network's tasks, best records for ${out.best} of ${result.tasks.length} task(s)`);
