@@ -25,11 +25,12 @@
 import { walk, type Expr } from '../ir/expr';
 import { numElements } from '../ir/tensor';
 import type { ComputeDAG } from '../ir/dag';
-import { ScheduleError, State } from '../schedule/state';
-import { MAX_UNROLL, type Step, type ThreadTag } from '../schedule/steps';
-import type { Built, ParamKind, ParamSource, ParamSpec, ParamValue, TileFits } from './annotate';
+import { ScheduleError } from '../schedule/state';
+import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
+import type { Built, ParamSource, TileFits } from './annotate';
 import { MAX_INNERMOST_FACTOR } from './factors';
 import type { GpuSpace, Plan, Sketch } from './sketch';
+import { StepBuilder } from './step-builder';
 
 /**
  * TVM's GPU candidates for auto_unroll_max_step ({0, 16, 64, 512, 1024}), less those above
@@ -124,74 +125,22 @@ export function buildGpuState(dag: ComputeDAG, sketch: Sketch, index: number, sr
   return new GpuBuilder(dag, sketch, sketch.gpu, index, src).build();
 }
 
-class GpuBuilder {
-  private readonly state: State;
-  private readonly steps: Step[] = [];
-  private readonly values = new Map<string, ParamValue>();
-  private readonly specs = new Map<string, ParamSpec>();
+class GpuBuilder extends StepBuilder {
+  protected readonly unrollSteps = GPU_UNROLL_STEPS;
 
-  constructor(
-    private readonly dag: ComputeDAG, private readonly sketch: Sketch, private readonly gpu: GpuSpace,
-    private readonly index: number, private readonly src: ParamSource,
-  ) {
-    this.state = new State(dag);
+  constructor(dag: ComputeDAG, sketch: Sketch, private readonly gpu: GpuSpace, index: number, src: ParamSource) {
+    super(dag, sketch, index, src);
   }
 
-  build(): Built {
-    const names = this.dag.computeStages.map((t) => t.name);
-    for (const x of names) if (this.plan(x).k === 'inline') this.emit({ s: 'compute_inline', stage: x });
-    for (let i = names.length - 1; i >= 0; i--) {
-      const x = names[i];
-      const p = this.plan(x);
-      if (p.k === 'gpu-tile') this.tile(x, p);
-      else if (p.k === 'gpu-rfactor') this.rfactor(x, p.inner);
-      else if (p.k === 'gpu-simple') this.simple(x);
-      else if (p.k !== 'inline' && p.k !== 'fused-consumer') throw new Error(`GPU sketch ${this.sketch.name}: CPU plan ${p.k} for ${x}`);
-    }
-    this.state.validate();
-    return { steps: this.steps, state: this.state, genome: { sketch: this.index, values: this.values }, specs: this.specs };
-  }
-
-  private plan(x: string): Plan {
-    return this.sketch.plans.get(x)!;
-  }
-
-  private emit(st: Step): void {
-    this.state.apply(st);
-    this.steps.push(st);
-  }
-
-  private tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR, fits?: TileFits): readonly number[] {
-    const v = this.src.tile(key, extent, parts, maxInner, false, fits);
-    if (fits && !fits(v)) throw new ScheduleError(`${key}: tile [${v.join(', ')}] exceeds the device's limits`);
-    this.values.set(key, v);
-    this.specs.set(key, { kind: 'tile', extent, parts, maxInner, ...(fits ? { fits } : {}) });
-    return v;
-  }
-
-  private choiceOf(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number {
-    const v = n <= 1 ? 0 : this.src.choice(key, kind, n);
-    if (n > 1) {
-      this.values.set(key, v);
-      this.specs.set(key, { kind, n });
-    }
-    return v;
-  }
-
-  /** Fuse `loops` (consecutive) into one and return its name. */
-  private fuse(stage: string, loops: readonly string[]): string {
-    if (loops.length >= 2) this.emit({ s: 'fuse', stage, iters: [...loops] });
-    return loops.join('@');
+  protected buildStage(x: string, p: Plan): void {
+    if (p.k === 'gpu-tile') this.tile(x, p);
+    else if (p.k === 'gpu-rfactor') this.rfactor(x, p.inner);
+    else if (p.k === 'gpu-simple') this.simple(x);
+    else if (p.k !== 'fused-consumer') throw new Error(`GPU sketch ${this.sketch.name}: CPU plan ${p.k} for ${x}`);
   }
 
   private bind(stage: string, iter: string, thread: ThreadTag): void {
     this.emit({ s: 'bind', stage, iter, thread });
-  }
-
-  private unroll(stage: string, key: string): void {
-    const first = this.state.stage(stage).leaves[0];
-    const v = GPU_UNROLL_STEPS[this.choiceOf(key, 'unroll', GPU_UNROLL_STEPS.length)];
-    this.emit({ s: 'pragma', stage, iter: first, pragma: 'auto_unroll_max_step', value: v });
   }
 
   /** Mali (TVM's InitVectorization): vectorise an innermost loop of a few iterations. */
@@ -208,7 +157,7 @@ class GpuBuilder {
   private threadsOf(key: string, extent: number): number {
     const most = pow2Floor(Math.min(this.gpu.params.maxThreadsPerBlock, pow2Ceil(extent)));
     const least = Math.min(most, pow2Ceil(Math.max(MIN_THREADS, this.gpu.params.warpSize)));
-    return this.tileOf(key, most, 2, most, (f) => f[1] >= least)[1];
+    return this.tileOf(key, most, 2, most, false, (f) => f[1] >= least)[1];
   }
 
   /** Fuse the outermost `loops` of a root stage (their product `extent`), split by a thread count, bind blockIdx.x / threadIdx.x. */
@@ -270,7 +219,7 @@ class GpuBuilder {
       return ok;
     };
     const draw = (key: string, extent: number, parts: number): readonly number[] => {
-      const f = this.tileOf(key, extent, parts, MAX_INNERMOST_FACTOR, fitsFor(key));
+      const f = this.tileOf(key, extent, parts, MAX_INNERMOST_FACTOR, false, fitsFor(key));
       drawn.set(key, f);
       return f;
     };

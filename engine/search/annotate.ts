@@ -9,11 +9,12 @@
 import type { ComputeDAG } from '../ir/dag';
 import type { RecordGenome } from '../records/record';
 import { numElements } from '../ir/tensor';
-import { ScheduleError, State } from '../schedule/state';
+import { ScheduleError, type State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
 import { MAX_LOCAL_FLOATS } from '../codegen/lower';
 import { buildGpuState } from './annotate-gpu';
+import { StepBuilder } from './step-builder';
 import type { Rng } from './rng';
 import type { Plan, Sketch } from './sketch';
 
@@ -125,74 +126,21 @@ export function buildState(dag: ComputeDAG, sketches: readonly Sketch[], index: 
   return new Builder(dag, sketch, index, src).build();
 }
 
-class Builder {
-  private readonly state: State;
-  private readonly steps: Step[] = [];
-  private readonly values = new Map<string, ParamValue>();
-  private readonly specs = new Map<string, ParamSpec>();
+class Builder extends StepBuilder {
+  protected readonly unrollSteps = UNROLL_STEPS;
 
-  constructor(private readonly dag: ComputeDAG, private readonly sketch: Sketch, private readonly index: number, private readonly src: ParamSource) {
-    this.state = new State(dag);
-  }
-
-  build(): Built {
-    const names = this.dag.computeStages.map((t) => t.name);
-    // Inline first, so every later decision sees the inlined structure; then consumers before producers.
-    for (const x of names) if (this.plan(x).k === 'inline') this.emit({ s: 'compute_inline', stage: x });
-    for (let i = names.length - 1; i >= 0; i--) {
-      const x = names[i];
-      const p = this.plan(x);
-      if (p.k === 'tile') this.tile(x, p);
-      else if (p.k === 'rfactor') this.rfactor(x, p.inner);
-      else if (p.k === 'simple') this.simple(x);
-    }
-    this.state.validate();
-    return { steps: this.steps, state: this.state, genome: { sketch: this.index, values: this.values }, specs: this.specs };
-  }
-
-  private plan(x: string): Plan {
-    return this.sketch.plans.get(x)!;
-  }
-
-  private emit(st: Step): void {
-    this.state.apply(st);
-    this.steps.push(st);
-  }
-
-  private tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR, vector = false): readonly number[] {
-    const v = this.src.tile(key, extent, parts, maxInner, vector);
-    this.values.set(key, v);
-    this.specs.set(key, { kind: 'tile', extent, parts, maxInner });
-    return v;
-  }
-
-  private choiceOf(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number {
-    const v = n <= 1 ? 0 : this.src.choice(key, kind, n);
-    if (n > 1) {
-      this.values.set(key, v);
-      this.specs.set(key, { kind, n });
-    }
-    return v;
-  }
-
-  private leaves(stage: string): string[] {
-    return [...this.state.stage(stage).leaves];
+  protected buildStage(x: string, p: Plan): void {
+    if (p.k === 'tile') this.tile(x, p);
+    else if (p.k === 'rfactor') this.rfactor(x, p.inner);
+    else if (p.k === 'simple') this.simple(x);
   }
 
   /** Fuse the first `n` of `loops` (consecutive, outermost) and mark the result parallel; returns its name. */
   private parallel(stage: string, loops: readonly string[], n: number): string | undefined {
     if (n <= 0) return undefined;
-    const picked = loops.slice(0, n);
-    if (picked.length >= 2) this.emit({ s: 'fuse', stage, iters: [...picked] });
-    const name = picked.join('@');
+    const name = this.fuse(stage, loops.slice(0, n));
     this.emit({ s: 'annotate', stage, iter: name, ann: 'parallel' });
     return name;
-  }
-
-  private unroll(stage: string, key: string): void {
-    const first = this.leaves(stage)[0];
-    const v = UNROLL_STEPS[this.choiceOf(key, 'unroll', UNROLL_STEPS.length)];
-    this.emit({ s: 'pragma', stage, iter: first, pragma: 'auto_unroll_max_step', value: v });
   }
 
   private vectorize(stage: string, iter: string, extent: number): void {
@@ -261,11 +209,7 @@ class Builder {
     const s = this.state.stage(x);
     const rn = s.reduceAxes.map((r) => r.name);
     const total = numElements(s.reduceAxes.map((r) => r.extent));
-    let r = rn[0];
-    if (rn.length > 1) {
-      this.emit({ s: 'fuse', stage: x, iters: rn });
-      r = rn.join('@');
-    }
+    const r = this.fuse(x, rn);
     const [, g1] = this.tileOf(`${x}/rf`, total, 2);
     this.emit({ s: 'split', stage: x, iter: r, lengths: [g1] });
     const factor = inner ? `${r}.1` : `${r}.0`, rest = inner ? `${r}.0` : `${r}.1`;
