@@ -31,6 +31,13 @@ export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order';
  */
 export type TileFits = (factors: readonly number[]) => boolean;
 
+/** The factorizations a ParamSource chooses a tile from: those `fits` accepts, if given. Throws when there are none. */
+export function tileChoices(extent: number, parts: number, maxInner: number, fits?: TileFits): readonly (readonly number[])[] {
+  const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
+  if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
+  return all;
+}
+
 export type ParamSpec =
   | { kind: 'tile'; extent: number; parts: number; maxInner: number; fits?: TileFits }
   | { kind: Exclude<ParamKind, 'tile'>; n: number };
@@ -70,8 +77,7 @@ const WHOLE_VECTOR_BIAS = 0.8;
 export class RandomSource implements ParamSource {
   constructor(private readonly rng: Rng, private readonly vectorLanes = 0) {}
   tile(_key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits): readonly number[] {
-    const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
-    if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
+    const all = tileChoices(extent, parts, maxInner, fits);
     if (vector && this.vectorLanes > 1) {
       const whole = all.filter((f) => f[f.length - 1] % this.vectorLanes === 0);
       if (whole.length > 0 && this.rng.float() < WHOLE_VECTOR_BIAS) return this.rng.pick(whole);

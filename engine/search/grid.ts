@@ -4,10 +4,8 @@
 // parameters within the budget.
 
 import type { Step } from '../schedule/steps';
-import { ScheduleError } from '../schedule/state';
-import { buildState, stepsKey, type ParamKind, type ParamSource, type TileFits } from './annotate';
+import { buildState, stepsKey, tileChoices, type ParamKind, type ParamSource, type TileFits } from './annotate';
 import { SpacePolicy } from './candidates';
-import { factorizations } from './factors';
 
 /** Reads the i-th value of the i-th request from `digits` and records each request's domain size. */
 class OdometerSource implements ParamSource {
@@ -20,8 +18,7 @@ class OdometerSource implements ParamSource {
     return Math.min(this.digits[i] ?? 0, n - 1);
   }
   tile(_key: string, extent: number, parts: number, maxInner: number, _vector = false, fits?: TileFits): readonly number[] {
-    const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
-    if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
+    const all = tileChoices(extent, parts, maxInner, fits);
     return all[this.next(all.length)];
   }
   choice(_key: string, _kind: ParamKind, n: number): number {
