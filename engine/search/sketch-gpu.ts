@@ -32,7 +32,7 @@
 import type { ComputeDAG } from '../ir/dag';
 import type { GpuParams } from '../target';
 import { StageAnalysis } from './analysis';
-import { planName, type GpuSpace, type Plan, type Sketch } from './sketch';
+import { enumerateSketches, type GpuSpace, type Plan, type Sketch } from './sketch';
 
 export interface GpuSketchOptions {
   /** The device's limits (target.ts GpuParams). */
@@ -69,40 +69,28 @@ export function sharedInputs(an: StageAnalysis, name: string): string[] {
 export function generateGpuSketches(dag: ComputeDAG, opts: GpuSketchOptions): Sketch[] {
   const an = new StageAnalysis(dag);
   const gpu: GpuSpace = { params: opts.gpu, mali: opts.mali ?? false };
-  const names = dag.computeStages.map((t) => t.name);
   const inlined = (s: string): boolean => inlinedOnGpu(an, s);
-  let partials: Map<string, Plan>[] = [new Map()];
-  for (let i = names.length - 1; i >= 0; i--) {
-    const x = names[i];
+  return enumerateSketches(dag, (x, _plans, withPlan) => {
+    if (inlined(x)) return [withPlan({ k: 'inline' })];
     const next: Map<string, Plan>[] = [];
-    for (const plans of partials) {
-      if (plans.has(x)) { next.push(plans); continue; }
-      const withPlan = (p: Plan, extra: [string, Plan][] = []): Map<string, Plan> => new Map([...plans, [x, p], ...extra]);
-      if (inlined(x)) { next.push(withPlan({ k: 'inline' })); continue; }
-      const reduce = an.hasReduce(x);
-      if (reduce && gpu.mali && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1) {
-        next.push(withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false }));
-      }
-      if (!gpu.mali && needsCrossThreadReduction(an, x, gpu.params.warpSize)) {
-        next.push(withPlan({ k: 'gpu-rfactor', inner: true }));
-      }
-      if (an.needsMultiLevelTiling(x)) {
-        const shared = gpu.mali || !reduce ? [] : sharedInputs(an, x);
-        const consumer = an.fusibleConsumer(x, inlined);
-        if (consumer !== undefined) {
-          next.push(withPlan({ k: 'gpu-tile', consumer, cacheWrite: false, shared }, [[consumer, { k: 'fused-consumer', producer: x }]]));
-        } else {
-          next.push(withPlan({ k: 'gpu-tile', cacheWrite: true, shared }));
-        }
-      } else {
-        next.push(withPlan({ k: 'gpu-simple' }));
-      }
+    const reduce = an.hasReduce(x);
+    if (reduce && gpu.mali && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1) {
+      next.push(withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false }));
     }
-    partials = next;
-  }
-  return partials.map((plans) => ({
-    name: names.filter((n) => plans.get(n)!.k !== 'inline').map((n) => `${n}:${planName(plans.get(n)!)}`).join(' '),
-    plans,
-    gpu,
-  }));
+    if (!gpu.mali && needsCrossThreadReduction(an, x, gpu.params.warpSize)) {
+      next.push(withPlan({ k: 'gpu-rfactor', inner: true }));
+    }
+    if (an.needsMultiLevelTiling(x)) {
+      const shared = gpu.mali || !reduce ? [] : sharedInputs(an, x);
+      const consumer = an.fusibleConsumer(x, inlined);
+      if (consumer !== undefined) {
+        next.push(withPlan({ k: 'gpu-tile', consumer, cacheWrite: false, shared }, [[consumer, { k: 'fused-consumer', producer: x }]]));
+      } else {
+        next.push(withPlan({ k: 'gpu-tile', cacheWrite: true, shared }));
+      }
+    } else {
+      next.push(withPlan({ k: 'gpu-simple' }));
+    }
+    return next;
+  }, gpu);
 }

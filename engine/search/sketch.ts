@@ -65,7 +65,7 @@ export interface SketchOptions {
   numCores: number;
 }
 
-export function planName(p: Plan): string {
+function planName(p: Plan): string {
   switch (p.k) {
     case 'inline': return 'inline';
     case 'tile': return `tile${p.level}${p.cacheWrite ? '+cache' : ''}${p.consumer ? `>${p.consumer}` : ''}`;
@@ -78,42 +78,54 @@ export function planName(p: Plan): string {
   }
 }
 
-export function generateSketches(dag: ComputeDAG, opts: SketchOptions): Sketch[] {
-  const an = new StageAnalysis(dag);
+/** A partial sketch with `plan` for the stage being visited, and `extra` plans it fixes for other stages (a fused consumer). */
+export type WithPlan = (plan: Plan, extra?: [string, Plan][]) => Map<string, Plan>;
+
+/**
+ * The sketches of `dag`: its compute stages are visited from the output to the inputs, and
+ * each partial sketch with no plan yet for stage `x` becomes the alternatives `rules` gives
+ * it (each made with `withPlan`). `gpu` marks GPU sketches.
+ */
+export function enumerateSketches(
+  dag: ComputeDAG,
+  rules: (x: string, plans: ReadonlyMap<string, Plan>, withPlan: WithPlan) => Map<string, Plan>[],
+  gpu?: GpuSpace,
+): Sketch[] {
   const names = dag.computeStages.map((t) => t.name);
   let partials: Map<string, Plan>[] = [new Map()];
   for (let i = names.length - 1; i >= 0; i--) {
     const x = names[i];
-    const next: Map<string, Plan>[] = [];
-    for (const plans of partials) {
-      if (plans.has(x)) { next.push(plans); continue; }
-      const inlined = (s: string): boolean => plans.get(s)?.k === 'inline';
-      const withPlan = (p: Plan, extra: [string, Plan][] = []): Map<string, Plan> => new Map([...plans, [x, p], ...extra]);
-      if (!an.hasReduce(x)) {
-        next.push(withPlan(!an.isOutput(x) && an.isStrictlyInlineable(x) ? { k: 'inline' } : { k: 'simple' }));
-        continue;
-      }
-      if (an.needsRfactor(x, opts.numCores)) {
-        next.push(withPlan({ k: 'rfactor', inner: true }), withPlan({ k: 'rfactor', inner: false }));
-      }
-      if (an.needsMultiLevelTiling(x)) {
-        const consumer = an.fusibleConsumer(x, inlined);
-        if (consumer !== undefined) {
-          for (const level of [1, 2] as const) {
-            next.push(withPlan({ k: 'tile', level, consumer, cacheWrite: false }, [[consumer, { k: 'fused-consumer', producer: x }]]));
-          }
-        } else {
-          for (const level of [1, 2] as const) next.push(withPlan({ k: 'tile', level, cacheWrite: true }));
-        }
-        next.push(withPlan({ k: 'tile', level: 0, cacheWrite: false }));
-      } else {
-        next.push(withPlan({ k: 'simple' }));
-      }
-    }
-    partials = next;
+    partials = partials.flatMap((plans) => (plans.has(x) ? [plans] : rules(x, plans, (p, extra = []) => new Map([...plans, [x, p], ...extra]))));
   }
   return partials.map((plans) => ({
     name: names.filter((n) => plans.get(n)!.k !== 'inline').map((n) => `${n}:${planName(plans.get(n)!)}`).join(' '),
     plans,
+    ...(gpu ? { gpu } : {}),
   }));
+}
+
+export function generateSketches(dag: ComputeDAG, opts: SketchOptions): Sketch[] {
+  const an = new StageAnalysis(dag);
+  return enumerateSketches(dag, (x, plans, withPlan) => {
+    const inlined = (s: string): boolean => plans.get(s)?.k === 'inline';
+    if (!an.hasReduce(x)) return [withPlan(!an.isOutput(x) && an.isStrictlyInlineable(x) ? { k: 'inline' } : { k: 'simple' })];
+    const next: Map<string, Plan>[] = [];
+    if (an.needsRfactor(x, opts.numCores)) {
+      next.push(withPlan({ k: 'rfactor', inner: true }), withPlan({ k: 'rfactor', inner: false }));
+    }
+    if (an.needsMultiLevelTiling(x)) {
+      const consumer = an.fusibleConsumer(x, inlined);
+      if (consumer !== undefined) {
+        for (const level of [1, 2] as const) {
+          next.push(withPlan({ k: 'tile', level, consumer, cacheWrite: false }, [[consumer, { k: 'fused-consumer', producer: x }]]));
+        }
+      } else {
+        for (const level of [1, 2] as const) next.push(withPlan({ k: 'tile', level, cacheWrite: true }));
+      }
+      next.push(withPlan({ k: 'tile', level: 0, cacheWrite: false }));
+    } else {
+      next.push(withPlan({ k: 'simple' }));
+    }
+    return next;
+  });
 }
