@@ -20,7 +20,7 @@ import { openclCandidateSource } from '../codegen/opencl-host';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
-import { compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_RUNTIME_LIBS, openclRuntimeObject, type Compiler } from '../native/build';
+import { compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject, type Compiler } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -140,9 +140,7 @@ export class Builder {
     // built by the OpenCL driver when the worker opens the device.
     const gpu = isGpu(this.target);
     const runtime = gpu ? [await (this.runtime ??= openclRuntimeObject(compiler)), ...OPENCL_RUNTIME_LIBS] : [];
-    const flags = gpu
-      ? ['-O1', '-std=gnu11', '-fPIC', ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`]
-      : [...KERNEL_CFLAGS, ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
+    const flags = [...(gpu ? OPENCL_HOST_CFLAGS : KERNEL_CFLAGS), ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
     const hash = createHash('sha256').update(JSON.stringify([code, flags, ...runtime, compiler.identity])).digest('hex').slice(0, 24);
     const lib = path.join(this.opts.workDir, `${hash}.so`);
     const done = (): BuiltCandidate => ({ steps, lib, symbol: CANDIDATE_SYMBOL, build_ms: performance.now() - started });

@@ -8,13 +8,13 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { existsSync, promises as fs, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, promises as fs, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { packageRoot } from '../package-root';
 import { ABI_VERSION } from '../runtime/abi';
 import { UserError } from '../runtime/errors';
-import { cachedFileOk, sealIntoCache } from './file-cache';
+import { cachedFileOk, cachedFileOkSync, sealIntoCache, sealIntoCacheSync } from './file-cache';
 
 type Execa = typeof import('execa');
 
@@ -116,47 +116,24 @@ export interface Compiler {
   identity: string;
 }
 
-const compilers = memoAsync<Compiler>();
+const compilers = new Map<string, Compiler>();
 
 /** Resolves $CC (or `cc`) and asks for its version; a missing compiler is a UserError. */
-export function findCompiler(cc: string = process.env.CC?.trim() || 'cc'): Promise<Compiler> {
-  return compilers(cc, () => probeCompiler(cc));
+export async function findCompiler(cc: string = process.env.CC?.trim() || 'cc'): Promise<Compiler> {
+  return findCompilerSync(cc);
 }
 
-/** A compiler's command line split, and the error for one that does not run. */
-function compilerCommand(cc: string): { command: string | undefined; args: string[]; noCompiler: (why: string) => UserError } {
+/** findCompiler for synchronous callers (the target's hardware fingerprint), and its
+ *  implementation: two short compiler calls, once per process and compiler. */
+export function findCompilerSync(cc: string = process.env.CC?.trim() || 'cc'): Compiler {
+  const known = compilers.get(cc);
+  if (known) return known;
   const [command, ...args] = cc.split(/\s+/);
   // A target's cross compiler (`<triple>-gcc`) gets its own advice: $CC does not apply to it.
   const cross = /^([a-z0-9_]+(-[a-z0-9_]+)+)-gcc$/.exec(cc);
   const noCompiler = (why: string): UserError => new UserError(cross
     ? `no cross compiler for -mtriple=${cross[1]}: install ${cc} (Debian: apt-get install gcc-${cross[1]}) (tried '${cc}': ${why})`
     : `no C compiler: set $CC or install gcc (tried '${cc}': ${why})`);
-  return { command, args, noCompiler };
-}
-
-async function probeCompiler(cc: string): Promise<Compiler> {
-  const { execa } = await loadExeca();
-  const { command, args, noCompiler } = compilerCommand(cc);
-  if (!command) throw noCompiler('empty');
-  const version = await execa(command, [...args, '--version'], { reject: false, timeout: PROBE_TIMEOUT_MS });
-  if (version.failed) {
-    const code = (version as { code?: string }).code;
-    throw noCompiler(code === 'ENOENT' ? 'not found'
-      : version.timedOut ? `it did not answer --version within ${PROBE_TIMEOUT_MS / 1000} s`
-        : version.stderr.trim().split('\n')[0] || 'it does not run');
-  }
-  const machine = await execa(command, [...args, '-dumpmachine'], { reject: false, timeout: PROBE_TIMEOUT_MS });
-  return { command, args, identity: `${version.stdout}\n${machine.stdout}` };
-}
-
-const syncCompilers = new Map<string, Compiler>();
-
-/** findCompiler for synchronous callers (the target's hardware fingerprint): the same
- *  probe with spawnSync, and the same identity (execa strips one final newline, as here). */
-export function findCompilerSync(cc: string = process.env.CC?.trim() || 'cc'): Compiler {
-  const known = syncCompilers.get(cc);
-  if (known) return known;
-  const { command, args, noCompiler } = compilerCommand(cc);
   if (!command) throw noCompiler('empty');
   const run = (flag: string) => spawnSync(command, [...args, flag], { encoding: 'utf8', timeout: PROBE_TIMEOUT_MS });
   const version = run('--version');
@@ -166,9 +143,10 @@ export function findCompilerSync(cc: string = process.env.CC?.trim() || 'cc'): C
       : code === 'ETIMEDOUT' ? `it did not answer --version within ${PROBE_TIMEOUT_MS / 1000} s`
         : (version.stderr ?? '').trim().split('\n')[0] || 'it does not run');
   }
+  // The identity is part of every cache key: one final newline stripped, as execa did.
   const strip = (text: string | null): string => (text ?? '').replace(/\r?\n$/, '');
   const compiler = { command, args, identity: `${strip(version.stdout)}\n${strip(run('-dumpmachine').stdout)}` };
-  syncCompilers.set(cc, compiler);
+  compilers.set(cc, compiler);
   return compiler;
 }
 
@@ -198,14 +176,24 @@ function buildHash(what: string, compiler: Compiler, flags: readonly string[], l
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Where a native tool is cached, and the compiler arguments that build it into `out`. */
-function binaryPlan(name: NativeBinaryName, compiler: Compiler, cacheDir: string | undefined) {
+/** A file that the native cache holds, built on demand: what it is (for messages), and the
+ *  compiler arguments that write it to `out`, one list per attempt (the next is tried when
+ *  the compiler fails without running past its time limit). */
+interface CacheBuild {
+  compiler: Compiler;
+  file: string;
+  what: string;
+  attempts: ((out: string) => string[])[];
+}
+
+/** How a native tool is built into the cache. */
+function binaryBuild(name: NativeBinaryName, compiler: Compiler, cacheDir: string | undefined): CacheBuild {
   const spec = BINARIES[name];
   const root = nativeDir();
   const flags = [...CFLAGS, ...(spec.openmp ? ['-fopenmp'] : [])];
   const files = [...spec.sources, ...HEADERS, ...(spec.headers ?? [])];
   const dir = path.join(cacheDir ?? cacheRoot(), 'native', buildHash(name, compiler, flags, LIBS, files));
-  const args = (extra: string[], out: string): string[] => [
+  const args = (extra: string[]) => (out: string): string[] => [
     ...compiler.args,
     ...CFLAGS,
     ...extra,
@@ -216,96 +204,72 @@ function binaryPlan(name: NativeBinaryName, compiler: Compiler, cacheDir: string
     out,
     ...LIBS,
   ];
-  return { spec, binary: path.join(dir, name), dir, args };
+  // A compiler without OpenMP gets a second try without it.
+  const attempts = spec.openmp ? [args(['-fopenmp']), args([])] : [args([])];
+  return { compiler, file: path.join(dir, name), what: `building the native tool ${name}`, attempts };
 }
 
 const tmpName = (file: string): string => `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
 
-/** Builds one native tool unless the cache already holds it; returns the binary's path. */
-export async function buildNative(name: NativeBinaryName, opts: BuildOptions = {}): Promise<string> {
-  const compiler = await findCompiler(opts.cc);
-  const { spec, binary, dir, args } = binaryPlan(name, compiler, opts.cacheDir);
-  if (await cachedFileOk(binary)) return binary;
-
-  await fs.mkdir(dir, { recursive: true });
-  const tmp = tmpName(binary);
-  const { execa } = await loadExeca();
-  const compile = (extra: string[]) => execa(compiler.command, args(extra, tmp), { reject: false, timeout: COMPILER_TIMEOUT_MS });
-  let result = await compile(spec.openmp ? ['-fopenmp'] : []);
-  if (result.failed && spec.openmp && !result.timedOut) result = await compile([]); // a compiler without OpenMP
-  const what = `building the native tool ${name}`;
-  if (result.failed) {
-    await fs.rm(tmp, { force: true });
-    throw compilerError(what, compiler, compilerFailure(result, COMPILER_TIMEOUT_MS, 20) + missingHeaderHint(result.stderr));
-  }
-  // Renamed into place, then sealed: concurrent builders race harmlessly.
-  if (!(await sealIntoCache(tmp, binary))) throw compilerError(what, compiler, 'the compiler wrote an empty file');
-  return binary;
-}
-
-/** Advice when the compiler misses the OpenCL headers. */
-function missingHeaderHint(stderr: unknown): string {
-  return typeof stderr === 'string' && stderr.includes('CL/cl.h')
+/** The error of a build whose compiler failed, with advice when it missed the OpenCL headers. */
+function buildFailed(b: CacheBuild, r: { timedOut?: boolean; stderr?: unknown; message?: string }): UserError {
+  const hint = typeof r.stderr === 'string' && r.stderr.includes('CL/cl.h')
     ? '\n(the OpenCL headers are missing: install them, e.g. Debian\'s opencl-headers)'
     : '';
+  return compilerError(b.what, b.compiler, compilerFailure(r, COMPILER_TIMEOUT_MS, 20) + hint);
 }
 
-// Synchronous twins of file-cache.ts's cachedFileOk / sealIntoCache (same seal format:
-// `<file>.seal` holds `<size> <sha256>`), for buildNativeSync.
-function fingerprintSync(file: string): string | undefined {
-  try {
-    const bytes = readFileSync(file);
-    return bytes.length > 0 ? `${bytes.length} ${createHash('sha256').update(bytes).digest('hex')}` : undefined;
-  } catch {
-    return undefined;
+const emptyFile = (b: CacheBuild): UserError => compilerError(b.what, b.compiler, 'the compiler wrote an empty file');
+
+/** Builds `b.file` unless the cache holds it, matching its seal. It is written to a temp
+ *  file, then renamed into place and sealed: concurrent builders race harmlessly. */
+async function buildIntoCache(b: CacheBuild): Promise<string> {
+  if (await cachedFileOk(b.file)) return b.file;
+  await fs.mkdir(path.dirname(b.file), { recursive: true });
+  const tmp = tmpName(b.file);
+  const { execa } = await loadExeca();
+  let result;
+  for (const args of b.attempts) {
+    result = await execa(b.compiler.command, args(tmp), { reject: false, timeout: COMPILER_TIMEOUT_MS });
+    if (!result.failed || result.timedOut) break;
   }
-}
-
-function cachedFileOkSync(file: string): boolean {
-  let sealed: string | undefined;
-  try {
-    sealed = readFileSync(`${file}.seal`, 'utf8').trim();
-  } catch {
-    return false;
+  if (result?.failed) {
+    await fs.rm(tmp, { force: true });
+    throw buildFailed(b, result);
   }
-  return sealed === fingerprintSync(file);
+  if (!(await sealIntoCache(tmp, b.file))) throw emptyFile(b);
+  return b.file;
 }
 
-function sealIntoCacheSync(tmp: string, file: string): boolean {
-  const actual = fingerprintSync(tmp);
-  if (!actual) {
+/** buildIntoCache with spawnSync: the same cache entry, for synchronous callers. */
+function buildIntoCacheSync(b: CacheBuild): string {
+  if (cachedFileOkSync(b.file)) return b.file;
+  mkdirSync(path.dirname(b.file), { recursive: true });
+  const tmp = tmpName(b.file);
+  let failure: { timedOut: boolean; stderr: string; message?: string } | undefined;
+  for (const args of b.attempts) {
+    const r = spawnSync(b.compiler.command, args(tmp), { encoding: 'utf8', timeout: COMPILER_TIMEOUT_MS });
+    const code = (r.error as NodeJS.ErrnoException | undefined)?.code;
+    failure = r.error || r.status !== 0 ? { timedOut: code === 'ETIMEDOUT', stderr: r.stderr, message: r.error?.message } : undefined;
+    if (!failure || failure.timedOut) break;
+  }
+  if (failure) {
     rmSync(tmp, { force: true });
-    return false;
+    throw buildFailed(b, failure);
   }
-  const sealTmp = tmpName(`${file}.seal`);
-  writeFileSync(sealTmp, `${actual}\n`);
-  renameSync(tmp, file);
-  renameSync(sealTmp, `${file}.seal`);
-  return true;
+  if (!sealIntoCacheSync(tmp, b.file)) throw emptyFile(b);
+  return b.file;
 }
 
-/**
- * buildNative for synchronous callers (opencl.ts answers the target's synchronous hardware
- * fingerprint): the same cache entry, built with spawnSync when missing. No OpenMP
- * fallback is needed: only tools without OpenMP are built this way.
- */
+/** Builds one native tool unless the cache already holds it; returns the binary's path. */
+export async function buildNative(name: NativeBinaryName, opts: BuildOptions = {}): Promise<string> {
+  return buildIntoCache(binaryBuild(name, await findCompiler(opts.cc), opts.cacheDir));
+}
+
+/** buildNative for synchronous callers (opencl.ts answers the target's synchronous hardware
+ *  fingerprint): the same cache entry, built with spawnSync when missing. */
 export function buildNativeSync(name: NativeBinaryName, opts: BuildOptions = {}): string {
-  const compiler = findCompilerSync(opts.cc);
-  const { spec, binary, dir, args } = binaryPlan(name, compiler, opts.cacheDir);
-  if (spec.openmp) throw new Error(`buildNativeSync: ${name} needs OpenMP; use buildNative`);
-  if (cachedFileOkSync(binary)) return binary;
-  mkdirSync(dir, { recursive: true });
-  const tmp = tmpName(binary);
-  const result = spawnSync(compiler.command, args([], tmp), { encoding: 'utf8', timeout: COMPILER_TIMEOUT_MS });
-  const what = `building the native tool ${name}`;
-  if (result.error || result.status !== 0) {
-    rmSync(tmp, { force: true });
-    const timedOut = (result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
-    const why = compilerFailure({ timedOut, stderr: result.stderr, message: result.error?.message }, COMPILER_TIMEOUT_MS, 20);
-    throw compilerError(what, compiler, why + missingHeaderHint(result.stderr));
-  }
-  if (!sealIntoCacheSync(tmp, binary)) throw compilerError(what, compiler, 'the compiler wrote an empty file');
-  return binary;
+  return buildIntoCacheSync(binaryBuild(name, findCompilerSync(opts.cc), opts.cacheDir));
 }
 
 const binaries = memoAsync<string>();
@@ -331,7 +295,7 @@ export async function compileSharedLibrary(
 ): Promise<void> {
   const compiler = await findCompiler(opts.cc);
   const { execa } = await loadExeca();
-  const tmp = `${output}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const tmp = tmpName(output);
   const result = await execa(
     compiler.command,
     [
@@ -363,6 +327,10 @@ export function openclRuntimeSource(): string {
 /** What a library that contains the OpenCL runtime links besides it (dlopen, dlsym). */
 export const OPENCL_RUNTIME_LIBS: readonly string[] = ['-ldl'];
 
+/** The flags of the host code of an OpenCL candidate or model (the kernels are built by the
+ *  OpenCL driver at run time). */
+export const OPENCL_HOST_CFLAGS: readonly string[] = ['-O1', '-std=gnu11', '-fPIC'];
+
 /** The flags of the runtime's object file: position-independent, and hidden, so that each
  *  library keeps its own copy's tt_cl_* symbols out of its exports. */
 const OPENCL_OBJECT_FLAGS: readonly string[] = [...CFLAGS, '-fPIC', '-fvisibility=hidden', '-c'];
@@ -373,28 +341,18 @@ const runtimeObjects = memoAsync<string>();
  * The OpenCL runtime compiled by `compiler` (the host's, or a target's cross compiler) into
  * an object file, once per source, flag and compiler change, in the native cache. An OpenCL
  * candidate or model links it: `cc -shared -fPIC lib.c <object> -ldl -I<nativeIncludeDir()>`.
- * Needs the OpenCL headers (CL/cl.h), never an OpenCL library.
+ * Needs the OpenCL headers (CL/cl.h), never an OpenCL library. Memoised per process, cache
+ * and compiler (its sources are hashed once).
  */
 export function openclRuntimeObject(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
-  const dir = path.join(opts.cacheDir ?? cacheRoot(), 'native',
-    buildHash('tt_opencl.o', compiler, OPENCL_OBJECT_FLAGS, [], [OPENCL_RUNTIME, OPENCL_HEADER]));
-  const object = path.join(dir, 'tt_opencl.o');
-  return runtimeObjects(object, async () => {
-    if (await cachedFileOk(object)) return object;
-    await fs.mkdir(dir, { recursive: true });
-    const tmp = tmpName(object);
-    const { execa } = await loadExeca();
-    const result = await execa(
-      compiler.command,
-      [...compiler.args, ...OPENCL_OBJECT_FLAGS, `-I${nativeIncludeDir()}`, openclRuntimeSource(), '-o', tmp],
-      { reject: false, timeout: COMPILER_TIMEOUT_MS },
-    );
-    const what = 'building the OpenCL runtime (native/opencl/tt_opencl.c)';
-    if (result.failed) {
-      await fs.rm(tmp, { force: true });
-      throw compilerError(what, compiler, compilerFailure(result, COMPILER_TIMEOUT_MS, 20) + missingHeaderHint(result.stderr));
-    }
-    if (!(await sealIntoCache(tmp, object))) throw compilerError(what, compiler, 'the compiler wrote an empty file');
-    return object;
+  const cacheDir = opts.cacheDir ?? cacheRoot();
+  return runtimeObjects(`${cacheDir}\0${compiler.command} ${compiler.args.join(' ')}\0${compiler.identity}`, () => {
+    const hash = buildHash('tt_opencl.o', compiler, OPENCL_OBJECT_FLAGS, [], [OPENCL_RUNTIME, OPENCL_HEADER]);
+    return buildIntoCache({
+      compiler,
+      file: path.join(cacheDir, 'native', hash, 'tt_opencl.o'),
+      what: 'building the OpenCL runtime (native/opencl/tt_opencl.c)',
+      attempts: [(out) => [...compiler.args, ...OPENCL_OBJECT_FLAGS, `-I${nativeIncludeDir()}`, openclRuntimeSource(), '-o', out]],
+    });
   });
 }

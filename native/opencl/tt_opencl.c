@@ -273,18 +273,6 @@ static int selector_matches(const char* sel, cl_uint index, const char* name) {
   return 0;
 }
 
-/* Appends "platform 0 'X' with device 0 'Y', device 1 'Z'; platform 1 ..." to err. */
-static void list_devices(const inventory* inv, char* err, size_t errlen) {
-  size_t used = strlen(err);
-  for (cl_uint p = 0; p < inv->nplatforms && used < errlen; p++) {
-    used += (size_t)snprintf(err + used, errlen - used, "%splatform %u '%s' with ", p ? "; " : "", p,
-                             inv->platform_names[p]);
-    if (inv->ndevices[p] == 0 && used < errlen) used += (size_t)snprintf(err + used, errlen - used, "no device");
-    for (cl_uint d = 0; d < inv->ndevices[p] && used < errlen; d++)
-      used += (size_t)snprintf(err + used, errlen - used, "%sdevice %u '%s'", d ? ", " : "", d, inv->device_names[p][d]);
-  }
-}
-
 /* PoCL hides its devices when it cannot create its kernel cache ($POCL_CACHE_DIR, else
    $XDG_CACHE_HOME/pocl, else ~/.cache/pocl): a read-only home looks like "no device". */
 static void pocl_hint(const inventory* inv, char* err, size_t errlen) {
@@ -296,6 +284,20 @@ static void pocl_hint(const inventory* inv, char* err, size_t errlen) {
                                           "set POCL_CACHE_DIR to a writable directory)");
     return;
   }
+}
+
+/* Appends "platform 0 'X' with device 0 'Y', device 1 'Z'; platform 1 ..." to err, and
+   PoCL's hint where it applies. */
+static void list_devices(const inventory* inv, char* err, size_t errlen) {
+  size_t used = strlen(err);
+  for (cl_uint p = 0; p < inv->nplatforms && used < errlen; p++) {
+    used += (size_t)snprintf(err + used, errlen - used, "%splatform %u '%s' with ", p ? "; " : "", p,
+                             inv->platform_names[p]);
+    if (inv->ndevices[p] == 0 && used < errlen) used += (size_t)snprintf(err + used, errlen - used, "no device");
+    for (cl_uint d = 0; d < inv->ndevices[p] && used < errlen; d++)
+      used += (size_t)snprintf(err + used, errlen - used, "%sdevice %u '%s'", d ? ", " : "", d, inv->device_names[p][d]);
+  }
+  pocl_hint(inv, err, errlen);
 }
 
 /* The first platform (among those TT_OPENCL_PLATFORM matches) holding a device that
@@ -324,7 +326,6 @@ static int select_device(const inventory* inv, cl_uint* pi, cl_uint* di, char* e
   else
     setf(err, errlen, "no OpenCL device; the platforms: ");
   list_devices(inv, err, errlen);
-  pocl_hint(inv, err, errlen);
   return -1;
 }
 
@@ -712,7 +713,6 @@ int tt_cl_describe(char* out, size_t outlen, char* err, size_t errlen) {
   if (!any) {
     setf(err, errlen, "no OpenCL device; the platforms: ");
     list_devices(&inv, err, errlen);
-    pocl_hint(&inv, err, errlen);
     inventory_free(&inv);
     return -1;
   }
