@@ -4,17 +4,22 @@
 // in the layouts the kernels chose) and the manifest.
 
 import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { cString, utf8 } from '../codegen/c-string';
 import { packBlocked, type BlockedLayout } from '../codegen/layout';
-import type { FusedGroup } from '../graph/fuse';
+import { partition, type FusedGroup } from '../graph/fuse';
 import type { ConstantNode, Graph } from '../graph/graph';
+import { optimize } from '../graph/passes';
 import { numElements } from '../ir/tensor';
+import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, type Compiler } from '../native/build';
 import { outputFileNames } from '../runtime/abi';
+import { writeParams } from '../runtime/params';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
 import { fileSha256, recordsUsed, type Manifest, type ManifestKernel } from './manifest';
+import { checkOutDir, replaceOutDir } from './out-dir';
 
 const MANIFEST_VERSION = 1;
 export const ENGINE_VERSION = '0.1.0';
@@ -66,7 +71,66 @@ export interface CompileResult {
 
 export const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-export const warnToStderr = (m: string): void => { process.stderr.write(`tensortune: warning: ${m}\n`); };
+const warnToStderr = (m: string): void => { process.stderr.write(`tensortune: warning: ${m}\n`); };
+
+/** What every compile starts from: the options' defaults, the optimised graph and its
+ *  groups, the target's compiler, the model's tensor names. */
+export interface CompileStart {
+  log: (line: string) => void;
+  warn: (message: string) => void;
+  graph: Graph;
+  groups: readonly FusedGroup[];
+  compiler: Compiler;
+  names: TensorNames;
+  timeoutMs: number;
+}
+
+export async function startCompile(opts: CompileOptions): Promise<CompileStart> {
+  const graph = opts.partitioned?.graph ?? optimize(opts.graph);
+  const groups = opts.partitioned?.groups ?? partition(graph);
+  const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
+  await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
+  return {
+    log: opts.log ?? (() => undefined), warn: opts.warn ?? warnToStderr, graph, groups, compiler,
+    names: tensorNames(graph, opts.outputNames), timeoutMs: opts.timeoutMs ?? COMPILER_TIMEOUT_MS,
+  };
+}
+
+/** What goes into the model folder besides what every target writes. */
+export interface ModelFiles {
+  /** model.c. */
+  source: string;
+  /** Other files written beside it before the link (name -> content). */
+  extraFiles?: Record<string, string>;
+  /** The compiler arguments that build model.so from model.c (both paths in the new folder). */
+  linkArgs: (modelSrc: string, library: string) => string[];
+  /** The start of the error when the link fails (the compiler's reason follows). */
+  linkFailure: string;
+  params: Float32Array;
+  /** The manifest's fields that the target decides (modelManifest). */
+  built: { paramsCount: number; workspaceBytes: number; kernels: readonly ManifestKernel[] };
+  manifestExtra?: Pick<Manifest, 'host' | 'opencl_source'>;
+}
+
+/**
+ * Writes the model folder whole (out-dir.ts): model.c and the extra files, model.so linked
+ * from them, params.bin and manifest.json. Returns the paths of the three files the model is.
+ */
+export async function writeModel(opts: CompileOptions, start: CompileStart, files: ModelFiles): Promise<Pick<CompileResult, 'library' | 'params' | 'manifest'>> {
+  const { compiler, timeoutMs } = start;
+  const { execa } = await loadExeca();
+  await replaceOutDir(opts.outDir, async (dir) => {
+    const modelSrc = path.join(dir, 'model.c');
+    await fs.writeFile(modelSrc, files.source);
+    for (const [name, content] of Object.entries(files.extraFiles ?? {})) await fs.writeFile(path.join(dir, name), content);
+    const link = await execa(compiler.command, [...compiler.args, ...files.linkArgs(modelSrc, path.join(dir, 'model.so'))], { reject: false, timeout: timeoutMs });
+    if (link.failed) throw new UserError(`${files.linkFailure}:\n${compilerFailure(link, timeoutMs, 20)}`);
+    await writeParams(path.join(dir, 'params.bin'), files.params);
+    const manifest = modelManifest(opts, dir, start.graph, start.names, files.built, files.manifestExtra);
+    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  });
+  return { library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json') };
+}
 
 /** The manifest fields of a kernel from its group and schedule (all but symbol, groups and objectHash). */
 export function kernelFields(group: FusedGroup, desc: string, tuned: TunedSchedule | undefined): Omit<ManifestKernel, 'symbol' | 'groups' | 'objectHash'> {
@@ -83,7 +147,7 @@ export function kernelFields(group: FusedGroup, desc: string, tuned: TunedSchedu
 export interface TensorNames { inputs: string[]; outputs: string[]; files: string[] }
 
 /** Any byte but NUL survives into model.c (cString); two outputs must not share a saved file. */
-export function tensorNames(g: Graph, outputNames: readonly string[] | undefined): TensorNames {
+function tensorNames(g: Graph, outputNames: readonly string[] | undefined): TensorNames {
   const inputs = g.nodes.filter((n) => n.op === 'input').map((n) => n.name);
   const outputs = outputNames ? [...outputNames] : g.outputs.map((_, i) => (g.outputs.length === 1 ? 'output' : `output${i}`));
   if (outputs.length !== g.outputs.length) throw new Error(`compileModel: ${outputs.length} output names for ${g.outputs.length} outputs`);
@@ -152,7 +216,7 @@ function modelFileFields(file: string, outDir: string): { model_file: string; mo
  * model.so and params.bin must be there already (their sha256 go in). `extra`: what only
  * some targets have (an OpenCL model's host and kernel source file).
  */
-export function modelManifest(
+function modelManifest(
   opts: CompileOptions, dir: string, graph: Graph, names: TensorNames,
   built: { paramsCount: number; workspaceBytes: number; kernels: readonly ManifestKernel[] },
   extra: Pick<Manifest, 'host' | 'opencl_source'> = {},

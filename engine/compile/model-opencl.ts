@@ -20,35 +20,28 @@
 // much shared memory, ...) gives way to the task's default schedule with a warning, as a
 // tuned kernel that does not compile does on CPU.
 
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { GpuProgram } from '../codegen/gpu';
 import { lowerGpu } from '../codegen/gpu';
 import { clTables } from '../codegen/opencl-host';
 import { launchTable, OPENCL_PRELUDE, renderOpenclKernels, type OpenclLaunchTable } from '../codegen/opencl';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
-import { partition, type FusedGroup } from '../graph/fuse';
+import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
-import { optimize } from '../graph/passes';
 import { numElements } from '../ir/tensor';
-import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
-import { writeParams } from '../runtime/params';
+import { nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
 import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
 import { checkRunsHere, isGpu, parseTarget } from '../target';
 import { UserError } from '../errors';
 import type { Manifest, ManifestLaunch } from './manifest';
 import {
-  kernelFields, modelInfoSource, modelManifest, packParams, sha, tensorNames, warnToStderr,
+  kernelFields, modelInfoSource, packParams, sha, startCompile, writeModel,
   type CompileOptions, type CompileResult, type KernelInfo, type TensorNames, type TunedSchedule,
 } from './model-common';
-import { checkOutDir, replaceOutDir } from './out-dir';
 
 /** The file beside model.so holding the OpenCL source, for reading. */
 export const OPENCL_SOURCE_FILE = 'kernels.cl';
-
-/** Flags of the host library (host code only: the kernels are built by the OpenCL driver). */
-const HOST_CFLAGS: readonly string[] = ['-O1', '-std=gnu11', '-fPIC'];
 
 /** Bytes of tt_last_error's buffer: room for the first lines of a build log. */
 const ERROR_BYTES = 4096;
@@ -144,14 +137,8 @@ function planBuffers(
 export async function compileOpenclModel(opts: CompileOptions): Promise<CompileResult> {
   const target = opts.target;
   if (!isGpu(target)) throw new Error(`compileOpenclModel: "${target.text}" is not an OpenCL target`);
-  const log = opts.log ?? (() => undefined);
-  const warn = opts.warn ?? warnToStderr;
-  const graph = opts.partitioned?.graph ?? optimize(opts.graph);
-  const groups = opts.partitioned?.groups ?? partition(graph);
-  const compiler = await findCompiler(target.ccPrefix ? `${target.ccPrefix}gcc` : undefined);
-  await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
-  const names = tensorNames(graph, opts.outputNames);
-  const timeoutMs = opts.timeoutMs ?? COMPILER_TIMEOUT_MS;
+  const start = await startCompile(opts);
+  const { log, warn, graph, groups, compiler, names } = start;
 
   // One program per distinct (DAG, schedule); identical layers share it.
   const programs = new Map<string, PlannedProgram>();
@@ -213,25 +200,20 @@ export async function compileOpenclModel(opts: CompileOptions): Promise<CompileR
 
   const kernelList = [...programs.values()].map(({ program: _p, table: _t, code: _c, ...k }) => k);
   const runtime = await openclRuntimeObject(compiler);
-  const { execa } = await loadExeca();
-  await replaceOutDir(opts.outDir, async (dir) => {
-    const modelSrc = path.join(dir, 'model.c');
-    await fs.writeFile(modelSrc, modelC);
-    await fs.writeFile(path.join(dir, OPENCL_SOURCE_FILE), source);
-    const link = await execa(compiler.command, [
-      ...compiler.args, ...HOST_CFLAGS, ...target.cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`,
-      modelSrc, runtime, '-o', path.join(dir, 'model.so'), ...OPENCL_RUNTIME_LIBS,
-    ], { reject: false, timeout: timeoutMs });
-    if (link.failed) throw new UserError(`building model.so for ${opts.outDir} (host "${target.host.text}") failed:\n${compilerFailure(link, timeoutMs, 20)}`);
-    await writeParams(path.join(dir, 'params.bin'), packed.values);
-    const manifest = modelManifest(opts, dir, graph, names,
-      { paramsCount: packed.values.length, workspaceBytes: plan.intermediateFloats * 4, kernels: kernelList },
-      { host: target.host.text, opencl_source: OPENCL_SOURCE_FILE });
-    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  const files = await writeModel(opts, start, {
+    source: modelC,
+    extraFiles: { [OPENCL_SOURCE_FILE]: source },
+    linkArgs: (modelSrc, library) => [
+      ...OPENCL_HOST_CFLAGS, ...target.cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`,
+      modelSrc, runtime, '-o', library, ...OPENCL_RUNTIME_LIBS,
+    ],
+    linkFailure: `building model.so for ${opts.outDir} (host "${target.host.text}") failed`,
+    params: packed.values,
+    built: { paramsCount: packed.values.length, workspaceBytes: plan.intermediateFloats * 4, kernels: kernelList },
+    manifestExtra: { host: target.host.text, opencl_source: OPENCL_SOURCE_FILE },
   });
   return {
-    library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json'),
-    kernels: kernelList, compiled: 0, reused: 0,
+    ...files, kernels: kernelList, compiled: 0, reused: 0,
     opencl: { launches: table.launches.length, source: path.join(opts.outDir, OPENCL_SOURCE_FILE) },
   };
 }

@@ -14,23 +14,20 @@ import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
-import { partition, type FusedGroup } from '../graph/fuse';
+import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
-import { optimize } from '../graph/passes';
-import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, nativeIncludeDir } from '../native/build';
+import { compilerFailure, loadExeca, nativeIncludeDir } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
-import { writeParams } from '../runtime/params';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
 import { isGpu } from '../target';
 import { UserError } from '../errors';
 import { planMemory } from './memory-plan';
 import {
-  kernelFields, modelInfoSource, modelManifest, packParams, sha, tensorNames, warnToStderr,
+  kernelFields, modelInfoSource, packParams, sha, startCompile, writeModel,
   type CompileOptions, type CompileResult, type KernelInfo, type TensorNames, type TunedSchedule,
 } from './model-common';
 import { compileOpenclModel } from './model-opencl';
-import { checkOutDir, replaceOutDir } from './out-dir';
 
 export { ENGINE_VERSION } from './model-common';
 export type { CompileOptions, CompileResult, KernelInfo, TunedSchedule } from './model-common';
@@ -38,16 +35,9 @@ export type { CompileOptions, CompileResult, KernelInfo, TunedSchedule } from '.
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
   // GPU targets: kernels in OpenCL C, a C host library around them (model-opencl.ts).
   if (isGpu(opts.target)) return compileOpenclModel(opts);
-  const log = opts.log ?? (() => undefined);
-  const graph = opts.partitioned?.graph ?? optimize(opts.graph);
-  const groups = opts.partitioned?.groups ?? partition(graph);
-  const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
+  const start = await startCompile(opts);
+  const { log, warn, graph, groups, compiler, names, timeoutMs } = start;
   const cflags = [...KERNEL_CFLAGS, ...opts.target.cflags];
-
-  await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
-  const names = tensorNames(graph, opts.outputNames);
-  const timeoutMs = opts.timeoutMs ?? COMPILER_TIMEOUT_MS;
-  const warn = opts.warn ?? warnToStderr;
 
   // One kernel per distinct (DAG, schedule); identical layers share it.
   type PlannedKernel = KernelInfo & { code: string };
@@ -95,12 +85,10 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   // fallback round only looks at the default kernels it placed.
   const seen = new Set<PlannedKernel>();
   const compileMissing = async (): Promise<{ kernel: PlannedKernel; why: string }[]> => {
-    const queue: PlannedKernel[] = [];
-    for (const k of kernels.values()) {
-      if (seen.has(k)) continue;
-      seen.add(k);
-      if (!(await cachedFileOk(objectOf(k)))) queue.push(k);
-    }
+    const fresh = [...kernels.values()].filter((k) => !seen.has(k));
+    fresh.forEach((k) => seen.add(k));
+    const cached = await Promise.all(fresh.map((k) => cachedFileOk(objectOf(k))));
+    const queue = fresh.filter((_, i) => !cached[i]);
     const failed: { kernel: PlannedKernel; why: string }[] = [];
     const workers = Array.from({ length: Math.min(2, queue.length) }, async () => {
       for (let k = queue.shift(); k; k = queue.shift()) {
@@ -142,23 +130,14 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
 
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
   const objects = [...kernels.values()].map(objectOf);
-  await replaceOutDir(opts.outDir, async (dir) => {
-    const modelSrc = path.join(dir, 'model.c');
-    await fs.writeFile(modelSrc, modelC);
-    const link = await execa(compiler.command, [
-      ...compiler.args, ...cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`, modelSrc, ...objects, '-o', path.join(dir, 'model.so'), '-lm',
-    ], { reject: false, timeout: timeoutMs });
-    if (link.failed) {
-      throw new UserError(`linking model.so for ${opts.outDir} failed (its kernel objects come from the cache ${objDir}; delete that folder to rebuild them):\n${compilerFailure(link, timeoutMs, 20)}`);
-    }
-    await writeParams(path.join(dir, 'params.bin'), packed.values);
-    const manifest = modelManifest(opts, dir, graph, names, { paramsCount: paramsSize, workspaceBytes: plan.size * 4, kernels: kernelList });
-    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  const files = await writeModel(opts, start, {
+    source: modelC,
+    linkArgs: (modelSrc, library) => [...cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`, modelSrc, ...objects, '-o', library, '-lm'],
+    linkFailure: `linking model.so for ${opts.outDir} failed (its kernel objects come from the cache ${objDir}; delete that folder to rebuild them)`,
+    params: packed.values,
+    built: { paramsCount: paramsSize, workspaceBytes: plan.size * 4, kernels: kernelList },
   });
-  return {
-    library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json'),
-    kernels: kernelList, compiled: compiledCount, reused: kernels.size - compiledCount,
-  };
+  return { ...files, kernels: kernelList, compiled: compiledCount, reused: kernels.size - compiledCount };
 }
 
 function renderEntryPoint(
