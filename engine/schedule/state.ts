@@ -42,6 +42,22 @@ export interface StageState {
   readonly isOutput: boolean;
 }
 
+/**
+ * A stage writing `tensor` (named after it), computed at root with nothing scheduled yet:
+ * its loops are its axes, then its reduce axes.
+ */
+function freshStage(
+  tensor: Tensor, body: Expr, axes: readonly IterVar[], reduceAxes: readonly IterVar[], isOutput = false, scope?: CacheScope,
+): StageState {
+  return {
+    name: tensor.name, tensor, body, axes, reduceAxes, relations: [],
+    leaves: [...axes, ...reduceAxes].map((a) => a.name),
+    kinds: new Map([...axes.map((a) => [a.name, 'S'] as const), ...reduceAxes.map((a) => [a.name, 'R'] as const)]),
+    ann: new Map(), bind: new Map(), autoUnroll: new Map(), attach: { k: 'root' }, isOutput,
+    ...(scope ? { scope } : {}),
+  };
+}
+
 export class State {
   readonly dag: ComputeDAG;
   readonly stages: StageState[];
@@ -49,21 +65,7 @@ export class State {
 
   constructor(dag: ComputeDAG) {
     this.dag = dag;
-    this.stages = dag.computeStages.map((t) => ({
-      name: t.name,
-      tensor: t,
-      body: t.op.body,
-      axes: t.op.axes,
-      reduceAxes: t.op.reduceAxes,
-      relations: [],
-      leaves: [...t.op.axes, ...t.op.reduceAxes].map((a) => a.name),
-      kinds: new Map([...t.op.axes.map((a) => [a.name, 'S'] as const), ...t.op.reduceAxes.map((a) => [a.name, 'R'] as const)]),
-      ann: new Map(),
-      bind: new Map(),
-      autoUnroll: new Map(),
-      attach: { k: 'root' },
-      isOutput: dag.outputs.includes(t),
-    }));
+    this.stages = dag.computeStages.map((t) => freshStage(t, t.op.body, t.op.axes, t.op.reduceAxes, dag.outputs.includes(t)));
   }
 
   /** Replay a list of steps on a fresh state of `dag`. Throws ScheduleError if any step is invalid. */
@@ -150,11 +152,8 @@ export class State {
         const localName = `${s.name}.local`;
         if (this.stages.some((x) => x.name === localName)) throw new ScheduleError(`cache_write ${s.name}: ${localName} exists already`);
         const localTensor: Tensor = { ...s.tensor, name: localName };
-        const local: StageState = {
-          name: localName, tensor: localTensor, body: s.body, axes: s.axes, reduceAxes: s.reduceAxes,
-          relations: [], leaves: [...s.leaves], kinds: new Map(s.kinds), ann: new Map(), bind: new Map(), autoUnroll: new Map(),
-          attach: { k: 'root' }, isOutput: false,
-        };
+        // The loops as they are (a reorder may have come first).
+        const local: StageState = { ...freshStage(localTensor, s.body, s.axes, s.reduceAxes), leaves: [...s.leaves], kinds: new Map(s.kinds) };
         s.body = load(localTensor, s.axes.map((a) => v(a.name)));
         s.reduceAxes = [];
         s.leaves = s.axes.map((a) => a.name);
@@ -300,12 +299,7 @@ export class State {
       name: rfName, shape: rfAxes.map((a) => a.extent), dtype: s.tensor.dtype,
       op: { kind: 'compute', axes: rfAxes, reduceAxes: rest, body: rfBody, tag: `${s.tensor.op.kind === 'compute' ? s.tensor.op.tag : 'reduce'}.rf` },
     };
-    const rf: StageState = {
-      name: rfName, tensor: rfTensor, body: rfBody, axes: rfAxes, reduceAxes: rest, relations: [],
-      leaves: [...rfAxes, ...rest].map((a) => a.name),
-      kinds: new Map([...rfAxes.map((a) => [a.name, 'S'] as const), ...rest.map((a) => [a.name, 'R'] as const)]),
-      ann: new Map(), bind: new Map(), autoUnroll: new Map(), attach: { k: 'root' }, isOutput: false,
-    };
+    const rf = freshStage(rfTensor, rfBody, rfAxes, rest);
     s.body = { k: 'reduce', combiner: body.combiner, source: load(rfTensor, rfAxes.map((a) => v(a.name))), axes: [factorAxis] };
     s.reduceAxes = [factorAxis];
     s.relations = [];
@@ -331,11 +325,7 @@ export class State {
     const axes: IterVar[] = source.shape.map((extent, i) => ({ name: `ax${i}`, extent }));
     const body = load(source, axes.map((a) => v(a.name)));
     const tensor: Tensor = { name: copyName, shape: source.shape, dtype: source.dtype, op: { kind: 'compute', axes, reduceAxes: [], body, tag: 'cache_read' } };
-    const copy: StageState = {
-      name: copyName, tensor, body, axes, reduceAxes: [], relations: [], leaves: axes.map((a) => a.name),
-      kinds: new Map(axes.map((a) => [a.name, 'S'] as const)), ann: new Map(), bind: new Map(), autoUnroll: new Map(),
-      attach: { k: 'root' }, isOutput: false, scope,
-    };
+    const copy = freshStage(tensor, body, axes, [], false, scope);
     reader.body = rewrite(reader.body, (x) => (x.k === 'load' && x.tensor.name === name ? load(tensor, x.indices) : undefined));
     this.stages.splice(this.stages.indexOf(reader), 0, copy);
   }
