@@ -8,6 +8,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { numElements } from '../ir/tensor';
 import { packageRoot } from '../package-root';
 import { MAX_UNROLL, type Step } from './steps';
 
@@ -54,8 +55,6 @@ export function checkSteps(value: unknown): StepsCheck {
   return problem ? { ok: false, message: problem } : { ok: true, steps };
 }
 
-const product = (xs: readonly number[]): number => xs.reduce((a, b) => a * b, 1);
-
 /**
  * Unrolling the steps alone show to exceed MAX_UNROLL, or to be unbounded: an
  * auto_unroll_max_step above it; an `unroll` of a loop whose extent the steps fix (a split's
@@ -77,7 +76,7 @@ function unrollProblem(steps: readonly Step[]): string | undefined {
       case 'split': {
         st.lengths.forEach((l, i) => extents.set(loop(st.stage, `${st.iter}.${i + 1}`), l));
         const parent = extents.get(loop(st.stage, st.iter));
-        if (parent !== undefined) extents.set(loop(st.stage, `${st.iter}.0`), Math.ceil(parent / product(st.lengths)));
+        if (parent !== undefined) extents.set(loop(st.stage, `${st.iter}.0`), Math.ceil(parent / numElements(st.lengths)));
         const ann = unrolled.get(loop(st.stage, st.iter)); // as State: the annotation moves to the outer part
         unrolled.delete(loop(st.stage, st.iter));
         if (ann) unrolled.set(loop(st.stage, `${st.iter}.0`), { ...ann, iter: `${st.iter}.0` });
@@ -85,7 +84,7 @@ function unrollProblem(steps: readonly Step[]): string | undefined {
       }
       case 'fuse': {
         const parts = st.iters.map((it) => extents.get(loop(st.stage, it)));
-        if (parts.every((p) => p !== undefined)) extents.set(loop(st.stage, st.iters.join('@')), product(parts as number[]));
+        if (parts.every((p) => p !== undefined)) extents.set(loop(st.stage, st.iters.join('@')), numElements(parts as number[]));
         for (const it of st.iters) unrolled.delete(loop(st.stage, it)); // no longer loops
         break;
       }
