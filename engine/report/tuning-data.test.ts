@@ -1,0 +1,107 @@
+// The tuning report's figures on small synthetic logs with exact expected numbers: trial
+// order by time (ties in store order), duplicates counted once, other targets, machines
+// and workloads ignored, the estimated latency from the trial where every task has a valid
+// measurement, each task's curve, share, default cost and speedup, and the budgets.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { LogEntry } from '../records/log';
+import type { TuningRecord } from '../records/record';
+import { tuningFigures, type ReportTask } from './tuning-data';
+
+const KEY_A = '["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", [1, 8], [1, 8]]';
+const KEY_B = '["bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", [1, 4], [1, 4]]';
+const TASKS: ReportTask[] = [
+  { key: KEY_A, desc: 'conv2d_nhwc+relu 1x8 -> 1x8', weight: 2, flops: 1000 },
+  { key: KEY_B, desc: 'dense 1x4 -> 1x4', weight: 1, flops: 500 },
+];
+const MATCH = { target: 'llvm', fingerprint: 'f00df00d' };
+
+/** A record of `key` measured at second `s`: `costs` (ms) or an error. */
+function rec(key: string, s: number, costs: number[] | 'error', extra: Partial<TuningRecord> = {}): TuningRecord {
+  return {
+    v: 1, engine: '0.1.0', key, desc: '', target: MATCH.target, fingerprint: MATCH.fingerprint, steps: [],
+    costs_ms: costs === 'error' ? [] : costs, error: costs === 'error' ? 'runtime_error' : null, seed: 0,
+    time: `2025-01-01T00:00:${String(s).padStart(2, '0')}.000Z`, ...extra,
+  };
+}
+const entries = (records: TuningRecord[], file = 'a.jsonl'): LogEntry[] => records.map((record, i) => ({ record, file, line: i + 1 }));
+
+test('two tasks over eight trials: the estimate from trial 4, curves, shares, defaults and budgets', () => {
+  const log = [
+    rec(KEY_A, 1, [4], { policy: 'default', budget: 'full' }),
+    rec(KEY_A, 2, [2, 4], { budget: 'full' }),          // mean 3
+    rec(KEY_B, 3, 'error', { budget: 'full' }),
+    rec(KEY_B, 4, [10], { policy: 'default', budget: 'full' }),
+    rec(KEY_A, 5, [5]),
+    rec(KEY_B, 6, [6]),
+    rec(KEY_A, 7, [2.5]),
+    rec(KEY_B, 8, 'error'),
+  ];
+  // The store order is not the time order; a copy of one measurement sits in a second log;
+  // another target, another machine and another workload are not this network's trials.
+  const store = [
+    ...entries([log[4], log[0], log[6], log[2], log[1]]),
+    ...entries([log[7], log[3], log[5], log[1]], 'nx/net/cpu.full.jsonl'),
+    ...entries([
+      rec(KEY_A, 9, [0.1], { target: 'llvm -mcpu=skylake' }), rec(KEY_A, 9, [0.1], { fingerprint: '12345678' }),
+      rec('["cccccccccccccccccccccccccccccccc", [1]]', 9, [0.1]),
+    ], 'other.jsonl'),
+  ];
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: store, match: MATCH });
+  assert.is(f.trials, 8);
+  assert.is(f.errors, 2);
+  assert.equal(f.curve, { complete_at: 4, points: [{ trial: 4, ms: 16 }, { trial: 6, ms: 12 }, { trial: 7, ms: 11 }, { trial: 8, ms: 11 }] });
+  assert.is(f.estimated_ms, 11);
+  assert.is(f.estimated_default_ms, 18); // 2 × 4 + 1 × 10
+  assert.is(f.unmeasured, 0);
+  const [a, b] = f.tasks;
+  assert.equal(a.curve, [{ trial: 1, ms: 4 }, { trial: 2, ms: 3 }, { trial: 4, ms: 2.5 }]);
+  assert.equal([a.trials, a.errors, a.best_ms, a.weighted_ms], [4, 0, 2.5, 5]);
+  assert.equal(b.curve, [{ trial: 2, ms: 10 }, { trial: 3, ms: 6 }, { trial: 4, ms: 6 }]);
+  assert.equal([b.trials, b.errors, b.best_ms, b.weighted_ms], [4, 2, 6, 6]);
+  assert.is(a.share, 5 / 11);
+  assert.is(b.share, 6 / 11);
+  assert.equal(a.default, { known: true, ms: 4, measurements: 1 });
+  assert.is(a.speedup, 1.6);
+  assert.is(b.speedup, 10 / 6);
+  assert.equal(f.budgets, [{ budget: 'full', trials: 4 }, { budget: 'tensortune tune', trials: 4 }]);
+});
+
+test('equal times keep the store order', () => {
+  const same = [rec(KEY_A, 1, [3]), rec(KEY_A, 1, [2]), rec(KEY_B, 1, [1]), rec(KEY_A, 1, [1])];
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(same), match: MATCH });
+  assert.equal(f.tasks[0].curve, [{ trial: 1, ms: 3 }, { trial: 2, ms: 2 }, { trial: 3, ms: 1 }]);
+  assert.equal(f.curve, { complete_at: 3, points: [{ trial: 3, ms: 5 }, { trial: 4, ms: 3 }] });
+});
+
+test('before every task has a valid measurement: no estimate, shares of the measured tasks, defaults unknown with the reason', () => {
+  const log = [rec(KEY_A, 1, [4]), rec(KEY_B, 2, 'error', { policy: 'default' }), rec(KEY_A, 3, [2])];
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: MATCH });
+  assert.is(f.estimated_ms, null);
+  assert.equal(f.curve, { complete_at: null, points: [] });
+  assert.is(f.unmeasured, 1);
+  assert.is(f.tasks[0].share, 1);
+  assert.is(f.tasks[1].share, null);
+  assert.is(f.tasks[1].best_ms, null);
+  assert.equal(f.tasks[1].curve, []);
+  assert.equal(f.tasks[0].default, { known: false, why: 'no measurement of the default schedule in the records' });
+  assert.equal(f.tasks[1].default, { known: false, why: 'the default schedule was measured but failed (runtime_error)' });
+  assert.is(f.tasks[0].speedup, null);
+  assert.is(f.estimated_default_ms, null);
+});
+
+test('no records at all: zero trials, every figure unknown', () => {
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: [], match: MATCH });
+  assert.equal([f.trials, f.errors, f.estimated_ms, f.unmeasured, f.budgets], [0, 0, null, 2, []]);
+  assert.equal(f.tasks.map((t) => t.curve), [[], []]);
+});
+
+test('the default schedule measured twice: the faster of its valid measurements', () => {
+  const log = [rec(KEY_A, 1, [4], { policy: 'default' }), rec(KEY_A, 2, [3.5], { policy: 'default' }), rec(KEY_A, 3, 'error', { policy: 'default' })];
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: MATCH });
+  assert.equal(f.tasks[0].default, { known: true, ms: 3.5, measurements: 2 });
+  assert.is(f.tasks[0].speedup, 1);
+});
+
+test.run();
