@@ -13,7 +13,9 @@ import { skip } from './skip.fixture';
 import {
   checkRunsHere, cpuModel, gpuParams, hardwareFingerprint, isGpu, MALI_GPU_PARAMS, NO_OPENCL_DEVICE, openclDevice, openclGpuParams,
   parseTarget, withHardwareParams, type OpenclProbe,
+  CUDA_GPU_PARAMS, NO_CUDA_DEVICE, type CudaProbe,
 } from './target';
+import { cudaDeviceSync, parseNvidiaSmi } from './native/cuda';
 
 /** A UserError of one line matching `want`. */
 function refuses(run: () => unknown, want: RegExp, label: string): void {
@@ -55,9 +57,15 @@ test('-mtriple for another architecture selects a cross compiler prefix and port
 test('bad target strings: one UserError naming the field and what was expected', () => {
   const cases: [string, RegExp][] = [
     ['', /unsupported target kind ''.*expected 'llvm'/],
-    ['cuda', /'cuda' is planned but not built yet: issue 11/],
-    ['vulkan', /unsupported target kind 'vulkan'; expected 'llvm' .* or 'opencl' \(e\.g\. "opencl -device=mali"\)/],
-    ['llvm -max_threads_per_block=64', /'-max_threads_per_block' in "llvm -max_threads_per_block=64" is a hardware parameter of GPU targets \(opencl\)/],
+    ['vulkan', /unsupported target kind 'vulkan'; expected 'llvm' .*, 'opencl' \(e\.g\. "opencl -device=mali"\) or 'cuda' \(e\.g\. "cuda -arch=sm_80"\)/],
+    ['llvm -max_threads_per_block=64', /'-max_threads_per_block' in "llvm -max_threads_per_block=64" is a hardware parameter of GPU targets \(opencl, cuda\)/],
+    ['cuda -arch=80', /bad -arch '80' in "cuda -arch=80"; expected sm_XX, the compute capability without its dot \(e\.g\. sm_80/],
+    ['cuda -arch=compute_80', /bad -arch 'compute_80'/],
+    ['cuda -arch=sm_80 -arch=sm_90', /-arch is given twice/],
+    ['cuda -arch=sm_80 -mcpu=native', /unknown option '-mcpu=native'.*belongs to the host/],
+    ['cuda -arch=sm_80 -device=mali', /unknown option '-device=mali' in "cuda -arch=sm_80 -device=mali"; expected -arch=sm_XX, -max_registers_per_block=N or -cache_line_bytes=N/],
+    ['cuda -arch=sm_80 -max_registers_per_block=12', /bad -max_registers_per_block '12'.*from 256 to 1048576/],
+    ['cuda -arch=sm_80 -max_threads_per_block=0', /bad -max_threads_per_block '0'/],
     ['opencl -device=adreno', /unknown OpenCL device '-device=adreno'.*known: -device=mali, or no -device/],
     ['opencl -device=', /unknown OpenCL device '-device='/],
     ['opencl -mcpu=native', /unknown option '-mcpu=native'.*belongs to the host: --host/],
@@ -144,7 +152,7 @@ test('--host: a cross host gives the host library its compiler; CPU targets refu
   checkRunsHere(parseTarget('opencl -device=mali', '--target', 'llvm -mcpu=native'), 'tune');
   checkRunsHere(parseTarget('llvm -mtriple=aarch64-linux-gnu'), 'benchmark'); // a CPU target has no host (its own cross triple is compile's business)
 
-  refuses(() => parseTarget('llvm -mcpu=native', '--target', 'llvm'), /^--host: a host applies to GPU targets \(opencl\) only; the CPU target "llvm -mcpu=native" is its own host/, 'llvm with a host');
+  refuses(() => parseTarget('llvm -mcpu=native', '--target', 'llvm'), /^--host: a host applies to GPU targets \(opencl, cuda\) only; the CPU target "llvm -mcpu=native" is its own host/, 'llvm with a host');
   refuses(() => parseTarget('opencl', 'targets.gpu.target', 'opencl'), /^targets\.gpu\.host: the host of a GPU target is a CPU target/, 'a GPU host');
   refuses(() => parseTarget('opencl', 'targets.gpu.target', 'llvm -mattr=avx2'), /^targets\.gpu\.host: bad -mattr entry 'avx2'/, 'a bad host');
   refuses(() => parseTarget('opencl', '--target', 'llvm -mtriple=aarch64'), /^--host: bad -mtriple 'aarch64'/, 'a bad host triple');
@@ -194,7 +202,7 @@ test('withHardwareParams: config hardwareParams give the text the same options o
   assert.is(withHardwareParams('llvm  -mcpu=native', undefined), 'llvm  -mcpu=native', 'no parameters: the string as given');
   assert.is(withHardwareParams('opencl -device=mali', {}), 'opencl -device=mali');
   const at = 'targets.gpu.hardwareParams';
-  refuses(() => withHardwareParams('llvm', { warpSize: 4 }, at), /^targets\.gpu\.hardwareParams: hardware parameters apply to GPU targets \(opencl\); "llvm" is a CPU target$/, 'llvm');
+  refuses(() => withHardwareParams('llvm', { warpSize: 4 }, at), /^targets\.gpu\.hardwareParams: hardware parameters apply to GPU targets \(opencl, cuda\); "llvm" is a CPU target$/, 'llvm');
   refuses(() => withHardwareParams('opencl -thread_warp_size=4', { warpSize: 8 }, at), /^targets\.gpu\.hardwareParams\.warpSize: the target string "opencl -thread_warp_size=4" gives -thread_warp_size already; give it once$/, 'twice');
   refuses(() => withHardwareParams('opencl', { vectorUnitBytes: 12 }, at), /^targets\.gpu\.hardwareParams\.vectorUnitBytes: expected a power of two from 4 to 256, got 12$/, 'bad value');
   refuses(() => withHardwareParams('opencl', { maxThreadsPerBlock: 1.5 }, at), /^targets\.gpu\.hardwareParams\.maxThreadsPerBlock: expected an integer from 1 to 16384, got 1\.5$/, 'fraction');
@@ -236,6 +244,66 @@ test('the OpenCL device of this machine, where there is one', () => {
   const t = parseTarget('opencl');
   assert.is(hardwareFingerprint(t), hardwareFingerprint(t, found(probe.device)));
   assert.ok(t.gpu!.maxThreadsPerBlock <= Math.min(256, probe.device.maxWorkGroupSize));
+});
+
+test('cuda -arch=sm_XX: TVM\'s CUDA parameters (warp 32, 8 vthreads, 1024 threads, 48 KiB shared, float4), registers per block by architecture', () => {
+  const t = parseTarget('cuda  -arch=sm_80');
+  assert.is(t.text, 'cuda -arch=sm_80');
+  assert.is(t.kind, 'cuda');
+  assert.ok(isGpu(t));
+  assert.equal(gpuParams(t), { ...CUDA_GPU_PARAMS });
+  assert.equal(gpuParams(t), {
+    maxSharedMemoryPerBlock: 49152, maxLocalMemoryPerBlock: 2147483647, maxThreadsPerBlock: 1024, maxVthreadExtent: 8,
+    warpSize: 32, vectorUnitBytes: 16, cacheLineBytes: 64,
+  });
+  assert.is(t.vectorLanes, 4, 'float4');
+  assert.equal(t.cuda, { arch: 'sm_80', maxRegistersPerBlock: 65536, maxRegistersPerThread: 255 });
+  assert.is(parseTarget('cuda -arch=sm_62').cuda!.maxRegistersPerBlock, 32768, 'Jetson TX2: 32 Ki registers per block');
+  assert.is(parseTarget('cuda -arch=sm_90a').cuda!.arch, 'sm_90a', 'arch-specific variants are kept');
+  assert.is(t.host!.text, 'llvm', 'host: this machine unless given');
+  const over = parseTarget('cuda -max_registers_per_block=32768 -thread_warp_size=16 -arch=sm_90 -max_shared_memory_per_block=16384');
+  assert.is(over.text, 'cuda -arch=sm_90 -max_shared_memory_per_block=16384 -thread_warp_size=16 -max_registers_per_block=32768', 'normalised order');
+  assert.is(over.gpu!.maxVthreadExtent, 4, 'warp / 4 vthreads');
+  assert.is(over.gpu!.maxSharedMemoryPerBlock, 16384);
+  assert.is(over.cuda!.maxRegistersPerBlock, 32768);
+  assert.is(withHardwareParams('cuda -arch=sm_80', { maxThreadsPerBlock: 256 }), 'cuda -arch=sm_80 -max_threads_per_block=256', 'config hardwareParams, as for opencl');
+  const cross = parseTarget('cuda -arch=sm_87', '--target', 'llvm -mtriple=aarch64-linux-gnu');
+  assert.is(cross.ccPrefix, 'aarch64-linux-gnu-', 'a Jetson host cross-compiles the host library');
+  refuses(() => checkRunsHere(cross, 'benchmark'), /^--host: benchmark runs on this machine and its CUDA device/, 'cross host benchmark');
+});
+
+test('cuda without -arch: the local GPU\'s (nvidia-smi), else one line saying -arch is required, naming the field', () => {
+  const local = cudaDeviceSync();
+  if ('device' in local) {
+    assert.is(parseTarget('cuda').text, `cuda -arch=${local.device.arch}`);
+    skip('cuda without -arch and without a GPU', 'this machine has one');
+    return;
+  }
+  refuses(() => parseTarget('cuda', '--target'), /^--target: "cuda" needs -arch=sm_XX \(e\.g\. "cuda -arch=sm_80"\): it defaults to this machine's GPU, and there is none \(/, '--target');
+  refuses(() => parseTarget('cuda -max_threads_per_block=256', 'targets.gpu.target'), /^targets\.gpu\.target: "cuda -max_threads_per_block=256" needs -arch=sm_XX/, 'config');
+});
+
+test('nvidia-smi output: name, driver and compute capability per GPU (names may hold commas)', () => {
+  assert.equal(parseNvidiaSmi('NVIDIA H100 80GB HBM3, 550.54.15, 9.0\nNVIDIA A100-SXM4-40GB, 550.54.15, 8.0\n\n'), [
+    { name: 'NVIDIA H100 80GB HBM3', driverVersion: '550.54.15', arch: 'sm_90', index: 0 },
+    { name: 'NVIDIA A100-SXM4-40GB', driverVersion: '550.54.15', arch: 'sm_80', index: 1 },
+  ]);
+  assert.equal(parseNvidiaSmi('Quadro, odd name, 535.1, 7.5'), [{ name: 'Quadro, odd name', driverVersion: '535.1', arch: 'sm_75', index: 0 }]);
+  assert.equal(parseNvidiaSmi('No devices were found'), []);
+});
+
+test('the fingerprint of a CUDA target names the GPU and driver where nvidia-smi finds one, else the arch', () => {
+  const t = parseTarget('cuda -arch=sm_80');
+  const gpu = (name: string, driverVersion = '550.54.15'): CudaProbe => () => ({ device: { name, driverVersion, arch: 'sm_80', index: 0 } });
+  const a = hardwareFingerprint(t, undefined, gpu('NVIDIA A100-SXM4-40GB'));
+  assert.match(a, /^[0-9a-f]{16}$/);
+  assert.is(hardwareFingerprint(parseTarget('cuda   -arch=sm_80'), undefined, gpu('NVIDIA A100-SXM4-40GB')), a, 'stable');
+  assert.is.not(hardwareFingerprint(t, undefined, gpu('NVIDIA A100-SXM4-80GB')), a, 'another GPU');
+  assert.is.not(hardwareFingerprint(t, undefined, gpu('NVIDIA A100-SXM4-40GB', '560.1')), a, 'another driver');
+  const none = hardwareFingerprint(t, undefined, () => ({ error: 'nvidia-smi not found' }));
+  assert.is(hardwareFingerprint(t, undefined, () => ({ error: 'another reason' })), none, `no GPU: one marker (${NO_CUDA_DEVICE}) whatever the reason`);
+  assert.is.not(none, a);
+  assert.is.not(hardwareFingerprint(parseTarget('cuda -arch=sm_90'), undefined, () => ({ error: 'x' })), none, 'no GPU: the arch tells targets apart');
 });
 
 test.run();

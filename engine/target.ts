@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { UserError } from './errors';
 import { openclDeviceSync, type OpenclDevice } from './native/opencl';
+import { cudaDeviceSync, type CudaAnswer } from './native/cuda';
 
 /**
  * The hardware parameters of a GPU target: TVM's HardwareParams (include/tvm/auto_scheduler/
@@ -34,7 +35,7 @@ export interface GpuParams {
 export interface Target {
   /** The string as given, normalised: single spaces; for opencl, options in a fixed order. */
   readonly text: string;
-  readonly kind: 'llvm' | 'opencl';
+  readonly kind: 'llvm' | 'opencl' | 'cuda';
   /** `-device=`: for opencl 'mali' or absent; for llvm accepted and not used. */
   readonly device?: string;
   readonly mcpu?: string;
@@ -50,6 +51,18 @@ export interface Target {
   readonly gpu?: GpuParams;
   /** GPU targets: the CPU side (TVM's target_host), `llvm` (this machine) unless given. */
   readonly host?: Target;
+  /** CUDA targets: the architecture nvcc compiles for, and the register file. */
+  readonly cuda?: CudaParams;
+}
+
+/** What a `cuda` target adds to its GpuParams: the architecture and the register limits ptxas reports against. */
+export interface CudaParams {
+  /** `sm_80`. */
+  readonly arch: string;
+  /** 32-bit registers one block may use (registers per thread × threads). */
+  readonly maxRegistersPerBlock: number;
+  /** 32-bit registers one thread may use (255 on every architecture nvcc 11+ targets). */
+  readonly maxRegistersPerThread: number;
 }
 
 /** A GPU target: it has hardware parameters and a host. */
@@ -177,12 +190,12 @@ export function parseTarget(text: string, where = 'target', host?: string, hostW
   const parts = text.trim().split(/\s+/);
   const kind = parts[0];
   if (kind === 'opencl') return parseOpencl(text, parts, where, host, hostWhere);
+  if (kind === 'cuda') return parseCuda(text, parts, where, host, hostWhere);
   if (kind !== 'llvm' && kind !== 'c') {
-    const hint = kind === 'cuda' ? " ('cuda' is planned but not built yet: issue 11)" : '';
-    throw new UserError(`${where}: unsupported target kind '${kind ?? ''}'${hint}; expected 'llvm' (e.g. "llvm -mcpu=native") or 'opencl' (e.g. "opencl -device=mali")`);
+    throw new UserError(`${where}: unsupported target kind '${kind ?? ''}'; expected 'llvm' (e.g. "llvm -mcpu=native"), 'opencl' (e.g. "opencl -device=mali") or 'cuda' (e.g. "cuda -arch=sm_80")`);
   }
   if (host !== undefined) {
-    throw new UserError(`${hostWhere}: a host applies to GPU targets (opencl) only; the CPU target "${parts.join(' ')}" is its own host (drop it; -mtriple in the target cross-compiles)`);
+    throw new UserError(`${hostWhere}: a host applies to GPU targets (opencl, cuda) only; the CPU target "${parts.join(' ')}" is its own host (drop it; -mtriple in the target cross-compiles)`);
   }
   let mcpu: string | undefined, mtriple: string | undefined, device: string | undefined;
   const mattr: string[] = [];
@@ -190,7 +203,7 @@ export function parseTarget(text: string, where = 'target', host?: string, hostW
     const m = /^(-[a-z]+)=(.+)$/.exec(opt);
     if (!m || !KNOWN_OPTIONS.includes(m[1])) {
       const gpu = GPU_OPTIONS.find((o) => opt.startsWith(`-${o.option}=`));
-      if (gpu) throw new UserError(`${where}: '-${gpu.option}' in "${text}" is a hardware parameter of GPU targets (opencl); a CPU target has none`);
+      if (gpu) throw new UserError(`${where}: '-${gpu.option}' in "${text}" is a hardware parameter of GPU targets (opencl, cuda); a CPU target has none`);
       throw new UserError(`${where}: unknown option '${opt}' in "${text}"; expected -mcpu=<cpu>, -mattr=+feat,..., -mtriple=<triple>`);
     }
     const [, key, value] = m;
@@ -277,6 +290,96 @@ function parseOpencl(text: string, parts: readonly string[], where: string, host
 }
 
 /**
+ * `cuda`: TVM's CUDA HardwareParams (search_task.cc, GetDefaultHardwareParams for kDLCUDA:
+ * the device's max shared memory and threads per block, warp size 32, max_vthread_extent =
+ * warp_size / 4, 16-byte vectors, 64-byte cache lines, no check on local memory), with the
+ * values every NVIDIA GPU since Maxwell reports: 1024 threads and 48 KiB of shared memory per
+ * block. 48 KiB is also the most a kernel may declare statically (`__shared__` arrays, which
+ * is what the CUDA renderer writes); more needs dynamic shared memory and an opt-in.
+ */
+export const CUDA_GPU_PARAMS: Readonly<GpuParams> = Object.freeze({
+  maxSharedMemoryPerBlock: 49152,
+  maxLocalMemoryPerBlock: INT32_MAX,
+  maxThreadsPerBlock: 1024,
+  maxVthreadExtent: 8,
+  warpSize: 32,
+  vectorUnitBytes: 16,
+  cacheLineBytes: 64,
+});
+
+/** Registers per block by architecture where it is not 64 Ki (CUDA C Programming Guide, "Technical Specifications per Compute Capability"). */
+const CUDA_REGISTERS_PER_BLOCK: Readonly<Record<string, number>> = { sm_53: 32768, sm_62: 32768 };
+const CUDA_REGISTERS_PER_THREAD = 255;
+
+/** Where a cuda target's -arch comes from when the string has none: this machine's GPU (engine/native/cuda.ts). */
+export type CudaProbe = () => CudaAnswer;
+export const cudaDevice: CudaProbe = () => cudaDeviceSync();
+
+function parseCuda(text: string, parts: readonly string[], where: string, hostText: string | undefined, hostWhere: string, probe: CudaProbe = cudaDevice): Target {
+  let arch: string | undefined;
+  let registers: number | undefined;
+  const overrides: Partial<GpuParams> = {};
+  const seen = new Set<string>();
+  for (const opt of parts.slice(1)) {
+    const m = /^-([a-z_]+)=(.*)$/.exec(opt);
+    const name = m?.[1];
+    const spec = GPU_OPTIONS.find((o) => o.option === name);
+    if (!m || (name !== 'arch' && name !== 'max_registers_per_block' && !spec)) {
+      const cpu = m && ['mcpu', 'mattr', 'mtriple'].includes(m[1]) ? ` (-${m[1]} belongs to the host: --host or targets.<name>.host, e.g. "llvm -mtriple=aarch64-linux-gnu")` : '';
+      throw new UserError(`${where}: unknown option '${opt}' in "${text}"${cpu}; expected -arch=sm_XX, -max_registers_per_block=N or ${gpuOptionsList()}`);
+    }
+    if (seen.has(m[1])) throw new UserError(`${where}: -${m[1]} is given twice in "${text}"; give it once`);
+    seen.add(m[1]);
+    const value = m[2];
+    if (name === 'arch') {
+      if (!/^sm_[1-9]\d{1,2}[af]?$/.test(value)) throw new UserError(`${where}: bad -arch '${value}' in "${text}"; expected sm_XX, the compute capability without its dot (e.g. sm_80 for 8.0, sm_90 for 9.0)`);
+      arch = value;
+      continue;
+    }
+    const number = /^[1-9]\d*$/.test(value) ? Number(value) : NaN;
+    if (name === 'max_registers_per_block') {
+      if (!Number.isSafeInteger(number) || number < 256 || number > 1048576) throw new UserError(`${where}: bad -max_registers_per_block '${value}' in "${text}"; expected an integer from 256 to 1048576`);
+      registers = number;
+      continue;
+    }
+    const problem = paramProblem(spec!, number);
+    if (problem) throw new UserError(`${where}: bad -${spec!.option} '${value}' in "${text}"; ${problem}`);
+    overrides[spec!.key] = number;
+  }
+  if (arch === undefined) {
+    // The local GPU's architecture, as TVM's cuda target takes it from the device.
+    const found = probe();
+    if (!('device' in found)) {
+      throw new UserError(`${where}: "${text}" needs -arch=sm_XX (e.g. "cuda -arch=sm_80"): it defaults to this machine's GPU, and there is none (${found.error})`);
+    }
+    arch = found.device.arch;
+  }
+  const threads = overrides.maxThreadsPerBlock ?? CUDA_GPU_PARAMS.maxThreadsPerBlock;
+  if (overrides.warpSize !== undefined && overrides.warpSize > threads) {
+    throw new UserError(`${where}: -thread_warp_size=${overrides.warpSize} is more than the ${threads} threads per block of "${text}"`);
+  }
+  const hostParts = (hostText ?? 'llvm').trim().split(/\s+/);
+  if (hostParts[0] !== 'llvm' && hostParts[0] !== 'c') {
+    throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${hostParts.join(' ')}"`);
+  }
+  const host = parseTarget(hostParts.join(' '), hostWhere);
+  const warpSize = overrides.warpSize ?? CUDA_GPU_PARAMS.warpSize;
+  const gpu: GpuParams = { ...CUDA_GPU_PARAMS, maxVthreadExtent: Math.max(1, Math.floor(warpSize / 4)), ...overrides };
+  const cuda: CudaParams = {
+    arch,
+    maxRegistersPerBlock: registers ?? CUDA_REGISTERS_PER_BLOCK[arch.replace(/[af]$/, '')] ?? 65536,
+    maxRegistersPerThread: CUDA_REGISTERS_PER_THREAD,
+  };
+  const normalised = ['cuda', `-arch=${arch}`,
+    ...GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`),
+    ...(registers !== undefined ? [`-max_registers_per_block=${registers}`] : [])].join(' ');
+  return {
+    text: normalised, kind: 'cuda', mattr: [], vectorLanes: gpu.vectorUnitBytes / 4,
+    cflags: host.cflags, ccPrefix: host.ccPrefix, host, gpu, cuda,
+  };
+}
+
+/**
  * `text` with the hardware parameters of a config's `hardwareParams` appended as target
  * options, normalised as parseTarget normalises (so `--target "opencl -max_threads_per_block=128"`
  * and `{ target: opencl, hardwareParams: { maxThreadsPerBlock: 128 } }` are one target). No
@@ -286,7 +389,7 @@ export function withHardwareParams(text: string, params: Partial<GpuParams> | un
   const given = GPU_OPTIONS.filter((o) => params?.[o.key] !== undefined);
   if (given.length === 0) return text;
   const parsed = parseTarget(text, where.replace(/hardwareParams$/, 'target'), undefined);
-  if (!isGpu(parsed)) throw new UserError(`${where}: hardware parameters apply to GPU targets (opencl); "${parsed.text}" is a CPU target`);
+  if (!isGpu(parsed)) throw new UserError(`${where}: hardware parameters apply to GPU targets (opencl, cuda); "${parsed.text}" is a CPU target`);
   const tokens = text.trim().split(/\s+/);
   for (const o of given) {
     const value = params![o.key]!;
@@ -306,7 +409,7 @@ export function withHardwareParams(text: string, params: Partial<GpuParams> | un
  */
 export function checkRunsHere(target: Target, command: string, hostWhere = '--host'): void {
   if (target.host?.ccPrefix === undefined) return;
-  throw new UserError(`${hostWhere}: ${command} runs on this machine and its OpenCL device, so the host must be this machine; ` +
+  throw new UserError(`${hostWhere}: ${command} runs on this machine and its ${target.kind === 'cuda' ? 'CUDA' : 'OpenCL'} device, so the host must be this machine; ` +
     `"${target.host.text}" is another architecture: a cross host is for compile (copy the compiled folder to such a machine)`);
 }
 
@@ -335,6 +438,9 @@ export function cpuModel(): string {
 /** What the fingerprint of an OpenCL target says about the device when there is none. */
 export const NO_OPENCL_DEVICE = 'no-opencl-device';
 
+/** What the fingerprint of a CUDA target says about the device when there is none. */
+export const NO_CUDA_DEVICE = 'no-cuda-device';
+
 /** The part of an OpenCL device that identifies it in a fingerprint (not its free-form limits). */
 export const openclIdentity = (d: OpenclDevice): Pick<OpenclDevice, 'platform' | 'platformVersion' | 'device' | 'deviceVersion' | 'driverVersion'> => ({
   platform: d.platform, platformVersion: d.platformVersion, device: d.device, deviceVersion: d.deviceVersion, driverVersion: d.driverVersion,
@@ -348,9 +454,15 @@ export const openclIdentity = (d: OpenclDevice): Pick<OpenclDevice, 'platform' |
  * not the host target string, so records tuned with the default host apply to a compile for a
  * cross host on the same machine. Records carry it; Nx caches by it.
  */
-export function hardwareFingerprint(target: Target, probe: OpenclProbe = openclDevice): string {
+export function hardwareFingerprint(target: Target, probe: OpenclProbe = openclDevice, cudaProbe: CudaProbe = cudaDevice): string {
   let text: string;
-  if (target.kind === 'opencl') {
+  if (target.kind === 'cuda') {
+    // The GPU (name, driver) where nvidia-smi finds one, else only the architecture the
+    // target names: records measured on a GPU never apply to a machine that has none.
+    const found = cudaProbe();
+    const cuda = 'device' in found ? { name: found.device.name, driver: found.device.driverVersion, arch: found.device.arch } : { arch: target.cuda?.arch, device: NO_CUDA_DEVICE };
+    text = JSON.stringify({ cuda, target: target.text, host: cpuModel(), arch: process.arch });
+  } else if (target.kind === 'opencl') {
     const found = probe();
     const opencl = 'device' in found ? openclIdentity(found.device) : NO_OPENCL_DEVICE;
     text = JSON.stringify({ opencl, target: target.text, host: cpuModel(), arch: process.arch });
