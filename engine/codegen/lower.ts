@@ -7,7 +7,7 @@
 // inlined stages are substituted into their readers; non-dividing splits get guards.
 
 import {
-  add, all, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Expr,
+  add, all, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Combiner, type Expr,
 } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
@@ -56,7 +56,35 @@ export interface LowerOptions {
 /** Largest buffer a stage computed inside a loop may use (floats): it lives on the stack. */
 export const MAX_LOCAL_FLOATS = 1 << 16;
 
-interface Region { base: Expr[]; len: number[]; guard: Expr | undefined }
+/** What a stage computed at a loop covers: `len` elements from `base` per axis; `strides` lay its buffer out (row-major, padded by storage_align), `size` floats. */
+interface Region { base: Expr[]; len: number[]; guard: Expr | undefined; strides: number[]; size: number }
+
+/**
+ * Row-major strides of a buffer of lengths `len`, the stride of each axis named in `align`
+ * raised to the smallest value at least the natural one with `stride % factor == offset`
+ * (TVM's storage_align), and the buffer's size in elements.
+ */
+export function alignedStrides(
+  axes: readonly string[], len: readonly number[], align: ReadonlyMap<string, { factor: number; offset: number }>,
+): { strides: number[]; size: number } {
+  const strides = new Array<number>(len.length);
+  let stride = 1;
+  for (let d = len.length - 1; d >= 0; d--) {
+    const a = align.get(axes[d]);
+    if (a) stride += (a.factor + a.offset - (stride % a.factor)) % a.factor;
+    strides[d] = stride;
+    stride *= len[d];
+  }
+  const size = len.reduce((acc, l, d) => acc + (l - 1) * strides[d], 0) + 1;
+  return { strides, size };
+}
+
+/** The combination of two values of a reduction (the accumulator and one more value). */
+function combine(combiner: Combiner, a: Expr, b: Expr): Expr {
+  return combiner === 'sum' ? add(a, b) : { k: 'bin', op: combiner, a, b, dtype: 'float32' };
+}
+
+const identityOf = (combiner: Combiner): Expr => f32(combiner === 'sum' ? 0 : combiner === 'max' ? -Infinity : Infinity);
 interface RootValues { readonly roots: ReadonlyMap<string, Expr>; readonly guards: readonly { cond: Expr; reduce: boolean }[] }
 
 /** A 1-D view of a buffer, so lowered loads reuse the IR's load node with a flat index. */
@@ -85,6 +113,13 @@ export const cName = (name: string): string => {
   const c = name.replace(/[^A-Za-z0-9_]/g, '_');
   return RESERVED.has(c) || /^(tt_|get_|vload|vstore|__)/.test(c) ? `${c}_` : c;
 };
+
+/** Flat index of `idx` in a buffer with these strides (axes of length 1 contribute nothing). */
+function flattenStrided(idx: readonly Expr[], len: readonly number[], strides: readonly number[]): Expr {
+  let out: Expr = int(0);
+  for (let i = len.length - 1; i >= 0; i--) if (len[i] !== 1) out = add(mul(idx[i], strides[i]), out);
+  return out;
+}
 
 function flatten(idx: readonly Expr[], shape: readonly number[]): Expr {
   let out: Expr = int(0);
@@ -394,8 +429,7 @@ class Lowerer {
         for (const [leaf, tag] of st.bind) if (tag.startsWith('threadIdx')) inner.add(this.loopVar(st, leaf));
       }
     }
-    const full = (): Region => ({ base: shape.map(() => int(0)), len: [...shape], guard: undefined });
-    if (reads.length === 0) return full();
+    if (reads.length === 0) return this.regionOf(s, shape.map(() => int(0)), [...shape], []);
     const base: Expr[] = [], len: number[] = [], guards: Expr[] = [];
     const hasInner = (e: Expr): boolean => [...freeVars(e)].some((x) => inner.has(x));
     const extentOf = (name: string): number | undefined => this.varExtent.get(name);
@@ -440,10 +474,17 @@ class Lowerer {
       if (maxBase + length > shape[d]) guards.push(lt(axis, shape[d]));
       if (minBase < 0) guards.push(ge(axis, 0));
     }
-    if (numElements(len) > MAX_LOCAL_FLOATS) {
-      throw new ScheduleError(`${s.name}: region of ${numElements(len)} floats computed at ${consumer.name}.${at.iter} is too large for a local buffer`);
+    return this.regionOf(s, base, len, guards);
+  }
+
+  /** The region `len` from `base`, laid out with the stage's storage_align; refused when too large for a local buffer. */
+  private regionOf(s: StageState, base: Expr[], len: number[], guards: Expr[]): Region {
+    const { strides, size } = alignedStrides(s.axes.map((a) => a.name), len, s.align);
+    if (size > MAX_LOCAL_FLOATS) {
+      const at = s.attach as { k: 'at'; target: string; iter: string };
+      throw new ScheduleError(`${s.name}: region of ${size} floats computed at ${at.target}.${at.iter} is too large for a local buffer`);
     }
-    return { base, len, guard: all(guards) };
+    return { base, len, guard: all(guards), strides, size };
   }
 
   // ------------------------------------------------------------ emission
@@ -460,7 +501,9 @@ class Lowerer {
       };
     }
     const region = this.regions.get(t.name);
-    if (region) return { buf: cName(t.name), index: (idx) => flatten(idx.map((x, d) => simplifyAffine(add(x, mul(region.base[d], -1)))), region.len) };
+    if (region) {
+      return { buf: cName(t.name), index: (idx) => flattenStrided(idx.map((x, d) => simplifyAffine(add(x, mul(region.base[d], -1)))), region.len, region.strides) };
+    }
     return { buf: cName(t.name), index: (idx) => flatten(idx, t.shape) };
   }
 
@@ -502,18 +545,24 @@ class Lowerer {
     let stmts: Stmt[];
     const region = this.regions.get(s.name);
     const shared = s.scope === 'shared';
-    const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: numElements(region.len), ...(shared ? { scope: 'shared' as const } : {}) }] : [];
+    if (!region && s.align.size > 0) {
+      throw new ScheduleError(`storage_align ${s.name}: only the buffer of a stage computed at a loop of its reader (a cache stage) can be padded; ${s.name} is computed at root`);
+    }
+    const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: region.size, ...(shared ? { scope: 'shared' as const } : {}) }] : [];
+    const crossLeaf = s.leaves.find((l) => s.kinds.get(l) === 'R' && s.bind.has(l));
     if (s.body.k !== 'reduce') {
       stmts = nest(s.leaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: value() }], false), true);
+    } else if (crossLeaf !== undefined) {
+      const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
+      const spatial = s.leaves.slice(0, p);
+      stmts = nest(spatial, [this.crossThreadReduce(s, crossLeaf, spatial, target.buf, outIndex, value(), guards)], true);
     } else {
       const r = s.body;
       const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
       if (p < 0) throw new ScheduleError(`${s.name}: reduction without a reduce loop`);
       const current = flatLoad(target.buf, outIndex);
-      const src = value();
-      const combined: Expr = r.combiner === 'sum' ? add(current, src)
-        : { k: 'bin', op: r.combiner, a: current, b: src, dtype: 'float32' };
-      const identity = f32(r.combiner === 'sum' ? 0 : r.combiner === 'max' ? -Infinity : Infinity);
+      const combined = combine(r.combiner, current, value());
+      const identity = identityOf(r.combiner);
       const innerLeaves = s.leaves.slice(p);
       const init = nest(innerLeaves.filter((l) => s.kinds.get(l) === 'S'), guarded([{ k: 'store', buf: target.buf, index: outIndex, value: identity }], false), false);
       const update = nest(innerLeaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: combined }], true), true);
@@ -524,6 +573,82 @@ class Lowerer {
     // by threads that did not write it: a barrier before and after (TVM's storage sync).
     if (shared) return [...alloc, { k: 'sync' }, ...stmts, { k: 'sync' }];
     return [...alloc, ...stmts];
+  }
+
+  /**
+   * A reduction whose reduce loop `leaf` is bound to threadIdx.x (TVM's cross-thread
+   * reduction), inside its spatial loops `spatial`: the bound loop becomes the outermost of
+   * the reduction, so that each thread folds its share of the reduce iterations into a
+   * register; the threads then combine their partial results in a shared buffer by a tree
+   * of halving steps, a barrier after each (TVM's lowering uses warp shuffles where the
+   * device has them; a shared-memory tree works on every device), and thread 0 stores the
+   * result. Reassociating the reduction changes float rounding only.
+   *
+   * The partial results of the threads that share the other thread indices (spatial loops
+   * bound to threadIdx.y/z, one reduction each) sit side by side in one buffer. Barriers are
+   * never under a condition: guards apply to the loads and stores only.
+   */
+  private crossThreadReduce(
+    s: StageState, leaf: string, spatial: readonly string[], out: string, outIndex: Expr, src: Expr,
+    guards: readonly { cond: Expr; reduce: boolean }[],
+  ): Stmt {
+    const body = s.body as Extract<Expr, { k: 'reduce' }>;
+    const where = `${s.name}: cross-thread reduction over ${leaf}`;
+    if (s.attach.k !== 'root') throw new ScheduleError(`${where}: the stage must be computed at root (one launch of its own)`);
+    const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
+    const inner = s.leaves.slice(p);
+    const misplaced = inner.find((l) => s.kinds.get(l) !== 'R');
+    if (misplaced !== undefined) throw new ScheduleError(`${where}: spatial loop ${misplaced} is inside the reduce loops (reorder the reduce loops innermost)`);
+    const held = this.state.stages.find((x) => x.attach.k === 'at' && x.attach.target === s.name && inner.includes(x.attach.iter));
+    if (held) throw new ScheduleError(`${where}: ${held.name} is computed at a reduce loop of it`);
+    const vectorized = spatial.find((l) => s.ann.get(l) === 'vectorize');
+    if (vectorized !== undefined) throw new ScheduleError(`${where}: spatial loop ${vectorized} is vectorized around the block's barriers`);
+    const ext = this.leafExtents.get(s.name)!;
+    const n = ext.get(leaf)!;
+    const tx = v(this.loopVar(s, leaf));
+    // Rows of the shared buffer: one per combination of the other thread indices.
+    let row: Expr = int(0), rows = 1;
+    for (const l of spatial) {
+      const tag = s.bind.get(l);
+      if (tag === 'threadIdx.y' || tag === 'threadIdx.z') { row = add(mul(row, ext.get(l)!), v(this.loopVar(s, l))); rows *= ext.get(l)!; }
+    }
+    const acc = `tt_acc_${out}`, red = `tt_red_${out}`;
+    const accAt = flatLoad(acc, int(0));
+    const slot = (offset: number): Expr => add(add(mul(row, n), tx), offset);
+    const when = (conds: readonly Expr[], stmts: Stmt[]): Stmt[] => {
+      const cond = all(conds);
+      return cond ? [{ k: 'if', cond, body: stmts }] : stmts;
+    };
+    const others = inner.filter((l) => l !== leaf);
+    let fold: Stmt[] = when(guards.map((g) => g.cond), [{ k: 'store', buf: acc, index: int(0), value: combine(body.combiner, accAt, src) }]);
+    for (let i = others.length - 1; i >= 0; i--) {
+      const l = others[i];
+      const ann = s.ann.get(l);
+      fold = [{ k: 'for', v: this.loopVar(s, l), extent: ext.get(l)!, kind: ann === 'unroll' ? 'unroll' : 'serial', owner: s.name, body: fold }];
+    }
+    const tree: Stmt[] = [];
+    for (let w = 2 ** Math.ceil(Math.log2(n)) / 2; w >= 1; w /= 2) {
+      // Thread t < w adds the value of t + w, where there is one.
+      tree.push(
+        ...when([lt(tx, Math.min(w, n - w))], [{ k: 'store', buf: red, index: slot(0), value: combine(body.combiner, flatLoad(red, slot(0)), flatLoad(red, slot(w))) }]),
+        { k: 'sync' },
+      );
+    }
+    const result = when([lt(tx, 1), ...guards.filter((g) => !g.reduce).map((g) => g.cond)], [{ k: 'store', buf: out, index: outIndex, value: flatLoad(red, slot(0)) }]);
+    return {
+      k: 'for', v: tx.name, extent: n, kind: 'threadIdx.x', owner: s.name, body: [
+        { k: 'alloc', buf: acc, size: 1 },
+        { k: 'store', buf: acc, index: int(0), value: identityOf(body.combiner) },
+        ...fold,
+        { k: 'alloc', buf: red, size: rows * n, scope: 'shared' },
+        { k: 'store', buf: red, index: slot(0), value: accAt },
+        { k: 'sync' },
+        ...tree,
+        ...result,
+        // The next iteration of an enclosing serial loop refills the buffer thread 0 just read.
+        { k: 'sync' },
+      ],
+    };
   }
 
   private attachedAt(s: StageState, leaf: string): Stmt[] {

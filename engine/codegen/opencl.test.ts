@@ -16,7 +16,7 @@ import type { Step, ThreadTag } from '../schedule/steps';
 import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
 import { relu } from '../topi/elemwise';
-import { conv2dNHWC, dense, depthwiseConv2dNHWC } from '../topi/nn';
+import { adaptivePool2d, conv2dNHWC, dense, depthwiseConv2dNHWC, softmax } from '../topi/nn';
 import { lowerGpu, type GpuLimits } from './gpu';
 import { renderOpencl } from './opencl';
 
@@ -152,12 +152,77 @@ test('schedules that do not fit the device or cannot run as launches are refused
   }
 });
 
-test('a reduce loop cannot be bound (no cross-thread reduction yet), nor a bound loop split', () => {
-  assert.throws(() => State.replay(denseDag(), [{ s: 'bind', stage: 'T_matmul_NT', iter: 'k', thread: 'threadIdx.x' }]), /a reduce loop cannot be bound/);
-  assert.throws(() => State.replay(denseDag(), [
+/**
+ * A cross-thread reduction of a root stage: its spatial loops fused and split by `rows`
+ * (the inner part bound to threadIdx.y when `rows` > 1) with the outer part bound to
+ * blockIdx.x; its reduce loops fused, split by `threads` and the inner part bound to threadIdx.x.
+ */
+function crossThread(stage: string, axes: readonly string[], reduce: readonly string[], threads: number, rows = 1): Step[] {
+  const fs = axes.join('@'), fr = reduce.join('@');
+  return [
+    ...(axes.length > 1 ? [{ s: 'fuse', stage, iters: [...axes] } as Step] : []),
+    ...(reduce.length > 1 ? [{ s: 'fuse', stage, iters: [...reduce] } as Step] : []),
+    ...(rows > 1
+      ? [{ s: 'split', stage, iter: fs, lengths: [rows] } as Step, { s: 'bind', stage, iter: `${fs}.0`, thread: 'blockIdx.x' } as Step, { s: 'bind', stage, iter: `${fs}.1`, thread: 'threadIdx.y' } as Step]
+      : [{ s: 'bind', stage, iter: fs, thread: 'blockIdx.x' } as Step]),
+    { s: 'split', stage, iter: fr, lengths: [threads] },
+    { s: 'bind', stage, iter: `${fr}.1`, thread: 'threadIdx.x' },
+  ];
+}
+
+test('a reduce loop bound to threadIdx.x lowers to a shared-memory tree: one partial result per thread, a barrier per halving step', () => {
+  const p = lowerGpu(State.replay(denseDag(64, 100), crossThread('T_matmul_NT', ['i', 'j'], ['k'], 24)), 'k', LIMITS);
+  const k = p.kernels[0];
+  assert.equal(k.grid, [64, 1, 1]);
+  assert.equal(k.block, [24, 1, 1]);
+  assert.equal(k.shared, [{ buf: 'tt_red_T_matmul_NT', size: 24 }]);
+  const { source } = renderOpencl(p, { vectorLanes: 4 });
+  // 24 threads: halving steps 16 (threads 0..7 add 16..23), 8, 4, 2, 1, each then a
+  // barrier, and one barrier after the partial results and one after the result is read.
+  assert.is((source.match(/barrier\(CLK_LOCAL_MEM_FENCE\);/g) ?? []).length, 7);
+  assert.match(source, /__local float tt_red_T_matmul_NT\[24\];/);
+  // 5 reduce steps of 24 cover 120 > 100 iterations: the fold is guarded, the barriers are not.
+  assert.match(source, /< 100\)/);
+  // Rows bound to threadIdx.y reduce side by side: one row of the buffer each.
+  const rows = lowerGpu(State.replay(denseDag(64, 128), crossThread('T_matmul_NT', ['i', 'j'], ['k'], 32, 4)), 'k', LIMITS).kernels[0];
+  assert.equal([rows.grid, rows.block], [[16, 1, 1], [32, 4, 1]]);
+  assert.is(rows.shared[0].size, 128);
+});
+
+test('cross-thread reductions and storage_align that cannot be lowered are refused with the reason', () => {
+  const dense = denseDag();
+  assert.throws(() => State.replay(dense, [{ s: 'bind', stage: 'T_matmul_NT', iter: 'k', thread: 'threadIdx.y' }]), /a reduce loop can be bound to threadIdx.x only/);
+  assert.throws(() => State.replay(dense, [{ s: 'bind', stage: 'T_matmul_NT', iter: 'k', thread: 'blockIdx.x' }]), /threadIdx.x only \(a cross-thread reduction\), not blockIdx.x/);
+  assert.throws(() => State.replay(dense, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [8] },
+    { s: 'bind', stage: 'T_matmul_NT', iter: 'k.1', thread: 'threadIdx.x' },
+    { s: 'bind', stage: 'T_matmul_NT', iter: 'k.0', thread: 'threadIdx.x' },
+  ]), /reduce loop k.1 is bound already|threadIdx.x is bound to another loop/);
+  assert.throws(() => State.replay(dense, [
     { s: 'bind', stage: 'T_matmul_NT', iter: 'j', thread: 'threadIdx.x' },
     { s: 'split', stage: 'T_matmul_NT', iter: 'j', lengths: [4] },
   ]), /the loop is bound to threadIdx.x/);
+  // A spatial loop inside the bound reduce loop: each thread would reduce for several outputs at once.
+  assert.throws(() => lowerGpu(State.replay(dense, [
+    { s: 'reorder', stage: 'T_matmul_NT', order: ['i', 'k', 'j'] },
+    { s: 'bind', stage: 'T_matmul_NT', iter: 'k', thread: 'threadIdx.x' },
+  ]), 'k', LIMITS), /spatial loop j is inside the reduce loops/);
+  assert.throws(() => State.replay(dense, [{ s: 'storage_align', stage: 'T_matmul_NT', iter: 'j', factor: 4, offset: 4 }]), /offset from 0 to factor - 1/);
+  assert.throws(() => State.replay(dense, [{ s: 'storage_align', stage: 'T_matmul_NT', iter: 'k', factor: 4, offset: 1 }]), /not a root axis of the stage/);
+  assert.throws(() => lowerGpu(State.replay(dense, [
+    ...fuseAndBind('T_matmul_NT', ['i', 'j'], 16),
+    { s: 'storage_align', stage: 'T_matmul_NT', iter: 'i', factor: 4, offset: 1 },
+  ]), 'k', LIMITS), /only the buffer of a stage computed at a loop of its reader/);
+});
+
+test('storage_align pads the row stride of a shared copy: stride % factor == offset', () => {
+  const plain = lowerGpu(State.replay(convDag(), tiledConv(CONV_TILES, CONV_RED)), 'k', LIMITS).kernels[0];
+  // pad_temp.shared is 7 x 9 x 8 (ax1 x ax2 x ax3): rows of 9 x 8 = 72 floats become 73.
+  const aligned = [...tiledConv(CONV_TILES, CONV_RED), { s: 'storage_align', stage: 'pad_temp.shared', iter: 'ax1', factor: 32, offset: 9 } as Step];
+  const k = lowerGpu(State.replay(convDag(), aligned), 'k', LIMITS).kernels[0];
+  assert.is(plain.shared[0].size, 7 * 9 * 8);
+  assert.is(k.shared[0].size, 6 * 73 + 72);
+  assert.is(73 % 32, 9);
 });
 
 test('OpenCL candidates build, run and match the reference on the OpenCL device', async () => {
@@ -185,6 +250,21 @@ test('OpenCL candidates build, run and match the reference on the OpenCL device'
       ...fuseAndBind(out, axesOf(out), 64),
     ];
     await check('depthwise conv then relu: two launches and a global temporary between them', dwDag, dwSteps);
+    await check('conv, a shared copy padded by storage_align', convDag(), [...tiledConv(CONV_TILES, CONV_RED), { s: 'storage_align', stage: 'pad_temp.shared', iter: 'ax1', factor: 32, offset: 9 }]);
+    // Cross-thread reductions: a power of two, a count that neither is one nor divides the
+    // reduction (5 x 24 > 100: guarded), rows bound to threadIdx.y, a max and a sum of softmax.
+    await check('dense batch 1, cross-thread sum over 32 threads', denseDag(64, 128), crossThread('T_matmul_NT', ['i', 'j'], ['k'], 32));
+    await check('dense batch 1, cross-thread sum over 24 threads of 100', denseDag(64, 100), crossThread('T_matmul_NT', ['i', 'j'], ['k'], 24));
+    await check('dense batch 1, 4 rows of 32 threads', denseDag(60, 128), crossThread('T_matmul_NT', ['i', 'j'], ['k'], 32, 4));
+    const sm = new ComputeDAG([softmax(placeholder('data', [6, 200]))]);
+    await check('softmax: cross-thread max and sum', sm, [
+      { s: 'compute_inline', stage: 'T_softmax_exp' },
+      ...crossThread('T_softmax_maxelem', ['i0'], ['k'], 64),
+      ...crossThread('T_softmax_expsum', ['i0'], ['k'], 48),
+      ...fuseAndBind('T_softmax_norm', ['i0', 'i1'], 64),
+    ]);
+    const pool = new ComputeDAG([adaptivePool2d(placeholder('data', [1, 7, 7, 32]), [1, 1], 'max', 'NHWC')]);
+    await check('global max pool, cross-thread over the 7x7 window', pool, crossThread('adaptive_pool_max', ['ax0', 'ax1', 'ax2', 'ax3'], ['rv0', 'rv1'], 16));
   } finally {
     await measurer.close();
   }

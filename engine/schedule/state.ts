@@ -36,6 +36,8 @@ export interface StageState {
   bind: Map<string, ThreadTag>;
   autoUnroll: Map<string, number>;
   attach: Attach;
+  /** storage_align of root axes: the buffer stride of axis `iter` padded to `stride % factor == offset`. */
+  align: Map<string, { factor: number; offset: number }>;
   /** Memory of a cache_read copy: per block (`shared`) or per thread (`local`); absent for every other stage. */
   scope?: CacheScope;
   /** Written by the kernel's caller (a DAG output). */
@@ -53,7 +55,7 @@ function freshStage(
     name: tensor.name, tensor, body, axes, reduceAxes, relations: [],
     leaves: [...axes, ...reduceAxes].map((a) => a.name),
     kinds: new Map([...axes.map((a) => [a.name, 'S'] as const), ...reduceAxes.map((a) => [a.name, 'R'] as const)]),
-    ann: new Map(), bind: new Map(), autoUnroll: new Map(), attach: { k: 'root' }, isOutput,
+    ann: new Map(), bind: new Map(), autoUnroll: new Map(), align: new Map(), attach: { k: 'root' }, isOutput,
     ...(scope ? { scope } : {}),
   };
 }
@@ -182,13 +184,29 @@ export class State {
       }
       case 'bind': {
         this.leafIndex(s, st.iter);
-        // TVM binds a reduce loop to threadIdx for a cross-thread reduction; our lowering has no all-reduce yet.
-        if (s.kinds.get(st.iter) === 'R') throw new ScheduleError(`bind ${s.name}.${st.iter}: a reduce loop cannot be bound to ${st.thread}`);
+        if (s.kinds.get(st.iter) === 'R') {
+          // A cross-thread reduction (TVM binds the inner part of the fused reduction to
+          // threadIdx.x; lower.ts combines the threads' partial results in shared memory).
+          if (st.thread !== 'threadIdx.x') throw new ScheduleError(`bind ${s.name}.${st.iter}: a reduce loop can be bound to threadIdx.x only (a cross-thread reduction), not ${st.thread}`);
+          const other = [...s.bind.keys()].find((it) => it !== st.iter && s.kinds.get(it) === 'R');
+          if (other !== undefined) throw new ScheduleError(`bind ${s.name}.${st.iter}: reduce loop ${other} is bound already (fuse the reduce loops first)`);
+        }
         if (s.ann.has(st.iter)) throw new ScheduleError(`bind ${s.name}.${st.iter}: the loop is annotated ${s.ann.get(st.iter)!}`);
         if ([...s.bind].some(([it, tag]) => tag === st.thread && it !== st.iter)) {
           throw new ScheduleError(`bind ${s.name}.${st.iter}: ${st.thread} is bound to another loop of ${s.name} already (fuse the loops first)`);
         }
         s.bind.set(st.iter, st.thread);
+        break;
+      }
+      case 'storage_align': {
+        const where = `storage_align ${s.name}.${st.iter}`;
+        if (!s.axes.some((a) => a.name === st.iter)) {
+          throw new ScheduleError(`${where}: not a root axis of the stage (axes: ${s.axes.map((a) => a.name).join(', ')})`);
+        }
+        if (!Number.isInteger(st.factor) || st.factor < 1 || !Number.isInteger(st.offset) || st.offset < 0 || st.offset >= st.factor) {
+          throw new ScheduleError(`${where}: expected an integer factor >= 1 and an offset from 0 to factor - 1, got factor ${st.factor}, offset ${st.offset}`);
+        }
+        s.align.set(st.iter, { factor: st.factor, offset: st.offset });
         break;
       }
       default: {

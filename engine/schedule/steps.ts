@@ -36,14 +36,25 @@ export type Step =
   | { s: 'rfactor'; stage: string; iter: string }
   /** Unroll loops below `iter` whose total trip count is at most `value` (TVM's auto_unroll_max_step). */
   | { s: 'pragma'; stage: string; iter: string; pragma: 'auto_unroll_max_step'; value: number }
-  /** GPU: the loop `iter` becomes the launch's `thread` index (TVM's bind). */
+  /**
+   * GPU: the loop `iter` becomes the launch's `thread` index (TVM's bind). A reduce loop
+   * may be bound to threadIdx.x: a cross-thread reduction, each thread reducing its share
+   * and the block combining the partial results in shared memory.
+   */
   | { s: 'bind'; stage: string; iter: string; thread: ThreadTag }
   /**
    * GPU: `reader` reads tensor `stage` (an input or a compute stage) through a copy in
    * `scope`, a new stage `<stage>.<scope>` computed at root until a compute_at places it
    * (TVM's cache_read; TVM names the copy `<stage>.shared` too).
    */
-  | { s: 'cache_read'; stage: string; scope: CacheScope; reader: string };
+  | { s: 'cache_read'; stage: string; scope: CacheScope; reader: string }
+  /**
+   * GPU: pad the buffer of `stage` (a stage computed at a loop of its reader: a shared or
+   * local copy, a register tile) so that the stride of its root axis `iter` is the smallest
+   * one at least the natural stride with `stride % factor == offset` (TVM's storage_align;
+   * a row padded by one float spreads a warp's column reads over the shared-memory banks).
+   */
+  | { s: 'storage_align'; stage: string; iter: string; factor: number; offset: number };
 
 export type StepKind = Step['s'];
 
@@ -61,5 +72,5 @@ export const MAX_UNROLL = 512;
 
 export const STEP_KINDS: readonly StepKind[] = [
   'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma', 'rfactor',
-  'bind', 'cache_read',
+  'bind', 'cache_read', 'storage_align',
 ];

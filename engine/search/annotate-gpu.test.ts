@@ -75,6 +75,40 @@ test('random fills and their mutations never exceed the device\'s limits (thread
   }
 });
 
+test('on a device with 32-wide warps, shared rows are padded by storage_align in some states, and the padding reaches the buffer', () => {
+  const warp32 = parseTarget('opencl -thread_warp_size=32');
+  const task = bareConv();
+  const sketches = generateGpuSketches(task.dag, { gpu: warp32.gpu! });
+  const tiled = sketches.findIndex((sk) => sk.name.includes('+shared'));
+  let padded = 0, plain = 0;
+  for (let seed = 0; seed < 30; seed++) {
+    let built: Built;
+    try {
+      built = buildState(task.dag, sketches, tiled, new RandomSource(new Rng(seed)));
+    } catch {
+      continue;
+    }
+    const aligns = built.steps.filter((st): st is Extract<Step, { s: 'storage_align' }> => st.s === 'storage_align');
+    if (aligns.length === 0) { plain++; continue; }
+    padded++;
+    for (const a of aligns) assert.equal([a.factor, a.offset], [32, 1]);
+    // The same state without the padding needs fewer shared floats.
+    const without = State.replay(task.dag, built.steps.filter((st) => st.s !== 'storage_align'));
+    const size = (p: GpuProgram): number => p.kernels[0].shared.reduce((acc, b) => acc + b.size, 0);
+    assert.ok(size(lowerGpu(built.state, 'k', warp32.gpu!)) > size(lowerGpu(without, 'k', warp32.gpu!)), `seed ${seed}`);
+  }
+  assert.ok(padded > 0 && plain > 0, `${padded} padded, ${plain} plain`);
+  // Devices without warps (PoCL's default profile, Mali) never pad.
+  const none = generateGpuSketches(task.dag, { gpu: OPENCL.gpu! });
+  for (let seed = 0; seed < 10; seed++) {
+    try {
+      assert.not.ok(buildState(task.dag, none, tiled, new RandomSource(new Rng(seed))).steps.some((st) => st.s === 'storage_align'));
+    } catch (e) {
+      if (!(e instanceof Error) || e.name !== 'ScheduleError') throw e;
+    }
+  }
+});
+
 test('tile mutations keep the cooperative fetch split at the block\'s thread count', () => {
   const task = seed002Conv();
   const sketches = generateGpuSketches(task.dag, { gpu: OPENCL.gpu! });

@@ -135,6 +135,7 @@ class GpuBuilder extends StepBuilder {
   protected buildStage(x: string, p: Plan): void {
     if (p.k === 'gpu-tile') this.tile(x, p);
     else if (p.k === 'gpu-rfactor') this.rfactor(x, p.inner);
+    else if (p.k === 'gpu-cross-thread') this.crossThread(x);
     else if (p.k === 'gpu-simple') this.simple(x);
     else if (p.k !== 'fused-consumer') throw new Error(`GPU sketch ${this.sketch.name}: CPU plan ${p.k} for ${x}`);
   }
@@ -265,9 +266,25 @@ class GpuBuilder extends StepBuilder {
       this.emit({ s: 'split', stage: copy, iter: fused, lengths: vec > 1 ? [threads, vec] : [threads] });
       this.bind(copy, `${fused}.1`, 'threadIdx.x');
       if (vec > 1) this.emit({ s: 'annotate', stage: copy, iter: `${fused}.2`, ann: 'vectorize' });
+      this.padRows(x, input, copy);
     }
     if (rn.length > 0) this.unroll(t, `${x}/unroll`);
     this.maliVectorize(t, `${sn[last]}.2`, fs[last][4]);
+  }
+
+  /**
+   * On a device with warps of 32 or more (its shared memory in as many banks), a choice
+   * between the copy's natural layout and rows padded by one float (storage_align of the
+   * row axis, factor = warp size, offset 1): threads that read a column then hit different
+   * banks. Not a TVM sketch rule (Ansor leaves storage_align to hand-written schedules);
+   * here the search measures both. Devices with no warps (PoCL, Mali) have no such choice.
+   */
+  private padRows(x: string, input: string, copy: string): void {
+    const warp = this.gpu.params.warpSize;
+    const axes = this.state.stage(copy).axes;
+    if (warp < 32 || axes.length < 2) return;
+    if (this.choiceOf(`${x}/align/${input}`, 'align', 2) === 0) return;
+    this.emit({ s: 'storage_align', stage: copy, iter: axes[axes.length - 2].name, factor: warp, offset: 1 });
   }
 
   // ------------------------------------------------------------ rfactor
@@ -299,6 +316,25 @@ class GpuBuilder extends StepBuilder {
     }
     this.unroll(rf, `${rf}/unroll`);
     this.fuseAndBind(x, spatial, space);
+    this.unroll(x, `${x}/unroll`);
+  }
+
+  // ------------------------------------------------------------ cross-thread reduction
+
+  /**
+   * TVM's cross-thread reduction (RuleCrossThreadReduction, then InitThreadBind): the
+   * reduce loops fused and split by a thread count (a tile size, drawn and mutated as the
+   * others) whose inner part is bound to threadIdx.x; the spatial loops fused and bound to
+   * blockIdx.x.
+   */
+  private crossThread(x: string): void {
+    const s = this.state.stage(x);
+    const total = numElements(s.reduceAxes.map((r) => r.extent));
+    const r = this.fuse(x, s.reduceAxes.map((a) => a.name));
+    const threads = this.threadsOf(`${x}/reduce-threads`, total);
+    this.emit({ s: 'split', stage: x, iter: r, lengths: [threads] });
+    if (s.axes.length > 0) this.bind(x, this.fuse(x, s.axes.map((a) => a.name)), 'blockIdx.x');
+    this.bind(x, `${r}.1`, 'threadIdx.x');
     this.unroll(x, `${x}/unroll`);
   }
 

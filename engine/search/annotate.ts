@@ -23,7 +23,7 @@ export const UNROLL_STEPS: readonly number[] = [0, 16, 64, 512];
 
 
 /** What a value is, for mutation weights (reference §4.3). */
-export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order';
+export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order' | 'align';
 
 /**
  * A constraint a tile must meet besides its product and innermost bound (GPU: the threads,

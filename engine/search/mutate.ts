@@ -12,12 +12,15 @@ import type { Rng } from './rng';
 import type { Sketch } from './sketch';
 
 export const MUTATION_WEIGHTS: Readonly<Record<ParamKind, number>> = {
-  tile: 0.90, unroll: 0.04, location: 0.05, parallel: 0.01, order: 0.02,
+  tile: 0.90, unroll: 0.04, location: 0.05, parallel: 0.01, order: 0.02, align: 0,
 };
 
-/** TVM's GPU mutation rules (MutateTileSize 0.90, MutateAutoUnroll 0.10); GPU sketches make no other kinds. */
+/**
+ * TVM's GPU mutation rules (MutateTileSize 0.90, MutateAutoUnroll 0.10), and ours for the
+ * padding of shared rows (annotate-gpu.ts; TVM has no such choice); GPU sketches make no other kinds.
+ */
 export const GPU_MUTATION_WEIGHTS: Readonly<Record<ParamKind, number>> = {
-  tile: 0.90, unroll: 0.10, location: 0, parallel: 0, order: 0,
+  tile: 0.90, unroll: 0.10, location: 0, parallel: 0, order: 0, align: 0.05,
 };
 
 /**

@@ -94,16 +94,20 @@ test('depthwise conv: tiled like the conv, its padded input and weights in share
   }
 });
 
-test('dense with batch 1: the tiled sketch and, for its long reduction, the two-launch rfactor that stands in for a cross-thread reduction', () => {
+test('dense with batch 1: the tiled sketch and, for its long reduction, a cross-thread reduction', () => {
   const task = mobilenetTask('dense+add');
   assert.equal(namesOf(task, OPENCL), [
-    'T_matmul_NT:gpu-rfactor-inner T_add:gpu-simple',
+    'T_matmul_NT:gpu-cross-thread T_add:gpu-simple',
     'T_matmul_NT:gpu-tile+shared>T_add T_add:fused<T_matmul_NT',
   ]);
   for (const { built, program } of samples(task, OPENCL, 0, 3, 4)) {
-    // Partial sums (T_matmul_NT.rf), their sum, the bias: three launches, each bound.
-    assert.equal(program.kernels.map((k) => k.stage), ['T_matmul_NT.rf', 'T_matmul_NT', 'T_add']);
-    for (const stage of ['T_matmul_NT.rf', 'T_matmul_NT', 'T_add']) assert.equal(binds(built.steps, stage), ['blockIdx.x', 'threadIdx.x'], stage);
+    // One block per output of the dense layer, its threads splitting the 1024-long
+    // reduction and combining their sums in shared memory; then the bias.
+    assert.equal(program.kernels.map((k) => k.stage), ['T_matmul_NT', 'T_add']);
+    assert.equal(binds(built.steps, 'T_matmul_NT'), ['blockIdx.x', 'threadIdx.x']);
+    const [reduce] = program.kernels;
+    assert.is(reduce.grid[0], 1000);
+    assert.equal(reduce.shared, [{ buf: 'tt_red_T_matmul_NT', size: reduce.block[0] }]);
     // Threads per block: powers of two from 32 up to the device's 256.
     for (const k of program.kernels) assert.ok([32, 64, 128, 256].includes(k.block[0]), String(k.block[0]));
   }
@@ -120,10 +124,10 @@ test('element-wise op: one fused, split and bound launch', () => {
   }
 });
 
-test('softmax and global pool: an rfactor or a per-thread reduction for each reduction', () => {
+test('softmax and global pool: a cross-thread or a per-thread reduction for each reduction', () => {
   assert.is(namesOf(mobilenetTask('softmax'), OPENCL).length, 4);
   assert.equal(namesOf(mobilenetTask('global_avg_pool2d'), OPENCL), [
-    'adaptive_pool_sum:gpu-rfactor-inner adaptive_pool_avg:gpu-simple',
+    'adaptive_pool_sum:gpu-cross-thread adaptive_pool_avg:gpu-simple',
     'adaptive_pool_sum:gpu-simple adaptive_pool_avg:gpu-simple',
   ]);
   const softmax = mobilenetTask('softmax');

@@ -8,12 +8,11 @@
 //    inlines them all, not only the strictly inlineable ones): one launch fewer each;
 //  - cross-thread reduction, for reductions with little spatial work (a tiled reduction
 //    with fewer outputs than reduce iterations, e.g. dense with batch 1; any other
-//    reduction longer than a warp: softmax, pooling to 1x1). TVM binds the inner part of
-//    the fused reduction to threadIdx.x and the lowering emits a warp/block all-reduce. Our
-//    lowering cannot bind a reduce loop yet (State refuses it), so this rule gives a plain
-//    two-launch rfactor instead: the fused reduction is split, its inner part becomes a
-//    spatial axis of `<stage>.rf` (so adjacent threads read adjacent elements, as TVM's
-//    threads do), both stages fused and bound, each thread reducing serially. The plain
+//    reduction longer than a warp: softmax, pooling to 1x1): the inner part of the fused
+//    reduction is bound to threadIdx.x, the fused spatial loops to blockIdx.x, and the
+//    lowering (lower.ts) combines the threads' partial results in shared memory. TVM also
+//    computes a fusible consumer (a divide after a sum) at the reduction; here that
+//    consumer is a launch of its own (or inlined, when it is not an output). The plain
 //    per-thread reduction sketch (below) is kept beside it, as TVM keeps the others;
 //  - cache write + multi-level tiling SSSRRSRS for reductions with data reuse (conv,
 //    depthwise, dense, batch matmul), fused into the single element-wise consumer when
@@ -78,7 +77,7 @@ export function generateGpuSketches(dag: ComputeDAG, opts: GpuSketchOptions): Sk
       next.push(withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false }));
     }
     if (!gpu.mali && needsCrossThreadReduction(an, x, gpu.params.warpSize)) {
-      next.push(withPlan({ k: 'gpu-rfactor', inner: true }));
+      next.push(withPlan({ k: 'gpu-cross-thread' }));
     }
     if (an.needsMultiLevelTiling(x)) {
       const shared = gpu.mali || !reduce ? [] : sharedInputs(an, x);

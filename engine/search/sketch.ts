@@ -41,6 +41,12 @@ export type Plan =
    * outer one) becomes a spatial axis of `<stage>.rf`: two launches, each fused and bound.
    */
   | { k: 'gpu-rfactor'; inner: boolean }
+  /**
+   * GPU: a cross-thread reduction: the fused reduction is split and its inner part bound to
+   * threadIdx.x (the block's threads combine their partial results in shared memory), the
+   * fused spatial loops bound to blockIdx.x: one block per output element.
+   */
+  | { k: 'gpu-cross-thread' }
   /** GPU: all spatial loops fused, split by a thread count and bound to blockIdx.x / threadIdx.x; a reduction runs inside each thread. */
   | { k: 'gpu-simple' };
 
@@ -74,6 +80,7 @@ function planName(p: Plan): string {
     case 'simple': return 'simple';
     case 'gpu-tile': return `gpu-tile${p.cacheWrite ? '+cache' : ''}${p.shared.length ? '+shared' : ''}${p.consumer ? `>${p.consumer}` : ''}`;
     case 'gpu-rfactor': return `gpu-rfactor-${p.inner ? 'inner' : 'outer'}`;
+    case 'gpu-cross-thread': return 'gpu-cross-thread';
     case 'gpu-simple': return 'gpu-simple';
   }
 }
