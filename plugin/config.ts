@@ -48,7 +48,7 @@ export interface BudgetConfig {
   /** Candidates measured per round (batchSize: its former name). */
   measuresPerRound?: number;
   batchSize?: number;
-  policy?: 'evolutionary' | 'random' | 'grid';
+  policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   seed?: number;
   /** timeout in seconds (timeoutMs: its former spelling, in milliseconds). */
   measure?: { number?: number; repeat?: number; minRepeatMs?: number; timeout?: number; timeoutMs?: number; flush?: boolean; buildJobs?: number };

@@ -42,7 +42,7 @@ Budgets (any combination; the first reached stops; resumed trials count):
   --early-stopping N    stop a task after N trials without a better latency
 
 Search:
-  --policy P            evolutionary (default, cost-model guided), random or grid
+  --policy P            evolutionary (default, cost-model guided), ga (genetic, no model), random or grid
   --measures-per-round N  candidates measured per round (default ${DEFAULT_BATCH_SIZE}); TVM's num_measures_per_round,
                         formerly --batch-size (not to be confused with --batch, the model's batch)
   --seed S              seed of the search and of the measured inputs (default 0)

@@ -67,7 +67,7 @@ export interface CostModel {
   predict(task: Task, states: readonly State[]): number[];
 }
 
-export type PolicyName = 'evolutionary' | 'random' | 'grid';
+export type PolicyName = 'evolutionary' | 'ga' | 'random' | 'grid';
 
 export interface PolicyContext {
   task: Task;

@@ -11,7 +11,7 @@ export interface TuneExecutorOptions extends NetworkExecutorOptions {
   /** Seconds. */
   timeLimit?: number;
   earlyStopping?: number;
-  policy?: 'evolutionary' | 'random' | 'grid';
+  policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   /** Candidates measured per round. */
   measuresPerRound?: number;
   seed?: number;
