@@ -192,3 +192,11 @@ export function tuningFigures(input: TuningFiguresInput): TuningFigures {
     unmeasured: figures.filter((f) => f.best_ms === null).length,
   };
 }
+
+/** One line for logs: `tuning: 120 trial(s) of 3 task(s), estimated total latency 1.234 ms` (or why there is none). */
+export function tuningLine(f: TuningFigures): string {
+  const est = f.estimated_ms === null
+    ? `no estimated total latency yet (${f.unmeasured} of ${f.tasks.length} task(s) without a valid measurement)`
+    : `estimated total latency ${f.estimated_ms.toFixed(3)} ms`;
+  return `tuning: ${f.trials} trial(s) of ${f.tasks.length} task(s) in the records for this target and machine, ${est}`;
+}

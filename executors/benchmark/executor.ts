@@ -2,7 +2,8 @@
 // runner (the CLI's defaults: 10 measurements of at least 100 ms; the target's threads,
 // else all cores), print the summary with the threads and load and a warning for each
 // reason not to trust it, and write <outDir>/<network>/reports/<target>.json and .html
-// (the latest run) and append to <target>.history.jsonl. Never cached.
+// (the latest run) and append to <target>.history.jsonl. The report also shows the
+// network's tuning from the record store (./tuning.ts). Never cached.
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,8 @@ import { inputFiles } from '../../engine/runtime/rawfile';
 import { checkRunsHere, cpuModel, parseTarget } from '../../engine/target';
 import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { writeReport, type BenchmarkReport } from './report';
+import { tuningForReport } from './tuning';
+import { tuningLine } from '../../engine/report/tuning-data';
 import type { BenchmarkExecutorOptions } from './schema';
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
@@ -40,9 +43,12 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     console.log(benchSetupLine(result));
     for (const w of result.warnings) console.warn(`warning: ${w}`);
     const { summary: _summary, ...numbers } = result;
+    const tuning = await tuningForReport(run, manifest, rel, (m) => console.warn(`warning: ${m}`));
+    console.log(tuningLine(tuning.tuning));
     const report: BenchmarkReport = {
       network: run.network, target: run.targetName, target_string: manifest.target, fingerprint: manifest.fingerprint,
       engine_version: manifest.engine_version, time: new Date().toISOString(), cpu: cpuModel(), model_dir: rel(run.modelDir), result: numbers,
+      ...tuning,
     };
     const written = writeReport(run.reportsDir, report);
     console.log(`wrote ${rel(written.json)} and ${rel(written.html)}, appended to ${rel(written.history)}`);

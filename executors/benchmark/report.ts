@@ -2,10 +2,16 @@
 // latest run (the HTML is self-contained: tables and inline SVG plots, no scripts, no
 // network), and <target>.history.jsonl gets one line per run (time, CPU, threads, load,
 // summary, warnings), so a run never hides the ones before it and the page plots them.
+// When the executor has the network's tuning figures (engine/report/), the page adds the
+// tuning section (engine/report/tuning-html.ts) and the JSON its numbers.
 
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { CompareReport } from '../../engine/compare/compare';
 import type { BenchResult } from '../../engine/native/bench';
+import { esc } from '../../engine/report/html';
+import type { TuningFigures } from '../../engine/report/tuning-data';
+import { TUNING_CSS, tuningSection } from '../../engine/report/tuning-html';
 
 export interface BenchmarkReport {
   network: string;
@@ -18,6 +24,12 @@ export interface BenchmarkReport {
   cpu: string;
   model_dir: string;
   result: Omit<BenchResult, 'summary'>;
+  /** The tuning figures of the network on this target and machine (the records in the store). */
+  tuning?: TuningFigures;
+  /** The ONNX Runtime comparison found beside the report, if any. */
+  comparison?: CompareReport;
+  /** Where the page says a comparison would be read from, when there is none. */
+  comparison_hint?: string;
 }
 
 /** One line of <target>.history.jsonl: a run without its per-measurement times. */
@@ -89,8 +101,6 @@ export function writeReport(reportsDir: string, report: BenchmarkReport): Report
   return files;
 }
 
-const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
 /** A bar per timed run, scaled to the slowest, with the median as a line. */
 function runsPlot(runs: readonly number[], median: number): string {
   const w = 640, h = 200, pad = 30;
@@ -152,7 +162,8 @@ export function renderHtml(r: BenchmarkReport, history: readonly HistoryEntry[] 
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(r.network)} on ${esc(r.target)}: tensortune benchmark</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}td{font-variant-numeric:tabular-nums}
-.warning{border:2px solid #c0392b;background:#fdecea;padding:.6em 1em;margin:1em 0}.trusted{color:#2d6a2d}tr.warned td{background:#fdecea}</style>
+.warning{border:2px solid #c0392b;background:#fdecea;padding:.6em 1em;margin:1em 0}.trusted{color:#2d6a2d}tr.warned td{background:#fdecea}
+${TUNING_CSS}</style>
 </head><body>
 <h1>${esc(r.network)} on ${esc(r.target)}</h1>
 ${trust}
@@ -169,6 +180,7 @@ ${row('CPU', r.cpu)}${row('threads', `${s.threads} of ${s.cores} core(s)`)}${row
   row('min repeat', `${s.min_repeat_ms} ms`)}${row('target', r.target_string)}${row('fingerprint', r.fingerprint)}${row('engine', r.engine_version)}${row('model', r.model_dir)}${row('time', r.time)}
 </table>
 ${historySection(history)}
+${r.tuning ? tuningSection(r.tuning, { comparison: r.comparison, comparisonHint: r.comparison_hint, measuredMs: s.median_ms }) : ''}
 </body></html>
 `;
 }

@@ -1,0 +1,28 @@
+// The tuning figures of one network from files: its tasks (extracted as tune and compile
+// extract them, so the workload keys match the records) and every record in the given
+// record files or store folders, for one target string and machine fingerprint.
+
+import { loadModel, type ModelSpec } from '../frontend/load';
+import { extractTasks } from '../graph/extract';
+import { readRecordFiles } from '../records/log';
+import { recordFilesOf } from '../records/store';
+import { tuningFigures, type TuningFigures } from './tuning-data';
+
+export interface NetworkFiguresOptions {
+  /** The name the report shows. */
+  network: string;
+  spec: ModelSpec;
+  /** Record logs, or folders whose `*.jsonl` are logs (a store); missing paths are skipped. */
+  records: readonly string[];
+  match: { target: string; fingerprint: string };
+  /** Where the one warning per file with broken lines goes. */
+  warn?: (message: string) => void;
+}
+
+export async function networkTuningFigures(o: NetworkFiguresOptions): Promise<TuningFigures> {
+  // Weights do not change the tasks' workload keys; zeros spare making random ones.
+  const { graph } = loadModel({ ...o.spec, weights: 'zeros' });
+  const tasks = extractTasks(graph);
+  const entries = await readRecordFiles(await recordFilesOf(o.records), { warn: o.warn });
+  return tuningFigures({ network: o.network, tasks, entries, match: o.match });
+}
