@@ -65,7 +65,7 @@ export function compilerFailure(r: { timedOut?: boolean; stderr?: unknown; messa
   return firstLines((typeof r.stderr === 'string' && r.stderr) || r.message || 'the compiler failed', lines);
 }
 
-export type NativeBinaryName = 'tt_bench' | 'tt_measure' | 'tt_opencl_info';
+export type NativeBinaryName = 'tt_bench' | 'tt_measure' | 'tt_opencl_info' | 'tt_remote';
 
 interface BinarySpec {
   sources: string[]; // relative to native/
@@ -81,6 +81,9 @@ const BINARIES: Record<NativeBinaryName, BinarySpec> = {
   tt_measure: { sources: ['measure/tt_measure.c', 'common/tt_common.c'], openmp: true },
   // Needs CL/cl.h to build, never libOpenCL (the runtime opens it with dlopen).
   tt_opencl_info: { sources: ['opencl/tt_opencl_info.c', OPENCL_RUNTIME], openmp: false, headers: [OPENCL_HEADER] },
+  // The device-side worker of remote measurement (engine/remote/), built per device
+  // architecture with the target's cross compiler (buildNative's `cc`).
+  tt_remote: { sources: ['remote/tt_remote.c', 'common/tt_common.c'], openmp: true },
 };
 const HEADERS = ['include/tensortune.h', 'common/tt_common.h'];
 

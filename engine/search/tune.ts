@@ -26,7 +26,7 @@ import { createPolicy, POLICY_NAMES } from './policy';
 import { formatEstimate, formatProgress, formatTaskTable, runBudget } from './progress';
 import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
 import type {
-  CostModel, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
+  CostModel, MeasureDevice, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
 } from './types';
 
 /** TVM's num_measures_per_round. */
@@ -49,6 +49,7 @@ export interface TuningParts {
  */
 function createParts(
   target: Target, policy: PolicyName, measure: Partial<MeasureOptions>, seed: number, tasks: readonly Task[], prior: (t: Task) => MeasuredState[],
+  device?: MeasureDevice,
 ): TuningParts {
   const costModel = new LearnedCostModel({ seed });
   let known = 0;
@@ -56,7 +57,7 @@ function createParts(
   if (known > 0) costModel.train();
   return {
     costModel,
-    measurer: new LocalMeasurer(target, { ...measure, seed }),
+    measurer: device ? device.measurer(target, { ...measure, seed }) : new LocalMeasurer(target, { ...measure, seed }),
     createPolicy: (task, measured, policySeed) => createPolicy(policy, { task, target, costModel, measured, seed: policySeed }),
   };
 }
@@ -138,7 +139,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   // on this machine (the fingerprint names the device, not the host).
   const host = opts.host === undefined ? undefined : parseTarget(opts.target, 'target', opts.host).host;
   const target = parseTarget(opts.target, 'target');
-  const fingerprint = hardwareFingerprint(target);
+  const fingerprint = opts.device?.fingerprint ?? hardwareFingerprint(target);
   const log = opts.log ?? (() => undefined);
   if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's OpenCL device, with the candidates' host side built here`);
   const emit = opts.onEvent ?? (() => undefined);
@@ -160,7 +161,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const seed = opts.seed ?? 0;
   const measure: Partial<MeasureOptions> = { ...opts.measure };
   const trials = opts.trials ?? (opts.trialsPerTask === undefined && opts.timeLimitS === undefined ? DEFAULT_TRIALS_PER_TASK_BUDGET * tasks.length : undefined);
-  const parts = createParts(target, policyName, measure, seed, tasks, priorOf);
+  const parts = createParts(target, policyName, measure, seed, tasks, priorOf, opts.device);
   const timing: TuneTiming = { measureS: 0, buildS: 0, runS: 0, recordS: 0 };
   const gate = new FailFastGate(opts.records, target.text);
   const append = async (list: readonly TuningRecord[]): Promise<void> => {

@@ -13,8 +13,9 @@ import type { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import type { Target } from '../target';
 
-/** Why a candidate has no valid time. `null` in a record means it ran and was verified. */
-export type ErrorClass = 'invalid_schedule' | 'compile_error' | 'runtime_error' | 'timeout' | 'wrong_answer';
+/** Why a candidate has no valid time. `null` in a record means it ran and was verified.
+ *  device_error: remote measurement lost the devices it ran on (engine/remote/pool.ts). */
+export type ErrorClass = 'invalid_schedule' | 'compile_error' | 'runtime_error' | 'timeout' | 'wrong_answer' | 'device_error';
 
 /** One candidate's measurement. */
 export interface MeasureOutcome {
@@ -42,6 +43,13 @@ export interface MeasureOptions {
   buildJobs: number;
   /** Threads of the measured kernel (default 1). */
   threads: number;
+}
+
+/** Where candidates are measured when it is not this machine (engine/remote: devices behind
+ *  runner commands): its fingerprint keys the records, and it makes the run's measurer. */
+export interface MeasureDevice {
+  fingerprint: string;
+  measurer(target: Target, opts: Partial<MeasureOptions> & { seed: number }): Measurer;
 }
 
 /** Builds, runs and verifies candidates of one task at a time; never throws for a bad candidate. */
@@ -113,6 +121,8 @@ export interface TuneNetworkOptions {
   batchSize?: number;
   policy?: PolicyName;
   measure?: Partial<MeasureOptions>;
+  /** Measure on this device instead of this machine (engine/remote/open.ts). */
+  device?: MeasureDevice;
   seed?: number;
   /** The config budget the records are tagged with (`nx tune -c <budget>`). */
   budget?: string;

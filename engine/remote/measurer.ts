@@ -1,0 +1,122 @@
+// The remote measurer (search/types.ts Measurer): candidates are built here, with the
+// target's (cross) compiler, exactly as for local measurement (measure/builder.ts); each
+// library's bytes travel to a device of the pool, which times it and sends its outputs
+// back; the outputs are checked here against the reference evaluator (measure/verify.ts),
+// with the same inputs (the worker fills them with the same seeded random data) and the
+// same tolerance as a local candidate. Error classes are the local measurer's, plus
+// device_error: a candidate two devices failed on (pool.ts).
+
+import { promises as fs } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import type { Task } from '../graph/extract';
+import { numElements } from '../ir/tensor';
+import { Builder, type BuiltCandidate } from '../measure/builder';
+import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
+import { compareOutput, computeReference, DEFAULT_TOLERANCE, type Reference, type Tolerance } from '../measure/verify';
+import type { Step } from '../schedule/steps';
+import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
+import type { Target } from '../target';
+import { ownedTempDir } from '../temp-dirs';
+import type { RemoteDevice } from './device';
+import type { RemotePool } from './pool';
+
+/** Slack on top of the candidate's timeout for the transfer and an emulator's start. */
+const TRANSFER_SLACK_MS = 30_000;
+
+export interface RemoteMeasurerOptions extends Partial<MeasureOptions> {
+  seed?: number;
+  tolerance?: Tolerance;
+  buildTimeoutMs?: number;
+}
+
+type Outcome = Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'>;
+
+export class RemoteMeasurer implements Measurer {
+  readonly options: Readonly<MeasureOptions>;
+  private readonly seed: number;
+  private readonly tolerance: Tolerance;
+  private readonly workDir = ownedTempDir('tt-measure');
+  private readonly builder: Builder;
+  private readonly references = new Map<string, Reference>();
+
+  /** `pool` is opened (RemotePool.open) by the caller and closed by close(). */
+  constructor(target: Target, private readonly pool: RemotePool, opts: RemoteMeasurerOptions = {}) {
+    const { seed, tolerance, buildTimeoutMs, ...measure } = opts;
+    this.options = { ...DEFAULT_MEASURE_OPTIONS, buildJobs: availableParallelism(), ...measure };
+    this.seed = seed ?? 0;
+    this.tolerance = tolerance ?? DEFAULT_TOLERANCE;
+    this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
+  }
+
+  async measure(task: Task | MeasuredTask, candidates: readonly Step[][]): Promise<MeasureOutcome[]> {
+    return this.run(task, await this.builder.build(task.dag, candidates, new Set(task.constInputs ?? [])));
+  }
+
+  /** Runs built candidates on the pool's devices, verifying each here. */
+  async run(task: MeasuredTask, built: readonly BuiltCandidate[]): Promise<MeasureOutcome[]> {
+    const runnable = built.flatMap((b, i) => ('lib' in b ? [{ b, i }] : []));
+    const libs = new Map<string, Buffer>();
+    for (const { b } of runnable) if (!libs.has(b.lib)) libs.set(b.lib, await fs.readFile(b.lib));
+    const timings = new Map<number, number>();
+    const results = await this.pool.run(runnable, async (device, { b, i }) => {
+      const started = performance.now();
+      const outcome = await this.runOne(device, task, b, libs.get(b.lib)!);
+      timings.set(i, performance.now() - started);
+      return outcome;
+    });
+    const outcomes: MeasureOutcome[] = built.map((b) => ('error' in b
+      ? { steps: b.steps, costs_ms: [], error: b.error, message: b.message, build_ms: b.build_ms, run_ms: 0 }
+      : { steps: b.steps, costs_ms: [], error: 'device_error', message: 'not run', build_ms: b.build_ms, run_ms: 0 }));
+    runnable.forEach(({ i }, k) => {
+      const r = results[k];
+      const o: Outcome = 'ok' in r ? r.ok : { costs_ms: [], error: 'device_error', message: r.lost };
+      outcomes[i] = { ...outcomes[i], ...o, run_ms: timings.get(i) ?? 0 };
+    });
+    for (const lib of libs.keys()) await fs.rm(lib, { force: true });
+    return outcomes;
+  }
+
+  private reference(task: MeasuredTask, layouts: Extract<BuiltCandidate, { lib: string }>['layouts'] = []): Reference {
+    const key = `${task.dag.workloadKey} ${JSON.stringify(layouts)}`;
+    let ref = this.references.get(key);
+    if (!ref) {
+      ref = computeReference(task.dag, this.seed, layouts);
+      this.references.set(key, ref);
+    }
+    return ref;
+  }
+
+  /** One candidate on one device. A DeviceError (no reply) propagates to the pool. */
+  private async runOne(device: RemoteDevice, task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>, lib: Buffer): Promise<Outcome> {
+    const dag = task.dag;
+    const o = this.options;
+    const fields: (string | [string, Buffer])[] = [
+      ['lib', lib], `symbol ${b.symbol}`,
+      ...dag.inputs.map((t) => `in ${numElements(t.shape)}`),
+      ...dag.outputs.map((t) => `out ${numElements(t.shape)}`),
+      `number ${o.number}`, `repeat ${o.repeat}`, `min_repeat_ms ${o.minRepeatMs}`, `flush ${o.flush ? 1 : 0}`,
+      `seed ${this.seed}`, `threads ${o.threads}`, `timeout_ms ${o.timeoutMs}`,
+    ];
+    const { reply, payloads } = await device.request('measure', fields, o.timeoutMs + TRANSFER_SLACK_MS);
+    if (!reply.ok) {
+      const error = reply.error === 'timeout' || reply.error === 'compile_error' ? reply.error : 'runtime_error';
+      return { costs_ms: [], error, message: `${reply.message ?? reply.error} (on ${device.label})` };
+    }
+    const ref = this.reference(task, b.layouts);
+    for (let k = 0; k < dag.outputs.length; k++) {
+      const p = payloads[k];
+      if (!p || p.length !== ref.outputs[k].length * 4) {
+        return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[k].name}: the device sent ${p?.length ?? 0} bytes, expected ${ref.outputs[k].length * 4}` };
+      }
+      const got = new Float32Array(p.buffer.slice(p.byteOffset, p.byteOffset + p.length));
+      const cmp = compareOutput(got, ref.outputs[k], this.tolerance);
+      if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[k].name}: ${cmp.message}` };
+    }
+    return { costs_ms: reply.runs_ms ?? [], error: null };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+    await fs.rm(this.workDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,71 @@
+// Opening the devices of a target's runners for tune: every runner's worker is started (and
+// installed), each device says what it is, and the hardware fingerprint is computed from
+// that answer (not from this machine), so records and the Nx cache are keyed by the board
+// that measured them. All runners of one pool must reach devices of one kind.
+
+import { createHash } from 'node:crypto';
+import { UserError } from '../errors';
+import type { MeasureDevice, MeasureOptions, Measurer } from '../search/types';
+import { isGpu, type Target } from '../target';
+import { RemoteMeasurer } from './measurer';
+import { RemotePool, type PoolOptions } from './pool';
+import type { DeviceInfo } from './session';
+
+/** The fingerprint of a target measured on a device that answered `info`. As the local
+ *  one (target.ts hardwareFingerprint): CPU model, vector features, cores, architecture and
+ *  the target string; `remote: true` keeps it apart from any local machine's. */
+export function deviceFingerprint(target: Target, info: DeviceInfo): string {
+  const features = info.features.split(/\s+/).filter((f) => /^(avx|fma|sse4|neon|asimd|sve)/.test(f)).sort();
+  const model = [info.cpu, info.cpu_implementer, info.cpu_part].filter(Boolean).join(' ') || 'unknown';
+  const text = JSON.stringify({ remote: true, model, features, cores: info.cores, target: target.text, arch: info.machine });
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+/** One line that names a device: "aarch64, AMD EPYC, 2 cores". */
+export function describeDevice(info: DeviceInfo): string {
+  return `${info.machine}, ${[info.cpu, info.cpu_part].filter(Boolean).join(' ') || 'unknown CPU'}, ${info.cores} core(s)`;
+}
+
+export interface OpenedDevices extends MeasureDevice {
+  pool: RemotePool;
+  infos: DeviceInfo[];
+  close(): Promise<void>;
+}
+
+/** Remote measurement of CPU targets; a GPU target's worker would need its runtime on the device. */
+export function checkRemoteTarget(target: Target, where: string): void {
+  if (isGpu(target)) {
+    throw new UserError(`${where}: measuring through a runner supports CPU targets ("llvm -mtriple=..."), not "${target.text}" yet`);
+  }
+}
+
+/** Starts the pool; throws one UserError when no device starts or the devices differ. */
+export async function openRemoteDevices(templates: readonly string[], target: Target, where: string, opts: PoolOptions = {}): Promise<OpenedDevices> {
+  checkRemoteTarget(target, where);
+  const pool = new RemotePool(templates, target, where, opts);
+  let opened;
+  try {
+    opened = await pool.open();
+  } catch (e) {
+    await pool.close();
+    throw e;
+  }
+  const prints = opened.map(({ info }) => deviceFingerprint(target, info));
+  const odd = prints.findIndex((p) => p !== prints[0]);
+  if (odd > 0) {
+    await pool.close();
+    throw new UserError(`${where}: the runners of one target must reach devices of one kind: ${opened[0].device.label} is ` +
+      `${describeDevice(opened[0].info)}, ${opened[odd].device.label} is ${describeDevice(opened[odd].info)}`);
+  }
+  let measurer: RemoteMeasurer | undefined;
+  return {
+    pool,
+    infos: opened.map((o) => o.info),
+    fingerprint: prints[0],
+    measurer(t: Target, measure: Partial<MeasureOptions> & { seed: number }): Measurer {
+      measurer = new RemoteMeasurer(t, pool, measure);
+      return measurer;
+    },
+    close: () => (measurer ? measurer.close() : pool.close()),
+  };
+}

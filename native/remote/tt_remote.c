@@ -1,0 +1,689 @@
+/*
+ * tt_remote: the device-side worker of remote measurement (native/README.md, "tt_remote").
+ *
+ * It runs on the device, started by a runner command (`ssh board {command}`,
+ * `qemu-aarch64 -L <sysroot> {command}`), and speaks a versioned, framed protocol on
+ * stdin/stdout: text header lines, and byte payloads whose length the line before them
+ * gives. Everything travels in the stream (kernel libraries, compiled models, params,
+ * outputs), so the device needs no shared filesystem and no scp. A library is written to
+ * a private temp directory, dlopened, run with tt_common's timing loop (the one tt_measure
+ * and tt_bench use), and removed. Outputs go back whole: the host verifies them against
+ * its reference, as for local candidates.
+ *
+ * A kernel that crashes or runs past the request's timeout takes this process down, but
+ * first a signal handler writes the reply (runtime_error / timeout) with write(2), so the
+ * host can tell a bad candidate (a reply, then the end of the stream) from a lost device
+ * (the stream ends with no reply). libc, libdl and libm only (OpenMP when built with it).
+ */
+#define _GNU_SOURCE
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tensortune.h"
+#include "tt_common.h"
+
+/* The protocol's version: the first field of the hello line. The host refuses another. */
+#define TT_REMOTE_PROTOCOL 1
+#define MAX_ARGS 1024
+#define MAX_FLOATS_PER_ARG (1ULL << 34)
+#define MAX_BLOB_BYTES (1ULL << 30)
+
+static FILE* proto;    /* a private copy of the original stdout */
+static int proto_fd;
+static char tmp_dir[4096]; /* private, removed at exit and on a fatal signal */
+static char tmp_file[4200]; /* the library or model being run, "" when none */
+static char tmp_params[4200];
+static char fatal_reply[1024]; /* what a fatal signal replies for the request in flight */
+static size_t fatal_len;
+static const char* fatal_id = "";
+
+/* ---- cleanup, fatal signals ------------------------------------------------ */
+
+static void remove_temp(void) {
+  if (tmp_file[0]) unlink(tmp_file);
+  if (tmp_params[0]) unlink(tmp_params);
+  if (tmp_dir[0]) rmdir(tmp_dir);
+}
+
+/* Only async-signal-safe calls: write the prepared reply, clean up, die of the signal. */
+static void on_fatal(int sig) {
+  if (fatal_len) {
+    const char* what = sig == SIGALRM ? "timeout" : "runtime_error";
+    char line[1400];
+    size_t n = 0;
+    const char* parts[] = {"{\"id\":\"", fatal_id, "\",\"ok\":false,\"error\":\"", what, "\",\"message\":\"", NULL};
+    for (int i = 0; parts[i]; i++)
+      for (const char* p = parts[i]; *p && n < sizeof line - 200; p++) line[n++] = *p;
+    for (size_t i = 0; i < fatal_len && n < sizeof line - 200; i++) line[n++] = fatal_reply[i];
+    const char* tail = sig == SIGALRM ? " ran past the request's timeout (worker exits)"
+                       : sig == SIGSEGV ? " crashed the worker (SIGSEGV)"
+                       : sig == SIGBUS  ? " crashed the worker (SIGBUS)"
+                       : sig == SIGFPE  ? " crashed the worker (SIGFPE)"
+                       : sig == SIGILL  ? " crashed the worker (SIGILL)"
+                                        : " crashed the worker (SIGABRT)";
+    for (const char* p = tail; *p; p++) line[n++] = *p;
+    line[n++] = '"';
+    line[n++] = '}';
+    line[n++] = '\n';
+    ssize_t w = write(proto_fd, line, n);
+    (void)w;
+  }
+  remove_temp();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void install_handlers(void) {
+  int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+  signal(SIGPIPE, SIG_DFL); /* the host went away: die quietly */
+}
+
+/* Arms the fatal reply of request `id` about `what` (JSON-escaped here, while it is safe). */
+static void arm(const char* id, const char* what, unsigned timeout_ms) {
+  fatal_id = id;
+  fatal_len = 0;
+  for (const char* p = what; *p && fatal_len < sizeof fatal_reply - 8; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == '"' || c == '\\') fatal_reply[fatal_len++] = '\\';
+    fatal_reply[fatal_len++] = c < 0x20 ? '?' : (char)c;
+  }
+  struct itimerval t = {{0, 0}, {timeout_ms / 1000, (timeout_ms % 1000) * 1000}};
+  setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static void disarm(void) {
+  struct itimerval t = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &t, NULL);
+  fatal_len = 0;
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+static void reply_error(const char* id, const char* kind, const char* fmt, ...) {
+  char msg[4 * TT_ERR_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fputs("{\"id\":", proto);
+  tt_json_string(proto, id);
+  fputs(",\"ok\":false,\"error\":", proto);
+  tt_json_string(proto, kind);
+  fputs(",\"message\":", proto);
+  tt_json_string(proto, msg);
+  fputs("}\n", proto);
+  fflush(proto);
+}
+
+/* ---- reading requests ------------------------------------------------------ */
+
+typedef struct {
+  char id[64];
+  char verb[16];
+  unsigned char* blob[2]; /* measure: lib; bench: model, params */
+  size_t blob_len[2];
+  char symbol[128];
+  size_t counts[MAX_ARGS];
+  int is_out[MAX_ARGS];
+  int nargs;
+  tt_timing timing;
+  int flush, threads;
+  uint32_t seed;
+  unsigned timeout_ms;
+  char bad[TT_ERR_LEN];
+} request;
+
+static void set_bad(request* r, const char* fmt, ...) {
+  if (r->bad[0]) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->bad, sizeof r->bad, fmt, ap);
+  va_end(ap);
+}
+
+static int parse_ull(const char* text, unsigned long long max, unsigned long long* out) {
+  char* end;
+  errno = 0;
+  if (!text || *text < '0' || *text > '9') return -1;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+static void chomp(char* line) {
+  size_t n = strlen(line);
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+}
+
+/* Reads a payload of n bytes; -1 when the stream ends first (the host is gone). */
+static int read_blob(size_t n, unsigned char** out) {
+  unsigned char* b = malloc(n ? n : 1);
+  if (!b) return -2;
+  size_t got = 0;
+  while (got < n) {
+    size_t k = fread(b + got, 1, n - got, stdin);
+    if (k == 0) {
+      free(b);
+      return -1;
+    }
+    got += k;
+  }
+  *out = b;
+  return 0;
+}
+
+/* One field line (`key value`); a blob field reads its payload. -1: the stream ended. */
+static int parse_field(request* r, char* line) {
+  char* value = strchr(line, ' ');
+  if (value) *value++ = 0;
+  else value = line + strlen(line);
+  unsigned long long v;
+  int blob = !strcmp(line, "lib") || !strcmp(line, "model") ? 0 : !strcmp(line, "params") ? 1 : -1;
+  if (blob >= 0) {
+    if (parse_ull(value, MAX_BLOB_BYTES, &v) != 0) {
+      /* Without a length the stream cannot be followed: the request and the session end. */
+      set_bad(r, "%s: expected a byte count, got '%s'", line, value);
+      return -1;
+    }
+    unsigned char* b = NULL;
+    int rc = read_blob((size_t)v, &b);
+    if (rc == -1) return -1;
+    if (rc == -2) {
+      set_bad(r, "out of memory for %s (%llu bytes)", line, v);
+      return 0;
+    }
+    free(r->blob[blob]);
+    r->blob[blob] = b;
+    r->blob_len[blob] = (size_t)v;
+  } else if (!strcmp(line, "symbol")) {
+    snprintf(r->symbol, sizeof r->symbol, "%s", value);
+  } else if (!strcmp(line, "in") || !strcmp(line, "out")) {
+    if (r->nargs == MAX_ARGS) set_bad(r, "more than %d buffers", MAX_ARGS);
+    else if (parse_ull(value, MAX_FLOATS_PER_ARG, &v) != 0) set_bad(r, "buffer %d: expected an element count, got '%s'", r->nargs, value);
+    else {
+      r->is_out[r->nargs] = line[0] == 'o';
+      r->counts[r->nargs++] = (size_t)v;
+    }
+  } else if (!strcmp(line, "number") || !strcmp(line, "repeat") || !strcmp(line, "warmup") || !strcmp(line, "threads") ||
+             !strcmp(line, "timeout_ms")) {
+    int may_be_zero = line[0] == 'w';
+    if (parse_ull(value, 1000000000, &v) != 0 || (!may_be_zero && v == 0)) {
+      set_bad(r, "%s: expected a%s integer, got '%s'", line, may_be_zero ? " non-negative" : " positive", value);
+      return 0;
+    }
+    if (line[0] == 'n') r->timing.number = (int)v;
+    else if (line[0] == 'r') r->timing.repeat = (int)v;
+    else if (line[0] == 'w') r->timing.warmup = (int)v;
+    else if (line[1] == 'h') r->threads = (int)v;
+    else r->timeout_ms = (unsigned)v;
+  } else if (!strcmp(line, "min_repeat_ms")) {
+    char* end;
+    double ms = strtod(value, &end);
+    if (end == value || *end || !(ms >= 0) || ms > 1e7) set_bad(r, "min_repeat_ms: expected a non-negative number, got '%s'", value);
+    else r->timing.min_repeat_ms = ms;
+  } else if (!strcmp(line, "flush")) {
+    if (strcmp(value, "0") && strcmp(value, "1")) set_bad(r, "flush: expected 0 or 1, got '%s'", value);
+    else r->flush = value[0] == '1';
+  } else if (!strcmp(line, "seed")) {
+    if (parse_ull(value, 4294967295ULL, &v) != 0) set_bad(r, "seed: expected a uint32, got '%s'", value);
+    else r->seed = (uint32_t)v;
+  } else {
+    set_bad(r, "unknown field '%s'", line);
+  }
+  return 0;
+}
+
+static void free_request(request* r) {
+  free(r->blob[0]);
+  free(r->blob[1]);
+  memset(r, 0, sizeof *r);
+}
+
+/* Writes a payload to a fresh file of the temp directory (a new inode each time, so
+   dlopen never mistakes it for the library of an earlier request). */
+static int write_temp(char* path, size_t cap, const char* name, const unsigned char* data, size_t n, char* err) {
+  static unsigned seq;
+  snprintf(path, cap, "%s/%u-%s", tmp_dir, ++seq, name);
+  FILE* f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+    snprintf(err, TT_ERR_LEN, "cannot write '%s' on the device: %s", path, strerror(errno));
+    if (f) fclose(f);
+    unlink(path);
+    path[0] = 0;
+    return -1;
+  }
+  return 0;
+}
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+  if (n > 0) omp_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
+
+/* ---- info: what the hardware fingerprint is made of ---------------------- */
+
+/* The value of the first /proc/cpuinfo line whose key is one of `keys`, or "". */
+static void cpuinfo_value(const char* const* keys, char* out, size_t cap) {
+  out[0] = 0;
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[4096];
+  while (!out[0] && fgets(line, sizeof line, f)) {
+    char* colon = strchr(line, ':');
+    if (!colon) continue;
+    size_t klen = (size_t)(colon - line);
+    while (klen > 0 && (line[klen - 1] == ' ' || line[klen - 1] == '\t')) klen--;
+    for (int i = 0; keys[i]; i++) {
+      if (strlen(keys[i]) == klen && !strncmp(line, keys[i], klen)) {
+        char* v = colon + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        chomp(v);
+        snprintf(out, cap, "%s", v);
+        break;
+      }
+    }
+  }
+  fclose(f);
+}
+
+static void do_info(const request* r) {
+  struct utsname u;
+  if (uname(&u) != 0) memset(&u, 0, sizeof u);
+  static const char* model_keys[] = {"model name", "Processor", "cpu model", "uarch", "Hardware", NULL};
+  static const char* part_keys[] = {"CPU part", NULL};
+  static const char* impl_keys[] = {"CPU implementer", NULL};
+  static const char* feature_keys[] = {"flags", "Features", "isa", NULL};
+  char model[512], part[64], impl[64], features[4096];
+  cpuinfo_value(model_keys, model, sizeof model);
+  cpuinfo_value(part_keys, part, sizeof part);
+  cpuinfo_value(impl_keys, impl, sizeof impl);
+  cpuinfo_value(feature_keys, features, sizeof features);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  fputs("{\"id\":", proto);
+  tt_json_string(proto, r->id);
+  fputs(",\"ok\":true,\"machine\":", proto);
+  tt_json_string(proto, u.machine);
+  fputs(",\"sysname\":", proto);
+  tt_json_string(proto, u.sysname);
+  fputs(",\"release\":", proto);
+  tt_json_string(proto, u.release);
+  fputs(",\"cpu\":", proto);
+  tt_json_string(proto, model);
+  fputs(",\"cpu_implementer\":", proto);
+  tt_json_string(proto, impl);
+  fputs(",\"cpu_part\":", proto);
+  tt_json_string(proto, part);
+  fputs(",\"features\":", proto);
+  tt_json_string(proto, features);
+  fprintf(proto, ",\"cores\":%ld}\n", cores);
+  fflush(proto);
+}
+
+/* ---- measure: one candidate library ---------------------------------------- */
+
+typedef struct {
+  tt_kernel_fn fn;
+  float** bufs;
+} kernel_ctx;
+
+static int run_kernel(void* p) {
+  kernel_ctx* c = (kernel_ctx*)p;
+  return c->fn(c->bufs);
+}
+
+/* The outputs follow the reply line as raw float32 payloads, in the order of `lens`. */
+static void reply_ok(const request* r, const double* runs, int repeat, int number, const char* extra, float** outs,
+                     const size_t* lens, int nouts) {
+  fputs("{\"id\":", proto);
+  tt_json_string(proto, r->id);
+  fputs(",\"ok\":true,\"runs_ms\":[", proto);
+  for (int i = 0; i < repeat; i++) {
+    if (i) fputc(',', proto);
+    tt_json_number(proto, runs[i]);
+  }
+  fprintf(proto, "],\"number\":%d%s,\"outputs\":[", number, extra);
+  for (int i = 0; i < nouts; i++) fprintf(proto, "%s%zu", i ? "," : "", lens[i] * sizeof(float));
+  fputs("]}\n", proto);
+  for (int i = 0; i < nouts; i++) fwrite(outs[i], sizeof(float), lens[i], proto); /* little-endian devices only */
+  fflush(proto);
+}
+
+static void flush_caches(void* p) {
+  /* Streams through 64 MiB: portable, and a device may lack the host's cache instructions. */
+  static volatile char* sweep;
+  const size_t bytes = (size_t)64 << 20;
+  if (!sweep) sweep = calloc(bytes, 1);
+  if (sweep)
+    for (size_t off = 0; off < bytes; off += 64) sweep[off] += 1;
+  (void)p;
+}
+
+static void do_measure(request* r) {
+  char err[TT_ERR_LEN];
+  if (!r->bad[0] && !r->blob[0]) set_bad(r, "missing field 'lib'");
+  if (!r->bad[0] && !r->symbol[0]) set_bad(r, "missing field 'symbol'");
+  if (!r->bad[0] && r->nargs == 0) set_bad(r, "no buffers (fields 'in' / 'out')");
+  if (r->bad[0]) {
+    reply_error(r->id, "bad_request", "%s", r->bad);
+    return;
+  }
+  float* bufs[MAX_ARGS] = {0};
+  float* outs[MAX_ARGS];
+  size_t lens[MAX_ARGS];
+  int nouts = 0;
+  double* runs = calloc((size_t)r->timing.repeat, sizeof(double));
+  void* lib = NULL;
+  if (!runs) {
+    reply_error(r->id, "runtime_error", "out of memory");
+    return;
+  }
+  for (int i = 0; i < r->nargs; i++) {
+    if (!(bufs[i] = tt_alloc_floats(r->counts[i]))) {
+      reply_error(r->id, "runtime_error", "out of memory for buffer %d (%zu floats)", i, r->counts[i]);
+      goto done;
+    }
+    if (r->is_out[i]) {
+      tt_fill_nan(bufs[i], r->counts[i]);
+      outs[nouts] = bufs[i];
+      lens[nouts++] = r->counts[i];
+    } else {
+      tt_fill_uniform(bufs[i], r->counts[i], r->seed, (uint32_t)i);
+    }
+  }
+  if (write_temp(tmp_file, sizeof tmp_file, "kernel.so", r->blob[0], r->blob_len[0], err) != 0) {
+    reply_error(r->id, "runtime_error", "%s", err);
+    goto done;
+  }
+  char what[256];
+  snprintf(what, sizeof what, "kernel '%s'", r->symbol);
+  fflush(proto);
+  arm(r->id, what, r->timeout_ms);
+  lib = dlopen(tmp_file, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    disarm();
+    reply_error(r->id, "runtime_error", "cannot load kernel library: %s", dlerror());
+    goto done;
+  }
+  kernel_ctx ctx = {NULL, bufs};
+  *(void**)&ctx.fn = dlsym(lib, r->symbol);
+  if (!ctx.fn) {
+    disarm();
+    reply_error(r->id, "runtime_error", "symbol '%s' not found in the library", r->symbol);
+    goto done;
+  }
+  if (r->flush) {
+    r->timing.number = 1;
+    r->timing.min_repeat_ms = 0;
+  }
+  set_threads(r->threads);
+  int number = r->timing.number;
+  int rc = tt_time_runs(run_kernel, r->flush ? flush_caches : NULL, &ctx, &r->timing, runs, &number);
+  disarm();
+  if (rc != 0) reply_error(r->id, "runtime_error", "kernel '%s' returned %d", r->symbol, rc);
+  else reply_ok(r, runs, r->timing.repeat, number, "", outs, lens, nouts);
+
+done:
+  if (lib) dlclose(lib);
+  if (tmp_file[0]) unlink(tmp_file);
+  tmp_file[0] = 0;
+  for (int i = 0; i < r->nargs; i++) free(bufs[i]);
+  free(runs);
+}
+
+/* ---- bench: a compiled model (model.so + params.bin) ---------------------- */
+
+typedef struct {
+  int (*run)(const float* const*, float* const*);
+  const float** inputs;
+  float** outputs;
+} model_ctx;
+
+static int run_model(void* p) {
+  model_ctx* c = (model_ctx*)p;
+  return c->run(c->inputs, c->outputs);
+}
+
+static long long tensor_size(const tt_tensor_info* t) {
+  long long n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+  return n;
+}
+
+static double cpu_ms(void) {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return -1;
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+static void do_bench(request* r) {
+  char err[TT_ERR_LEN];
+  if (!r->bad[0] && !r->blob[0]) set_bad(r, "missing field 'model'");
+  if (!r->bad[0] && !r->blob[1]) set_bad(r, "missing field 'params'");
+  if (r->bad[0]) {
+    reply_error(r->id, "bad_request", "%s", r->bad);
+    return;
+  }
+  /* The model stays loaded until the worker exits (its OpenMP threads may outlive a run). */
+  if (write_temp(tmp_file, sizeof tmp_file, "model.so", r->blob[0], r->blob_len[0], err) != 0 ||
+      write_temp(tmp_params, sizeof tmp_params, "params.bin", r->blob[1], r->blob_len[1], err) != 0) {
+    reply_error(r->id, "runtime_error", "%s", err);
+    return;
+  }
+  arm(r->id, "the model", r->timeout_ms);
+  void* lib = dlopen(tmp_file, RTLD_NOW | RTLD_LOCAL);
+  unlink(tmp_file);
+  tmp_file[0] = 0;
+  if (!lib) {
+    disarm();
+    reply_error(r->id, "runtime_error", "cannot load the model library: %s", dlerror());
+    return;
+  }
+  const char* names[] = {"tt_abi_version", "tt_num_inputs", "tt_input_info", "tt_num_outputs", "tt_output_info",
+                         "tt_params_size", "tt_init", "tt_run", "tt_set_num_threads", "tt_last_error"};
+  void* f[10];
+  for (int i = 0; i < 10; i++) {
+    if (!(f[i] = dlsym(lib, names[i]))) {
+      disarm();
+      reply_error(r->id, "runtime_error", "the model library does not export %s (not a tensortune model)", names[i]);
+      return;
+    }
+  }
+  int (*abi)(void) = (int (*)(void))f[0];
+  int (*nin_f)(void) = (int (*)(void))f[1];
+  const tt_tensor_info* (*in_info)(int) = (const tt_tensor_info* (*)(int))f[2];
+  int (*nout_f)(void) = (int (*)(void))f[3];
+  const tt_tensor_info* (*out_info)(int) = (const tt_tensor_info* (*)(int))f[4];
+  int64_t (*params_size)(void) = (int64_t (*)(void))f[5];
+  int (*init)(const float*) = (int (*)(const float*))f[6];
+  void (*set_nt)(int) = (void (*)(int))f[8];
+  const char* (*last_error)(void) = (const char* (*)(void))f[9];
+  if (abi() != TT_ABI_VERSION) {
+    disarm();
+    reply_error(r->id, "runtime_error", "the model speaks ABI version %d, this worker %d", abi(), TT_ABI_VERSION);
+    return;
+  }
+  float* params = NULL;
+  if (tt_load_params(tmp_params, params_size(), &params, err) != 0) {
+    disarm();
+    reply_error(r->id, "runtime_error", "params: %s", err);
+    return;
+  }
+  unlink(tmp_params);
+  tmp_params[0] = 0;
+  int nin = nin_f(), nout = nout_f();
+  model_ctx ctx;
+  *(void**)&ctx.run = f[7];
+  ctx.inputs = calloc((size_t)nin + 1, sizeof(float*));
+  ctx.outputs = calloc((size_t)nout + 1, sizeof(float*));
+  size_t* lens = calloc((size_t)nout + 1, sizeof(size_t));
+  double* runs = calloc((size_t)r->timing.repeat, sizeof(double));
+  int failed = !ctx.inputs || !ctx.outputs || !lens || !runs;
+  for (int i = 0; !failed && i < nin; i++) {
+    size_t n = (size_t)tensor_size(in_info(i));
+    float* b = tt_alloc_floats(n);
+    if (!b) failed = 1;
+    else tt_fill_uniform(b, n, r->seed, (uint32_t)i);
+    ctx.inputs[i] = b;
+  }
+  for (int i = 0; !failed && i < nout; i++) {
+    lens[i] = (size_t)tensor_size(out_info(i));
+    if (!(ctx.outputs[i] = tt_alloc_floats(lens[i]))) failed = 1;
+    else tt_fill_nan(ctx.outputs[i], lens[i]);
+  }
+  if (failed) {
+    disarm();
+    reply_error(r->id, "runtime_error", "out of memory for the model's buffers");
+  } else {
+    int threads = r->threads > 0 ? r->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    set_nt(threads);
+    if (init(params) != 0) {
+      disarm();
+      const char* m = last_error();
+      reply_error(r->id, "runtime_error", "tt_init failed: %s", m ? m : "");
+    } else {
+      int number = r->timing.number;
+      int rc = tt_time_runs(run_model, NULL, &ctx, &r->timing, runs, &number);
+      disarm();
+      if (rc != 0) {
+        const char* m = last_error();
+        reply_error(r->id, "runtime_error", "tt_run failed (code %d): %s", rc, m ? m : "");
+      } else {
+        char extra[96];
+        snprintf(extra, sizeof extra, ",\"threads\":%d,\"cpu_ms\":%.3f", threads, cpu_ms());
+        reply_ok(r, runs, r->timing.repeat, number, extra, ctx.outputs, lens, nout);
+      }
+    }
+  }
+  for (int i = 0; ctx.inputs && i < nin; i++) free((void*)ctx.inputs[i]);
+  for (int i = 0; ctx.outputs && i < nout; i++) free(ctx.outputs[i]);
+  free(ctx.inputs);
+  free(ctx.outputs);
+  free(lens);
+  free(runs);
+  /* params stay alive with the loaded model (tt_init may keep pointers into them). */
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+/* FNV-1a-64 of this program's own file, so the host can check what it installed. */
+static uint64_t self_hash(void) {
+  FILE* f = fopen("/proc/self/exe", "rb");
+  if (!f) return 0;
+  uint64_t h = TT_FNV_OFFSET;
+  unsigned char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) h = tt_fnv1a64(buf, n, h);
+  fclose(f);
+  return h;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && !strcmp(argv[1], "--version")) {
+    printf("tt_remote %d abi %d\n", TT_REMOTE_PROTOCOL, TT_ABI_VERSION);
+    return 0;
+  }
+  if (!tt_host_is_little_endian()) {
+    fprintf(stderr, "tt_remote: big-endian devices are not supported\n");
+    return 2;
+  }
+  proto_fd = dup(STDOUT_FILENO);
+  if (proto_fd < 0 || !(proto = fdopen(proto_fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    fprintf(stderr, "tt_remote: cannot set up the protocol channel: %s\n", strerror(errno));
+    return 2;
+  }
+  const char* base = getenv("TMPDIR");
+  snprintf(tmp_dir, sizeof tmp_dir, "%s/tt-remote-XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(tmp_dir)) {
+    fprintf(stderr, "tt_remote: cannot create a temp directory '%s': %s\n", tmp_dir, strerror(errno));
+    return 2;
+  }
+  atexit(remove_temp);
+  install_handlers();
+  struct utsname u;
+  if (uname(&u) != 0) snprintf(u.machine, sizeof u.machine, "unknown");
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  fprintf(proto, "{\"tt_remote\":%d,\"abi_version\":%d,\"pid\":%ld,\"machine\":", TT_REMOTE_PROTOCOL, TT_ABI_VERSION,
+          (long)getpid());
+  tt_json_string(proto, u.machine);
+  fprintf(proto, ",\"threads\":%d,\"self_fnv\":\"%016llx\"}\n", threads, (unsigned long long)self_hash());
+  fflush(proto);
+
+  static request req;
+  char* line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, stdin) >= 0) {
+    chomp(line);
+    if (!line[0]) continue;
+    if (!strcmp(line, "quit")) break;
+    if (!strcmp(line, "ping")) {
+      fputs("{\"ok\":true}\n", proto);
+      fflush(proto);
+      continue;
+    }
+    free_request(&req);
+    req.timing = (tt_timing){1, 1, 0, 1};
+    req.timeout_ms = 60000;
+    char* id = strchr(line, ' ');
+    if (id) *id++ = 0;
+    snprintf(req.verb, sizeof req.verb, "%s", line);
+    if (strcmp(line, "measure") && strcmp(line, "bench") && strcmp(line, "info")) {
+      /* Not a request this protocol knows: the stream cannot be followed any further. */
+      reply_error("", "bad_request", "expected 'measure <id>', 'bench <id>', 'info <id>', 'ping' or 'quit' (protocol %d)",
+                  TT_REMOTE_PROTOCOL);
+      break;
+    }
+    if (!id || !*id || strlen(id) >= sizeof req.id ||
+        strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(id))
+      set_bad(&req, "the id must be 1-63 characters of [A-Za-z0-9_.-]");
+    else
+      snprintf(req.id, sizeof req.id, "%s", id);
+    int ended = 0;
+    while (getline(&line, &cap, stdin) >= 0) {
+      chomp(line);
+      if (!strcmp(line, "end")) {
+        ended = 1;
+        break;
+      }
+      if (line[0] && parse_field(&req, line) != 0) break;
+    }
+    if (!ended) {
+      if (req.bad[0]) reply_error(req.id, "bad_request", "%s", req.bad);
+      break; /* the stream ended in the middle of a request, or cannot be followed */
+    }
+    if (req.verb[0] == 'i') do_info(&req);
+    else if (req.verb[0] == 'm') do_measure(&req);
+    else do_bench(&req);
+  }
+  free(line);
+  free_request(&req);
+  return 0;
+}
