@@ -24,8 +24,8 @@ export const flagOf = (key: string): string => `--${key.replace(/[A-Z]/g, (c) =>
 /** trialsPerTask for `trials-per-task`. */
 export const camelOf = (key: string): string => key.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-/** The options a user gives, as flags (config, network and settings are the plugin's). */
-export const userOptions = (name: ExecutorName): string[] => executorOptions(name).filter((k) => !['config', 'network', 'settings'].includes(k)).map(flagOf);
+/** The options a user gives, as flags (config, network, settings and a tune--<k> target's shard are the plugin's). */
+export const userOptions = (name: ExecutorName): string[] => executorOptions(name).filter((k) => !['config', 'network', 'settings', 'shard'].includes(k)).map(flagOf);
 
 /** Where a message points: the config file (as the user names it), the network, its config target and compiled model folder. */
 export interface OptionsContext {

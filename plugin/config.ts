@@ -27,6 +27,8 @@ export interface NetworkConfig {
   imageSize?: number;
   inputs?: Record<string, number[]>;
   targets?: string[];
+  /** Tune in this many `tune--<k>` Nx targets (plugin/shards.ts); default one `tune` target. */
+  shards?: number;
 }
 
 export interface TargetConfig {

@@ -10,15 +10,16 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createNodesFromFiles, logger, type CreateNodes, type CreateNodesResult } from '@nx/devkit';
 import { PluginCache, workspaceDataDirectory } from '@nx/devkit/internal';
-import { CONFIG_FILE_NAMES, ConfigError, readConfigFile, validateConfigFile } from './config';
+import { CONFIG_FILE_NAMES, ConfigError, isModelFile, readConfigFile, validateConfigFile } from './config';
 import { PACKAGE_ROOT, PLUGIN_VERSION } from './package-info';
 import { toPosix } from './resolve';
+import { loadShardPlans, shardedNetworks } from './shards';
 import { brokenProjects, inferProjects, type InferenceContext, type TensortunePluginOptions } from './targets';
 
 export const CONFIG_GLOB = `**/{${CONFIG_FILE_NAMES.join(',')}}`;
 
-/** The code that shapes the inferred targets (targets.ts, or its build), by content. */
-const INFERENCE_CODE = createHash('sha256').update(readFileSync(require.resolve('./targets'))).digest('hex').slice(0, 16);
+/** The code that shapes the inferred targets (targets.ts and shards.ts, or their build), by content. */
+const INFERENCE_CODE = createHash('sha256').update(readFileSync(require.resolve('./targets'))).update(readFileSync(require.resolve('./shards'))).digest('hex').slice(0, 16);
 
 interface CacheEntry {
   result: CreateNodesResult;
@@ -75,7 +76,10 @@ export function createNodesForConfig(
   try {
     const file = readConfigFile(configFile, ctx.workspaceRoot);
     raw = file.raw;
-    const projects = inferProjects(validateConfigFile(file), ctx, options);
+    const loaded = validateConfigFile(file);
+    // Sharded networks: their tasks decide the shard targets' inputs (the models are loaded here, and cached below).
+    const shardPlans = shardedNetworks(loaded).length > 0 ? loadShardPlans(loaded, ctx.workspaceRoot) : undefined;
+    const projects = inferProjects(loaded, { ...ctx, shardPlans, engineVersion: PLUGIN_VERSION }, options);
     return { result: toResult(projects), names: projects.map((p) => ({ name: p.name, root: p.root })) };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
@@ -85,6 +89,28 @@ export function createNodesForConfig(
     const names = namesOfRaw(raw)?.map((n) => ({ name: n.name, root: toPosix(path.join(dir, n.root)) })) ?? lastGood ?? [];
     return { result: toResult(brokenProjects(names, toPosix(configFile), e.message, options)), names: lastGood };
   }
+}
+
+/**
+ * The content of the model files of a config's sharded networks (their tasks shape the
+ * shard targets, so the cached inference must change with them); empty when it has none.
+ */
+export function shardedModelsDigest(configFile: string, workspaceRoot: string): string {
+  let raw: unknown;
+  try {
+    raw = readConfigFile(configFile, workspaceRoot).raw;
+  } catch {
+    return '';
+  }
+  const networks = (raw as { networks?: Record<string, { model?: unknown; shards?: unknown } | null> } | null)?.networks;
+  if (typeof networks !== 'object' || networks === null) return '';
+  const h = createHash('sha256');
+  for (const [name, n] of Object.entries(networks).sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (n?.shards === undefined || typeof n.model !== 'string' || !isModelFile(n.model)) continue;
+    const file = path.resolve(workspaceRoot, path.dirname(configFile), n.model);
+    h.update(`${name}\0${existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'missing'}\0`);
+  }
+  return h.digest('hex');
 }
 
 export const createNodes: CreateNodes<TensortunePluginOptions> = [
@@ -97,7 +123,7 @@ export const createNodes: CreateNodes<TensortunePluginOptions> = [
       return await createNodesFromFiles((file, opts) => {
         const abs = path.join(context.workspaceRoot, file);
         const content = existsSync(abs) ? readFileSync(abs, 'utf8') : '';
-        const key = sha(`${file}\0${content}`);
+        const key = sha(`${file}\0${content}\0${shardedModelsDigest(file, context.workspaceRoot)}`);
         const hit = cache.get(key);
         if (hit) return hit.result;
         const lastGood = cache.get(`names:${file}`)?.names;

@@ -8,6 +8,9 @@
 //                     <records>/nx/<network>/<target>.<budget>.jsonl
 //                                                              tune's Nx output: written by that target
 //                                                              configuration only, merged into the store
+//                     <records>/nx/<network>/<target>.<budget>.shard-<k>.jsonl
+//                                                              the output of tune--<k> (sharded networks);
+//                                                              then tune's output is the merged best
 //                     <outDir>/<network>/<target>/             compiled model
 //                     <outDir>/<network>/reports/<target>.*    benchmark reports
 
@@ -69,6 +72,11 @@ export const tuneOutputsDir = (store: string): string => path.join(store, 'nx');
 /** The Nx output file of one tune configuration. */
 export function tuneOutputFile(store: string, network: string, target: string, budget: string | undefined): string {
   return path.join(tuneOutputsDir(store), network, `${target}.${budget ?? 'default'}.jsonl`);
+}
+
+/** The Nx output of shard `shard` of a sharded tune configuration (`tune--<shard>`, plugin/shards.ts). */
+export function shardOutputFile(store: string, network: string, target: string, budget: string | undefined, shard: number | string): string {
+  return path.join(tuneOutputsDir(store), network, `${target}.${budget ?? 'default'}.shard-${shard}.jsonl`);
 }
 
 /** Resolve one run; unknown names are ConfigErrors naming what exists. */

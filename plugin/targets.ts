@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TargetConfiguration } from '@nx/devkit';
 import { isModelFile, type LoadedConfig } from './config';
-import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, storeDir, toPosix, tuneOutputFile, tuneOutputsDir } from './resolve';
+import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, shardOutputFile, storeDir, toPosix, tuneOutputFile, tuneOutputsDir } from './resolve';
+import { budgetsSplitByShare, shardDigest, type NetworkShardPlan } from './shards';
 
 export interface TensortunePluginOptions {
   tuneTargetName?: string;
@@ -22,6 +23,10 @@ export interface InferenceContext {
   cliCommand: string;
   /** Whether `tensortune` is an npm package of the workspace (lockfile entry). */
   externalDependency: boolean;
+  /** The shards of the config's sharded networks (plugin/shards.ts loadShardPlans); none without. */
+  shardPlans?: ReadonlyMap<string, NetworkShardPlan>;
+  /** The engine version that shard cache keys name (the plugin's package version). */
+  engineVersion?: string;
 }
 
 export interface InferredProject {
@@ -149,6 +154,12 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         },
       },
     };
+    const plan = ctx.shardPlans?.get(network);
+    if (plan) {
+      const shardTargets = shardedTuneTargets(loaded, ctx, plan, { tune, base: { ...base, ...(budget ? { budget } : {}) }, store, shared, rel });
+      Object.assign(projectTargets, shardTargets.shards);
+      projectTargets[tune] = { ...projectTargets[tune], ...shardTargets.merge, metadata: { ...projectTargets[tune].metadata, ...shardTargets.merge.metadata } };
+    }
     return {
       name: network,
       root: projectRootOf(loaded, ctx.workspaceRoot, network),
@@ -156,11 +167,74 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
       tags: ['tensortune'],
       metadata: {
         description: `${network}: ${what}, tuned and compiled by tensortune from ${configRel}`,
-        targetGroups: { tensortune: [tune, compile, benchmark] },
+        targetGroups: { tensortune: [tune, ...(plan ? plan.shards.map((s) => shardTargetName(tune, s.index)) : []), compile, benchmark] },
       },
       targets: projectTargets,
     };
   });
+}
+
+/** `tune--<k>`: the Nx target of shard k of a network (named after the tune target). */
+export const shardTargetName = (tune: string, shard: number): string => `${tune}--${shard}`;
+
+type Input = NonNullable<TargetConfiguration['inputs']>[number];
+
+/**
+ * The targets of a sharded network: one per shard, and what changes in its tune target
+ * (which then merges). A shard's options and outputs name its index only: Nx hashes every
+ * target of a project with each of its tasks, so what differs between shards and changes
+ * with the model (its workload keys) is an input of that shard alone, a runtime input that
+ * prints its digest.
+ */
+function shardedTuneTargets(
+  loaded: LoadedConfig, ctx: InferenceContext, plan: NetworkShardPlan,
+  at: { tune: string; base: Record<string, string>; store: string; shared: Input[]; rel: (abs: string) => string },
+): { shards: Record<string, TargetConfiguration>; merge: Partial<TargetConfiguration> } {
+  const { tune, base, shared, rel } = at;
+  const network = plan.network;
+  const budget = defaultBudgetName(loaded);
+  const split = budgetsSplitByShare(loaded);
+  const version = ctx.engineVersion ?? '0';
+  // The model file is no input of a shard (its digest stands for the tasks it holds); the fingerprint and the package are.
+  const inputs = shared.filter((i) => typeof i !== 'string');
+  const shards: Record<string, TargetConfiguration> = {};
+  for (const s of plan.shards) {
+    const output = `{workspaceRoot}/${rel(shardOutputFile(at.store, network, '{options.configTarget}', budget ? '{options.budget}' : undefined, s.index))}`;
+    const what = s.tasks.length === 0 ? 'no task (nothing to tune)' : `${s.tasks.length} task(s), ${(100 * s.share).toFixed(1)}% of the estimated cost: ${s.tasks.map((t) => t.desc).join('; ')}`;
+    shards[shardTargetName(tune, s.index)] = {
+      executor: 'tensortune:tune',
+      options: { ...base, shard: s.index },
+      configurations: configurationsFor(loaded, network, true),
+      cache: true,
+      inputs: [...inputs, { runtime: `echo tensortune-shard ${shardDigest(s, version, split)}` }],
+      outputs: [output],
+      parallelism: false,
+      metadata: {
+        description: `Tune shard ${s.index} of ${plan.count} of ${network}: ${what}. Appends to the store like tune; its cached output is its own file.`,
+        technologies: ['tensortune'],
+      },
+    };
+  }
+  // tune: after its shards and the other networks' shards that tune its shared workloads.
+  const dependsOn = [
+    ...plan.shards.map((s) => ({ target: shardTargetName(tune, s.index), params: 'forward' as const })),
+    ...[...new Map(plan.borrowed.map((b) => [`${b.network}:${b.shard}`, b])).values()]
+      .map((b) => ({ target: shardTargetName(tune, b.shard), projects: [b.network], params: 'forward' as const })),
+  ];
+  const borrowed = plan.borrowed.length > 0 ? ` (${plan.borrowed.length} shared task(s) are tuned by ${[...new Set(plan.borrowed.map((b) => b.network))].join(', ')})` : '';
+  return {
+    shards,
+    merge: {
+      dependsOn,
+      inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }],
+      parallelism: true,
+      metadata: {
+        description: `Merge the ${plan.count} shards of ${network} (tune--0 ... tune--${plan.count - 1})${borrowed}: their measurements into the store, ` +
+          'the best valid record per task into its cached output. Budget options are forwarded to the shards.',
+        technologies: ['tensortune'],
+      },
+    },
+  };
 }
 
 /** Projects for a config that does not load: the same target names, whose executors report the error. */

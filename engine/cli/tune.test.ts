@@ -112,6 +112,26 @@ test('SIGKILL mid-run loses at most the batch in flight and leaves no worker; re
   assert.ok(readFileSync(records, 'utf8').endsWith('\n'));
 });
 
+test('--workload: tunes the named tasks only (by key or by hash); a name no task has is refused in one line', async () => {
+  const records = path.join(dir, 'workloads.jsonl');
+  const tasks = JSON.parse((await spawnCli(['tasks', 'mobilenet', '--image-size', '32', '--json']).done).out) as { tasks: { key: string }[] };
+  const hashOf = (key: string): string => (JSON.parse(key) as string[])[0];
+  // b: a task whose hash no other task has (tasks of one DAG with other shapes share it).
+  const b = tasks.tasks.map((t) => t.key).find((k) => tasks.tasks.filter((t) => hashOf(t.key) === hashOf(k)).length === 1)!;
+  const a = tasks.tasks.find((t) => t.key !== b)!.key;
+  const hashOfB = hashOf(b);
+  const r = await start(...SMALL, '--records', records, '--trials-per-task', '1', '--workload', a, '--workload', hashOfB).done;
+  assert.is(r.code, 0, r.err);
+  const start0 = JSON.parse(r.out.split('\n')[0]) as { type: string; tasks: { key: string }[] };
+  assert.equal(start0.tasks.map((t) => t.key).sort(), [a, b].sort(), 'the scheduler sees these two tasks');
+  const logged = new Set((await readRecords(records)).entries.map((e) => e.record.key));
+  assert.equal([...logged].sort(), [a, b].sort());
+  const bad = await start(...SMALL, '--records', records, '--workload', 'feedface').done;
+  assert.is(bad.code, 2);
+  assert.match(bad.err, /--workload feedface: no task of mobilenet has this workload key or hash \(\d+ tasks; `tensortune tasks mobilenet --json` lists their keys/);
+  assert.is(bad.err.trim().split('\n').length, 1, bad.err);
+});
+
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 test.run();

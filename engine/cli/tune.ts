@@ -5,9 +5,11 @@
 // write under a lock, so at most the batch in flight is lost).
 
 import { UserError } from '../errors';
+import { loadModel, type ModelSpec } from '../frontend/load';
 import { NETWORK_NAMES } from '../frontend/networks';
+import { extractTasks, type Task } from '../graph/extract';
 import { ProgressReporter } from '../search/progress';
-import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork } from '../search/tune';
+import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { parseTarget } from '../target';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
@@ -47,6 +49,9 @@ Search:
                         formerly --batch-size (not to be confused with --batch, the model's batch)
   --seed S              seed of the search and of the measured inputs (default 0)
   --read-records FILE   another log to resume from without writing to it (repeatable)
+  --workload KEY        tune only this task (repeatable): its workload key as 'tensortune tasks
+                        --json' prints it, or the hash that starts it; the task scheduler shares
+                        the budget among these tasks only (how the Nx tune--<k> shards run)
 
 Measurement (as TVM's LocalRunner):
   --threads N           threads of the measured kernels (default 1)
@@ -68,6 +73,26 @@ Networks: ${NETWORK_NAMES.join(', ')}, or a model.onnx file (docs/onnx-operators
 The table printed per pass and its Weight and Estimated total latency: docs/tuning.md
 `;
 
+/**
+ * The tasks of a model that `--workload` names: each by its workload key, or by the hash
+ * that starts the key. A name that matches no task, or several, is refused in one line.
+ */
+export function selectWorkloads(model: ModelSpec, names: readonly string[]): { name: string; tasks: Task[] } {
+  const loaded = loadModel(model);
+  const tasks = extractTasks(loaded.graph);
+  const hashOf = (key: string): string => (/^\["([0-9a-f]+)"/.exec(key) ?? [])[1] ?? key;
+  const picked = new Set<Task>();
+  for (const name of names) {
+    const hits = tasks.filter((t) => t.key === name || hashOf(t.key) === name);
+    if (hits.length !== 1) {
+      throw new UserError(`--workload ${name}: ${hits.length === 0 ? 'no task' : `${hits.length} tasks`} of ${model.model} ha${hits.length === 0 ? 's' : 've'} this workload key or hash ` +
+        `(${tasks.length} tasks; \`tensortune tasks ${model.model} --json\` lists their keys, with the same model flags)`);
+    }
+    picked.add(hits[0]);
+  }
+  return { name: loaded.name, tasks: tasks.filter((t) => picked.has(t)) };
+}
+
 export const tuneCommand: Command = {
   name: 'tune',
   summary: 'search schedules for a network\'s tasks and append them to a record log',
@@ -79,6 +104,7 @@ export const tuneCommand: Command = {
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
       threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
       timeout: { type: 'string' }, flush: { type: 'boolean' }, 'build-jobs': { type: 'string' },
+      workload: { type: 'string', multiple: true },
       ...MODEL_FLAGS, json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
@@ -125,9 +151,12 @@ export const tuneCommand: Command = {
       io.err('\ntensortune tune: stopping after the batch being measured (Ctrl-C again to quit now)\n');
       controller.abort();
     };
+    const workloads = values.workload ?? [];
+    const selected = workloads.length > 0 ? selectWorkloads(model, workloads) : undefined;
     process.on('SIGINT', onSigint);
     try {
-      const result = await tuneNetwork({
+      const tune = selected ? (o: Parameters<typeof tuneNetwork>[0]) => tuneTasks(selected.name, selected.tasks, o) : tuneNetwork;
+      const result = await tune({
         model, target, host: values.host, records, readRecords: readRecords.length ? readRecords : undefined,
         ...budget,
         earlyStopping: optionalInt('--early-stopping', values['early-stopping']),

@@ -16,11 +16,14 @@ import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import { lowerGpu } from '../codegen/gpu';
 import { renderOpencl } from '../codegen/opencl';
+import { renderCuda, threadsOf, type CudaLaunchTable } from '../codegen/cuda';
+import { cudaCandidateSource } from '../codegen/cuda-host';
+import { checkArch, compileCubin, cudaLimitsOf, findNvcc, usageProblem, type KernelUsage } from '../native/nvcc';
 import { openclCandidateSource } from '../codegen/opencl-host';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
-import { compilerFailure, findCompiler, loadExeca, nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject, type Compiler } from '../native/build';
+import { compilerFailure, cudaRuntimeObject, findCompiler, loadExeca, nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject, type Compiler } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -34,7 +37,7 @@ export const CANDIDATE_SYMBOL = 'tt_candidate';
 const MESSAGE_LINES = 12;
 
 export type BuiltCandidate =
-  | { steps: Step[]; lib: string; symbol: string; build_ms: number; layouts?: readonly BlockedLayout[] }
+  | { steps: Step[]; lib: string; symbol: string; build_ms: number; layouts?: readonly BlockedLayout[]; ptxas?: readonly KernelUsage[] }
   | { steps: Step[]; error: 'invalid_schedule' | 'compile_error'; message: string; build_ms: number };
 
 export interface BuilderOptions {
@@ -46,7 +49,16 @@ export interface BuilderOptions {
   timeoutMs?: number;
 }
 
-export type RenderResult = { ok: true; code: string; layouts: readonly BlockedLayout[] } | { ok: false; message: string };
+export type RenderResult =
+  | { ok: true; code: string; layouts: readonly BlockedLayout[]; cuda?: CudaRendered }
+  | { ok: false; message: string };
+
+/** A CUDA candidate's device side: `code` is CUDA C++ for nvcc; the host library is written once its cubin exists. */
+export interface CudaRendered {
+  table: CudaLaunchTable;
+  /** Threads per block of each kernel, by name. */
+  threads: ReadonlyMap<string, number>;
+}
 
 /**
  * The C translation unit of one candidate, or why its steps do not make a kernel.
@@ -58,6 +70,7 @@ export function renderCandidate(
 ): RenderResult {
   const check = checkSteps(steps);
   if (!check.ok) return { ok: false, message: check.message };
+  if ('kind' in target && target.kind === 'cuda' && isGpu(target)) return renderCudaCandidate(dag, check.steps, target, packable);
   if ('kind' in target && isGpu(target)) return renderOpenclCandidate(dag, check.steps, target, packable);
   let body: string;
   let layouts: readonly BlockedLayout[];
@@ -81,6 +94,22 @@ function renderOpenclCandidate(dag: ComputeDAG, steps: Step[], target: GpuTarget
     const program = lowerGpu(State.replay(dag, steps), 'tt_candidate_kernel', target.gpu, { packable });
     const { source, table } = renderOpencl(program, { vectorLanes: target.vectorLanes });
     return { ok: true, code: openclCandidateSource(CANDIDATE_SYMBOL, source, table), layouts: program.layouts };
+  } catch (e) {
+    return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+  }
+}
+
+/**
+ * A CUDA candidate's device code (CUDA C++, compiled to a cubin by nvcc in the builder) and
+ * its launch table. A schedule over the device's limits is refused here, as for OpenCL; one
+ * whose registers or shared memory ptxas finds over them is refused once compiled.
+ */
+function renderCudaCandidate(dag: ComputeDAG, steps: Step[], target: GpuTarget, packable: ReadonlySet<string>): RenderResult {
+  try {
+    const program = lowerGpu(State.replay(dag, steps), 'tt_candidate_kernel', target.gpu, { packable });
+    const { source, table } = renderCuda(program, { vectorLanes: target.vectorLanes });
+    const threads = new Map(program.kernels.map((k) => [k.name, threadsOf(k)]));
+    return { ok: true, code: source, layouts: program.layouts, cuda: { table, threads } };
   } catch (e) {
     return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
   }
@@ -113,6 +142,7 @@ export class Builder {
       const started = performance.now();
       const rendered = renderCandidate(dag, steps, this.target, packable);
       if (!rendered.ok) return { steps, error: 'invalid_schedule', message: rendered.message, build_ms: performance.now() - started };
+      if (rendered.cuda) return this.compileCuda(steps, rendered.code, rendered.cuda, rendered.layouts, started);
       const built = await this.compileNow(steps, rendered.code, started);
       return 'lib' in built ? { ...built, layouts: rendered.layouts } : built;
     });
@@ -134,12 +164,33 @@ export class Builder {
     return results;
   }
 
+  /**
+   * A CUDA candidate: nvcc compiles its kernels to a cubin (cached by source), ptxas's
+   * resource usage is held to the device's limits (over them: invalid, with ptxas's
+   * numbers), then the host library embedding the cubin is compiled as any candidate.
+   */
+  private async compileCuda(steps: Step[], code: string, cuda: CudaRendered, layouts: readonly BlockedLayout[], started: number): Promise<BuiltCandidate> {
+    const target = this.target;
+    const nvcc = findNvcc();
+    checkArch(nvcc, target.cuda!.arch);
+    const timeoutMs = this.opts.timeoutMs ?? 60_000;
+    const cubin = await compileCubin(nvcc, code, target.cuda!.arch, { cacheDir: path.join(this.opts.workDir, 'cubin'), timeoutMs, messageLines: MESSAGE_LINES });
+    const ms = (): number => performance.now() - started;
+    if (!cubin.ok) return { steps, error: cubin.kind === 'invalid' ? 'invalid_schedule' : 'compile_error', message: cubin.message, build_ms: ms() };
+    const limits = cudaLimitsOf(target);
+    const problem = cubin.usage.map((u) => usageProblem(u, cuda.threads.get(u.kernel) ?? 1, limits)).find((p) => p !== undefined);
+    if (problem) return { steps, error: 'invalid_schedule', message: `over the device's limits: ${problem}`, build_ms: ms() };
+    const host = cudaCandidateSource(CANDIDATE_SYMBOL, await fs.readFile(cubin.cubin), cuda.table);
+    const built = await this.compileNow(steps, host, started);
+    return 'lib' in built ? { ...built, layouts, ptxas: cubin.usage } : built;
+  }
+
   private async compileNow(steps: Step[], code: string, started: number): Promise<BuiltCandidate> {
     const compiler = await (this.compiler ??= findCompiler(this.target.ccPrefix ? `${this.target.ccPrefix}gcc` : undefined));
     // An OpenCL candidate is host code: the runtime's object file links in; the kernels are
     // built by the OpenCL driver when the worker opens the device.
     const gpu = isGpu(this.target);
-    const runtime = gpu ? [await (this.runtime ??= openclRuntimeObject(compiler)), ...OPENCL_RUNTIME_LIBS] : [];
+    const runtime = gpu ? [await (this.runtime ??= (this.target.kind === 'cuda' ? cudaRuntimeObject : openclRuntimeObject)(compiler)), ...OPENCL_RUNTIME_LIBS] : [];
     const flags = [...(gpu ? OPENCL_HOST_CFLAGS : KERNEL_CFLAGS), ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
     const hash = createHash('sha256').update(JSON.stringify([code, flags, ...runtime, compiler.identity])).digest('hex').slice(0, 24);
     const lib = path.join(this.opts.workDir, `${hash}.so`);

@@ -359,3 +359,31 @@ export function openclRuntimeObject(compiler: Compiler, opts: { cacheDir?: strin
     });
   });
 }
+
+/** The CUDA runtime and its header, relative to native/. */
+const CUDA_RUNTIME = 'cuda/tt_cuda.c';
+const CUDA_HEADER = 'include/tt_cuda.h';
+
+/** What a library that contains the CUDA runtime links besides it (dlopen, dlsym). */
+export const CUDA_RUNTIME_LIBS: readonly string[] = ['-ldl'];
+
+/** The flags of the host code of a CUDA candidate or model (the kernels are cubins nvcc built). */
+export const CUDA_HOST_CFLAGS: readonly string[] = OPENCL_HOST_CFLAGS;
+
+/**
+ * The CUDA runtime (native/cuda/tt_cuda.c) compiled by `compiler` into an object file, as
+ * openclRuntimeObject does for OpenCL's, with the same flags. Needs no CUDA header or
+ * library: the runtime declares the driver API it uses and opens libcuda with dlopen.
+ */
+export function cudaRuntimeObject(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
+  const cacheDir = opts.cacheDir ?? cacheRoot();
+  return runtimeObjects(`cuda\0${cacheDir}\0${compiler.command} ${compiler.args.join(' ')}\0${compiler.identity}`, () => {
+    const hash = buildHash('tt_cuda.o', compiler, OPENCL_OBJECT_FLAGS, [], [CUDA_RUNTIME, CUDA_HEADER]);
+    return buildIntoCache({
+      compiler,
+      file: path.join(cacheDir, 'native', hash, 'tt_cuda.o'),
+      what: 'building the CUDA runtime (native/cuda/tt_cuda.c)',
+      attempts: [(out) => [...compiler.args, ...OPENCL_OBJECT_FLAGS, `-I${nativeIncludeDir()}`, path.join(nativeDir(), CUDA_RUNTIME), '-o', out]],
+    });
+  });
+}

@@ -11,7 +11,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
-import { tuneNetwork } from '../../engine/search/tune';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { UserError } from '../../engine/errors';
 import type { MeasureOptions } from '../../engine/search/types';
@@ -19,6 +18,7 @@ import { ConfigError, configLabel, type BudgetConfig } from '../../plugin/config
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { executorOptions, flagOf } from '../options';
 import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
+import { describeShard, shardingOf, tuneRun, writeMergedOutput } from './shards';
 import type { TuneExecutorOptions } from './schema';
 
 /** What tuneNetwork gets of the budget and of the options that override it (the options win). */
@@ -45,7 +45,7 @@ export function budgetFor(b: BudgetConfig, o: TuneExecutorOptions, targetThreads
 }
 
 /** The options of schema.json that choose the run; all the others override the budget. */
-const RUN_CHOICE: readonly string[] = ['config', 'network', 'settings', 'configTarget', 'budget'];
+const RUN_CHOICE: readonly string[] = ['config', 'network', 'settings', 'configTarget', 'budget', 'shard'];
 /** The budget options given for this run, as flags in schema order (for the log line). */
 const overridesOf = (o: TuneExecutorOptions): string[] => executorOptions('tune').filter((k) => !RUN_CHOICE.includes(k)).flatMap((k) => {
   const v = o[k as keyof TuneExecutorOptions];
@@ -60,7 +60,13 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
       throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
         'measuring through a runner command is not supported by this engine version yet; remove it to measure on this machine');
     }
-    if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1') {
+    // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
+    const sharding = shardingOf(run, options.shard, options.config, ctx.root);
+    if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && sharding?.shard !== undefined) {
+      throw new UserError(`${run.network}: no cached tune for shard ${sharding.shard.index} (${run.network}:tune--${sharding.shard.index}), target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} ` +
+        'on a machine of this kind (local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run it on such a machine with the shared remote cache, or unset it');
+    }
+    if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && !sharding) {
       // Not an input of the hash, on purpose: CI sets it and still hits the tuning machines' cache entries.
       const c = `${run.network}${run.budgetName ? ` -c ${run.targetName}-${run.budgetName}` : ''}`;
       throw new UserError(`${run.network}: no cached tune for target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} on a machine of this kind ` +
@@ -70,14 +76,22 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
     const warn = (m: string): void => console.warn(`warning: ${m}`);
     const absorbed = await absorbTuneOutputs(run.storeDir, warn);
     if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
+    if (sharding && !sharding.shard) {
+      const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
+      const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint: hardwareFingerprint(target) }, warn);
+      console.log(`tensortune tune ${run.network}: ${describeShard(sharding)}; output ${rel(sharding.output)}: best records for ${merged.best} of ${sharding.tasks.length} task(s)` +
+        `${merged.missing.length ? `; no valid record yet for: ${merged.missing.map((t) => t.desc).join('; ')}` : ''}`);
+      return { success: true };
+    }
     const others = await otherLogs(run.storeDir, run.recordsFile);
     const overrides = overridesOf(options);
     console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
-      `${overrides.length ? ` with ${overrides.join(' ')}` : ''}` +
+      `${overrides.length ? ` with ${overrides.join(' ')}` : ''}${sharding ? `, ${describeShard(sharding)}` : ''}` +
       `, log ${rel(run.recordsFile)}${others.length ? `, reading ${others.length} other log(s) of the store` : ''}`);
     const aborter = abortOnSignals();
     try {
-      const result = await tuneNetwork({
+      if (sharding?.shard?.tasks.length === 0) console.log('no task of the network hashes to this shard: nothing to tune');
+      const result = sharding?.shard?.tasks.length === 0 ? undefined : await tuneRun(sharding, {
         model: run.spec,
         target: run.target.target,
         host: run.target.host,
@@ -90,8 +104,11 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
       });
       const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
       const match = { target: target.text, fingerprint: hardwareFingerprint(target) };
-      const out = await writeTuneOutput(run.storeDir, run.tuneOutput, result.tasks.map((t) => t.key), match, warn);
-      console.log(`output ${rel(run.tuneOutput)}: ${out.records} measurement(s) of this network's tasks, best records for ${out.best} of ${result.tasks.length} task(s)`);
+      const output = sharding?.output ?? run.tuneOutput;
+      const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
+      const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
+      console.log(`output ${rel(output)}: ${out.records} measurement(s) of ${sharding?.shard ? 'this shard\'s' : 'this network\'s'} tasks, best records for ${out.best} of ${keys.length} task(s)`);
+      if (!result) return { success: true };
       const est = result.estimatedMs === null ? 'n/a (some task has no valid program yet)' : `${result.estimatedMs.toFixed(3)} ms`;
       console.log(`tuned ${result.trials} trial(s) in ${result.wallS.toFixed(1)} s (${result.reason}); estimated latency ${est}`);
       if (result.reason === 'aborted') return { success: false };

@@ -5,6 +5,8 @@ import type { NetworkExecutorOptions } from '../run';
 export interface TuneExecutorOptions extends NetworkExecutorOptions {
   /** A budget name from the config (default: defaults.budget, else the first). */
   budget?: string;
+  /** Set by the plugin on `tune--<k>` targets: the shard to tune (plugin/shards.ts). */
+  shard?: number;
   /** Total trials over all tasks; with trialsPerTask, replaces the budget's trial counts. */
   trials?: number;
   trialsPerTask?: number;
