@@ -8,7 +8,9 @@ import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare'
 import { manifestFiles, readManifest, type Manifest } from '../compile/manifest';
 import { checkModelRunsHere } from '../compile/model-opencl';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
+import { remoteSetupLine, runRemoteBench } from '../remote/bench';
 import { inputFiles } from '../runtime/rawfile';
+import { parseTarget } from '../target';
 import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
@@ -40,6 +42,12 @@ Options:
   --seed S             seed of the random input (default 0)
   --input NAME=FILE    raw float32 data for input NAME instead of random values (repeatable)
   --save-outputs DIR   write each output to DIR/<name>.bin after the timed runs
+  --runner CMD         run the model on a device through this command template (it must
+                       contain {command}: "ssh board {command}", "qemu-aarch64 -L <sysroot>
+                       {command}"); model.so and params.bin travel through it, and a worker built
+                       for the model's target is installed on first use. Random input only (no
+                       --input, --save-outputs, --compare). Under an emulator the timings are
+                       not performance figures
   --json               then print one JSON object: mean_ms, median_ms, max_ms, min_ms, std_ms,
                        threads, cores, load_before, load_after, warnings, ...
   -h, --help           show this help
@@ -77,10 +85,33 @@ export const benchmarkCommand: Command = {
       repeat: { type: 'string' }, number: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
       threads: { type: 'string' }, seed: { type: 'string' }, input: { type: 'string', multiple: true },
       'save-outputs': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      compare: { type: 'string' }, onnx: { type: 'string' }, rounds: { type: 'string' },
+      compare: { type: 'string' }, onnx: { type: 'string' }, rounds: { type: 'string' }, runner: { type: 'string', multiple: true },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError('expected one directory made by tensortune compile');
+    if (values.runner?.length) {
+      const given = ['compare', 'input', 'save-outputs', 'onnx', 'rounds'].filter((k) => values[k as keyof typeof values] !== undefined);
+      if (given.length) throw new UserError(`--runner runs the model on a device with random input: drop ${given.map((k) => `--${k}`).join(', ')}`);
+      checkCompiledDir(positionals[0]);
+      const dir = path.resolve(positionals[0]);
+      const manifest = readManifest(dir);
+      const files = manifestFiles(dir, manifest);
+      const result = await runRemoteBench({
+        runners: values.runner, where: '--runner', target: parseTarget(manifest.target, `${path.join(positionals[0], 'manifest.json')} target`),
+        model: files.library, params: files.params,
+        repeat: positiveInt('--repeat', values.repeat, BENCH_DEFAULTS.repeat), number: optionalInt('--number', values.number),
+        minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], BENCH_DEFAULTS.minRepeatMs),
+        threads: optionalInt('--threads', values.threads), seed: nonNegativeInt('--seed', values.seed, 0),
+        log: (line) => io.err(`${line}\n`),
+      });
+      io.out(`${result.summary}\n${remoteSetupLine(result)}\n`);
+      for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
+      if (values.json) {
+        const { summary: _summary, ...rest } = result;
+        io.out(`${JSON.stringify(rest)}\n`);
+      }
+      return 0;
+    }
     if (values.compare !== undefined) {
       oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
       if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');

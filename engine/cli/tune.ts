@@ -11,6 +11,7 @@ import { extractTasks, type Task } from '../graph/extract';
 import { ProgressReporter } from '../search/progress';
 import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
+import { openRemoteDevices, type OpenedDevices } from '../remote/open';
 import { parseTarget } from '../target';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
@@ -33,6 +34,12 @@ What and where:
                         must be able to run what it names
   --host H              GPU targets: the host's target string (default "llvm"). Tune
                         measures here whatever it is (a cross host is for compile)
+  --runner CMD          measure on a device through this command template, which must
+                        contain {command}: "ssh board {command}", "qemu-aarch64 -L <sysroot>
+                        {command}" (repeatable: a pool of devices of one kind measuring in
+                        parallel). The worker is built with the target's -mtriple compiler and
+                        installed through the runner; records are keyed by the device's
+                        fingerprint. Under an emulator, timings are not performance figures
   --records FILE        the record log (JSON lines) every measurement is appended to and the
                         run resumes from (required); 'compile --records FILE' reads it.
                         Records apply to their target string and this kind of machine only
@@ -98,7 +105,7 @@ export const tuneCommand: Command = {
   summary: 'search schedules for a network\'s tasks and append them to a record log',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
-      target: { type: 'string' }, host: { type: 'string' }, records: { type: 'string' }, 'read-records': { type: 'string', multiple: true },
+      target: { type: 'string' }, host: { type: 'string' }, records: { type: 'string' }, runner: { type: 'string', multiple: true }, 'read-records': { type: 'string', multiple: true },
       trials: { type: 'string' }, 'trials-per-task': { type: 'string' }, 'time-limit': { type: 'string' },
       'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
@@ -116,7 +123,7 @@ export const tuneCommand: Command = {
     const readRecords = [...values['read-records'] ?? [], ...values['tuning-records'] ?? []];
     const model = { model: positionals[0], ...modelFlags(values, positionals) };
     const target = values.target ?? 'llvm -mcpu=native';
-    parseTarget(target, '--target', values.host);
+    const parsedTarget = parseTarget(target, '--target', values.host);
     const measure: Partial<MeasureOptions> = {};
     const threads = optionalInt('--threads', values.threads);
     if (threads !== undefined) measure.threads = threads;
@@ -154,9 +161,15 @@ export const tuneCommand: Command = {
     const workloads = values.workload ?? [];
     const selected = workloads.length > 0 ? selectWorkloads(model, workloads) : undefined;
     process.on('SIGINT', onSigint);
+    let device: OpenedDevices | undefined;
     try {
+      if (values.runner?.length) {
+        device = await openRemoteDevices(values.runner, parsedTarget, '--runner', { log: (line) => io.err(`${line}\n`) });
+        io.err(`measuring on ${device.infos.length} device(s) through --runner: ${device.infos.map((i) => i.machine).join(', ')}; fingerprint ${device.fingerprint}\n`);
+      }
       const tune = selected ? (o: Parameters<typeof tuneNetwork>[0]) => tuneTasks(selected.name, selected.tasks, o) : tuneNetwork;
       const result = await tune({
+        device,
         model, target, host: values.host, records, readRecords: readRecords.length ? readRecords : undefined,
         ...budget,
         earlyStopping: optionalInt('--early-stopping', values['early-stopping']),
@@ -168,6 +181,7 @@ export const tuneCommand: Command = {
       reporter.finish(result);
       return result.reason === 'aborted' ? 130 : 0;
     } finally {
+      await device?.close();
       process.off('SIGINT', onSigint);
     }
   },

@@ -41,12 +41,13 @@ export class RemotePool {
     return new UserError(`no measurement device is left (${this.devices.length} runner(s)):\n${lines.join('\n')}`);
   }
 
-  private fail(d: RemoteDevice, e: unknown): void {
+  private fail(d: RemoteDevice, e: unknown, quiet = false): void {
     if (!(e instanceof DeviceError)) throw e;
     const why = e.message.startsWith(d.label) ? e.message.slice(d.label.length + 2) : e.message;
     d.markDead(why);
     const left = this.live.length;
-    this.log(`${d.label} failed: ${why}; ${left ? `${left} device(s) carry on` : 'no device left'}`);
+    // With no device left, the caller's one error names every device: no line before it.
+    if (left > 0 && !quiet) this.log(`${d.label} failed: ${why}; ${left} device(s) carry on`);
   }
 
   /**
@@ -58,12 +59,13 @@ export class RemotePool {
       try {
         return { device: d, info: await d.info() };
       } catch (e) {
-        this.fail(d, e);
+        this.fail(d, e, true);
         return undefined;
       }
     }));
     const live = infos.filter((x): x is NonNullable<typeof x> => x !== undefined);
     if (live.length === 0) throw this.allDead();
+    for (const d of this.devices) if (!d.alive) this.log(`${d.label} failed: ${d.deadReason}; ${live.length} device(s) carry on`);
     return live;
   }
 

@@ -102,7 +102,7 @@ export class RemoteSession {
   /** "exited with code 255; stderr: ssh: connect to host ...". */
   describeEnd(): string {
     const tail = this.stderrTail.trim().split('\n').slice(-3).join(' | ');
-    return `${this.exit ?? 'closed its output'}${tail ? `; stderr: ${tail}` : ''}`;
+    return `${this.exit ?? 'closed its output'}${tail ? ` (stderr: ${tail})` : ''}`;
   }
 
   private wake(): void {
@@ -111,12 +111,13 @@ export class RemoteSession {
     w?.();
   }
 
+  /** 'end' may come before 'close': gives the exit status a moment to arrive, for the message. */
+  private async settle(): Promise<void> {
+    if (!this.exit) await Promise.race([new Promise<void>((r) => this.child.once('close', () => r())), new Promise((r) => setTimeout(r, 1000))]);
+  }
+
   private async waitData(deadline: Promise<typeof TIMEOUT>): Promise<boolean> {
-    if (this.ended) {
-      // 'end' may come before 'close': give the exit status a moment to arrive for the message.
-      if (!this.exit) await Promise.race([new Promise<void>((r) => this.child.once('close', () => r())), new Promise((r) => setTimeout(r, 500))]);
-      return false;
-    }
+    if (this.ended) return false;
     const r = await Promise.race([new Promise<void>((resolve) => (this.waiter = resolve)), deadline]);
     return r !== TIMEOUT;
   }
@@ -130,8 +131,10 @@ export class RemoteSession {
         this.buf = this.buf.subarray(nl + 1);
         return line;
       }
-      if (this.ended) return undefined;
-      if (!(await this.waitData(deadline))) return this.ended ? undefined : TIMEOUT;
+      if (this.ended) { await this.settle(); return undefined; }
+      if (!(await this.waitData(deadline))) {
+        if (!this.ended) return TIMEOUT;
+      }
     }
   }
 
@@ -142,8 +145,10 @@ export class RemoteSession {
         this.buf = this.buf.subarray(n);
         return out;
       }
-      if (this.ended) return undefined;
-      if (!(await this.waitData(deadline))) return this.ended ? undefined : TIMEOUT;
+      if (this.ended) { await this.settle(); return undefined; }
+      if (!(await this.waitData(deadline))) {
+        if (!this.ended) return TIMEOUT;
+      }
     }
   }
 
@@ -167,7 +172,7 @@ export class RemoteSession {
     try {
       const line = await this.readLine(d.promise);
       if (line === TIMEOUT) this.fail(`no answer from the worker within ${timeoutMs / 1000} s of starting the runner`);
-      if (line === undefined) this.fail(`the runner ${this.describeEnd()} before the worker said hello`);
+      if (line === undefined) this.fail(`the runner ended before the worker said hello: it ${this.describeEnd()}`);
       if (notInstalled !== undefined && line.trim() === notInstalled) {
         this.kill();
         return 'not-installed';

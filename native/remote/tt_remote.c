@@ -574,8 +574,11 @@ static void do_bench(request* r) {
         const char* m = last_error();
         reply_error(r->id, "runtime_error", "tt_run failed (code %d): %s", rc, m ? m : "");
       } else {
-        char extra[96];
-        snprintf(extra, sizeof extra, ",\"threads\":%d,\"cpu_ms\":%.3f", threads, cpu_ms());
+        /* The summary tt_bench prints, computed by the same function. */
+        tt_stats st = tt_compute_stats(runs, r->timing.repeat);
+        char extra[320];
+        snprintf(extra, sizeof extra, ",\"threads\":%d,\"cpu_ms\":%.3f,\"mean_ms\":%.17g,\"median_ms\":%.17g,\"max_ms\":%.17g,"
+                 "\"min_ms\":%.17g,\"std_ms\":%.17g", threads, cpu_ms(), st.mean, st.median, st.max, st.min, st.std);
         reply_ok(r, runs, r->timing.repeat, number, extra, ctx.outputs, lens, nout);
       }
     }
