@@ -17,8 +17,9 @@ import { distillCommand } from './cli/distill';
 import { exportCommand } from './cli/export';
 import { fingerprintCommand } from './cli/fingerprint';
 import { bestDigestCommand } from './cli/best-digest';
+import { reportCommand } from './cli/report';
 
-const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand, fingerprintCommand, bestDigestCommand];
+const COMMANDS: readonly Command[] = [tasksCommand, tuneCommand, compileCommand, benchmarkCommand, exportCommand, distillCommand, fingerprintCommand, bestDigestCommand, reportCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
