@@ -52,6 +52,11 @@ export class RemoteMeasurer implements Measurer {
     return this.run(task, await this.builder.build(task.dag, candidates, new Set(task.constInputs ?? [])));
   }
 
+  /** Compiles hand-written translation units (exporting CANDIDATE_SYMBOL) and measures them like candidates. */
+  async measureSources(task: MeasuredTask, sources: readonly { steps: Step[]; code: string }[]): Promise<MeasureOutcome[]> {
+    return this.run(task, await this.builder.buildSources(sources));
+  }
+
   /** Runs built candidates on the pool's devices, verifying each here. */
   async run(task: MeasuredTask, built: readonly BuiltCandidate[]): Promise<MeasureOutcome[]> {
     const runnable = built.flatMap((b, i) => ('lib' in b ? [{ b, i }] : []));

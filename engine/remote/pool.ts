@@ -91,11 +91,18 @@ export class RemotePool {
           results[i] = { ok: await work(d, items[i]) };
           this.opts.onAnswer?.(d, i);
         } catch (e) {
-          this.fail(d, e);
-          const seen = [...failures.get(i) ?? [], `${d.label}: ${d.deadReason}`];
+          if (!(e instanceof DeviceError)) throw e;
+          const seen = [...failures.get(i) ?? [], e.message];
           failures.set(i, seen);
-          if (seen.length >= MAX_DEVICE_FAILURES_PER_ITEM) results[i] = { lost: `${seen.length} devices failed running it: ${seen.join('; ')}` };
-          else queue.unshift(i); // back to the front: another device takes it next
+          if (seen.length >= MAX_DEVICE_FAILURES_PER_ITEM) results[i] = { lost: `${seen.length} device failures running it: ${seen.join('; ')}` };
+          else queue.unshift(i); // back to the front: the next free device takes it
+          // One chance to come back (a dropped connection); a device that cannot is out of the pool.
+          try {
+            await d.connect();
+            this.log(`${e.message}; the device answers again, the candidate is measured again`);
+          } catch (again) {
+            this.fail(d, again instanceof DeviceError ? new DeviceError(`${again.message} (after: ${e.message})`) : again);
+          }
         } finally {
           inFlight--;
           changed();

@@ -71,6 +71,7 @@ export class RemoteSession {
   private buf: Buffer = Buffer.alloc(0);
   private waiter?: () => void;
   private ended = false;
+  private killed = false;
   private stderrTail = '';
   private exit?: string;
   hello?: Hello;
@@ -96,7 +97,7 @@ export class RemoteSession {
   }
 
   get alive(): boolean {
-    return !this.ended;
+    return !this.ended && !this.killed;
   }
 
   /** "exited with code 255; stderr: ssh: connect to host ...". */
@@ -200,7 +201,7 @@ export class RemoteSession {
    * (the worker exits after a crash or a timeout).
    */
   async request(verb: string, id: string, fields: readonly (string | [string, Buffer])[], timeoutMs: number): Promise<{ reply: Reply; payloads: Buffer[] }> {
-    if (this.ended) this.fail(`the runner ${this.describeEnd()}`);
+    if (!this.alive) this.fail(`the runner ${this.describeEnd()}`);
     const parts: Buffer[] = [Buffer.from(`${verb} ${id}\n`)];
     for (const f of fields) {
       if (typeof f === 'string') parts.push(Buffer.from(`${f}\n`));
@@ -226,6 +227,8 @@ export class RemoteSession {
         if (b === undefined) this.fail(`the connection ended in the outputs of ${verb} ${id}: the runner ${this.describeEnd()}`);
         payloads.push(b);
       }
+      // After a crash or its own timeout the worker says it is exiting: the next request needs a new session.
+      if (reply.exiting === true) this.kill();
       return { reply, payloads };
     } finally {
       d.cancel();
@@ -244,6 +247,7 @@ export class RemoteSession {
 
   /** SIGKILL to the runner's process group (ssh, qemu and what they started). */
   kill(): void {
+    this.killed = true;
     if (this.child.pid === undefined || this.child.exitCode !== null || this.child.signalCode !== null) return;
     try {
       process.kill(-this.child.pid, 'SIGKILL');

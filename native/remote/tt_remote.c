@@ -77,8 +77,8 @@ static void on_fatal(int sig) {
                        : sig == SIGILL  ? " crashed the worker (SIGILL)"
                                         : " crashed the worker (SIGABRT)";
     for (const char* p = tail; *p; p++) line[n++] = *p;
-    line[n++] = '"';
-    line[n++] = '}';
+    const char* exiting = "\",\"exiting\":true}";
+    for (const char* p = exiting; *p; p++) line[n++] = *p;
     line[n++] = '\n';
     ssize_t w = write(proto_fd, line, n);
     (void)w;
