@@ -10,6 +10,7 @@
 import { ENGINE_VERSION } from '../compile/model';
 import { UserError } from '../errors';
 import { findCompiler } from '../native/build';
+import { describeDevice, openRemoteDevices } from '../remote/open';
 import { hardwareFingerprint, NO_OPENCL_DEVICE, openclDevice, openclIdentity, parseTarget, type OpenclProbe } from '../target';
 import { parseFlags, type CliIo, type Command } from './command';
 
@@ -23,6 +24,9 @@ under another: Nx hashes this output into tune and compile.
 
 Options:
   --target T  a target string (as a positional argument; repeatable)
+  --runner R  the device is the one this runner command reaches ("ssh board {command}";
+              repeatable: a pool of one kind): the fingerprints are the device's, and the
+              device line describes it ("unreachable: why" when no runner answers)
   --json      one JSON object instead of lines
   -h, --help  show this help
 `;
@@ -67,14 +71,39 @@ function deviceLine(opencl: NonNullable<FingerprintReport['targets'][number]['op
   return `  opencl platform ${opencl.platform} (${opencl.platformVersion}), device ${opencl.device} (${opencl.deviceVersion}, driver ${opencl.driverVersion})`;
 }
 
+/** The report for devices behind runners: the device line and fingerprints come from them. */
+export async function remoteFingerprintReport(targets: readonly string[], runners: readonly string[]): Promise<FingerprintReport> {
+  const local = await fingerprintReport([]);
+  const parsed = targets.map((t, i) => parseTarget(t, `target ${i + 1}`));
+  const out: FingerprintReport = { ...local, device: '-', targets: [] };
+  for (const t of parsed) {
+    try {
+      const opened = await openRemoteDevices(runners, t, '--runner');
+      await opened.close();
+      out.device = describeDevice(opened.infos[0]);
+      out.targets.push({ target: t.text, fingerprint: opened.fingerprint });
+    } catch (e) {
+      if (!(e instanceof UserError)) throw e;
+      // Like a missing compiler: a runtime input that failed would hash as a constant.
+      out.device = `unreachable: ${e.message.split('\n').slice(1).join(' ').trim() || e.message}`;
+      out.targets.push({ target: t.text, fingerprint: 'none' });
+    }
+  }
+  return out;
+}
+
 export const fingerprintCommand: Command = {
   name: 'fingerprint',
   summary: 'print the engine version, compiler and hardware fingerprint per target (Nx cache input)',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseFlags(argv, { target: { type: 'string', multiple: true }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+    const { values, positionals } = parseFlags(argv, {
+      target: { type: 'string', multiple: true }, runner: { type: 'string', multiple: true }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    });
     if (values.help) { io.out(USAGE); return 0; }
     const targets = [...positionals, ...values.target ?? []];
-    const report = await fingerprintReport(targets.length ? targets : ['llvm -mcpu=native']);
+    const report = values.runner?.length
+      ? await remoteFingerprintReport(targets.length ? targets : ['llvm'], values.runner)
+      : await fingerprintReport(targets.length ? targets : ['llvm -mcpu=native']);
     if (values.json) {
       io.out(`${JSON.stringify(report)}\n`);
       return 0;
