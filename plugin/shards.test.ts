@@ -55,9 +55,10 @@ test('a shard\'s digest changes with its own tasks only; with a total budget, wi
 });
 
 test('the budget: total trials and the time limit split by the shard\'s share of the estimated cost, per-task limits kept', () => {
-  assert.equal(shardBudget({ trials: 100, timeLimitS: 60, trialsPerTask: 5 }, { share: 0.25 }), { trials: 25, timeLimitS: 15, trialsPerTask: 5 });
+  const budget: { trials?: number; timeLimitS?: number; trialsPerTask?: number } = { trials: 100, timeLimitS: 60, trialsPerTask: 5 };
+  assert.equal(shardBudget(budget, { share: 0.25 }), { trials: 25, timeLimitS: 15, trialsPerTask: 5 });
   assert.equal(shardBudget({ trials: 3 }, { share: 0.01 }).trials, 1, 'at least one trial');
-  assert.equal(shardBudget({ trialsPerTask: 2 }, { share: 0.5 }), { trialsPerTask: 2, trials: undefined, timeLimitS: undefined });
+  assert.equal(shardBudget({ ...budget, trials: undefined, timeLimitS: undefined, trialsPerTask: 2 }, { share: 0.5 }), { trialsPerTask: 2, trials: undefined, timeLimitS: undefined });
 });
 
 test('a workload shared by two networks with the same targets is tuned by the first by name; the other borrows it', () => {

@@ -1,0 +1,221 @@
+// End to end: sharded tuning as a user meets it. The packed plugin in a fresh Nx workspace
+// with two tiny ONNX networks that share three of their four workloads, each tuned in two
+// shards (`shards: 2`). `nx run-many -t tune` runs the shards (the shared workloads once,
+// by the first network) and merges them; a second run is all cache hits; a changed model
+// re-runs only the shard whose workloads changed (counted from Nx's output); and two
+// workspaces sharing a loopback remote cache split the shards between them and end with
+// the same merged records.
+//
+// The helpers that drive npm and nx are written here as plugin.e2e.ts writes them (that
+// file runs its own tests when imported, so they are not shared).
+
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startCacheServer, type CacheServer } from './cache-server';
+import { writeTinyModel } from './tiny-model';
+
+const REPO = path.resolve(__dirname, '..');
+const NX_VERSION = (JSON.parse(readFileSync(path.join(REPO, 'node_modules', 'nx', 'package.json'), 'utf8')) as { version: string }).version;
+const base = mkdtempSync(path.join(tmpdir(), 'tensortune-shards-e2e-'));
+const ws = path.join(base, 'ws');
+const KEEP = process.env.TENSORTUNE_E2E_KEEP === '1';
+
+// alpha's second conv is 3x3, beta's 1x1: they share the first conv, the pooling and the dense layer.
+const CONFIG = `records: .tensortune/records
+targets:
+  cpu:
+    target: llvm -mcpu=native
+    threads: 1
+budgets:
+  tiny:
+    trialsPerTask: 2
+    measuresPerRound: 2
+networks:
+  alpha:
+    model: models/alpha/alpha.onnx
+    shards: 2
+  beta:
+    model: models/beta/beta.onnx
+    shards: 2
+`;
+
+const NX_ENV: NodeJS.ProcessEnv = {
+  NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', CI: 'true', NX_INTERACTIVE: 'false',
+  NX_SKIP_NX_CACHE: '', NX_SELF_HOSTED_REMOTE_CACHE_SERVER: '', TENSORTUNE_DEVICE: '', TENSORTUNE_REQUIRE_CACHED_TUNE: '',
+  TENSORTUNE_CACHE_DIR: path.join(base, 'tensortune-cache'),
+  FORCE_COLOR: '0',
+};
+
+function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.error) throw r.error;
+  return r;
+}
+
+/** `nx ...` in a workspace without blocking this process (the remote cache server runs in it); it must succeed. */
+function nx(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(dir, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'), ...args, '--outputStyle=static'],
+      { cwd: dir, env: { ...process.env, ...NX_ENV, ...env } });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const text = out.replace(/\x1b\[[0-9;]*m/g, '');
+      if (code === 0) resolve(text);
+      else reject(new Error(`nx ${args.join(' ')} exited ${code}:\n${text.slice(-4000)}`));
+    });
+  });
+}
+
+/** The tasks of an nx run, from its `> nx run project:target` lines: which ran, which came from a cache. */
+function tasksOf(out: string): { ran: string[]; cached: string[]; remote: string[] } {
+  const ran: string[] = [], cached: string[] = [], remote: string[] = [];
+  for (const m of out.matchAll(/^> nx run (\S+)(?:\s+(\[[^\]]+\]))?\s*$/gm)) {
+    const [, id, mark] = m;
+    const task = id.split(':').slice(0, 2).join(':'); // project:target, without a configuration
+    if (!mark) { ran.push(task); continue; }
+    cached.push(task);
+    if (/remote/.test(mark)) remote.push(task);
+  }
+  return { ran: ran.sort(), cached: cached.sort(), remote: remote.sort() };
+}
+
+const store = (dir: string): string => path.join(dir, '.tensortune', 'records');
+const linesOf = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()) : []);
+const keysOf = (file: string): string[] => [...new Set(linesOf(file).map((l) => (JSON.parse(l) as { key: string }).key))].sort();
+const shardOutput = (dir: string, network: string, k: number): string => path.join(store(dir), 'nx', network, `cpu.tiny.shard-${k}.jsonl`);
+const mergedOutput = (dir: string, network: string): string => path.join(store(dir), 'nx', network, 'cpu.tiny.jsonl');
+/** Every distinct measurement of a workspace: its store's logs and its tune outputs. */
+function measurements(dir: string): Set<string> {
+  const files = readdirSync(store(dir)).filter((n) => n.endsWith('.jsonl')).map((n) => path.join(store(dir), n));
+  for (const n of ['alpha', 'beta']) {
+    const d = path.join(store(dir), 'nx', n);
+    if (existsSync(d)) files.push(...readdirSync(d).filter((f) => f.endsWith('.jsonl')).map((f) => path.join(d, f)));
+  }
+  return new Set(files.flatMap(linesOf));
+}
+
+function writeWorkspace(dir: string): void {
+  for (const n of ['alpha', 'beta']) mkdirSync(path.join(dir, 'models', n), { recursive: true });
+  writeFileSync(path.join(dir, 'nx.json'), `${JSON.stringify({ plugins: ['tensortune/plugin'], cacheDirectory: '.nx/cache', neverConnectToCloud: true }, null, 2)}\n`);
+  writeFileSync(path.join(dir, 'tensortune.config.yaml'), CONFIG);
+  writeFileSync(path.join(dir, '.gitignore'), 'node_modules/\n.nx/\n/.tensortune/\n/dist/\n');
+  writeTinyModel(path.join(dir, 'models', 'alpha', 'alpha.onnx'), 3);
+  writeTinyModel(path.join(dir, 'models', 'beta', 'beta.onnx'), 1);
+}
+
+/** A second workspace like `ws` (same sources and lockfile, node_modules linked), with an empty store and local cache. */
+function cloneOf(name: string): string {
+  const dir = path.join(base, name);
+  mkdirSync(dir, { recursive: true });
+  for (const f of ['package.json', 'package-lock.json']) cpSync(path.join(ws, f), path.join(dir, f));
+  writeWorkspace(dir);
+  symlinkSync(path.join(ws, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+test('pack the plugin and install it with nx into a workspace with two sharded networks', () => {
+  const build = sh('npm', ['run', 'build', '--silent'], REPO);
+  assert.is(build.status, 0, build.stderr + build.stdout);
+  const pack = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], REPO);
+  assert.is(pack.status, 0, pack.stderr);
+  const [info] = JSON.parse(pack.stdout) as { filename: string }[];
+  mkdirSync(ws, { recursive: true });
+  writeFileSync(path.join(ws, 'package.json'), `${JSON.stringify({
+    name: 'tensortune-shards-e2e', private: true, devDependencies: { nx: NX_VERSION, tensortune: `file:../${info.filename}` },
+  }, null, 2)}\n`);
+  const install = sh('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], ws, { ONNXRUNTIME_NODE_INSTALL: 'skip' });
+  assert.is(install.status, 0, install.stderr);
+  writeWorkspace(ws);
+});
+
+let beforeChange = new Set<string>();
+
+test('nx run-many -t tune: runs every shard once (the shared workloads by alpha only), then each network\'s tune merges', async () => {
+  const out = await nx(ws, ['run-many', '-t', 'tune']);
+  const { ran, cached } = tasksOf(out);
+  assert.equal(ran, ['alpha:tune', 'alpha:tune--0', 'alpha:tune--1', 'beta:tune', 'beta:tune--0', 'beta:tune--1'], out);
+  assert.equal(cached, []);
+  // alpha tunes its four workloads; beta's shards tune only the one alpha does not have.
+  const alphaKeys = [0, 1].flatMap((k) => keysOf(shardOutput(ws, 'alpha', k))).sort();
+  const betaKeys = [0, 1].flatMap((k) => keysOf(shardOutput(ws, 'beta', k))).sort();
+  assert.is(alphaKeys.length, 4, `alpha's shards: ${alphaKeys.join(' ')}`);
+  assert.is(betaKeys.length, 1, `beta's shards tune its own workload only: ${betaKeys.join(' ')}`);
+  assert.not.ok(alphaKeys.includes(betaKeys[0]));
+  assert.match(out, /merging 2 shard\(s\); output \S+alpha\/cpu\.tiny\.jsonl: best records for 4 of 4 task\(s\)/);
+  assert.match(out, /merging 2 shard\(s\); output \S+beta\/cpu\.tiny\.jsonl: best records for 4 of 4 task\(s\)/);
+  // Each merged output: one best record per task, of the network's tasks.
+  for (const n of ['alpha', 'beta']) assert.is(linesOf(mergedOutput(ws, n)).length, 4, n);
+  assert.equal(keysOf(mergedOutput(ws, 'beta')), [...alphaKeys.filter((k) => keysOf(mergedOutput(ws, 'beta')).includes(k)), ...betaKeys].sort());
+  // Every workload was measured under one budget of 2 trials per task: nothing was tuned twice.
+  const perKey = new Map<string, number>();
+  for (const line of linesOf(path.join(store(ws), 'alpha.cpu.jsonl')).concat(linesOf(path.join(store(ws), 'beta.cpu.jsonl')))) {
+    const key = (JSON.parse(line) as { key: string }).key;
+    perKey.set(key, (perKey.get(key) ?? 0) + 1);
+  }
+  assert.is(perKey.size, 5);
+  for (const [key, n] of perKey) assert.is(n, 2, `${key}: measured ${n} times`);
+  beforeChange = measurements(ws);
+});
+
+test('a second nx run-many -t tune is all cache hits', async () => {
+  const out = await nx(ws, ['run-many', '-t', 'tune']);
+  const { ran, cached } = tasksOf(out);
+  assert.equal(ran, [], out);
+  assert.is(cached.length, 6);
+  assert.match(out, /for 6 out of 6 tasks/);
+});
+
+test('a changed model re-runs only the shard whose workloads changed (and the merge); no measurement is lost', async () => {
+  // beta becomes alpha's twin: the workload it owned is gone, the shard that held it has none now.
+  const owned = [0, 1].find((k) => keysOf(shardOutput(ws, 'beta', k)).length > 0)!;
+  writeTinyModel(path.join(ws, 'models', 'beta', 'beta.onnx'), 3);
+  const out = await nx(ws, ['run-many', '-t', 'tune']);
+  const { ran, cached } = tasksOf(out);
+  assert.equal(ran, ['beta:tune', `beta:tune--${owned}`], out);
+  assert.equal(cached, ['alpha:tune', 'alpha:tune--0', 'alpha:tune--1', `beta:tune--${1 - owned}`]);
+  assert.match(out, /for 4 out of 6 tasks/);
+  const after = measurements(ws);
+  for (const m of beforeChange) assert.ok(after.has(m), 'no measurement lost');
+  assert.equal(keysOf(mergedOutput(ws, 'beta')), keysOf(mergedOutput(ws, 'alpha')), 'beta now uses alpha\'s workloads');
+  writeTinyModel(path.join(ws, 'models', 'beta', 'beta.onnx'), 1);
+});
+
+let server: CacheServer | undefined;
+
+test('two workspaces sharing a remote cache split the shards and end with the same merged records', async () => {
+  server = await startCacheServer();
+  const remote = { NX_SELF_HOSTED_REMOTE_CACHE_SERVER: server.url };
+  const [one, two] = [cloneOf('one'), cloneOf('two')];
+  // Machine one tunes the shards tune--0, machine two the shards tune--1 (a CI matrix over the shard index).
+  const first = tasksOf(await nx(one, ['run-many', '-t', 'tune--0'], remote));
+  const second = tasksOf(await nx(two, ['run-many', '-t', 'tune--1'], remote));
+  assert.equal(first.ran, ['alpha:tune--0', 'beta:tune--0']);
+  assert.equal(second.ran, ['alpha:tune--1', 'beta:tune--1']);
+  // Then each runs tune: the other's shards come from the remote cache, and nothing is searched again.
+  const oneOut = await nx(one, ['run-many', '-t', 'tune'], remote);
+  const twoOut = await nx(two, ['run-many', '-t', 'tune'], remote);
+  const [oneTasks, twoTasks] = [tasksOf(oneOut), tasksOf(twoOut)];
+  assert.equal(oneTasks.remote.filter((t) => t.includes('--')), ['alpha:tune--1', 'beta:tune--1'], oneOut);
+  assert.equal(twoTasks.remote.filter((t) => t.includes('--')), ['alpha:tune--0', 'beta:tune--0'], twoOut);
+  assert.ok([...oneTasks.ran, ...twoTasks.ran].every((t) => !t.includes('--')), 'no shard ran twice');
+  for (const n of ['alpha', 'beta']) {
+    assert.is(linesOf(mergedOutput(one, n)).length, 4, n);
+    assert.equal(linesOf(mergedOutput(one, n)).sort(), linesOf(mergedOutput(two, n)).sort(), `${n}: the same merged records`);
+  }
+  assert.equal(measurements(one), measurements(two), 'both hold every measurement of the four shards');
+});
+
+test.after(async () => {
+  await server?.close();
+  if (!KEEP) rmSync(base, { recursive: true, force: true });
+  else console.log(`kept ${base}`);
+});
+
+test.run();
