@@ -1,0 +1,61 @@
+// The tune executor on a network with shards, without Nx: a shard option the network does
+// not have is one clear line; the network's tune merges (the best valid record per task into
+// its output, a restored shard output into the store, nothing taken out of the store).
+
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ExecutorContext } from '@nx/devkit';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loadModel } from '../../engine/frontend/load';
+import { extractTasks } from '../../engine/graph/extract';
+import { appendRecords } from '../../engine/records/log';
+import { makeRecord } from '../../engine/records/make';
+import type { TuningRecord } from '../../engine/records/record';
+import { defaultOptionsOf, defaultSchedule } from '../../engine/schedule/defaults';
+import { hardwareFingerprint, parseTarget } from '../../engine/target';
+import { captureConsole, NET_CONFIG, writeNetWorkspace } from '../workspace.fixture';
+import tuneExecutor from './executor';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-shards-'));
+const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+const SHARDED = NET_CONFIG.replace('    model: net.onnx\n', '    model: net.onnx\n    shards: 2\n');
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('a shard the network does not have: one line naming the config field, no success', async () => {
+  writeNetWorkspace(dir);
+  const none = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', shard: 1 }, ctx));
+  assert.is(none.value.success, false);
+  assert.equal(none.lines, ["tensortune tune: tensortune.config.yaml: networks.net.shards: is not set, so net has no shard 1 (--shard applies to networks tuned in shards)"]);
+  writeFileSync(path.join(dir, 'tensortune.config.yaml'), SHARDED);
+  const over = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', shard: 2 }, ctx));
+  assert.is(over.value.success, false);
+  assert.equal(over.lines, ['tensortune tune: --shard 2: net has 2 shard(s) (networks.net.shards in tensortune.config.yaml): expected 0 to 1']);
+});
+
+test('the network\'s tune merges: a restored shard output enters the store, the output holds the fastest valid record per task, the store keeps everything', async () => {
+  writeNetWorkspace(dir, { config: SHARDED });
+  const target = parseTarget('llvm', 'target');
+  const tasks = extractTasks(loadModel({ model: path.join(dir, 'net.onnx') }).graph);
+  const record = (i: number, ms: number, error: null | 'wrong_answer' = null): TuningRecord => makeRecord(
+    { steps: defaultSchedule(tasks[i].dag, defaultOptionsOf(target)), costs_ms: error ? [] : [ms], error, build_ms: 1, run_ms: 1 },
+    { task: tasks[i], target: target.text, fingerprint: hardwareFingerprint(target), seed: 0 },
+  );
+  const storeLog = path.join(dir, 'records', 'net.cpu.jsonl');
+  mkdirSync(path.dirname(storeLog), { recursive: true });
+  await appendRecords(storeLog, [record(0, 5), record(0, 2), record(1, 3), record(1, 0.1, 'wrong_answer')]);
+  // What a cache restore of another machine's shard brings: a faster record for task 1.
+  const restored = path.join(dir, 'records', 'nx', 'net', 'cpu.default.shard-1.jsonl');
+  mkdirSync(path.dirname(restored), { recursive: true });
+  writeFileSync(restored, `${JSON.stringify(record(1, 1))}\n`);
+  const { value, lines } = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net' }, ctx));
+  assert.ok(value.success, lines.join('\n'));
+  assert.ok(lines.some((l) => /merging 2 shard\(s\); output records\/nx\/net\/cpu\.default\.jsonl: best records for 2 of \d+ task\(s\)/.test(l)), lines.join('\n'));
+  const merged = readFileSync(path.join(dir, 'records', 'nx', 'net', 'cpu.default.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as TuningRecord);
+  assert.equal(merged.map((r) => [r.key, r.costs_ms[0]]).sort(), [[tasks[0].key, 2], [tasks[1].key, 1]].sort());
+  const store = readFileSync(storeLog, 'utf8').trim().split('\n');
+  assert.is(store.length, 5, 'the four records and the restored one: nothing removed');
+});
+
+test.run();
