@@ -69,6 +69,8 @@ test('cross-checks: names, target strings, models', () => {
   assert.is(errorOf('i.yaml', GOOD.replace('model: mobilenet, imageSize: 64', 'model: nets/x.onnx')), 'i.yaml: networks.mobilenet.model: model file "nets/x.onnx" not found (relative to i.yaml)');
   assert.match(errorOf('j.yaml', GOOD.replace('tiny:', 'cpu:')), /^j\.yaml: budgets\.cpu: 'cpu' is also a target name/);
   assert.match(errorOf('k.yaml', GOOD.replace('threads: 2', 'threads: 2, runner: ssh board')), /^k\.yaml: targets\.cpu\.runner: expected a command template containing \{command\}/);
+  assert.match(errorOf('k2.yaml', GOOD.replace('threads: 2', 'threads: 2, runners: ["ssh a {command}", "ssh b"]')), /^k2\.yaml: targets\.cpu\.runners\[1\]: expected a command template containing \{command\}, got "ssh b"$/);
+  assert.is(errorOf('k3.yaml', GOOD.replace('threads: 2', 'threads: 2, runner: "ssh a {command}", runners: ["ssh b {command}"]')), 'k3.yaml: targets.cpu.runners: give runner (one device) or runners (a pool), not both');
 });
 
 test('one vocabulary with the CLI: measuresPerRound (batchSize: its former name) and measure.timeout in seconds (timeoutMs: the former), never both', () => {

@@ -38,8 +38,18 @@ export interface TargetConfig {
   host?: string;
   /** GPU targets: hardware parameter overrides, also in `target` once validated. */
   hardwareParams?: Partial<GpuParams>;
+  /** A command template that runs a command on the measuring device ("ssh board {command}"). */
   runner?: string;
+  /** A pool of such devices, of one kind, measuring in parallel (instead of `runner`). */
+  runners?: string[];
   threads?: number;
+}
+
+/** The runner templates of a target (`runner` or `runners`), with where they came from; none: measured here. */
+export function targetRunners(t: TargetConfig, name: string): { runners: string[]; where: string } | undefined {
+  if (t.runners !== undefined) return { runners: t.runners, where: `targets.${name}.runners` };
+  if (t.runner !== undefined) return { runners: [t.runner], where: `targets.${name}.runner` };
+  return undefined;
 }
 
 export interface BudgetConfig {
@@ -175,6 +185,12 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
     }
     if (t.runner !== undefined && !t.runner.includes('{command}')) {
       throw new ConfigError(label, `targets.${name}.runner`, `expected a command template containing {command}, got ${show(t.runner)}`);
+    }
+    if (t.runner !== undefined && t.runners !== undefined) {
+      throw new ConfigError(label, `targets.${name}.runners`, 'give runner (one device) or runners (a pool), not both');
+    }
+    for (const [i, r] of (t.runners ?? []).entries()) {
+      if (!r.includes('{command}')) throw new ConfigError(label, `targets.${name}.runners[${i}]`, `expected a command template containing {command}, got ${show(r)}`);
     }
   }
   for (const [name, n] of Object.entries(config.networks)) {
