@@ -1,0 +1,92 @@
+// Issue 14: what sharding costs on one machine. Tunes mobilenet with one fixed budget twice,
+// through Nx in two fresh workspaces that install the packed plugin: once as one `tune`
+// target, once as `shards: N` (tune--0 ... tune--N-1, then the merge) with `--parallel 1`,
+// and prints the wall time of each `nx run-many -t tune` and their ratio (the overhead of
+// sharding: N model loads and Nx tasks instead of one, N cost models that each learn from
+// fewer tasks). Each workspace has its own store and its own object cache (the native
+// tools built before the clock starts), so neither run reuses the other's work.
+//
+//   npx tsx bench/shards.ts [--trials 88] [--shards 4] [--image-size 224] [--measures-per-round 8]
+
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const args = process.argv.slice(2);
+const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const REPO = path.resolve(__dirname, '..');
+
+function run(cmd: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
+  const r = spawnSync(cmd, argv, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 256 << 20 });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} exited ${r.status}:\n${(r.stdout + r.stderr).slice(-4000)}`);
+  return r.stdout + r.stderr;
+}
+
+const config = (trials: number, perRound: number, imageSize: number, shards?: number): string => `records: .tensortune/records
+targets:
+  cpu:
+    target: llvm -mcpu=native
+    threads: 1
+budgets:
+  bench:
+    trials: ${trials}
+    measuresPerRound: ${perRound}
+networks:
+  mobilenet:
+    model: mobilenet
+    imageSize: ${imageSize}
+${shards ? `    shards: ${shards}\n` : ''}`;
+
+function main(): void {
+  const trials = Number(flag('--trials', '88'));
+  const shards = Number(flag('--shards', '4'));
+  const imageSize = Number(flag('--image-size', '224'));
+  const perRound = Number(flag('--measures-per-round', '8'));
+  const base = mkdtempSync(path.join(tmpdir(), 'tt-bench-shards-'));
+  try {
+    run('npm', ['run', 'build', '--silent'], REPO);
+    const [info] = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--silent', '--pack-destination', base], REPO).replace(/^[^[]*/, '')) as { filename: string }[];
+    const nxVersion = (JSON.parse(readFileSync(path.join(REPO, 'node_modules', 'nx', 'package.json'), 'utf8')) as { version: string }).version;
+    const install = path.join(base, 'install');
+    mkdirSync(install);
+    writeFileSync(path.join(install, 'package.json'), JSON.stringify({ name: 'bench', private: true, devDependencies: { nx: nxVersion, tensortune: `file:../${info.filename}` } }));
+    run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], install, { ONNXRUNTIME_NODE_INSTALL: 'skip' });
+
+    const results: { name: string; wallS: number; trials: number; tasks: string[] }[] = [];
+    for (const [name, n] of [['one target', undefined], [`${shards} shards`, shards]] as const) {
+      const ws = path.join(base, n ? 'sharded' : 'one');
+      mkdirSync(ws);
+      symlinkSync(path.join(install, 'node_modules'), path.join(ws, 'node_modules'), 'dir');
+      writeFileSync(path.join(ws, 'package.json'), JSON.stringify({ name: `bench-${n ?? 1}`, private: true }));
+      writeFileSync(path.join(ws, 'nx.json'), JSON.stringify({ plugins: ['tensortune/plugin'], cacheDirectory: '.nx/cache', neverConnectToCloud: true }));
+      writeFileSync(path.join(ws, 'tensortune.config.yaml'), config(trials, perRound, imageSize, n));
+      const env = {
+        NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', CI: 'true', FORCE_COLOR: '0',
+        TENSORTUNE_CACHE_DIR: path.join(ws, 'object-cache'),
+      };
+      // The native tools are built on first use: here, before the clock starts.
+      run(process.execPath, [path.join(ws, 'node_modules', 'tensortune', 'bin', 'tensortune.js'), 'tune', 'mobilenet', '--image-size', '32', '--trials', '1',
+        '--records', path.join(base, `warm-${n ?? 1}.jsonl`)], ws, env);
+      const t0 = process.hrtime.bigint();
+      const out = run(process.execPath, [path.join(ws, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'), 'run-many', '-t', 'tune', '--parallel', '1', '--skip-nx-cache', '--outputStyle=static'], ws, env);
+      const wallS = Number(process.hrtime.bigint() - t0) / 1e9;
+      const store = path.join(ws, '.tensortune', 'records');
+      const measured = readdirSync(store).filter((f) => f.endsWith('.jsonl'))
+        .reduce((a, f) => a + readFileSync(path.join(store, f), 'utf8').split('\n').filter((l) => l.trim()).length, 0);
+      const tasks = [...out.matchAll(/^> nx run (\S+)/gm)].map((m) => m[1]);
+      results.push({ name, wallS, trials: measured, tasks });
+      console.log(`${name.padEnd(12)} ${wallS.toFixed(1).padStart(7)} s wall, ${measured} trials measured, Nx tasks: ${tasks.join(' ')}`);
+    }
+    const [one, sharded] = results;
+    console.log(`\nmobilenet ${imageSize}x${imageSize}, budget ${trials} trials (${perRound} per round), --parallel 1 on this machine:`);
+    console.log(`wall time as ${sharded.name} / as one target = ${(sharded.wallS / one.wallS).toFixed(3)}` +
+      ` (per trial: ${((sharded.wallS / sharded.trials) / (one.wallS / one.trials)).toFixed(3)})`);
+  } finally {
+    if (process.env.TENSORTUNE_BENCH_KEEP === '1') console.log(`kept ${base}`);
+    else rmSync(base, { recursive: true, force: true });
+  }
+}
+
+main();
