@@ -1,7 +1,7 @@
 // nvcc: CUDA sources -> cubins for one architecture, with ptxas's resource usage read back.
 //
-// nvcc is found on PATH, else in $CUDA_HOME/bin (then /usr/local/cuda/bin, where the CUDA
-// installers put it); without it a cuda target says so in one line. Each call compiles one
+// nvcc is found on PATH, else in $CUDA_HOME/bin; without it a cuda target says so in one
+// line. Each call compiles one
 // translation unit (`-cubin -arch=sm_XX -Xptxas -v`); a caller with many kernels puts them in
 // one unit, since nvcc's start-up (front end, host compiler probe) dominates a small kernel's
 // compile. ptxas's report (`-v`) gives per kernel its registers per thread, spill stores and
@@ -35,12 +35,11 @@ const PROBE_TIMEOUT_MS = 30_000;
 
 const found = new Map<string, Nvcc | UserError>();
 
-/** Where nvcc is looked for, in order: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin. */
+/** Where nvcc is looked for, in order: PATH, $CUDA_HOME/bin. */
 function candidates(env: NodeJS.ProcessEnv): string[] {
   const out: string[] = [];
   for (const dir of (env.PATH ?? '').split(path.delimiter)) if (dir) out.push(path.join(dir, 'nvcc'));
   if (env.CUDA_HOME) out.push(path.join(env.CUDA_HOME, 'bin', 'nvcc'));
-  out.push('/usr/local/cuda/bin/nvcc');
   return out;
 }
 
