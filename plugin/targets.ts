@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TargetConfiguration } from '@nx/devkit';
-import { isModelFile, type LoadedConfig } from './config';
+import { isModelFile, targetRunners, type LoadedConfig } from './config';
 import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, shardOutputFile, storeDir, toPosix, tuneOutputFile, tuneOutputsDir } from './resolve';
 import { budgetsSplitByShare, shardDigest, type NetworkShardPlan } from './shards';
 
@@ -96,6 +96,11 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
     const shared = [
       ...modelInput,
       { runtime: `${ctx.cliCommand} fingerprint ${targetStrings.map(quote).join(' ')}` },
+      // A target measured on a device through runner(s): the device's fingerprint, asked through them (engine/remote).
+      ...targets.flatMap((t) => {
+        const remote = targetRunners(loaded.config.targets[t], t);
+        return remote ? [{ runtime: `${ctx.cliCommand} fingerprint ${remote.runners.map((r) => `--runner ${quote(r)}`).join(' ')} ${quote(loaded.config.targets[t].target)}` }] : [];
+      }),
       ...(externalDependency ? [{ externalDependencies: ['tensortune'] }] : []),
     ];
     // tune's output: a file of its own per configuration (target, budget), never the store's logs.

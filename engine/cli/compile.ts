@@ -6,6 +6,7 @@ import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
+import { remoteFingerprint } from '../remote/open';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" [--host H] --out DIR [--records FILE]... [--strict]
@@ -38,6 +39,9 @@ Options:
   --records FILE      a tuning record log (JSON lines); repeat to read several
   --strict            fail, naming them, if any task has no usable record
 ${modelFlagsUsage('NHWC')}  --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
+  --runner CMD        the records to apply are those tuned on the device this runner command
+                      reaches ("ssh board {command}"; repeatable, as tune's): compile asks it its
+                      fingerprint, and runs nothing there
   --timeout S         time limit of each compiler call in seconds (default 120); a tuned kernel
                       that fails or runs past it falls back to its default schedule, with a warning
   -h, --help          show this help
@@ -52,20 +56,21 @@ export const compileCommand: Command = {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, host: { type: 'string' }, out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
       cache: { type: 'string' }, records: { type: 'string', multiple: true }, 'tuning-records': { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      runner: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')}) or model.onnx file`);
     const out = aliased(values, 'out', 'output');
     if (!out) throw new UserError('--out DIR is required (where model.so, params.bin and manifest.json go)');
     const target = values.target ?? 'llvm -mcpu=native';
-    parseTarget(target, '--target', values.host);
+    const parsedTarget = parseTarget(target, '--target', values.host);
     const model = modelFlags(values, positionals);
+    const fingerprint = values.runner?.length ? await remoteFingerprint(values.runner, parsedTarget, '--runner', { log: (line) => io.err(`${line}\n`) }) : undefined;
     const records = [...values.records ?? [], ...values['tuning-records'] ?? []];
     const timeoutS = positiveNumber('--timeout', values.timeout);
     const started = Date.now();
     const result = await compileNetwork({
-      model: positionals[0], ...model, target, host: values.host, outDir: out,
+      model: positionals[0], ...model, target, host: values.host, outDir: out, fingerprint,
       cacheDir: values.cache, records: records.length ? records : undefined, strict: values.strict,
       timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
       log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),

@@ -27,6 +27,8 @@ export interface CompileNetworkOptions extends ModelSpec {
   strict?: boolean;
   /** Time limit of each compiler call (default COMPILER_TIMEOUT_MS); a tuned kernel past it falls back to its default schedule. */
   timeoutMs?: number;
+  /** The hardware fingerprint records must match, when not this machine's: a device's behind a runner (engine/remote). */
+  fingerprint?: string;
   log?: (line: string) => void;
   /** Warnings (broken record lines, records that no longer apply, tuned kernels that did not compile); default stderr. */
   warn?: (message: string) => void;
@@ -38,7 +40,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
   const graph = optimize(model.graph);
   const groups = partition(graph);
-  const fingerprint = hardwareFingerprint(target);
+  const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
   let schedules;
   if (opts.records?.length || opts.strict) {
     const applied = await applyRecords({

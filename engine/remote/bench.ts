@@ -78,7 +78,7 @@ export async function runRemoteBench(o: RemoteBenchOptions): Promise<BenchResult
 }
 
 /** '1 thread(s) of 2 core(s) on device 1 (...): aarch64, ..., 10 measurement(s) of 5 run(s)' */
-export function remoteSetupLine(r: BenchResult & { device: string }): string {
-  return `${r.threads} thread(s) of ${r.cores} core(s) on ${r.device}; ${r.repeat} measurement(s) of ${r.number} run(s)` +
+export function remoteSetupLine(r: BenchResult & { device?: string }): string {
+  return `${r.threads} thread(s) of ${r.cores} core(s) on ${r.device ?? 'the device'}; ${r.repeat} measurement(s) of ${r.number} run(s)` +
     `${r.min_repeat_ms > 0 ? ` (>= ${r.min_repeat_ms} ms each)` : ''}`;
 }

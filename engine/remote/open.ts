@@ -69,3 +69,11 @@ export async function openRemoteDevices(templates: readonly string[], target: Ta
     close: () => (measurer ? measurer.close() : pool.close()),
   };
 }
+
+/** The fingerprint of the devices behind `templates` for `target` (compile: the records
+ *  tuned on them apply); starts their workers to ask, runs nothing else there. */
+export async function remoteFingerprint(templates: readonly string[], target: Target, where: string, opts: PoolOptions = {}): Promise<string> {
+  const opened = await openRemoteDevices(templates, target, where, opts);
+  await opened.close();
+  return opened.fingerprint;
+}

@@ -1,7 +1,8 @@
 // qemu-user as a measurement device, through the real CLI: mobilenet tuned for
 // `llvm -mtriple=aarch64-linux-gnu` (kernels built by the cross compiler, run by an aarch64
 // tt_remote under qemu-aarch64), every candidate verified on the host, records keyed by the
-// emulated device's fingerprint; then compiled and benchmarked through the same runner.
+// emulated device's fingerprint; then compiled with those records (compile asks the device
+// its fingerprint) and benchmarked through the same runner.
 // One trial per task: 22 trials that cover every task kind of the network (conv2d,
 // depthwise, pooling, dense, softmax); more would only repeat them, slowly, under emulation.
 // Timings under emulation are not performance figures: nothing here looks at their size.
@@ -52,8 +53,14 @@ test('qemu-aarch64 as a device: mobilenet tuned with every record verified and k
     assert.not.ok(local.out.includes(fingerprint!), 'not this machine\'s fingerprint');
 
     const out = path.join(dir, 'build');
-    const compile = await spawnCli(['compile', 'mobilenet', '--target', TARGET, '--records', records, '--out', out]).done;
+    const compile = await spawnCli(['compile', 'mobilenet', '--target', TARGET, '--runner', QEMU, '--records', records, '--out', out]).done;
     assert.is(compile.code, 0, compile.err);
+    // compile asks the device its fingerprint, so the records tuned there apply.
+    const manifest = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8')) as { fingerprint: string; kernels: { key: string; schedule: string }[] };
+    assert.is(manifest.fingerprint, fingerprint);
+    const tunedKeys = new Set(lines.map((r) => (r as unknown as { key: string }).key));
+    const withRecord = manifest.kernels.filter((k) => tunedKeys.has(k.key));
+    assert.ok(withRecord.length >= 22 && withRecord.every((k) => k.schedule === 'tuned'), JSON.stringify(manifest.kernels.map((k) => k.schedule)));
     const bench = await spawnCli(['benchmark', out, '--runner', QEMU, '--repeat', '1', '--number', '1', '--min-repeat-ms', '0', '--threads', '1', '--json']).done;
     assert.is(bench.code, 0, bench.err);
     assert.match(bench.out, /^Execution time summary:\n mean \(ms\)/);

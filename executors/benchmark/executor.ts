@@ -10,9 +10,11 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { manifestFiles, readManifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
-import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../../engine/native/bench';
+import { BENCH_DEFAULTS, benchSetupLine, runBench, type BenchResult } from '../../engine/native/bench';
+import { remoteSetupLine, runRemoteBench } from '../../engine/remote/bench';
 import { inputFiles } from '../../engine/runtime/rawfile';
 import { checkRunsHere, cpuModel, parseTarget } from '../../engine/target';
+import { targetRunners } from '../../plugin/config';
 import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { writeReport, type BenchmarkReport } from './report';
 import { tuningForReport } from './tuning';
@@ -22,13 +24,23 @@ import type { BenchmarkExecutorOptions } from './schema';
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {
     const run = resolveFor('benchmark', options, ctx);
-    checkRunsHere(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), 'benchmark', `targets.${run.targetName}.host`);
+    // A target with runner(s) runs its model on the device (engine/remote/bench.ts), with random input.
+    const remote = targetRunners(run.target, run.targetName);
+    if (!remote) checkRunsHere(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), 'benchmark', `targets.${run.targetName}.host`);
+    if (remote && (options.input !== undefined || options.saveOutputs !== undefined)) {
+      throw new UserError(`${remote.where}: a model benchmarked on a device gets random input: drop --input and --save-outputs`);
+    }
     const rel = workspaceRelative(ctx);
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
     const manifest = readManifest(run.modelDir);
     const files = manifestFiles(run.modelDir, manifest);
-    const result = await runBench({
+    const result: BenchResult & { device?: string } = remote ? await runRemoteBench({
+      runners: remote.runners, where: remote.where, target: parseTarget(manifest.target, `${rel(manifestFile)} target`),
+      model: files.library, params: files.params, repeat: options.repeat ?? BENCH_DEFAULTS.repeat, number: options.number,
+      minRepeatMs: options.minRepeatMs ?? BENCH_DEFAULTS.minRepeatMs, threads: options.threads ?? run.target.threads,
+      seed: options.seed ?? 0, log: (line) => console.log(line),
+    }) : await runBench({
       model: files.library,
       params: files.params,
       repeat: options.repeat ?? BENCH_DEFAULTS.repeat,
@@ -40,14 +52,14 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     });
     console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
     console.log(result.summary);
-    console.log(benchSetupLine(result));
+    console.log(result.device !== undefined ? remoteSetupLine(result) : benchSetupLine(result));
     for (const w of result.warnings) console.warn(`warning: ${w}`);
     const { summary: _summary, ...numbers } = result;
     const tuning = await tuningForReport(run, manifest, rel, (m) => console.warn(`warning: ${m}`));
     console.log(tuningLine(tuning.tuning));
     const report: BenchmarkReport = {
       network: run.network, target: run.targetName, target_string: manifest.target, fingerprint: manifest.fingerprint,
-      engine_version: manifest.engine_version, time: new Date().toISOString(), cpu: cpuModel(), model_dir: rel(run.modelDir), result: numbers,
+      engine_version: manifest.engine_version, time: new Date().toISOString(), cpu: result.device ?? cpuModel(), model_dir: rel(run.modelDir), result: numbers,
       ...tuning,
     };
     const written = writeReport(run.reportsDir, report);

@@ -12,7 +12,9 @@ import type { ExecutorContext } from '@nx/devkit';
 import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/compile/network';
 import { storeLogs } from '../../engine/records/store';
-import type { BudgetConfig } from '../../plugin/config';
+import { remoteFingerprint } from '../../engine/remote/open';
+import { parseTarget } from '../../engine/target';
+import { targetRunners, type BudgetConfig } from '../../plugin/config';
 import { tuneOutputFile, type ResolvedRun } from '../../plugin/resolve';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { absorbTuneOutputs } from '../store';
@@ -46,8 +48,11 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
         `${absorbed ? `, ${absorbed} measurement(s) merged from restored tune outputs` : ''})` : `no tuning records in ${rel(run.storeDir)}: default schedules`}` +
       ` -> ${rel(run.modelDir)}`);
     const started = Date.now();
+    // A target measured through runner(s): the records that apply are the device's (it is asked its fingerprint, nothing more).
+    const remote = targetRunners(run.target, run.targetName);
+    const fingerprint = remote ? await remoteFingerprint(remote.runners, parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), remote.where) : undefined;
     const compiled = await compileNetwork({
-      ...run.spec, target: run.target.target, host: run.target.host, outDir: run.modelDir, records, strict: options.strict,
+      ...run.spec, target: run.target.target, host: run.target.host, outDir: run.modelDir, records, strict: options.strict, fingerprint,
       timeoutMs: options.timeout === undefined ? undefined : Math.round(options.timeout * 1000),
       log: (line) => console.log(line), warn,
     });

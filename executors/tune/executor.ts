@@ -9,12 +9,12 @@
 // on this target and machine, which is what the cache carries to other machines.
 
 import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
-import { hardwareFingerprint, parseTarget } from '../../engine/target';
+import { openRemoteDevices } from '../../engine/remote/open';
+import { hardwareFingerprint, parseTarget, type Target } from '../../engine/target';
 import { UserError } from '../../engine/errors';
 import type { MeasureOptions } from '../../engine/search/types';
-import { ConfigError, configLabel, type BudgetConfig } from '../../plugin/config';
+import { targetRunners, type BudgetConfig } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { executorOptions, flagOf } from '../options';
 import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
@@ -56,10 +56,6 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
   return reporting('tune', async () => {
     const run = resolveFor('tune', options, ctx, options.budget);
     const rel = workspaceRelative(ctx);
-    if (run.target.runner !== undefined) {
-      throw new ConfigError(configLabel(path.resolve(ctx.root, options.config), ctx.root), `targets.${run.targetName}.runner`,
-        'measuring through a runner command is not supported by this engine version yet; remove it to measure on this machine');
-    }
     // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
     const sharding = shardingOf(run, options.shard, options.config, ctx.root);
     if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && sharding?.shard !== undefined) {
@@ -76,9 +72,15 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
     const warn = (m: string): void => console.warn(`warning: ${m}`);
     const absorbed = await absorbTuneOutputs(run.storeDir, warn);
     if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
+    // A target measured on a device through its runner(s): the device's fingerprint keys the records (engine/remote).
+    const remote = targetRunners(run.target, run.targetName);
+    const device = remote ? await openRemoteDevices(remote.runners, parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host),
+      remote.where, { log: (line) => console.log(line) }) : undefined;
+    const fingerprintOf = (t: Target): string => device?.fingerprint ?? hardwareFingerprint(t);
     if (sharding && !sharding.shard) {
       const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
-      const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint: hardwareFingerprint(target) }, warn);
+      await device?.close();
+      const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint: fingerprintOf(target) }, warn);
       console.log(`tensortune tune ${run.network}: ${describeShard(sharding)}; output ${rel(sharding.output)}: best records for ${merged.best} of ${sharding.tasks.length} task(s)` +
         `${merged.missing.length ? `; no valid record yet for: ${merged.missing.map((t) => t.desc).join('; ')}` : ''}`);
       return { success: true };
@@ -97,13 +99,14 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
         host: run.target.host,
         records: run.recordsFile,
         readRecords: others,
+        device,
         ...budgetFor(run.budget, options, run.target.threads),
         budget: run.budgetName,
         log: (line) => console.log(line),
         signal: aborter.signal,
       });
       const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
-      const match = { target: target.text, fingerprint: hardwareFingerprint(target) };
+      const match = { target: target.text, fingerprint: fingerprintOf(target) };
       const output = sharding?.output ?? run.tuneOutput;
       const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
       const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
@@ -114,6 +117,7 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
       if (result.reason === 'aborted') return { success: false };
       return { success: true };
     } finally {
+      await device?.close();
       aborter.dispose();
     }
   });
