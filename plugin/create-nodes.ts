@@ -24,7 +24,7 @@ const INFERENCE_CODE = createHash('sha256').update(readFileSync(require.resolve(
 interface CacheEntry {
   result: CreateNodesResult;
   /** Networks of the last good load, for a file that later breaks. */
-  names?: { name: string; root: string }[];
+  names?: { name: string; root: string; shards?: number }[];
 }
 
 function workspaceDependsOnTensortune(workspaceRoot: string): boolean {
@@ -58,12 +58,12 @@ function toResult(projects: ReturnType<typeof inferProjects>): CreateNodesResult
   return { projects: Object.fromEntries(projects.map(({ root, ...p }) => [root, { root, ...p }])) };
 }
 
-function namesOfRaw(raw: unknown): { name: string; root: string }[] | undefined {
+function namesOfRaw(raw: unknown): { name: string; root: string; shards?: number }[] | undefined {
   const networks = (raw as { networks?: unknown } | null)?.networks;
   if (typeof networks !== 'object' || networks === null || Array.isArray(networks)) return undefined;
   return Object.entries(networks as Record<string, unknown>).map(([name, n]) => {
-    const root = (n as { root?: unknown } | null)?.root;
-    return { name, root: typeof root === 'string' ? root : path.join('models', name) };
+    const { root, shards } = (n ?? {}) as { root?: unknown; shards?: unknown };
+    return { name, root: typeof root === 'string' ? root : path.join('models', name), ...(typeof shards === 'number' ? { shards } : {}) };
   });
 }
 
@@ -80,13 +80,13 @@ export function createNodesForConfig(
     // Sharded networks: their tasks decide the shard targets' inputs (the models are loaded here, and cached below).
     const shardPlans = shardedNetworks(loaded).length > 0 ? loadShardPlans(loaded, ctx.workspaceRoot) : undefined;
     const projects = inferProjects(loaded, { ...ctx, shardPlans, engineVersion: PLUGIN_VERSION }, options);
-    return { result: toResult(projects), names: projects.map((p) => ({ name: p.name, root: p.root })) };
+    return { result: toResult(projects), names: projects.map((p) => ({ name: p.name, root: p.root, shards: loaded.config.networks[p.name]?.shards })) };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     logger.warn(`tensortune: ${e.message} (the projects of this file report it when run)`);
     // raw is undefined when the file does not even parse: fall back to the last good load.
     const dir = path.dirname(configFile);
-    const names = namesOfRaw(raw)?.map((n) => ({ name: n.name, root: toPosix(path.join(dir, n.root)) })) ?? lastGood ?? [];
+    const names = namesOfRaw(raw)?.map((n) => ({ ...n, root: toPosix(path.join(dir, n.root)) })) ?? lastGood ?? [];
     return { result: toResult(brokenProjects(names, toPosix(configFile), e.message, options)), names: lastGood };
   }
 }

@@ -145,6 +145,19 @@ networks:
   assert.match(String(bad.targets.tune.metadata?.description), /tensortune\.config\.yaml: networks\.bad\.model: cannot be loaded to plan its shards/);
 });
 
+test('createNodes: a config that does not validate keeps a sharded network\'s tune--<k> targets, which report the error', async () => {
+  const projects = await infer(`
+targets:
+  cpu: { target: llvm -mcpu=native, threads: two }
+networks:
+  net: { model: mobilenet, shards: 2 }
+`);
+  const net = projects['models/net'];
+  assert.equal(Object.keys(net.targets).sort(), ['benchmark', 'compile', 'tune', 'tune--0', 'tune--1']);
+  assert.equal(net.targets['tune--1'].options, { config: 'tensortune.config.yaml', network: 'net', shard: 1 });
+  assert.match(String(net.targets['tune--1'].metadata?.description), /Config error: tensortune\.config\.yaml: targets\.cpu\.threads: expected an integer, got "two"/);
+});
+
 test('config: shards must be an integer from 1 to 64', () => {
   assert.throws(() => loadedOf({ networks: { a: { model: 'mobilenet', shards: 0 } } }), /networks\.a\.shards: expected a number >= 1, got 0/);
   assert.throws(() => loadedOf({ networks: { a: { model: 'mobilenet', shards: 2.5 as number } } }), /networks\.a\.shards: expected an integer, got 2\.5/);

@@ -244,18 +244,23 @@ function shardedTuneTargets(
 
 /** Projects for a config that does not load: the same target names, whose executors report the error. */
 export function brokenProjects(
-  names: readonly { name: string; root: string }[], configRel: string, message: string, opts: TensortunePluginOptions = {},
+  names: readonly { name: string; root: string; shards?: number }[], configRel: string, message: string, opts: TensortunePluginOptions = {},
 ): InferredProject[] {
   const targetNames = executorTargetNames(opts);
   const executors = ['tune', 'compile', 'benchmark'];
-  return names.map(({ name, root }) => ({
-    name, root, projectType: 'application', tags: ['tensortune'],
-    metadata: { description: `Config error: ${message}`, targetGroups: { tensortune: targetNames } },
-    targets: Object.fromEntries(targetNames.map((t, i) => [t, {
-      executor: `tensortune:${executors[i]}`,
-      options: { config: configRel, network: name },
-      cache: false,
-      metadata: { description: `Config error: ${message}`, technologies: ['tensortune'] },
-    }])),
-  }));
+  const broken = (executor: string, options: Record<string, unknown>): TargetConfiguration => ({
+    executor: `tensortune:${executor}`, options, cache: false, metadata: { description: `Config error: ${message}`, technologies: ['tensortune'] },
+  });
+  return names.map(({ name, root, shards }) => {
+    // A network with shards keeps its tune--<k> targets too (a CI job running one of them reports the error).
+    const shardNames = Number.isInteger(shards) && shards! >= 1 && shards! <= 64 ? Array.from({ length: shards! }, (_, k) => shardTargetName(targetNames[0], k)) : [];
+    return {
+      name, root, projectType: 'application', tags: ['tensortune'],
+      metadata: { description: `Config error: ${message}`, targetGroups: { tensortune: [...targetNames, ...shardNames] } },
+      targets: Object.fromEntries([
+        ...targetNames.map((t, i) => [t, broken(executors[i], { config: configRel, network: name })]),
+        ...shardNames.map((t, k) => [t, broken('tune', { config: configRel, network: name, shard: k })]),
+      ]),
+    };
+  });
 }
