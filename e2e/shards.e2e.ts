@@ -137,8 +137,8 @@ test('pack the plugin and install it with nx into a workspace with two sharded n
 
 let beforeChange = new Set<string>();
 
-test('nx run-many -t tune: runs every shard once (the shared workloads by alpha only), then each network\'s tune merges', async () => {
-  const out = await nx(ws, ['run-many', '-t', 'tune']);
+test('nx run-many -t tune --parallel 3: runs every shard once (the shared workloads by alpha only), never two at once, then each network\'s tune merges', async () => {
+  const out = await nx(ws, ['run-many', '-t', 'tune', '--parallel', '3']);
   const { ran, cached } = tasksOf(out);
   assert.equal(ran, ['alpha:tune', 'alpha:tune--0', 'alpha:tune--1', 'beta:tune', 'beta:tune--0', 'beta:tune--1'], out);
   assert.equal(cached, []);
@@ -148,6 +148,13 @@ test('nx run-many -t tune: runs every shard once (the shared workloads by alpha 
   assert.is(alphaKeys.length, 4, `alpha's shards: ${alphaKeys.join(' ')}`);
   assert.is(betaKeys.length, 1, `beta's shards tune its own workload only: ${betaKeys.join(' ')}`);
   assert.not.ok(alphaKeys.includes(betaKeys[0]));
+  // parallelism: false: the measurement times of two shards never interleave.
+  const spans = [0, 1].flatMap((k) => [shardOutput(ws, 'alpha', k), shardOutput(ws, 'beta', k)])
+    .map((f) => linesOf(f).map((l) => Date.parse((JSON.parse(l) as { time: string }).time)))
+    .filter((times) => times.length > 0)
+    .map((times) => [Math.min(...times), Math.max(...times)]);
+  assert.ok(spans.length >= 2);
+  for (const [a0, a1] of spans) for (const [b0, b1] of spans) if (a0 !== b0) assert.ok(a1 < b0 || b1 < a0, `shards measured at once: ${JSON.stringify(spans)}`);
   assert.match(out, /merging 2 shard\(s\); output \S+alpha\/cpu\.tiny\.jsonl: best records for 4 of 4 task\(s\)/);
   assert.match(out, /merging 2 shard\(s\); output \S+beta\/cpu\.tiny\.jsonl: best records for 4 of 4 task\(s\)/);
   // Each merged output: one best record per task, of the network's tasks.
