@@ -23,7 +23,9 @@ must be compile's own folder (one holding other files is refused).
 For an OpenCL target, model.so is the host library (built for --host, cross-compiled for
 "llvm -mtriple=aarch64-linux-gnu") with the OpenCL source of every kernel embedded; the
 OpenCL driver builds it when the model is initialised on the device. DIR/kernels.cl holds
-a copy of that source for reading.
+a copy of that source for reading. For a CUDA target ("cuda -arch=sm_80"), nvcc compiles
+every kernel into one cubin for that architecture here (no GPU needed), embedded in
+model.so; DIR/kernels.cu and DIR/kernels.sm_80.cubin are copies for reading.
 
 With --records, each task uses the fastest verified record measured for this target on
 this kind of machine (same hardware fingerprint); tasks without one keep their default
@@ -32,7 +34,7 @@ schedule, and one summary says which and their share of the estimated latency.
 Options:
   --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple; or
                       "opencl", "opencl -device=mali" with -max_threads_per_block=N and the other
-                      hardware parameters (docs/tuning.md)
+                      hardware parameters (docs/tuning.md); or "cuda -arch=sm_XX"
   --host H            GPU targets: the host's target string (default "llvm": this machine);
                       "llvm -mtriple=aarch64-linux-gnu" cross-compiles the host library
   --out DIR           output directory (required)
@@ -80,7 +82,10 @@ export const compileCommand: Command = {
       throw asUserError(e, `cannot write the compiled model to ${out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
     });
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    if (result.opencl) {
+    if (result.cuda) {
+      io.out(`compiled ${result.kernels.length} CUDA kernel program(s) into one cubin (${result.cuda.launches} launches${result.cuda.spilling ? `, ${result.cuda.spilling} kernel(s) spilling registers` : ''}) in ${seconds} s\n`);
+      io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}, ${result.cuda.source}, ${result.cuda.cubin}\n`);
+    } else if (result.opencl) {
       // The OpenCL driver builds the kernels when the model's tt_init runs, on the device.
       io.out(`rendered ${result.kernels.length} OpenCL kernel program(s), ${result.opencl.launches} launches, in ${seconds} s\n`);
       io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}, ${result.opencl.source}\n`);

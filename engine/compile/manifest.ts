@@ -50,6 +50,9 @@ export interface Manifest {
   host?: string;
   /** OpenCL models: the file beside model.so holding the OpenCL C source model.so embeds (for reading). */
   opencl_source?: string;
+  /** CUDA models: the file beside model.so holding the CUDA source of every kernel (for reading), and the cubin model.so embeds (a copy). */
+  cuda_source?: string;
+  cubin?: string;
   fingerprint: string;
   library: string;
   params: string;

@@ -68,6 +68,8 @@ export interface CompileResult {
   reused: number;
   /** OpenCL targets: the launches tt_run makes, and the source file written beside the library. */
   opencl?: { launches: number; source: string };
+  /** CUDA targets: the launches tt_run makes, the source and cubin written beside the library, and the kernels ptxas reports spilling. */
+  cuda?: { launches: number; source: string; cubin: string; spilling: number };
 }
 
 export const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -102,7 +104,7 @@ export interface ModelFiles {
   /** model.c. */
   source: string;
   /** Other files written beside it before the link (name -> content). */
-  extraFiles?: Record<string, string>;
+  extraFiles?: Record<string, string | Uint8Array>;
   /** The compiler arguments that build model.so from model.c (both paths in the new folder). */
   linkArgs: (modelSrc: string, library: string) => string[];
   /** The start of the error when the link fails (the compiler's reason follows). */
@@ -110,7 +112,7 @@ export interface ModelFiles {
   params: Float32Array;
   /** The manifest's fields that the target decides (modelManifest). */
   built: { paramsCount: number; workspaceBytes: number; kernels: readonly ManifestKernel[] };
-  manifestExtra?: Pick<Manifest, 'host' | 'opencl_source'>;
+  manifestExtra?: Pick<Manifest, 'host' | 'opencl_source' | 'cuda_source' | 'cubin'>;
 }
 
 /**
@@ -220,7 +222,7 @@ function modelFileFields(file: string, outDir: string): { model_file: string; mo
 function modelManifest(
   opts: CompileOptions, dir: string, graph: Graph, names: TensorNames,
   built: { paramsCount: number; workspaceBytes: number; kernels: readonly ManifestKernel[] },
-  extra: Pick<Manifest, 'host' | 'opencl_source'> = {},
+  extra: Pick<Manifest, 'host' | 'opencl_source' | 'cuda_source' | 'cubin'> = {},
 ): Manifest {
   const inputs = graph.nodes.filter((n) => n.op === 'input');
   // Whether a kernel came from the object cache is not part of the model: keep the

@@ -59,7 +59,7 @@ interface PlannedProgram extends KernelInfo {
  * (group outputs that are not model outputs, and each program's own temporaries) share
  * buffers once the tensor a buffer held is dead. Roles as tt_opencl.h's.
  */
-interface BufferPlan {
+export interface BufferPlan {
   buffers: { name: string; size: number; role: 'in' | 'out' | 'temp' | 'param' }[];
   /** Buffer of each model input, output (graph.outputs order) and params entry. */
   inputs: number[];
@@ -71,8 +71,8 @@ interface BufferPlan {
   intermediateFloats: number;
 }
 
-function planBuffers(
-  graph: Graph, groups: readonly FusedGroup[], programOf: (group: FusedGroup) => PlannedProgram,
+export function planBuffers(
+  graph: Graph, groups: readonly FusedGroup[], programOf: (group: FusedGroup) => Pick<PlannedProgram, 'symbol' | 'program'> & { table: Pick<OpenclLaunchTable, 'buffers'> },
   paramOffsets: ReadonlyMap<string, number>, paramEntries: readonly { offset: number; count: number }[],
 ): BufferPlan {
   const buffers: BufferPlan['buffers'] = [];

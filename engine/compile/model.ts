@@ -28,12 +28,15 @@ import {
   type CompileOptions, type CompileResult, type KernelInfo, type TensorNames, type TunedSchedule,
 } from './model-common';
 import { compileOpenclModel } from './model-opencl';
+import { compileCudaModel } from './model-cuda';
 
 export { ENGINE_VERSION } from './model-common';
 export type { CompileOptions, CompileResult, KernelInfo, TunedSchedule } from './model-common';
 
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
-  // GPU targets: kernels in OpenCL C, a C host library around them (model-opencl.ts).
+  // GPU targets: kernels in CUDA C++ compiled to a cubin (model-cuda.ts) or in OpenCL C
+  // (model-opencl.ts), a C host library around them.
+  if (opts.target.kind === 'cuda') return compileCudaModel(opts);
   if (isGpu(opts.target)) return compileOpenclModel(opts);
   const start = await startCompile(opts);
   const { log, warn, graph, groups, compiler, names, timeoutMs } = start;
