@@ -66,8 +66,8 @@ export async function runRemoteBench(o: RemoteBenchOptions): Promise<BenchResult
       mean_ms: num('mean_ms'), median_ms: num('median_ms'), max_ms: num('max_ms'), min_ms: num('min_ms'), std_ms: num('std_ms'),
       threads: r.threads ?? 1, repeat: o.repeat, number: r.number ?? 1, warmup, min_repeat_ms: o.minRepeatMs, seed: o.seed,
       runs_ms: r.runs_ms ?? [], abi_version: ABI_VERSION, cpu_ms: r.cpu_ms ?? -1,
-      // The device's: this machine's load says nothing about it.
-      cores: info.cores, load_before: Number.NaN, load_after: Number.NaN, seconds: (performance.now() - started) / 1000, others_cores: null,
+      // The device's (-1: it cannot say): this machine's load says nothing about it.
+      cores: info.cores, load_before: num('load_before'), load_after: num('load_after'), seconds: (performance.now() - started) / 1000, others_cores: null,
       warnings: device.runner.emulator ? [`measured under an emulator (${device.runner.template.split(/\s+/)[0]}): these timings are not performance figures`] : [],
       device: `${device.label}: ${describeDevice(info)}`,
     };
@@ -80,5 +80,5 @@ export async function runRemoteBench(o: RemoteBenchOptions): Promise<BenchResult
 /** '1 thread(s) of 2 core(s) on device 1 (...): aarch64, ..., 10 measurement(s) of 5 run(s)' */
 export function remoteSetupLine(r: BenchResult & { device?: string }): string {
   return `${r.threads} thread(s) of ${r.cores} core(s) on ${r.device ?? 'the device'}; ${r.repeat} measurement(s) of ${r.number} run(s)` +
-    `${r.min_repeat_ms > 0 ? ` (>= ${r.min_repeat_ms} ms each)` : ''}`;
+    `${r.min_repeat_ms > 0 ? ` (>= ${r.min_repeat_ms} ms each)` : ''}; device load average ${r.load_before.toFixed(2)} before, ${r.load_after.toFixed(2)} after`;
 }

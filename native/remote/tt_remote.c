@@ -567,8 +567,12 @@ static void do_bench(request* r) {
       const char* m = last_error();
       reply_error(r->id, "runtime_error", "tt_init failed: %s", m ? m : "");
     } else {
+      /* The device's 1-minute load average around the runs (the host's says nothing about it). */
+      double load_before = -1, load_after = -1;
+      if (getloadavg(&load_before, 1) != 1) load_before = -1;
       int number = r->timing.number;
       int rc = tt_time_runs(run_model, NULL, &ctx, &r->timing, runs, &number);
+      if (getloadavg(&load_after, 1) != 1) load_after = -1;
       disarm();
       if (rc != 0) {
         const char* m = last_error();
@@ -576,9 +580,10 @@ static void do_bench(request* r) {
       } else {
         /* The summary tt_bench prints, computed by the same function. */
         tt_stats st = tt_compute_stats(runs, r->timing.repeat);
-        char extra[320];
+        char extra[400];
         snprintf(extra, sizeof extra, ",\"threads\":%d,\"cpu_ms\":%.3f,\"mean_ms\":%.17g,\"median_ms\":%.17g,\"max_ms\":%.17g,"
-                 "\"min_ms\":%.17g,\"std_ms\":%.17g", threads, cpu_ms(), st.mean, st.median, st.max, st.min, st.std);
+                 "\"min_ms\":%.17g,\"std_ms\":%.17g,\"load_before\":%.2f,\"load_after\":%.2f", threads, cpu_ms(), st.mean,
+                 st.median, st.max, st.min, st.std, load_before, load_after);
         reply_ok(r, runs, r->timing.repeat, number, extra, ctx.outputs, lens, nout);
       }
     }
