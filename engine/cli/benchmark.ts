@@ -30,6 +30,8 @@ using the cores the model needs.
 An OpenCL model runs on this machine's OpenCL device (TT_OPENCL_PLATFORM and
 TT_OPENCL_DEVICE select one: an index or part of its name); its time per run includes
 copying the inputs to the device and the outputs back, and --threads does not apply to it.
+A CUDA model runs on this machine's NVIDIA GPU (TT_CUDA_DEVICE: an index), likewise
+copying inputs and outputs; without the NVIDIA driver it stops with one line saying so.
 A model whose host library was built for another architecture (--host "llvm -mtriple=...")
 is refused: copy its folder to such a machine.
 
