@@ -122,6 +122,16 @@ test('a runner that does not exist and a device that answers garbage: one error 
   assert.match(err.message, /device 1 \(targets\.board\.runners\[0\]: \/nonexistent\/ssh board \{command\}\): the runner ended before the worker said hello: it exited with code 127 \(stderr: .*not found\)/);
   assert.match(err.message, /device 2 \(targets\.board\.runners\[1\]: .*\): the device answered 'GARBAGE' instead of the tt_remote hello/);
   assert.not.ok(existsSync('/nonexistent'), 'nothing was created');
+  // A worker of another protocol version is refused by name, not misread.
+  const newer = `sh -c 'echo "{\\"tt_remote\\":2,\\"abi_version\\":1}"; cat >/dev/null' x {command}`;
+  const version = await openRemoteDevices([newer], target, '--runner').then(() => undefined, (e: Error) => e);
+  assert.match(String(version), /its tt_remote speaks protocol 2, this tensortune 1/);
+});
+
+test('GPU targets are refused through a runner, in one message naming where', async () => {
+  const err = await openRemoteDevices([LOCAL], parseTarget('opencl'), 'targets.gpu.runner').then(() => undefined, (e: Error) => e);
+  assert.ok(err instanceof UserError);
+  assert.match(err.message, /^targets\.gpu\.runner: measuring through a runner supports CPU targets/);
 });
 
 test.run();
