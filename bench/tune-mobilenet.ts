@@ -6,6 +6,7 @@
 //
 //   npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary|random]
 //                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0] [--flush]
+//                                   [--no-prefetch]  (search each batch only when its round starts)
 
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,14 +27,15 @@ async function main(): Promise<void> {
   const threads = Number(flag('--threads', '1'));
   const seed = Number(flag('--seed', '0'));
   const flush = args.includes('--flush');
+  const prefetch = !args.includes('--no-prefetch');
   const target = 'llvm -mcpu=native';
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-mobilenet-'));
   const records = flag('--records', path.join(dir, 'mobilenet.jsonl'));
   const model = { model: 'mobilenet', layout: 'NHWC' as const, batch: 1, imageSize };
 
-  console.log(`mobilenet ${imageSize}x${imageSize} NHWC: ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush ? ', caches flushed between runs' : ''}; log ${records}`);
+  console.log(`mobilenet ${imageSize}x${imageSize} NHWC: ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
   const result = await tuneNetwork({
-    model, target, records, trials, batchSize, policy, seed, measure: { threads, flush },
+    model, target, records, trials, batchSize, policy, seed, measure: { threads, flush }, prefetch,
     log: (line) => { if (line.startsWith('Estimated total latency')) console.log(line); },
   });
 

@@ -59,6 +59,9 @@ export class LocalMeasurer implements Measurer {
   private readonly workDir: string;
   private readonly ownsWorkDir: boolean;
   private readonly builder: Builder;
+  /** Batches whose candidates are being run and timed, and who waits for none to be (whenIdle). */
+  private timing = 0;
+  private readonly idleWaiters: (() => void)[] = [];
   private readonly worker: MeasureWorker;
   private readonly references = new Map<string, Reference>();
   private outputSeq = 0;
@@ -91,17 +94,27 @@ export class LocalMeasurer implements Measurer {
   /** Runs built candidates one at a time, verifying each. */
   async run(task: MeasuredTask, built: readonly BuiltCandidate[]): Promise<MeasureOutcome[]> {
     const outcomes: MeasureOutcome[] = [];
-    for (const b of built) {
-      if ('error' in b) {
-        outcomes.push({ steps: b.steps, costs_ms: [], error: b.error, message: b.message, build_ms: b.build_ms, run_ms: 0 });
-        continue;
+    this.timing++;
+    try {
+      for (const b of built) {
+        if ('error' in b) {
+          outcomes.push({ steps: b.steps, costs_ms: [], error: b.error, message: b.message, build_ms: b.build_ms, run_ms: 0 });
+          continue;
+        }
+        const started = performance.now();
+        const outcome = await this.runOne(task, b);
+        outcomes.push({ ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: performance.now() - started });
       }
-      const started = performance.now();
-      const outcome = await this.runOne(task, b);
-      outcomes.push({ ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: performance.now() - started });
+    } finally {
+      if (--this.timing === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
     for (const b of new Set(built.flatMap((x) => ('lib' in x ? [x.lib] : [])))) await fs.rm(b, { force: true });
     return outcomes;
+  }
+
+  /** Resolves when no candidate is being timed (Measurer.whenIdle): builds may share the CPU, timed runs may not. */
+  whenIdle(): Promise<void> {
+    return this.timing === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   async close(): Promise<void> {

@@ -31,6 +31,17 @@ export const EVOLUTION_DEFAULTS = {
 
 interface Scored { built: Built; key: string; score: number }
 
+/** States built or scored between two yields of the search (a few milliseconds of work). */
+const SLICE = 16;
+
+/** Runs a generator that only yields to let others run, to its end, at once. */
+function runToEnd<T>(it: Generator<void, T>): T {
+  for (;;) {
+    const r = it.next();
+    if (r.done) return r.value;
+  }
+}
+
 /** Model scores; a model that fails on a state gives that state -Infinity rather than failing the search. */
 function predictSafely(model: CostModel, ctx: PolicyContext, states: State[]): number[] {
   if (states.length === 0) return [];
@@ -92,10 +103,25 @@ export class EvolutionaryPolicy extends SpacePolicy {
   }
 
   nextBatch(n: number): Step[][] {
+    return runToEnd(this.search(n));
+  }
+
+  /** nextBatch in slices: `pause` is awaited between them, so the event loop (a measurement in flight) keeps going. */
+  async nextBatchAsync(n: number, pause: () => Promise<void>): Promise<Step[][]> {
+    const it = this.search(n);
+    for (;;) {
+      const r = it.next();
+      if (r.done) return r.value;
+      await pause();
+    }
+  }
+
+  /** The search of one batch, as a generator that yields between slices of a few milliseconds' work. */
+  private *search(n: number): Generator<void, Step[][]> {
     if (n <= 0) return [];
-    const init = this.initialPopulation();
+    const init = yield* this.initialPopulation();
     const seeds = [...this.measuredSeeds].sort((a, b) => a.cost - b.cost).slice(0, this.seedLimit).map((s) => s.built);
-    const best = this.evolve([...init, ...seeds]);
+    const best = yield* this.evolve([...init, ...seeds]);
     const picks: Built[] = [];
     const take = (b: Built, key = stepsKey(b.steps)): void => {
       if (this.space.isSeen(key) || !this.space.lowers(b, key)) return;
@@ -129,11 +155,12 @@ export class EvolutionaryPolicy extends SpacePolicy {
   }
 
   /** Random annotations of the sketches, distinct, replaying (TVM's SampleInitPopulation). */
-  private initialPopulation(): Built[] {
+  private *initialPopulation(): Generator<void, Built[]> {
     const out: Built[] = [];
     const keys = new Set<string>();
     const target = this.opts.population;
     for (let attempt = 0; attempt < target * 3 && out.length < target; attempt++) {
+      if (attempt % SLICE === SLICE - 1) yield;
       const b = this.space.sample(this.rng);
       if (!b) continue;
       const key = stepsKey(b.steps);
@@ -145,7 +172,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
   }
 
   /** Evolve `population`; returns every never-measured state it scored, best predicted first. */
-  private evolve(population: Built[]): Scored[] {
+  private *evolve(population: Built[]): Generator<void, Scored[]> {
     const scores = new Map<string, number>();
     const best = new Map<string, Scored>();
     let pop = population;
@@ -153,8 +180,13 @@ export class EvolutionaryPolicy extends SpacePolicy {
       const keys = pop.map((b) => stepsKey(b.steps));
       const fresh = new Map<string, Built>();
       keys.forEach((k, i) => { if (!scores.has(k)) fresh.set(k, pop[i]); });
-      const predicted = predictSafely(this.ctx.costModel, this.ctx, [...fresh.values()].map((b) => b.state));
-      [...fresh.keys()].forEach((k, i) => scores.set(k, predicted[i]));
+      const freshKeys = [...fresh.keys()];
+      for (let at = 0; at < freshKeys.length; at += SLICE) {
+        const slice = freshKeys.slice(at, at + SLICE);
+        const predicted = predictSafely(this.ctx.costModel, this.ctx, slice.map((k) => fresh.get(k)!.state));
+        slice.forEach((k, i) => scores.set(k, predicted[i]));
+        yield;
+      }
       pop.forEach((b, i) => {
         const key = keys[i], score = scores.get(key)!;
         if (score > -Infinity && !this.space.isSeen(key) && !best.has(key)) best.set(key, { built: b, key, score });
@@ -168,6 +200,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
       if (weights.every((w) => w === 0)) break;
       const next: Built[] = [];
       for (let attempt = 0; next.length < this.opts.population && attempt < this.opts.population * 3; attempt++) {
+        if (attempt % SLICE === SLICE - 1) yield;
         const parent = pop[this.rng.weighted(weights)];
         if (this.rng.float() < this.opts.mutationProb) {
           const child = this.space.tryBuild(() => mutate(this.space.dag, this.space.sketches, parent, this.rng));

@@ -120,6 +120,14 @@ test('ga: resumed records whose genome rebuilds their steps are parents from the
   assert.ok(next.every((s) => !batch.some((b) => stepsKey(b) === stepsKey(s))), 'nothing recorded is proposed again');
 });
 
+test('evolutionary: the sliced search (nextBatchAsync) proposes exactly what nextBatch does, pausing between slices', async () => {
+  const sync = createPolicy('evolutionary', ctxOf(31), opts).nextBatch(8).map(stepsKey);
+  let pauses = 0;
+  const sliced = await createPolicy('evolutionary', ctxOf(31), opts).nextBatchAsync!(8, async () => { pauses++; });
+  assert.equal(sliced.map(stepsKey), sync);
+  assert.ok(pauses > 10, `${pauses} pauses`);
+});
+
 test('grid enumerates a small space completely, without repeats, then stops', () => {
   // Row sums of a 4x16 matrix: no tiling, rfactor variants, a handful of values each.
   const x = placeholder('x', [4, 16]);

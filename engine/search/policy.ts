@@ -4,7 +4,7 @@
 
 import type { SpaceOptions } from './candidates';
 import { EvolutionaryPolicy, type EvolutionOptions } from './evolutionary';
-import { GeneticPolicy } from './ga';
+import { GeneticPolicy, type GeneticOptions } from './ga';
 import { GridPolicy } from './grid';
 import { RandomPolicy } from './random';
 import type { PolicyContext, PolicyName, SearchPolicy } from './types';
@@ -12,7 +12,7 @@ import type { PolicyContext, PolicyName, SearchPolicy } from './types';
 /** Every policy name, for option checks. */
 export const POLICY_NAMES: readonly PolicyName[] = ['evolutionary', 'ga', 'random', 'grid'];
 
-export function createPolicy(name: PolicyName, ctx: PolicyContext, opts: EvolutionOptions & SpaceOptions = {}): SearchPolicy {
+export function createPolicy(name: PolicyName, ctx: PolicyContext, opts: EvolutionOptions & GeneticOptions & SpaceOptions = {}): SearchPolicy {
   switch (name) {
     case 'evolutionary': return new EvolutionaryPolicy(ctx, opts);
     case 'ga': return new GeneticPolicy(ctx, opts);

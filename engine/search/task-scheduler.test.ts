@@ -239,4 +239,77 @@ test('an exhausted search space stops its task', async () => {
   assert.is(result.trials, 40);
 });
 
+/**
+ * A policy that searches in slices (nextBatchAsync), noting for each slice whether the
+ * measurer was timing candidates then; a measurer with a build phase (a few event-loop
+ * turns) and a timed phase during which whenIdle holds back.
+ */
+class SlicedPolicy extends CountingPolicy {
+  asyncCalls: { n: number; during: string }[] = [];
+  constructor(start: number, private readonly phase: { now: string; timing: boolean; slicesWhileTiming: number }) { super(start); }
+  async nextBatchAsync(n: number, pause: () => Promise<void>): Promise<Step[][]> {
+    this.asyncCalls.push({ n, during: this.phase.now });
+    for (let slice = 0; slice < 6; slice++) {
+      if (this.phase.timing) this.phase.slicesWhileTiming++;
+      await pause();
+    }
+    return this.nextBatch(n);
+  }
+}
+
+class PhasedMeasurer extends TableMeasurer {
+  readonly phase = { now: 'idle', timing: false, slicesWhileTiming: 0 };
+  private waiters: (() => void)[] = [];
+  override async measure(task: Task, candidates: readonly Step[][]): Promise<MeasureOutcome[]> {
+    this.phase.now = `measuring task ${TASKS.indexOf(task)}`;
+    for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve)); // building
+    this.phase.timing = true;
+    for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve)); // timed runs
+    this.phase.timing = false;
+    for (const wake of this.waiters.splice(0)) wake();
+    const out = await super.measure(task, candidates);
+    this.phase.now = 'idle';
+    return out;
+  }
+  whenIdle(): Promise<void> {
+    return this.phase.timing ? new Promise((resolve) => this.waiters.push(resolve)) : Promise.resolve();
+  }
+}
+
+function prefetchRun(prefetch: boolean) {
+  const measurer = new PhasedMeasurer(falling);
+  const policies = TASKS.map(() => new SlicedPolicy(0, measurer.phase));
+  const entries: SchedulerTask[] = TASKS.map((task, i) => ({ task, policy: policies[i], prior: [] }));
+  const proposed: string[] = [];
+  const hooks: SchedulerHooks = {
+    measurer, costModel: new RecordingModel(),
+    record: (i, outcomes) => { proposed.push(`${i}:${outcomes.map((o) => indexOf(o.steps)).join(',')}`); },
+  };
+  return { scheduler: new TaskScheduler(entries, { batchSize: 4, seed: 1, trials: 32, prefetch }, hooks), policies, measurer, proposed };
+}
+
+test('prefetch: the next task\'s batch is searched while this one is built, never while candidates are timed, and then used', async () => {
+  const { scheduler, policies, measurer, proposed } = prefetchRun(true);
+  const result = await scheduler.run();
+  assert.is(result.trials, 32);
+  // Warm-up: tasks 1..3 were searched during the measurement of the task before them.
+  for (let j = 1; j < TASKS.length; j++) assert.equal(policies[j].asyncCalls[0], { n: 4, during: `measuring task ${j - 1}` });
+  assert.is(measurer.phase.slicesWhileTiming, 0, 'no slice of a search ran while candidates were timed');
+  // Every batch measured is one its policy proposed (candidates numbered in proposal
+  // order), none twice, whether it was searched ahead or not.
+  for (const [i, p] of policies.entries()) {
+    const measured = proposed.filter((r) => r.startsWith(`${i}:`)).flatMap((r) => r.slice(2).split(',').map(Number));
+    assert.is(new Set(measured).size, measured.length);
+    assert.ok(measured.every((k) => k < p.next), `task ${i}`);
+  }
+  // The same run again proposes the same candidates to the same tasks.
+  const again = prefetchRun(true);
+  await again.scheduler.run();
+  assert.equal(again.proposed, proposed);
+  // Without prefetch, no slice is searched ahead.
+  const off = prefetchRun(false);
+  await off.scheduler.run();
+  assert.ok(off.policies.every((p) => p.asyncCalls.length === 0));
+});
+
 test.run();

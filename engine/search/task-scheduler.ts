@@ -14,11 +14,18 @@
 //   the "similar task" term of the gradient is live (in TVM no compute sets the tag);
 // - budgets are total trials, trials per task and wall-clock time, in any combination,
 //   and resumed measurements count towards them (re-running with the same log and the
-//   same budget measures nothing new).
+//   same budget measures nothing new);
+// - prefetch: while a batch is being built, the policy of the task expected next (the
+//   next warm-up task, else the gradient's pick as it stands) already searches its own
+//   batch, in slices, pausing while candidates are timed (Measurer.whenIdle). That batch
+//   is used when its task comes up, so the search's time hides behind the compiler's;
+//   the price is a cost model one round older for it. The prefetch finishes before the
+//   model learns from the round, so a seed still fixes every proposal.
 
 import type { Task } from '../graph/extract';
 import { rng } from '../costmodel/gbdt';
 import { measuredCost } from '../records/best';
+import type { Step } from '../schedule/steps';
 import type { CostModel, MeasuredState, MeasureOutcome, Measurer, SearchPolicy } from './types';
 
 /** TVM's TaskScheduler defaults (python/tvm/auto_scheduler/task_scheduler.py). */
@@ -54,6 +61,8 @@ export interface SchedulerOptions {
   beta?: number;
   backwardWindow?: number;
   signal?: AbortSignal;
+  /** Search the expected next task's batch during each round's builds (default true). */
+  prefetch?: boolean;
   /** Clock in ms (tests inject one). */
   now?: () => number;
 }
@@ -159,6 +168,8 @@ export class TaskScheduler {
   private readonly now: () => number;
   /** Similarity groups: tag -> member task indices (members are expelled as TVM does). */
   private readonly groups = new Map<string, number[]>();
+  /** Batches searched ahead of their task's round (prefetch), by task. */
+  private readonly prefetched = new Map<number, Promise<Step[][]>>();
 
   constructor(tasks: readonly SchedulerTask[], private readonly opts: SchedulerOptions, private readonly hooks: SchedulerHooks) {
     this.perRound = perRoundTrials(opts, tasks.length);
@@ -272,20 +283,71 @@ export class TaskScheduler {
     return 'done';
   }
 
+  /** Trials task `i` may take in its next round, after `pending` more trials (`pendingOwn` of them its own) are measured. */
+  private roundSize(i: number, pending = 0, pendingOwn = 0): number {
+    let n = this.perRound;
+    if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials() - pending);
+    if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - this.states[i].trials - pendingOwn);
+    return n;
+  }
+
+  /** Task `i`'s batch of at most `n`: the prefetched one if there is one, else searched now. */
+  private async proposal(i: number, n: number): Promise<Step[][]> {
+    const ahead = this.prefetched.get(i);
+    this.prefetched.delete(i);
+    if (ahead) {
+      const batch = await ahead;
+      if (batch.length > 0) return batch.slice(0, n);
+    }
+    return n > 0 ? this.states[i].entry.policy.nextBatch(n) : [];
+  }
+
+  /** The task expected to come after round `i`: the next warm-up task, else the gradient's pick as things stand. */
+  private expectedNext(i: number, warmup: boolean): number | null {
+    if (warmup) {
+      for (let j = i + 1; j < this.states.length; j++) if (this.states[j].trials === 0 && !this.states[j].stop) return j;
+    }
+    return this.pick(true);
+  }
+
+  /** Start searching the batch of the task expected after round `i` (which measures `pending` trials); resolves when that search is done. */
+  private prefetch(i: number, warmup: boolean, pending: number): Promise<void> {
+    if (this.opts.prefetch === false) return Promise.resolve();
+    const j = this.expectedNext(i, warmup);
+    if (j === null || this.prefetched.has(j)) return Promise.resolve();
+    const policy = this.states[j].entry.policy;
+    const n = this.roundSize(j, pending, j === i ? pending : 0);
+    if (!policy.nextBatchAsync || n <= 0) return Promise.resolve();
+    const measurer = this.hooks.measurer;
+    const pause = async (): Promise<void> => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await measurer.whenIdle?.();
+    };
+    const batch = policy.nextBatchAsync(n, pause);
+    this.prefetched.set(j, batch);
+    return batch.then(() => undefined, () => undefined);
+  }
+
   /** One round of task `i`: propose, measure, record, learn. */
   private async round(i: number, warmup: boolean): Promise<void> {
     const s = this.states[i];
     const { task, policy } = s.entry;
-    let n = this.perRound;
-    if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials());
-    if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - s.trials);
-    const candidates = n > 0 ? policy.nextBatch(n) : [];
+    const n = this.roundSize(i);
+    const candidates = await this.proposal(i, n);
     if (candidates.length === 0) {
       s.stop = { kind: 'exhausted', message: 'search space exhausted: no new candidate' };
       this.hooks.onSkip?.(i, s.stop.message);
       return;
     }
-    const outcomes = await this.hooks.measurer.measure(task, candidates);
+    // The measurement starts first (its compilers are spawned), then the search ahead runs beside it.
+    const measuring = this.hooks.measurer.measure(task, candidates);
+    const ahead = this.prefetch(i, warmup, candidates.length);
+    let outcomes: MeasureOutcome[];
+    try {
+      outcomes = await measuring;
+    } finally {
+      await ahead;
+    }
     await this.hooks.record(i, outcomes);
     const measured = outcomes.map(measuredState);
     this.hooks.costModel.update(task, measured);

@@ -79,6 +79,13 @@ export function withDefaultFirst(policy: SearchPolicy, defaultSteps: Step[], mea
       pending = false;
       return [defaultSteps, ...(n > 1 ? policy.nextBatch(n - 1).filter((s) => !sameSteps(s, defaultSteps)) : [])];
     },
+    ...(policy.nextBatchAsync ? {
+      async nextBatchAsync(n: number, pause: () => Promise<void>) {
+        if (!pending || n < 1) return policy.nextBatchAsync!(n, pause);
+        pending = false;
+        return [defaultSteps, ...(n > 1 ? (await policy.nextBatchAsync!(n - 1, pause)).filter((s) => !sameSteps(s, defaultSteps)) : [])];
+      },
+    } : {}),
     notify: (m) => policy.notify(m),
     genomeOf: (steps) => policy.genomeOf?.(steps),
   };
@@ -197,6 +204,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
         }
       },
       close: async () => undefined, // the parts' measurer is closed once, after the run
+      ...(parts.measurer.whenIdle ? { whenIdle: () => parts.measurer.whenIdle!() } : {}),
     };
     const toRecord = (i: number, o: MeasureOutcome): TuningRecord => makeRecord(o, {
       task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
@@ -206,7 +214,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     const bound = runBudget(measured, { trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS });
     let roundsSinceTable = 0;
     const scheduler = new TaskScheduler(entries, {
-      trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping,
+      trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping, prefetch: opts.prefetch,
       batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, seed, signal: opts.signal,
     }, {
       measurer,

@@ -56,6 +56,12 @@ export interface MeasureDevice {
 export interface Measurer {
   measure(task: Task, candidates: readonly Step[][]): Promise<MeasureOutcome[]>;
   close(): Promise<void>;
+  /**
+   * Resolves at once, or when the candidates being timed have finished: work done beside a
+   * measurement (the scheduler's prefetch) waits here, so that it shares the CPU with the
+   * builds but never with a timed run. Absent: nothing to wait for.
+   */
+  whenIdle?(): Promise<void>;
 }
 
 /** A measured candidate as the search and the cost model see it. */
@@ -93,6 +99,12 @@ export interface SearchPolicy {
   readonly name: PolicyName;
   /** Up to `n` valid step lists never measured before (fewer when the space is exhausted). */
   nextBatch(n: number): Step[][];
+  /**
+   * nextBatch, computed in slices with `pause` awaited between them, so that it can run
+   * while a measurement is in flight (the task scheduler's prefetch). Optional: a policy
+   * whose batches are cheap has none.
+   */
+  nextBatchAsync?(n: number, pause: () => Promise<void>): Promise<Step[][]>;
   /** Tell the policy what its last batch measured. */
   notify(measured: readonly MeasuredState[]): void;
   /** How the policy built a step list it proposed (recorded, so a resumed search can evolve it). */
@@ -132,6 +144,8 @@ export interface TuneNetworkOptions {
   onEvent?: (event: TuneEvent) => void;
   /** Abort (Ctrl-C): stop after the in-flight batch, records intact. */
   signal?: AbortSignal;
+  /** Search the next task's batch while this one is built (task-scheduler.ts; default true). */
+  prefetch?: boolean;
 }
 
 export type TuneEvent =
