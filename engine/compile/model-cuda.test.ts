@@ -6,8 +6,10 @@
 // the largest output, same top-1 class); without one, benchmark fails in one line naming the
 // missing driver. A tuned schedule whose kernel ptxas finds over the device's registers per
 // block falls back to the default schedule with a warning; a default kernel over them is a
-// one-line error; without nvcc, compile says so in one line. Skipped without nvcc.
+// one-line error; with an aarch64 host (a Jetson) model.so is an aarch64 library that
+// benchmark refuses here; without nvcc, compile says so in one line. Skipped without nvcc.
 
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -155,6 +157,31 @@ test('ptxas over the device\'s registers per block: a tuned kernel falls back to
     assert.instance(e, UserError);
     assert.match((e as Error).message, /^a default CUDA kernel of conv is over cuda -arch=sm_80 -max_registers_per_block=256's limits: tt_k_[0-9a-f]+_k0: \d+ registers × \d+ threads/);
   }
+});
+
+test('cuda -arch=sm_87 with an aarch64 host (a Jetson): an aarch64 model.so around the cubin, which benchmark refuses here', async () => {
+  const why = nvccMissing();
+  if (why) { skip('cuda with an aarch64 host', why); return; }
+  try {
+    execFileSync('aarch64-linux-gnu-gcc', ['--version'], { stdio: 'ignore' });
+  } catch {
+    skip('cuda with an aarch64 host', 'aarch64-linux-gnu-gcc not installed (Debian: apt-get install gcc-aarch64-linux-gnu)');
+    return;
+  }
+  const net = getNetwork('mobilenet', { imageSize: 32, seed: 7 });
+  const onnx = path.join(work, 'mobilenet-jetson.onnx');
+  writeOnnxFile(onnx, net.graph);
+  const out = path.join(work, 'jetson');
+  const host = 'llvm -mtriple=aarch64-linux-gnu';
+  const r = await cli('compile', onnx, '--target', 'cuda -arch=sm_87', '--host', host, '--out', out, '--cache', cache);
+  assert.is(r.code, 0, r.err);
+  assert.is(readFileSync(path.join(out, 'model.so')).readUInt16LE(18), 183, 'model.so: aarch64'); // EM_AARCH64
+  assert.is(readFileSync(path.join(out, 'kernels.sm_87.cubin')).readUInt16LE(18), EM_CUDA);
+  const m = readManifest(out);
+  assert.is(m.host, host);
+  const refused = await cli('benchmark', out);
+  assert.is(refused.code, 2);
+  assert.match(refused.err, /manifest\.json host: benchmark runs on this machine and its CUDA device, so the host must be this machine; "llvm -mtriple=aarch64-linux-gnu" is another architecture/);
 });
 
 test('without nvcc, a cuda compile says so in one line', async () => {
