@@ -6,6 +6,7 @@ import type { Tensor } from '../ir/tensor';
 import * as nn from '../topi/nn';
 import * as ew from '../topi/elemwise';
 import * as tr from '../topi/transform';
+import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 
 /** Fusion patterns, ordered as in TVM (lower fuses more freely). */
 export enum OpPattern {
@@ -57,6 +58,11 @@ const binary = (kind: ew.BinaryKind): OpDef => ({ pattern: OpPattern.Broadcast, 
 
 export const OPS: Record<string, OpDef> = {
   conv2d: { pattern: OpPattern.OutEWiseFusable, compute: conv2d },
+  // A 3x3 stride-1 NHWC conv2d as Winograd, the kernel already transformed (graph/winograd.ts).
+  conv2d_winograd_nhwc: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([d, w], a) => conv2dWinogradNHWC(d, w, { padding: quad(a, 'padding'), tileSize: num(a, 'tileSize') as WinogradTile }),
+  },
   dense: { pattern: OpPattern.OutEWiseFusable, compute: ([d, w]) => nn.dense(d, w) },
   batch_matmul: { pattern: OpPattern.OutEWiseFusable, compute: ([a, b]) => nn.batchMatmul(a, b) },
   max_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('max') },

@@ -24,7 +24,7 @@ import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import type { Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import { Builder, type BuiltCandidate } from './builder';
-import { compareOutput, computeReference, DEFAULT_TOLERANCE, type Reference, type Tolerance } from './verify';
+import { compareOutput, computeReference, toleranceFor, type Reference, type Tolerance } from './verify';
 import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
 
 export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
@@ -55,7 +55,8 @@ export type MeasuredTask = Pick<Task, 'dag' | 'constInputs'>;
 export class LocalMeasurer implements Measurer {
   readonly options: Readonly<MeasureOptions>;
   private readonly seed: number;
-  private readonly tolerance: Tolerance;
+  /** The tolerance asked for; else each task's own (verify.ts toleranceFor). */
+  private readonly tolerance: Tolerance | undefined;
   private readonly workDir: string;
   private readonly ownsWorkDir: boolean;
   private readonly builder: Builder;
@@ -70,7 +71,7 @@ export class LocalMeasurer implements Measurer {
     const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
     this.options = { ...DEFAULT_MEASURE_OPTIONS, ...measure };
     this.seed = seed ?? 0;
-    this.tolerance = tolerance ?? DEFAULT_TOLERANCE;
+    this.tolerance = tolerance;
     this.ownsWorkDir = workDir === undefined;
     this.workDir = workDir ?? ownedTempDir('tt-measure'); // a killed run's is swept by the next one
     this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
@@ -156,7 +157,7 @@ export class LocalMeasurer implements Measurer {
       const ref = this.reference(task, b.layouts);
       for (let i = 0; i < outFiles.length; i++) {
         const got = await readFloat32File(outFiles[i]);
-        const cmp = compareOutput(got, ref.outputs[i], this.tolerance);
+        const cmp = compareOutput(got, ref.outputs[i], this.tolerance ?? toleranceFor(dag));
         if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[i].name}: ${cmp.message}` };
       }
       return { costs_ms: result.costs_ms, error: null };

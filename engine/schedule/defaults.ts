@@ -12,6 +12,7 @@
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
 import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
+import { isWinogradDag, winogradDefaultSchedule } from './defaults-winograd';
 import { State } from './state';
 import type { Step } from './steps';
 
@@ -39,6 +40,7 @@ function largestDivisorAtMost(n: number, limit: number): number {
 
 export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   if (opts.gpu) return defaultGpuSchedule(dag, opts.gpu);
+  if (isWinogradDag(dag)) return winogradDefaultSchedule(dag, opts);
   const steps: Step[] = [];
   const state = new State(dag);
   const apply = (st: Step): void => { state.apply(st); steps.push(st); };
