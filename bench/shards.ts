@@ -1,12 +1,17 @@
-// Issue 14: what sharding costs on one machine. Tunes mobilenet with one fixed budget twice,
-// through Nx in two fresh workspaces that install the packed plugin: once as one `tune`
-// target, once as `shards: N` (tune--0 ... tune--N-1, then the merge) with `--parallel 1`,
-// and prints the wall time of each `nx run-many -t tune` and their ratio (the overhead of
-// sharding: N model loads and Nx tasks instead of one, N cost models that each learn from
-// fewer tasks). Each workspace has its own store and its own object cache (the native
-// tools built before the clock starts), so neither run reuses the other's work.
+// Issue 14: what sharding costs on one machine. Tunes mobilenet with one fixed budget, through
+// Nx in fresh workspaces that install the packed plugin: as one `tune` target, and as
+// `shards: N` (tune--0 ... tune--N-1, then the merge) with `--parallel 1`, alternately for
+// `--rounds` rounds (A B A B, so that a busy phase of a shared machine hits both), and prints
+// the wall time of each `nx run-many -t tune` and the ratio of the fastest of each (the
+// overhead of sharding: N model loads, Nx tasks and measurement workers instead of one). The
+// default budget is per task (`--trials-per-task`), so both spend the same trials on the
+// same tasks; `--trials N` gives a total instead, which the shards split by their share of
+// the estimated cost and the one scheduler spends where its gradient says (so the runs then
+// differ in what they measure too). Each workspace has its own store and object cache (the
+// native tools built before the clock starts), so no run reuses another's work.
 //
-//   npx tsx bench/shards.ts [--trials 88] [--shards 4] [--image-size 224] [--measures-per-round 8]
+//   npx tsx bench/shards.ts [--trials-per-task 4 | --trials 88] [--shards 4] [--image-size 224]
+//                           [--measures-per-round 8] [--rounds 2]
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -24,14 +29,14 @@ function run(cmd: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv = 
   return r.stdout + r.stderr;
 }
 
-const config = (trials: number, perRound: number, imageSize: number, shards?: number): string => `records: .tensortune/records
+const config = (budget: string, perRound: number, imageSize: number, shards?: number): string => `records: .tensortune/records
 targets:
   cpu:
     target: llvm -mcpu=native
     threads: 1
 budgets:
   bench:
-    trials: ${trials}
+    ${budget}
     measuresPerRound: ${perRound}
 networks:
   mobilenet:
@@ -40,7 +45,8 @@ networks:
 ${shards ? `    shards: ${shards}\n` : ''}`;
 
 function main(): void {
-  const trials = Number(flag('--trials', '88'));
+  const budget = args.includes('--trials') ? `trials: ${Number(flag('--trials', '88'))}` : `trialsPerTask: ${Number(flag('--trials-per-task', '4'))}`;
+  const rounds = Number(flag('--rounds', '2'));
   const shards = Number(flag('--shards', '4'));
   const imageSize = Number(flag('--image-size', '224'));
   const perRound = Number(flag('--measures-per-round', '8'));
@@ -54,21 +60,22 @@ function main(): void {
     writeFileSync(path.join(install, 'package.json'), JSON.stringify({ name: 'bench', private: true, devDependencies: { nx: nxVersion, tensortune: `file:../${info.filename}` } }));
     run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], install, { ONNXRUNTIME_NODE_INSTALL: 'skip' });
 
-    const results: { name: string; wallS: number; trials: number; tasks: string[] }[] = [];
-    for (const [name, n] of [['one target', undefined], [`${shards} shards`, shards]] as const) {
-      const ws = path.join(base, n ? 'sharded' : 'one');
+    const results: { name: string; wallS: number; trials: number }[] = [];
+    const variants = [['one target', undefined], [`${shards} shards`, shards]] as const;
+    for (const [round, [name, n]] of Array.from({ length: rounds }, (_, r) => variants.map((v) => [r, v] as const)).flat()) {
+      const ws = path.join(base, `${n ? 'sharded' : 'one'}-${round}`);
       mkdirSync(ws);
       symlinkSync(path.join(install, 'node_modules'), path.join(ws, 'node_modules'), 'dir');
       writeFileSync(path.join(ws, 'package.json'), JSON.stringify({ name: `bench-${n ?? 1}`, private: true }));
       writeFileSync(path.join(ws, 'nx.json'), JSON.stringify({ plugins: ['tensortune/plugin'], cacheDirectory: '.nx/cache', neverConnectToCloud: true }));
-      writeFileSync(path.join(ws, 'tensortune.config.yaml'), config(trials, perRound, imageSize, n));
+      writeFileSync(path.join(ws, 'tensortune.config.yaml'), config(budget, perRound, imageSize, n));
       const env = {
         NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', CI: 'true', FORCE_COLOR: '0',
         TENSORTUNE_CACHE_DIR: path.join(ws, 'object-cache'),
       };
       // The native tools are built on first use: here, before the clock starts.
       run(process.execPath, [path.join(ws, 'node_modules', 'tensortune', 'bin', 'tensortune.js'), 'tune', 'mobilenet', '--image-size', '32', '--trials', '1',
-        '--records', path.join(base, `warm-${n ?? 1}.jsonl`)], ws, env);
+        '--records', path.join(ws, 'warm.jsonl')], ws, env);
       const t0 = process.hrtime.bigint();
       const out = run(process.execPath, [path.join(ws, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'), 'run-many', '-t', 'tune', '--parallel', '1', '--skip-nx-cache', '--outputStyle=static'], ws, env);
       const wallS = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -76,13 +83,14 @@ function main(): void {
       const measured = readdirSync(store).filter((f) => f.endsWith('.jsonl'))
         .reduce((a, f) => a + readFileSync(path.join(store, f), 'utf8').split('\n').filter((l) => l.trim()).length, 0);
       const tasks = [...out.matchAll(/^> nx run (\S+)/gm)].map((m) => m[1]);
-      results.push({ name, wallS, trials: measured, tasks });
-      console.log(`${name.padEnd(12)} ${wallS.toFixed(1).padStart(7)} s wall, ${measured} trials measured, Nx tasks: ${tasks.join(' ')}`);
+      results.push({ name, wallS, trials: measured });
+      console.log(`round ${round + 1}: ${name.padEnd(12)} ${wallS.toFixed(1).padStart(7)} s wall, ${measured} trials measured, Nx tasks: ${tasks.join(' ')}`);
     }
-    const [one, sharded] = results;
-    console.log(`\nmobilenet ${imageSize}x${imageSize}, budget ${trials} trials (${perRound} per round), --parallel 1 on this machine:`);
-    console.log(`wall time as ${sharded.name} / as one target = ${(sharded.wallS / one.wallS).toFixed(3)}` +
-      ` (per trial: ${((sharded.wallS / sharded.trials) / (one.wallS / one.trials)).toFixed(3)})`);
+    const fastest = (name: string): { wallS: number; trials: number } => results.filter((r) => r.name === name).sort((a, b) => a.wallS - b.wallS)[0];
+    const [one, sharded] = [fastest(variants[0][0]), fastest(variants[1][0])];
+    console.log(`\nmobilenet ${imageSize}x${imageSize}, budget ${budget} (${perRound} per round), --parallel 1 on this machine, fastest of ${rounds} round(s) each:`);
+    console.log(`wall time as ${variants[1][0]} / as one target = ${(sharded.wallS / one.wallS).toFixed(3)}` +
+      ` (${sharded.wallS.toFixed(1)} s / ${one.wallS.toFixed(1)} s; per trial measured: ${((sharded.wallS / sharded.trials) / (one.wallS / one.trials)).toFixed(3)})`);
   } finally {
     if (process.env.TENSORTUNE_BENCH_KEEP === '1') console.log(`kept ${base}`);
     else rmSync(base, { recursive: true, force: true });
