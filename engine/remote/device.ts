@@ -21,6 +21,7 @@ export interface WorkerBuild {
   fnv: string;
 }
 
+/** FNV-1a-64 as tt_common.c computes it (tt_fnv1a64), written here to match it bit for bit. */
 function fnv1a64(data: Buffer): string {
   let h = 0xcbf29ce484222325n;
   const prime = 0x100000001b3n;
@@ -115,9 +116,11 @@ export class RemoteDevice {
         return session;
       }
       if (stale) session.kill();
+      if (hello === 'not-installed' && attempt > 0) {
+        throw new DeviceError(`${this.label}: the worker was installed, but starting it does not find it (does the device's $HOME change between commands?)`);
+      }
       if (attempt > 0 || this.runner.emulator) {
-        throw new DeviceError(`${this.label}: the worker on the device is not the one installed ` +
-          `(its file hashes to ${hello === 'not-installed' ? 'nothing' : (hello as Hello).self_fnv}, expected ${build.fnv})`);
+        throw new DeviceError(`${this.label}: the worker the device runs is not the build installed (its file hashes to ${(hello as Hello).self_fnv}, expected ${build.fnv})`);
       }
       await this.install(build, timeoutMs);
     }

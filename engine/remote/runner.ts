@@ -23,7 +23,8 @@ export const COMMAND_PLACEHOLDER = '{command}';
 
 /** The line the start script prints when the worker is not installed on the device. */
 export const NOT_INSTALLED = 'tt-remote-not-installed';
-const INSTALLED = 'tt-remote-installed';
+/** The line the install script prints once the worker is in place. */
+export const INSTALLED_LINE = 'tt-remote-installed';
 
 export interface Runner {
   /** The template as given. */
@@ -79,8 +80,6 @@ export function installCommand(runner: Runner, sha: string, bytes: number): stri
   const name = installedName(sha);
   const script = `set -e; d=${DIR}; mkdir -p "$d"; t="$d/.${name}.$$"; cat > "$t"; ` +
     `n=$(wc -c < "$t"); if [ "$n" -ne ${bytes} ]; then rm -f "$t"; echo "tt_remote install: received $n bytes, expected ${bytes}" >&2; exit 3; fi; ` +
-    `chmod 755 "$t"; mv -f "$t" "$d/${name}"; echo ${INSTALLED}`;
+    `chmod 755 "$t"; mv -f "$t" "$d/${name}"; echo ${INSTALLED_LINE}`;
   return runnerLine(runner, shellCommand(script));
 }
-
-export const INSTALLED_LINE = INSTALLED;

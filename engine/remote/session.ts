@@ -7,7 +7,8 @@
 // the worker replies before it dies of a crash or of its own alarm), is the candidate's
 // outcome. No reply at all (the stream ends, garbage, no answer in time) is the device's
 // failure: a DeviceError, and the session is dead. node:child_process rather than execa:
-// a long-lived process spoken to in frames.
+// a long-lived process spoken to in frames. The frame reader is written here: the protocol
+// is ours (native/README.md), a line-or-length reader over a Buffer.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ABI_VERSION } from '../runtime/abi';
@@ -60,7 +61,8 @@ export interface Reply {
 
 const TIMEOUT = Symbol('timeout');
 
-/** Quotes one word for a POSIX shell. */
+/** Quotes one word for a POSIX shell (single quotes; written here: one line, and no
+ *  dependency in the package does it). */
 export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
