@@ -9,6 +9,8 @@ import { manifestFiles, readManifest, type Manifest } from '../compile/manifest'
 import { checkModelRunsHere } from '../compile/model-opencl';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
 import { remoteSetupLine, runRemoteBench } from '../remote/bench';
+import { formatKernelProfile, kernelProfile } from '../compile/profile';
+import { measurePeakGflops } from '../native/peak';
 import { inputFiles } from '../runtime/rawfile';
 import { parseTarget } from '../target';
 import { checkCompiledDir } from './compiled-dirs';
@@ -44,6 +46,9 @@ Options:
   --seed S             seed of the random input (default 0)
   --input NAME=FILE    raw float32 data for input NAME instead of random values (repeatable)
   --save-outputs DIR   write each output to DIR/<name>.bin after the timed runs
+  --profile            then time each kernel call (CPU models) and print every kernel's ms per
+                       run, share of the run, GFLOP/s and % of the machine's peak (measured
+                       at the same thread count), slowest first, like TVM's debug executor
   --runner CMD         run the model on a device through this command template (it must
                        contain {command}: "ssh board {command}", "qemu-aarch64 -L <sysroot>
                        {command}"); model.so and params.bin travel through it, and a worker built
@@ -88,9 +93,13 @@ export const benchmarkCommand: Command = {
       threads: { type: 'string' }, seed: { type: 'string' }, input: { type: 'string', multiple: true },
       'save-outputs': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       compare: { type: 'string' }, onnx: { type: 'string' }, rounds: { type: 'string' }, runner: { type: 'string', multiple: true },
+      profile: { type: 'boolean' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError('expected one directory made by tensortune compile');
+    if (values.profile && (values.runner?.length || values.compare !== undefined)) {
+      throw new UserError('--profile times the kernels of a local run: drop --runner and --compare');
+    }
     if (values.runner?.length) {
       const given = ['compare', 'input', 'save-outputs', 'onnx', 'rounds'].filter((k) => values[k as keyof typeof values] !== undefined);
       if (given.length) throw new UserError(`--runner runs the model on a device with random input: drop ${given.map((k) => `--${k}`).join(', ')}`);
@@ -130,7 +139,11 @@ export const benchmarkCommand: Command = {
       return 0;
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
-    const files = manifestFiles(path.resolve(positionals[0]), runnableManifest(positionals[0], 'benchmark'));
+    const manifest = runnableManifest(positionals[0], 'benchmark');
+    if (values.profile && parseTarget(manifest.target, `${path.join(positionals[0], 'manifest.json')} target`).kind !== 'llvm') {
+      throw new UserError(`--profile: per-kernel profiles are for CPU models; ${positionals[0]} was compiled for "${manifest.target}"`);
+    }
+    const files = manifestFiles(path.resolve(positionals[0]), manifest);
     const inputs = inputFiles(values.input ?? []);
     const result = await runBench({
       model: files.library, params: files.params,
@@ -139,9 +152,14 @@ export const benchmarkCommand: Command = {
       threads: optionalInt('--threads', values.threads),
       seed: nonNegativeInt('--seed', values.seed, 0), inputs,
       saveOutputs: values['save-outputs'] ? path.resolve(values['save-outputs']) : undefined,
+      profile: values.profile,
     });
     io.out(`${result.summary}\n${benchSetupLine(result)}\n`);
     for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
+    if (result.profile) {
+      const peak = await measurePeakGflops(result.threads, parseTarget(manifest.target));
+      io.out(`${formatKernelProfile(kernelProfile(result.profile, manifest, peak), peak, result.threads).join('\n')}\n`);
+    }
     if (values.json) {
       const { summary: _summary, ...rest } = result;
       io.out(`${JSON.stringify(rest)}\n`);

@@ -153,6 +153,7 @@ function renderEntryPoint(
     '#include <stdint.h>',
     '#include <stdlib.h>',
     '#include <stdio.h>',
+    '#include <time.h>',
     '#ifdef _OPENMP',
     '#include <omp.h>',
     '#endif',
@@ -185,8 +186,16 @@ function renderEntryPoint(
     '  }',
     '  return 0;',
     '}',
+    // The per-kernel profile (tensortune.h): call i's symbol, and tt_run timing each call
+    // into tt_profile_ms when it is set (a predictable branch per call otherwise).
+    `static const char* const tt_call_symbols[${Math.max(1, groups.length)}] = { ${groups.length ? groups.map((gr) => `"${symbols.get(gr.id)!}"`).join(', ') : '0'} };`,
+    `TT_EXPORT int tt_num_calls(void) { return ${groups.length}; }`,
+    `TT_EXPORT const char* tt_call_symbol(int i) { return i >= 0 && i < ${groups.length} ? tt_call_symbols[i] : 0; }`,
+    'static double* tt_profile_ms = 0;',
+    'static double tt_now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec * 1e-6; }',
     'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
     '  if (!tt_params) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }',
+    '  double tt_t0 = tt_profile_ms ? tt_now_ms() : 0, tt_t1 = 0;',
   );
   const pointer = (id: number, param?: number): string => {
     const outIdx = g.outputs.indexOf(id);
@@ -201,7 +210,18 @@ function renderEntryPoint(
   groups.forEach((group, i) => {
     const args = [...group.inputs.map((id, input) => pointer(id, paramOffset.get(`${group.id}:${input}`))), pointer(group.output)].join(', ');
     out.push(`  if (${symbols.get(group.id)}(${args}) != 0) { snprintf(tt_error, sizeof tt_error, "kernel %d failed", ${i}); return 2; }`);
+    out.push(`  if (tt_profile_ms) { tt_t1 = tt_now_ms(); tt_profile_ms[${i}] += tt_t1 - tt_t0; tt_t0 = tt_t1; }`);
   });
-  out.push('  return 0;', '}');
+  out.push(
+    '  (void)tt_t0; (void)tt_t1;',
+    '  return 0;',
+    '}',
+    'TT_EXPORT int tt_run_profiled(const float* const* inputs, float* const* outputs, double* ms) {',
+    '  tt_profile_ms = ms;',
+    '  int rc = tt_run(inputs, outputs);',
+    '  tt_profile_ms = 0;',
+    '  return rc;',
+    '}',
+  );
   return out.join('\n') + '\n';
 }

@@ -39,9 +39,14 @@ export interface BenchOptions {
   inputs?: Record<string, string>;
   /** Write each output to DIR/<outputFileName(name)>.bin. */
   saveOutputs?: string;
+  /** Also time each kernel call (tt_bench --profile; CPU models): BenchResult.profile. */
+  profile?: boolean;
   /** The tt_bench binary; default nativeBinary('tt_bench'). */
   binary?: string;
 }
+
+/** One kernel call of a run, in call order: the kernel function and its mean ms per run (tt_bench --profile). */
+export interface CallProfile { symbol: string; ms: number }
 
 export interface BenchResult {
   mean_ms: number;
@@ -69,6 +74,8 @@ export interface BenchResult {
   others_cores: number | null;
   /** Why the figures may not be trusted (timing-trust.ts); empty when nothing is wrong. */
   warnings: string[];
+  /** With `profile`: each kernel call's mean ms per run, in call order. */
+  profile?: CallProfile[];
   /** The three lines tt_bench printed ("Execution time summary:" and the table). */
   summary: string;
 }
@@ -109,6 +116,7 @@ function flagArgs(opts: BenchOptions): string[] {
   }
   for (const [name, file] of Object.entries(opts.inputs ?? {})) args.push('--input', `${name}=${file}`);
   if (opts.saveOutputs !== undefined) args.push('--save-outputs', opts.saveOutputs);
+  if (opts.profile) args.push('--profile');
   return args;
 }
 

@@ -23,7 +23,7 @@ enum { EXIT_USAGE = 2, EXIT_MODEL = 3 };
 static void usage(void) {
   fputs("usage: tt_bench MODEL.so PARAMS.bin [--repeat R] [--number N] [--min-repeat-ms M]\n"
         "                [--warmup W] [--threads T] [--seed S] [--input NAME=FILE ...]\n"
-        "                [--save-outputs DIR] [--json FILE|-]\n"
+        "                [--save-outputs DIR] [--json FILE|-] [--profile]\n"
         "       tt_bench --version   (prints the ABI version this runner speaks)\n",
         stdout);
 }
@@ -186,8 +186,16 @@ static double cpu_ms(void) {
          (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
+/* The per-kernel profile (--profile): mean ms per run of each kernel call. */
+typedef struct {
+  int ncalls;
+  const double* ms;
+  const char* (*symbol)(int);
+} call_profile;
+
 static void write_json(FILE* f, const tt_stats* s, const double* runs, int repeat, int number, int threads,
-                       int warmup, double min_repeat_ms, unsigned long long seed, double cpu) {
+                       int warmup, double min_repeat_ms, unsigned long long seed, double cpu,
+                       const call_profile* profile) {
   fputs("{\"mean_ms\":", f);
   tt_json_number(f, s->mean);
   fputs(",\"median_ms\":", f);
@@ -208,6 +216,19 @@ static void write_json(FILE* f, const tt_stats* s, const double* runs, int repea
   }
   fputs("],\"cpu_ms\":", f);
   tt_json_number(f, cpu);
+  if (profile) {
+    fputs(",\"profile\":[", f);
+    for (int k = 0; k < profile->ncalls; k++) {
+      if (k) fputc(',', f);
+      fputs("{\"symbol\":", f);
+      const char* sym = profile->symbol(k);
+      tt_json_string(f, sym ? sym : "");
+      fputs(",\"ms\":", f);
+      tt_json_number(f, profile->ms[k]);
+      fputc('}', f);
+    }
+    fputc(']', f);
+  }
   fprintf(f, ",\"abi_version\":%d}\n", TT_ABI_VERSION);
 }
 
@@ -221,6 +242,7 @@ int main(int argc, char** argv) {
   unsigned long long seed = 0;
   const char* save_dir = NULL;
   const char* json_path = NULL;
+  int profile = 0; /* --profile: per-kernel times (tt_run_profiled) after the timed runs */
   input_file* input_files = calloc((size_t)argc, sizeof(input_file));
   int ninput_files = 0;
   if (!input_files) die(EXIT_USAGE, "out of memory");
@@ -234,6 +256,10 @@ int main(int argc, char** argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage();
       return 0;
+    }
+    if (!strcmp(a, "--profile")) {
+      profile = 1;
+      continue;
     }
     if (strncmp(a, "--", 2) != 0) {
       if (npos == 2) die(EXIT_USAGE, "unexpected argument '%s' (expected MODEL.so PARAMS.bin, then flags)", a);
@@ -393,6 +419,29 @@ int main(int argc, char** argv) {
     }
   }
 
+  /* --profile: `repeat` more runs, each call's time summed by the model, then averaged per run. */
+  int ncalls = 0;
+  double* call_ms = NULL;
+  const char* (*call_symbol)(int) = NULL;
+  if (profile) {
+    int (*num_calls)(void) = (int (*)(void))dlsym(lib, "tt_num_calls");
+    int (*run_profiled)(const float* const*, float* const*, double*) =
+        (int (*)(const float* const*, float* const*, double*))dlsym(lib, "tt_run_profiled");
+    *(void**)&call_symbol = dlsym(lib, "tt_call_symbol");
+    if (!num_calls || !run_profiled || !call_symbol)
+      die(EXIT_USAGE, "--profile: MODEL.so '%s' has no per-kernel profile (tt_run_profiled): a GPU model, or one compiled "
+          "by an older tensortune; recompile it", model_path);
+    ncalls = num_calls();
+    if (ncalls < 0 || ncalls > 1000000) die(EXIT_USAGE, "--profile: MODEL.so '%s' reports %d kernel calls", model_path, ncalls);
+    call_ms = calloc((size_t)(ncalls > 0 ? ncalls : 1), sizeof(double));
+    if (!call_ms) die(EXIT_USAGE, "out of memory");
+    for (int r = 0; r < timing.repeat; r++) {
+      int prc = run_profiled((const float* const*)ctx.inputs, ctx.outputs, call_ms);
+      if (prc != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_run_profiled failed (code %d): %s", model_path, prc, model_error(api));
+    }
+    for (int k = 0; k < ncalls; k++) call_ms[k] /= timing.repeat;
+  }
+
   tt_stats s = tt_compute_stats(runs, timing.repeat);
   char c[5][32];
   double vals[5] = {s.mean, s.median, s.max, s.min, s.std};
@@ -406,14 +455,21 @@ int main(int argc, char** argv) {
   print_row(heads);
   print_row(cells);
 
+  call_profile prof = {ncalls, call_ms, call_symbol};
+  if (profile && !json_path) {
+    puts("Per-kernel profile (mean ms per run, in call order):");
+    for (int k = 0; k < ncalls; k++) printf("  %4d  %10.4f  %s\n", k, call_ms[k], call_symbol(k) ? call_symbol(k) : "?");
+  }
   if (json_path) {
     double cpu = cpu_ms();
     if (!strcmp(json_path, "-")) {
-      write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu);
+      write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu,
+                 profile ? &prof : NULL);
     } else {
       FILE* f = fopen(json_path, "w");
       if (!f) die(EXIT_USAGE, "--json '%s': cannot write: %s", json_path, strerror(errno));
-      write_json(f, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu);
+      write_json(f, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu,
+                 profile ? &prof : NULL);
       if (fclose(f) != 0) die(EXIT_USAGE, "--json '%s': write error: %s", json_path, strerror(errno));
     }
   }
@@ -428,6 +484,7 @@ int main(int argc, char** argv) {
   free(fnames);
   free(input_files);
   free(runs);
+  free(call_ms);
   free(params);
   return 0;
 }

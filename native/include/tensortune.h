@@ -73,6 +73,15 @@ void tt_set_num_threads(int n);
 /* A description of the last failure, or "" when there was none. Never NULL. */
 const char* tt_last_error(void);
 
+/* Optional (CPU models from this version on; a loader checks with dlsym): the
+   per-kernel profile. tt_num_calls() kernel calls make one tt_run, in order;
+   tt_call_symbol(i) names the kernel function call i runs (the manifest's
+   kernels[].symbol). tt_run_profiled is tt_run that adds the wall time of call i,
+   in ms, to ms[i] (the caller zeroes ms). */
+int tt_num_calls(void);
+const char* tt_call_symbol(int i);
+int tt_run_profiled(const float* const* inputs, float* const* outputs, double* ms);
+
 /* ---- 2. measurement kernel ------------------------------------------------ */
 
 /* args[i] is the i-th buffer listed in the measurement command (by convention
