@@ -4,8 +4,8 @@
 // (a CI runner with only nvcc) has none: the answer is then an error, never an exception.
 //
 // Synchronous on purpose, as opencl.ts: the target's hardware fingerprint is synchronous.
-// The answer is memoised per process and per device selection (TT_CUDA_DEVICE, the index
-// the runtime native/cuda/tt_cuda.c opens, default 0).
+// The answer is memoised per process, per device selection (TT_CUDA_DEVICE, the index the
+// runtime native/cuda/tt_cuda.c opens, default 0) and per PATH (where nvidia-smi is found).
 
 import { spawnSync } from 'node:child_process';
 
@@ -42,12 +42,13 @@ export function parseNvidiaSmi(stdout: string): CudaDevice[] {
   });
 }
 
-const answers = new Map<number, CudaAnswer>();
+const answers = new Map<string, CudaAnswer>();
 
 /** The CUDA device this process would run on, or why there is none (no nvidia-smi, no GPU). */
 export function cudaDeviceSync(): CudaAnswer {
   const index = cudaDeviceIndex();
-  const known = answers.get(index);
+  const key = `${index}\0${process.env.PATH ?? ''}`;
+  const known = answers.get(key);
   if (known) return known;
   const r = spawnSync('nvidia-smi', ['--query-gpu=name,driver_version,compute_cap', '--format=csv,noheader'], { encoding: 'utf8', timeout: SMI_TIMEOUT_MS });
   let answer: CudaAnswer;
@@ -59,6 +60,6 @@ export function cudaDeviceSync(): CudaAnswer {
     const device = devices[index];
     answer = device ? { device } : { error: devices.length === 0 ? 'nvidia-smi lists no GPU' : `TT_CUDA_DEVICE=${index}, but nvidia-smi lists ${devices.length} GPU(s)` };
   }
-  answers.set(index, answer);
+  answers.set(key, answer);
   return answer;
 }
