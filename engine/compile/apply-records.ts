@@ -39,6 +39,8 @@ export interface AppliedRecords {
   untuned: Task[];
   /** Share of the estimated latency (Σ weight × latency) of the untuned tasks, in [0, 1]. */
   untunedShare: number;
+  /** By workload key: the mean time (ms) of the record each tuned task got. */
+  costs: Map<string, number>;
 }
 
 /** The usable record of a task, trying its records fastest first. */
@@ -107,5 +109,5 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
       `${untuned.length} untuned use default schedules, ${pct(untunedShare)} of the estimated latency (${how}):\n${lines.join('\n')}`,
     );
   }
-  return { schedules, untuned, untunedShare };
+  return { schedules, untuned, untunedShare, costs: tunedMs };
 }

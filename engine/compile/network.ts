@@ -6,11 +6,12 @@
 import path from 'node:path';
 import { loadModel, type ModelSpec } from '../frontend/load';
 import { tasksOfGroups } from '../graph/extract';
-import { partition } from '../graph/fuse';
+import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
 import { cacheRoot } from '../native/build';
-import { hardwareFingerprint, parseTarget } from '../target';
+import { hardwareFingerprint, isGpu, parseTarget } from '../target';
 import { applyRecords } from './apply-records';
+import { chooseWinograd } from './choose-winograd';
 import { compileModel, type CompileResult } from './model';
 
 export interface CompileNetworkOptions extends ModelSpec {
@@ -25,6 +26,8 @@ export interface CompileNetworkOptions extends ModelSpec {
   records?: string[];
   /** Fail when a task has no record instead of using its default schedule. */
   strict?: boolean;
+  /** CPU targets with records: run a 3x3 stride-1 conv as Winograd where its best record beats the direct conv's (default true; choose-winograd.ts). */
+  winograd?: boolean;
   /** Time limit of each compiler call (default COMPILER_TIMEOUT_MS); a tuned kernel past it falls back to its default schedule. */
   timeoutMs?: number;
   /** The hardware fingerprint records must match, when not this machine's: a device's behind a runner (engine/remote). */
@@ -38,8 +41,8 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   const target = parseTarget(opts.target, 'target', opts.host);
   const model = loadModel(opts);
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
-  const graph = optimize(model.graph);
-  const groups = partition(graph);
+  let graph = optimize(model.graph);
+  let groups: readonly FusedGroup[] = partition(graph);
   const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
   let schedules;
   if (opts.records?.length || opts.strict) {
@@ -48,6 +51,16 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
       files: opts.records ?? [], strict: opts.strict, log: opts.log, warn: opts.warn,
     });
     schedules = applied.schedules;
+    // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster.
+    if (!isGpu(target) && opts.winograd !== false) {
+      const choice = await chooseWinograd(graph, groups, applied.costs, { target: target.text, fingerprint, files: opts.records ?? [], warn: opts.warn });
+      ({ graph, groups } = choice);
+      for (const [key, s] of choice.schedules) schedules.set(key, s);
+      if (choice.eligible > 0) {
+        opts.log?.(`winograd: ${choice.used} of ${choice.eligible} eligible layer(s) use Winograd (its best record faster than the direct conv's)` +
+          choice.chosen.map((line) => `\n  ${line}`).join(''));
+      }
+    }
   }
   // The manifest names an ONNX file by its base name, its path relative to the output and its
   // sha256: no machine path travels in a cached or copied model directory.

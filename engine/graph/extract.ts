@@ -6,6 +6,7 @@ import type { ComputeDAG } from '../ir/dag';
 import { isCompute } from '../ir/tensor';
 import type { Graph, OpNode } from './graph';
 import { partition, type FusedGroup } from './fuse';
+import { WINOGRAD_OP, useWinograd, winogradEligible } from './winograd';
 import { optimize, type OptimizeOptions } from './passes';
 
 export interface Task {
@@ -25,6 +26,9 @@ export interface Task {
   /** Placeholders of the DAG (p0, p1, ...) that hold constants (weights) in every group of the task:
    *  the lowering may re-lay them out (codegen/layout.ts), as compile will. */
   constInputs?: string[];
+  /** An alternative implementation of the layers of another task (extractTasks' `winograd`):
+   *  `of` is that task's key; compile uses whichever has the faster best record. */
+  alternative?: { of: string; impl: 'winograd' };
 }
 
 /** A short name per node: the main compute's tag for convs (conv2d_nhwc, depthwise_conv2d_nhwc, ...), else the op. */
@@ -73,10 +77,42 @@ export function tasksOfGroups(graph: Graph, groups: readonly FusedGroup[]): Task
 export interface ExtractOptions extends OptimizeOptions {
   /** Run the inference passes first (default true); false partitions the graph as given. */
   optimize?: boolean;
+  /**
+   * Also a Winograd task for every layer whose conv is a 3x3 stride-1 NHWC conv
+   * (graph/winograd.ts), after the tasks of the network, marked `alternative` (default
+   * false: the tasks are then exactly one per distinct fused group, the partition every
+   * FLOP and latency sum assumes). For CPU targets; tune turns it on.
+   */
+  winograd?: boolean;
 }
 
 /** The tuning tasks of a network, in order of first occurrence. */
 export function extractTasks(graph: Graph, opts: ExtractOptions = {}): Task[] {
   const g = opts.optimize === false ? graph : optimize(graph, opts);
-  return tasksOfGroups(g, partition(g));
+  const groups = partition(g);
+  const tasks = tasksOfGroups(g, groups);
+  return opts.winograd ? [...tasks, ...winogradTasks(g, groups)] : tasks;
+}
+
+/**
+ * The Winograd tasks of the layers of `graph` (optimised, partitioned into `groups`) whose
+ * conv can run as Winograd: the same fused groups (same ids) with the conv replaced by
+ * conv2d_winograd_nhwc, each task marked as the alternative of the direct task of its groups.
+ */
+export function winogradTasks(graph: Graph, groups: readonly FusedGroup[]): Task[] {
+  const convs = winogradEligible(graph);
+  if (convs.length === 0) return [];
+  const wg = useWinograd(graph, convs);
+  const wgroups = partition(wg);
+  if (wgroups.length !== groups.length) throw new Error(`winograd: the rewritten graph has ${wgroups.length} groups, the graph ${groups.length}`);
+  const chosen = wgroups.filter((grp) => grp.nodes.some((id) => wg.node(id).op === WINOGRAD_OP));
+  const tasks = tasksOfGroups(wg, chosen);
+  for (const t of tasks) t.alternative = { of: groups[t.groups[0]].dag.workloadKey, impl: 'winograd' };
+  return tasks;
+}
+
+/** The conv node of `group` (of a graph's partition) that winogradTasks made a Winograd conv, if any. */
+export function winogradConvOf(graph: Graph, group: FusedGroup): number | undefined {
+  const convs = new Set(winogradEligible(graph));
+  return group.nodes.find((id) => convs.has(id));
 }

@@ -17,7 +17,7 @@ import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
 import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
-import { hardwareFingerprint, parseTarget, type Target } from '../target';
+import { hardwareFingerprint, isGpu, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from './annotate';
@@ -135,7 +135,10 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
   checkOptions(opts);
   const started = Date.now();
   const model = loadModel(opts.model);
-  return tuneTasks(model.name, extractTasks(model.graph), opts, started);
+  // CPU targets also tune a Winograd task for each 3x3 stride-1 conv layer: compile runs the
+  // layer as Winograd where that task's best record beats the direct conv's (compile/choose-winograd.ts).
+  const winograd = !isGpu(parseTarget(opts.target, 'target'));
+  return tuneTasks(model.name, extractTasks(model.graph, { winograd }), opts, started);
 }
 
 /** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
