@@ -9,8 +9,8 @@
 //
 //   npx tsx bench/remote.ts [--candidates 16] [--rounds 5] [--image-size 224] [--runner CMD]
 //                        [--repeat 1] [--min-repeat-ms 0]
-// (with min_repeat_ms 0 the kernel runs right after an ssh transfer read slower than local
-// ones; with 50 they agree: the transfer's work lingers on a 2-core machine)
+// (in some runs with min_repeat_ms 0 the ssh path's kernel times read slower than the local
+// ones; with 50 they agreed: see README, "Measuring through a runner")
 //
 // Needs sshd and ssh (Debian openssh-server); timings on a busy machine move together,
 // which is why the two paths alternate.
