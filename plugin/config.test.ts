@@ -64,7 +64,7 @@ test('schema errors name the file, the JSON path and the expectation', () => {
 
 test('cross-checks: names, target strings, models', () => {
   assert.match(errorOf('f.yaml', `${GOOD}defaults: { target: gpu }\n`), /^f\.yaml: defaults\.target: unknown target "gpu" \(expected one of: cpu\)$/);
-  assert.match(errorOf('g.yaml', GOOD.replace('llvm -mcpu=native', 'cuda')), /^g\.yaml: targets\.cpu\.target: unsupported target kind 'cuda'/);
+  assert.match(errorOf('g.yaml', GOOD.replace('llvm -mcpu=native', 'vulkan')), /^g\.yaml: targets\.cpu\.target: unsupported target kind 'vulkan'/);
   assert.match(errorOf('h.yaml', GOOD.replace('model: mobilenet', 'model: mobilenett')), /^h\.yaml: networks\.mobilenet\.model: unknown builtin network "mobilenett" \(expected a path to an \.onnx file or one of: mobilenet, resnet-18/);
   assert.is(errorOf('i.yaml', GOOD.replace('model: mobilenet, imageSize: 64', 'model: nets/x.onnx')), 'i.yaml: networks.mobilenet.model: model file "nets/x.onnx" not found (relative to i.yaml)');
   assert.match(errorOf('j.yaml', GOOD.replace('tiny:', 'cpu:')), /^j\.yaml: budgets\.cpu: 'cpu' is also a target name/);
@@ -107,8 +107,8 @@ test('GPU targets: hardwareParams become options of the target string, as on the
   assert.is(errorOf('t.yaml', with_('{ target: opencl, hardwareParams: { vectorUnitBytes: 12 } }')), 't.yaml: targets.cpu.hardwareParams.vectorUnitBytes: expected a power of two from 4 to 256, got 12');
   assert.is(errorOf('u.yaml', with_('{ target: opencl -thread_warp_size=2, hardwareParams: { warpSize: 4 } }')),
     'u.yaml: targets.cpu.hardwareParams.warpSize: the target string "opencl -thread_warp_size=2" gives -thread_warp_size already; give it once');
-  assert.is(errorOf('v.yaml', with_('{ target: llvm, hardwareParams: { warpSize: 4 } }')), 'v.yaml: targets.cpu.hardwareParams: hardware parameters apply to GPU targets (opencl); "llvm" is a CPU target');
-  assert.match(errorOf('w.yaml', with_('{ target: llvm, host: llvm }')), /^w\.yaml: targets\.cpu\.host: a host applies to GPU targets \(opencl\) only/);
+  assert.is(errorOf('v.yaml', with_('{ target: llvm, hardwareParams: { warpSize: 4 } }')), 'v.yaml: targets.cpu.hardwareParams: hardware parameters apply to GPU targets (opencl, cuda); "llvm" is a CPU target');
+  assert.match(errorOf('w.yaml', with_('{ target: llvm, host: llvm }')), /^w\.yaml: targets\.cpu\.host: a host applies to GPU targets \(opencl, cuda\) only/);
   assert.match(errorOf('x.yaml', with_('{ target: opencl, host: opencl }')), /^x\.yaml: targets\.cpu\.host: the host of a GPU target is a CPU target/);
   assert.match(errorOf('y.yaml', with_('{ target: opencl -device=adreno }')), /^y\.yaml: targets\.cpu\.target: unknown OpenCL device '-device=adreno'/);
 });
