@@ -147,6 +147,26 @@ test('resnet-18 NHWC: the 24 fused structures of seed 004 (TVM, cuda), weights s
   assert.equal(tasks.map((t) => `${t.desc} x${t.weight}`).sort(), SEED_004.map(([, d, w]) => `${d} x${w}`).sort());
 });
 
+test('resnet-18 with winograd: the 24 tasks, then a Winograd task for each of the 12 whose conv is 3x3 stride 1 (seed 004 marks the same 12)', () => {
+  const tasks = extractTasks(getNetwork('resnet-18', { weights: 'zeros' }).graph, { winograd: true });
+  assert.is(tasks.length, 36);
+  const direct = tasks.slice(0, 24), wino = tasks.slice(24);
+  assert.equal(direct.map((t) => t.key), extractTasks(getNetwork('resnet-18', { weights: 'zeros' }).graph).map((t) => t.key), 'the direct tasks come first, unchanged');
+  assert.ok(wino.every((t) => t.alternative?.impl === 'winograd'));
+  // Each is its direct task's layer with conv2d_winograd_nhwc in place of conv2d_nhwc, same weight.
+  const of = (t: Task): Task => direct.find((d) => d.key === t.alternative!.of)!;
+  assert.equal(wino.map((t) => `${t.desc} x${t.weight}`).sort(), wino.map((t) => `${of(t).desc.replace('conv2d_nhwc', 'conv2d_winograd_nhwc')} x${of(t).weight}`).sort());
+  const marked = SEED_004.filter(([n]) => [1, 3, 4, 5, 6, 7, 8, 11, 14, 16, 18, 19].includes(n)).map(([, d, w]) => `${d} x${w}`).sort();
+  assert.equal(wino.map((t) => `${of(t).desc} x${t.weight}`).sort(), marked);
+  // F(4x4, 3x3) where 4 divides the output (56, 28), F(2x2, 3x3) on 14 and 7.
+  assert.equal([...new Set(wino.map((t) => `${t.shapes[0][1]}:${t.shapes[1][0]}`))].sort(), ['14:4', '28:6', '56:6', '7:4']);
+});
+
+test('mobilenet has no 3x3 stride-1 dense conv: winograd leaves its 22 tasks as they are', () => {
+  const tasks = extractTasks(getNetwork('mobilenet', { weights: 'zeros' }).graph, { winograd: true });
+  assert.equal(tasks.map((t) => t.key), mobilenetTasks().map((t) => t.key));
+});
+
 test('tasks do not depend on weight values (the CLI extracts from zero weights)', () => {
   const keys = (weights: 'zeros' | 'random'): string[] =>
     extractTasks(getNetwork('mobilenet', { weights, randomStats: true }).graph).map((t) => `${t.key} x${t.weight}`);

@@ -1,0 +1,91 @@
+// compile --records picks direct conv or Winograd per layer by the best records: on a small
+// network of two 3x3 stride-1 conv layers with hand-made records, the layer whose Winograd
+// record is faster runs as Winograd (its weight transformed into params.bin), the other
+// stays direct, compile says which, and the compiled model computes the network.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { NetBuilder } from '../frontend/builder';
+import { loadModel } from '../frontend/load';
+import { writeOnnxFile } from '../frontend/onnx/export';
+import { extractTasks, type Task } from '../graph/extract';
+import { runGraph } from '../graph/run';
+import { runBench } from '../native/bench';
+import { appendRecords } from '../records/log';
+import { RECORD_FORMAT_VERSION, type TuningRecord } from '../records/record';
+import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
+import { uniform } from '../runtime/random';
+import { defaultSchedule } from '../schedule/defaults';
+import { hardwareFingerprint, parseTarget } from '../target';
+import { compareOutput, DEFAULT_TOLERANCE } from '../measure/verify';
+import { compileNetwork } from './network';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tt-choose-winograd-'));
+const target = parseTarget('llvm -mcpu=native');
+const fingerprint = hardwareFingerprint(target);
+
+// data 1x10x10x8 -> conv 3x3 (16) + bias + relu -> conv 3x3 (16) + bias: both eligible, 10x10 outputs (F(2x2, 3x3)).
+const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 10, seed: 4, randomStats: false, weights: 'random' });
+let x = b.input(8);
+x = b.relu(b.bias(b.conv2d(x, 'conv1', { channels: 16, kernel: [3, 3], padding: [1, 1] }), 'conv1_bias'));
+x = b.bias(b.conv2d(x, 'conv2', { channels: 16, kernel: [3, 3], padding: [1, 1] }), 'conv2_bias');
+b.graph.outputs = [x];
+const model = path.join(dir, 'two-convs.onnx');
+writeOnnxFile(model, b.graph);
+
+const rec = (task: Task, ms: number): TuningRecord => ({
+  v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: task.key, desc: task.desc, target: target.text, fingerprint,
+  steps: defaultSchedule(task.dag, { vectorLanes: target.vectorLanes }), costs_ms: [ms], error: null, seed: 0, time: new Date().toISOString(),
+});
+
+test('extraction: one Winograd alternative per eligible layer, only when asked', () => {
+  const graph = loadModel({ model }).graph;
+  assert.is(extractTasks(graph).length, 2);
+  const tasks = extractTasks(graph, { winograd: true });
+  assert.equal(tasks.map((t) => t.desc), [
+    'conv2d_nhwc+add+relu 1x10x10x8 -> 1x10x10x16', 'conv2d_nhwc+add 1x10x10x16 -> 1x10x10x16',
+    'conv2d_winograd_nhwc+add+relu 1x10x10x8 -> 1x10x10x16', 'conv2d_winograd_nhwc+add 1x10x10x16 -> 1x10x10x16',
+  ]);
+  assert.equal(tasks.slice(2).map((t) => t.alternative?.of), [tasks[0].key, tasks[1].key]);
+  assert.equal(tasks[2].shapes[1], [4, 4, 8, 16], 'F(2x2, 3x3): 10 is not a multiple of 4');
+});
+
+test('compile: Winograd for the layer whose record is faster, direct for the other; the model computes the network', async () => {
+  const graph = loadModel({ model }).graph;
+  const [d1, d2, w1, w2] = extractTasks(graph, { winograd: true });
+  const records = path.join(dir, 'records.jsonl');
+  // Layer 1: Winograd 1 ms < direct 2 ms. Layer 2: Winograd 3 ms > direct 1 ms.
+  await appendRecords(records, [rec(d1, 2), rec(w1, 1), rec(d2, 1), rec(w2, 3)]);
+  const logs: string[] = [];
+  const out = path.join(dir, 'model');
+  const compiled = await compileNetwork({ model, target: target.text, outDir: out, cacheDir: path.join(dir, 'cache'), records: [records], log: (l) => logs.push(l) });
+  const line = logs.find((l) => l.startsWith('winograd: '));
+  assert.ok(line, logs.join('\n'));
+  assert.match(line!, /^winograd: 1 of 2 eligible layer\(s\) use Winograd/);
+  assert.match(line!, /\n {2}conv2d_winograd_nhwc\+add\+relu 1x10x10x8 -> 1x10x10x16 \(x1\): 1\.000 ms vs direct 2\.000 ms$/);
+  assert.equal(compiled.kernels.map((k) => k.key).sort(), [w1.key, d2.key].sort());
+  assert.ok(compiled.kernels.every((k) => k.schedule === 'tuned'));
+
+  // The compiled model against the graph's reference runner (the direct convs).
+  const input = uniform(10 * 10 * 8, 9, 0);
+  const inFile = path.join(dir, 'input.bin');
+  await writeFloat32File(inFile, input);
+  const saved = path.join(dir, 'saved');
+  await runBench({ model: compiled.library, params: compiled.params, repeat: 1, number: 1, threads: 1, inputs: { [graph.nodes[0].name]: inFile }, saveOutputs: saved });
+  const got = await readFloat32File(path.join(saved, (await fs.readdir(saved))[0]));
+  const [want] = runGraph(graph, new Map([[graph.nodes[0].name, input]]));
+  const cmp = compareOutput(got, want, DEFAULT_TOLERANCE);
+  assert.ok(cmp.ok, cmp.ok ? '' : cmp.message);
+
+  // --no winograd (the option off): both layers direct.
+  const direct = await compileNetwork({ model, target: target.text, outDir: out, cacheDir: path.join(dir, 'cache'), records: [records], winograd: false });
+  assert.equal(direct.kernels.map((k) => k.key).sort(), [d1.key, d2.key].sort());
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test.run();

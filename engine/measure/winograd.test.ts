@@ -1,0 +1,46 @@
+// A Winograd candidate builds, runs in the measurement worker and verifies against its
+// DAG's reference under the Winograd bound (WINOGRAD_TOLERANCE, which toleranceFor gives
+// Winograd tasks); both tile sizes, an output that 4 does not divide, the kernel a constant
+// input the lowering may re-lay out.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ComputeDAG } from '../ir/dag';
+import { placeholder } from '../ir/tensor';
+import { defaultSchedule } from '../schedule/defaults';
+import { parseTarget } from '../target';
+import { binary, relu } from '../topi/elemwise';
+import { conv2dWinogradNHWC } from '../topi/winograd';
+import { LocalMeasurer } from './measurer';
+import { DEFAULT_TOLERANCE, WINOGRAD_TOLERANCE, toleranceFor } from './verify';
+
+const target = parseTarget('llvm -mcpu=native');
+
+const winogradDag = (m: 2 | 4, h: number, ci: number, co: number): ComputeDAG => {
+  const data = placeholder('p0', [1, h, h, ci]);
+  const kernel = placeholder('p1', [m + 2, m + 2, ci, co]);
+  const bias = placeholder('p2', [1, 1, 1, co]);
+  return new ComputeDAG([relu(binary('add', conv2dWinogradNHWC(data, kernel, { padding: [1, 1, 1, 1], tileSize: m }), bias))]);
+};
+
+test('toleranceFor: the Winograd bound for Winograd tasks, the default for others', () => {
+  assert.is(toleranceFor(winogradDag(2, 6, 4, 8)), WINOGRAD_TOLERANCE);
+  const x = placeholder('x', [4]);
+  assert.is(toleranceFor(new ComputeDAG([relu(x)])), DEFAULT_TOLERANCE);
+});
+
+test('default Winograd candidates (F(2x2, 3x3) and F(4x4, 3x3)) are measured and verified', async () => {
+  const measurer = new LocalMeasurer(target, { timeoutMs: 5000, repeat: 1, minRepeatMs: 1, buildJobs: 2, seed: 3 });
+  try {
+    for (const [m, h] of [[2, 9], [4, 14]] as const) {
+      const dag = winogradDag(m, h, 16, 32);
+      const [o] = await measurer.measure({ dag, constInputs: ['p1'] }, [defaultSchedule(dag, { vectorLanes: target.vectorLanes })]);
+      assert.is(o.error, null, `F(${m}) ${h}x${h}: ${o.message}`);
+      assert.is(o.costs_ms.length, 1);
+    }
+  } finally {
+    await measurer.close();
+  }
+});
+
+test.run();
