@@ -30,8 +30,9 @@ What and where:
   --target T            the target string to tune for (default "llvm -mcpu=native": this
                         machine's CPU): -mcpu=<cpu> (e.g. znver4), -mattr=+avx2,+fma; or "opencl",
                         "opencl -device=mali" (this machine's OpenCL device: 'tensortune
-                        fingerprint --target opencl' names it); measured here, so the machine
-                        must be able to run what it names
+                        fingerprint --target opencl' names it); or "cuda -arch=sm_80" (this
+                        machine's NVIDIA GPU); measured here, so the machine must be able to
+                        run what it names
   --host H              GPU targets: the host's target string (default "llvm"). Tune
                         measures here whatever it is (a cross host is for compile)
   --runner CMD          measure on a device through this command template, which must

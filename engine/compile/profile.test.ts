@@ -20,7 +20,7 @@ import type { CliIo } from '../cli/command';
 import { UserError } from '../errors';
 
 const kernel = (symbol: string, flops: number, desc = symbol): ManifestKernel =>
-  ({ symbol, groups: [], key: symbol, desc, schedule: 'default', source: `${symbol}.c`, flops });
+  ({ symbol, groups: [], key: symbol, desc, schedule: 'default', source: `${symbol}.c`, objectHash: symbol, flops });
 
 test('rows sum the calls of each kernel, slowest first, with share, GFLOP/s and share of the peak', () => {
   const manifest = { kernels: [kernel('a', 2e6), kernel('b', 1e6, 'conv <b>')] } as unknown as Manifest;

@@ -151,7 +151,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const target = parseTarget(opts.target, 'target');
   const fingerprint = opts.device?.fingerprint ?? hardwareFingerprint(target);
   const log = opts.log ?? (() => undefined);
-  if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's OpenCL device, with the candidates' host side built here`);
+  if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's GPU (${target.kind === 'cuda' ? 'CUDA' : 'OpenCL'}), with the candidates' host side built here`);
   const emit = opts.onEvent ?? (() => undefined);
   const records = path.resolve(opts.records);
   const match = { target: target.text, fingerprint };
