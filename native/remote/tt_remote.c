@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -599,6 +600,35 @@ static void do_bench(request* r) {
 
 /* ---- main ------------------------------------------------------------------ */
 
+/* Removes the temp directories of workers that were killed (SIGKILL, a lost connection
+   mid-kernel): `tt-remote-<pid>-XXXXXX` whose pid no longer runs. Their files are
+   this program's own names, so nothing else is touched. */
+static void sweep_stale(const char* base) {
+  DIR* d = opendir(base);
+  if (!d) return;
+  struct dirent* e;
+  while ((e = readdir(d))) {
+    long pid;
+    char rest[16];
+    if (sscanf(e->d_name, "tt-remote-%ld-%15s", &pid, rest) != 2 || strlen(rest) != 6 || pid <= 0) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char dir[4096], path[4400];
+    snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
+    DIR* inner = opendir(dir);
+    if (inner) {
+      struct dirent* f;
+      while ((f = readdir(inner)))
+        if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..")) {
+          snprintf(path, sizeof path, "%s/%s", dir, f->d_name);
+          unlink(path);
+        }
+      closedir(inner);
+    }
+    rmdir(dir);
+  }
+  closedir(d);
+}
+
 /* FNV-1a-64 of this program's own file, so the host can check what it installed. */
 static uint64_t self_hash(void) {
   FILE* f = fopen("/proc/self/exe", "rb");
@@ -626,7 +656,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* base = getenv("TMPDIR");
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/tt-remote-XXXXXX", base && *base ? base : "/tmp");
+  sweep_stale(base && *base ? base : "/tmp");
+  snprintf(tmp_dir, sizeof tmp_dir, "%s/tt-remote-%ld-XXXXXX", base && *base ? base : "/tmp", (long)getpid());
   if (!mkdtemp(tmp_dir)) {
     fprintf(stderr, "tt_remote: cannot create a temp directory '%s': %s\n", tmp_dir, strerror(errno));
     return 2;
