@@ -95,4 +95,23 @@ test('the HTML report: the warnings first, escaped; a history table newest first
   assert.not.ok(quiet.includes('<h2>History</h2>'), 'no history given, no section');
 });
 
+test('profile: true prints and reports every kernel of the model, slowest first, against the peak measured with it', async () => {
+  const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const options = { config: 'tensortune.config.yaml', network: 'net', repeat: 2, minRepeatMs: 0, threads: 1, profile: true };
+  const { value, lines } = await capture(() => benchmarkExecutor(options, ctx));
+  assert.equal(value, { success: true }, lines.join('\n'));
+  const report = JSON.parse(readFileSync(path.join(reports, 'cpu.json'), 'utf8')) as BenchmarkReport;
+  const manifest = JSON.parse(readFileSync(path.join(dir, 'out', 'net', 'cpu', 'manifest.json'), 'utf8')) as { kernels: { symbol: string; groups: number[] }[] };
+  const rows = report.profile!.rows;
+  assert.equal(rows.map((r) => r.symbol).sort(), manifest.kernels.map((k) => k.symbol).sort());
+  for (const r of rows) assert.is(r.calls, manifest.kernels.find((k) => k.symbol === r.symbol)!.groups.length);
+  assert.ok(rows.every((r, i) => i === 0 || rows[i - 1].ms >= r.ms), 'slowest first');
+  assert.ok(report.profile!.peak_gflops > 0);
+  assert.ok(lines.some((l) => l.startsWith('Per-kernel profile')), lines.join('\n'));
+  assert.not.ok('profile' in report.result, 'the raw calls stay out of the result');
+  const html = readFileSync(path.join(reports, 'cpu.html'), 'utf8');
+  assert.match(html, /<h2>Per-kernel profile<\/h2>/);
+  assert.is((html.match(/<tr><td>\d+\.\d{4}<\/td><td><span class="bar"/g) ?? []).length, rows.length);
+});
+
 test.run();

@@ -20,6 +20,16 @@ import { writeReport, type BenchmarkReport } from './report';
 import { tuningForReport } from './tuning';
 import { tuningLine } from '../../engine/report/tuning-data';
 import type { BenchmarkExecutorOptions } from './schema';
+import { formatKernelProfile, kernelProfile } from '../../engine/compile/profile';
+import type { Manifest } from '../../engine/compile/manifest';
+import type { CallProfile } from '../../engine/native/bench';
+import { measurePeakGflops } from '../../engine/native/peak';
+
+/** The per-kernel rows of a profiled run and the peak they are set against (measured now, at the run's thread count). */
+async function profileForReport(calls: readonly CallProfile[], manifest: Manifest, threads: number): Promise<NonNullable<BenchmarkReport['profile']>> {
+  const peak = await measurePeakGflops(threads, parseTarget(manifest.target));
+  return { peak_gflops: peak, rows: kernelProfile(calls, manifest, peak) };
+}
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   return reporting('benchmark', async () => {
@@ -29,6 +39,9 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     if (!remote) checkRunsHere(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), 'benchmark', `targets.${run.targetName}.host`);
     if (remote && (options.input !== undefined || options.saveOutputs !== undefined)) {
       throw new UserError(`${remote.where}: a model benchmarked on a device gets random input: drop --input and --save-outputs`);
+    }
+    if (options.profile && (remote || parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host).kind !== 'llvm')) {
+      throw new UserError(`--profile: per-kernel profiles are for CPU models run on this machine; targets.${run.targetName} is ${remote ? 'measured through a runner' : `"${run.target.target}"`}`);
     }
     const rel = workspaceRelative(ctx);
     const manifestFile = path.join(run.modelDir, 'manifest.json');
@@ -49,18 +62,22 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
       threads: options.threads ?? run.target.threads,
       seed: options.seed, inputs: inputFiles(options.input ?? [], ctx.root),
       saveOutputs: options.saveOutputs === undefined ? undefined : path.resolve(ctx.root, options.saveOutputs),
+      profile: options.profile,
     });
     console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
     console.log(result.summary);
     console.log(result.device !== undefined ? remoteSetupLine(result) : benchSetupLine(result));
     for (const w of result.warnings) console.warn(`warning: ${w}`);
-    const { summary: _summary, ...numbers } = result;
+    const profile = result.profile ? await profileForReport(result.profile, manifest, result.threads) : undefined;
+    if (profile) console.log(formatKernelProfile(profile.rows, profile.peak_gflops, result.threads).join('\n'));
+    const { summary: _summary, profile: _calls, ...numbers } = result;
     const tuning = await tuningForReport(run, manifest, rel, (m) => console.warn(`warning: ${m}`));
     console.log(tuningLine(tuning.tuning));
     const report: BenchmarkReport = {
       network: run.network, target: run.targetName, target_string: manifest.target, fingerprint: manifest.fingerprint,
       engine_version: manifest.engine_version, time: new Date().toISOString(), cpu: result.device ?? cpuModel(), model_dir: rel(run.modelDir), result: numbers,
       ...tuning,
+      ...(profile ? { profile } : {}),
     };
     const written = writeReport(run.reportsDir, report);
     console.log(`wrote ${rel(written.json)} and ${rel(written.html)}, appended to ${rel(written.history)}`);

@@ -12,6 +12,7 @@ import type { BenchResult } from '../../engine/native/bench';
 import { esc } from '../../engine/report/html';
 import type { TuningFigures } from '../../engine/report/tuning-data';
 import { TUNING_CSS, tuningSection } from '../../engine/report/tuning-html';
+import type { KernelProfileRow } from '../../engine/compile/profile';
 
 export interface BenchmarkReport {
   network: string;
@@ -30,6 +31,8 @@ export interface BenchmarkReport {
   comparison?: CompareReport;
   /** Where the page says a comparison would be read from, when there is none. */
   comparison_hint?: string;
+  /** `profile: true`: each kernel's time per run (engine/compile/profile.ts), slowest first, and the peak measured with it. */
+  profile?: { peak_gflops: number; rows: KernelProfileRow[] };
 }
 
 /** One line of <target>.history.jsonl: a run without its per-measurement times. */
@@ -116,6 +119,19 @@ function runsPlot(runs: readonly number[], median: number): string {
     `<text x="${pad}" y="${pad - 10}" font-size="11">ms per run (max ${max.toFixed(4)})</text></svg>`;
 }
 
+/** The per-kernel profile as a table, slowest kernel first, with a bar for its share of the run. */
+function profileSection(p: NonNullable<BenchmarkReport['profile']>, threads: number): string {
+  const head = ['ms per run', 'share', 'GFLOP/s', '% of peak', 'calls', 'schedule', 'task'];
+  const rows = p.rows.map((r) => `<tr><td>${r.ms.toFixed(4)}</td><td><span class="bar" style="display:inline-block;background:#4a7ab8;height:.7em;width:${(r.share * 8).toFixed(2)}em"></span> ${(r.share * 100).toFixed(1)}%</td>` +
+    `<td>${r.gflops.toFixed(1)}</td><td>${r.peak !== undefined ? `${(r.peak * 100).toFixed(1)}%` : '-'}</td><td>${r.calls}</td><td>${esc(r.schedule)}</td><td>${esc(r.desc)}</td></tr>`).join('\n');
+  return `<h2>Per-kernel profile</h2>
+<p>Each kernel's time per run (all its calls), slowest first, its GFLOP/s and its share of the machine's peak fp32 rate, ${p.peak_gflops.toFixed(1)} GFLOP/s at ${threads} thread(s), measured with this run.</p>
+<table class="profile">
+<tr>${head.map((c) => `<th>${c}</th>`).join('')}</tr>
+${rows}
+</table>`;
+}
+
 /** The plot and the table show this many runs of the history, the latest ones. */
 const HISTORY_SHOWN = 50;
 
@@ -179,6 +195,7 @@ ${row('CPU', r.cpu)}${row('threads', `${s.threads} of ${s.cores} core(s)`)}${row
   s.others_cores === null ? '' : row('other processes', `${s.others_cores.toFixed(2)} core(s) busy during the run`)}${
   row('min repeat', `${s.min_repeat_ms} ms`)}${row('target', r.target_string)}${row('fingerprint', r.fingerprint)}${row('engine', r.engine_version)}${row('model', r.model_dir)}${row('time', r.time)}
 </table>
+${r.profile ? profileSection(r.profile, s.threads) : ''}
 ${historySection(history)}
 ${r.tuning ? tuningSection(r.tuning, { comparison: r.comparison, comparisonHint: r.comparison_hint, measuredMs: s.median_ms }) : ''}
 </body></html>

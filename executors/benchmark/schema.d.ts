@@ -16,4 +16,6 @@ export interface BenchmarkExecutorOptions extends NetworkExecutorOptions {
   input?: string[];
   /** A folder (relative to the workspace root) for the outputs of the last run. */
   saveOutputs?: string;
+  /** Also time each kernel call (CPU models): the per-kernel profile, printed and in the report. */
+  profile?: boolean;
 }
