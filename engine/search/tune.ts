@@ -11,6 +11,7 @@ import path from 'node:path';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
+import type { Graph } from '../graph/graph';
 import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -135,10 +136,17 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
   checkOptions(opts);
   const started = Date.now();
   const model = loadModel(opts.model);
-  // CPU targets also tune a Winograd task for each 3x3 stride-1 conv layer: compile runs the
-  // layer as Winograd where that task's best record beats the direct conv's (compile/choose-winograd.ts).
-  const winograd = !isGpu(parseTarget(opts.target, 'target'));
-  return tuneTasks(model.name, extractTasks(model.graph, { winograd }), opts, started);
+  return tuneTasks(model.name, tuningTasks(model.graph, opts.target), opts, started);
+}
+
+/**
+ * The tasks tuneNetwork searches for a model's graph on a target (also what `tune
+ * --workload` and the Nx shards choose from). CPU targets also tune a Winograd task for each
+ * 3x3 stride-1 conv layer: compile runs the layer as Winograd where that task's best record
+ * beats the direct conv's (compile/choose-winograd.ts).
+ */
+export function tuningTasks(graph: Graph, target: string): Task[] {
+  return extractTasks(graph, { winograd: !isGpu(parseTarget(target, 'target')) });
 }
 
 /** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
