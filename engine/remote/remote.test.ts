@@ -17,6 +17,7 @@ import { renderCandidate, wrapKernel } from '../measure/builder';
 import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, parseTarget } from '../target';
+import { workerBuild } from './device';
 import { RemoteMeasurer } from './measurer';
 import { openRemoteDevices } from './open';
 import { RemotePool } from './pool';
@@ -126,6 +127,21 @@ test('a runner that does not exist and a device that answers garbage: one error 
   const newer = `sh -c 'echo "{\\"tt_remote\\":2,\\"abi_version\\":1}"; cat >/dev/null' x {command}`;
   const version = await openRemoteDevices([newer], target, '--runner').then(() => undefined, (e: Error) => e);
   assert.match(String(version), /its tt_remote speaks protocol 2, this tensortune 1/);
+});
+
+test('a device that says hello, then answers garbage: one error quoting it', async () => {
+  const { fnv } = await workerBuild(target);
+  const hello = JSON.stringify({ tt_remote: 1, abi_version: 1, pid: 1, machine: 'x86_64', threads: 1, self_fnv: fnv });
+  const dir = mkdtempSync(path.join(tmpdir(), 'tt-remote-test-'));
+  try {
+    const fake = path.join(dir, 'fake.sh');
+    writeFileSync(fake, `echo '${hello}'\nread request\necho 'Segmentation fault (core dumped)'\ncat > /dev/null\n`);
+    const err = await openRemoteDevices([`sh ${fake} {command}`], target, '--runner').then(() => undefined, (e: Error) => e);
+    assert.ok(err instanceof UserError, String(err));
+    assert.match(err.message, /: expected the reply to info i1, got 'Segmentation fault \(core dumped\)'$/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('GPU targets are refused through a runner, in one message naming where', async () => {
