@@ -312,4 +312,23 @@ test('prefetch: the next task\'s batch is searched while this one is built, neve
   assert.ok(off.policies.every((p) => p.asyncCalls.length === 0));
 });
 
+test('a task and its alternative (a Winograd task of the same layers) count once in the estimate, with the faster of the two', async () => {
+  const [direct, other] = TASKS;
+  const wino: Task = { ...TASKS[2], key: 'wino', alternative: { of: direct.key, impl: 'winograd' } };
+  const tasks = [direct, other, wino];
+  const cost = [4, 2, 1]; // every candidate of task i costs cost[i] ms
+  const measurer: Measurer = {
+    async measure(task, candidates) {
+      const ms = cost[tasks.indexOf(task)];
+      return candidates.map((steps) => ({ steps, costs_ms: [ms], error: null, build_ms: 1, run_ms: 1 }));
+    },
+    async close() { /* nothing */ },
+  };
+  const entries: SchedulerTask[] = tasks.map((task) => ({ task, policy: new CountingPolicy(0), prior: [] }));
+  const scheduler = new TaskScheduler(entries, { batchSize: 2, seed: 1, trials: 6 }, { measurer, costModel: new RecordingModel(), record: () => undefined });
+  const result = await scheduler.run();
+  // direct's layers run as Winograd (1 ms < 4 ms): weight(direct) x 1 + weight(other) x 2; the alternative's own weight is not added.
+  assert.is(result.estimatedMs, direct.weight * 1 + other.weight * 2);
+});
+
 test.run();

@@ -217,10 +217,20 @@ export class TaskScheduler {
 
   /** Σ weight × best latency (ms), or null while some task has no valid program. */
   estimatedMs(): number | null {
-    let sum = 0;
+    // A task and its alternatives (a Winograd task of the same layers) are one layer group:
+    // compile runs the faster, so the group counts once, with its best implementation.
+    const byKey = new Map(this.states.map((s) => [s.entry.task.key, s]));
+    const groups = new Map<string, TaskState[]>();
     for (const s of this.states) {
-      if (s.best === null) return null;
-      sum += s.entry.task.weight * s.best;
+      const alt = s.entry.task.alternative;
+      const head = alt && byKey.has(alt.of) ? alt.of : s.entry.task.key;
+      groups.set(head, [...(groups.get(head) ?? []), s]);
+    }
+    let sum = 0;
+    for (const [head, members] of groups) {
+      const bests = members.flatMap((m) => (m.best === null ? [] : [m.best]));
+      if (bests.length === 0) return null;
+      sum += byKey.get(head)!.entry.task.weight * Math.min(...bests);
     }
     return sum;
   }
