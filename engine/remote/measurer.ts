@@ -12,7 +12,7 @@ import type { Task } from '../graph/extract';
 import { numElements } from '../ir/tensor';
 import { Builder, type BuiltCandidate } from '../measure/builder';
 import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
-import { compareOutput, computeReference, DEFAULT_TOLERANCE, type Reference, type Tolerance } from '../measure/verify';
+import { compareOutput, computeReference, toleranceFor, type Reference, type Tolerance } from '../measure/verify';
 import type { Step } from '../schedule/steps';
 import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import type { Target } from '../target';
@@ -34,17 +34,21 @@ type Outcome = Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'>;
 export class RemoteMeasurer implements Measurer {
   readonly options: Readonly<MeasureOptions>;
   private readonly seed: number;
-  private readonly tolerance: Tolerance;
+  /** The tolerance asked for; else each task's own (verify.ts toleranceFor), as the local measurer. */
+  private readonly tolerance: Tolerance | undefined;
   private readonly workDir = ownedTempDir('tt-measure');
   private readonly builder: Builder;
   private readonly references = new Map<string, Reference>();
+  /** Batches being timed on the devices, and who waits for none to be (whenIdle). */
+  private timing = 0;
+  private readonly idleWaiters: (() => void)[] = [];
 
   /** `pool` is opened (RemotePool.open) by the caller and closed by close(). */
   constructor(target: Target, private readonly pool: RemotePool, opts: RemoteMeasurerOptions = {}) {
     const { seed, tolerance, buildTimeoutMs, ...measure } = opts;
     this.options = { ...DEFAULT_MEASURE_OPTIONS, buildJobs: availableParallelism(), ...measure };
     this.seed = seed ?? 0;
-    this.tolerance = tolerance ?? DEFAULT_TOLERANCE;
+    this.tolerance = tolerance;
     this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
   }
 
@@ -63,12 +67,18 @@ export class RemoteMeasurer implements Measurer {
     const libs = new Map<string, Buffer>();
     for (const { b } of runnable) if (!libs.has(b.lib)) libs.set(b.lib, await fs.readFile(b.lib));
     const timings = new Map<number, number>();
-    const results = await this.pool.run(runnable, async (device, { b, i }) => {
-      const started = performance.now();
-      const outcome = await this.runOne(device, task, b, libs.get(b.lib)!);
-      timings.set(i, performance.now() - started);
-      return outcome;
-    });
+    this.timing++;
+    let results;
+    try {
+      results = await this.pool.run(runnable, async (device, { b, i }) => {
+        const started = performance.now();
+        const outcome = await this.runOne(device, task, b, libs.get(b.lib)!);
+        timings.set(i, performance.now() - started);
+        return outcome;
+      });
+    } finally {
+      if (--this.timing === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
     const outcomes: MeasureOutcome[] = built.map((b) => ('error' in b
       ? { steps: b.steps, costs_ms: [], error: b.error, message: b.message, build_ms: b.build_ms, run_ms: 0 }
       : { steps: b.steps, costs_ms: [], error: 'device_error', message: 'not run', build_ms: b.build_ms, run_ms: 0 }));
@@ -114,10 +124,17 @@ export class RemoteMeasurer implements Measurer {
         return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[k].name}: the device sent ${p?.length ?? 0} bytes, expected ${ref.outputs[k].length * 4}` };
       }
       const got = new Float32Array(p.buffer.slice(p.byteOffset, p.byteOffset + p.length));
-      const cmp = compareOutput(got, ref.outputs[k], this.tolerance);
+      const cmp = compareOutput(got, ref.outputs[k], this.tolerance ?? toleranceFor(dag));
       if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[k].name}: ${cmp.message}` };
     }
     return { costs_ms: reply.runs_ms ?? [], error: null };
+  }
+
+  /** Resolves when no device is timing a candidate (Measurer.whenIdle): the search's work
+   *  beside a measurement waits, as for the local measurer (a device may be this machine:
+   *  qemu-user, a loopback runner). */
+  whenIdle(): Promise<void> {
+    return this.timing === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   async close(): Promise<void> {
