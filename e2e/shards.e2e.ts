@@ -1,5 +1,5 @@
 // End to end: sharded tuning as a user meets it. The packed plugin in a fresh Nx workspace
-// with two tiny ONNX networks that share three of their four workloads, each tuned in two
+// with two tiny ONNX networks that share four of their workloads, each tuned in two
 // shards (`shards: 2`). `nx run-many -t tune` runs the shards (the shared workloads once,
 // by the first network) and merges them; a second run is all cache hits; a changed model
 // re-runs only the shard whose workloads changed (counted from Nx's output); and two
@@ -24,7 +24,9 @@ const base = mkdtempSync(path.join(tmpdir(), 'tensortune-shards-e2e-'));
 const ws = path.join(base, 'ws');
 const KEEP = process.env.TENSORTUNE_E2E_KEEP === '1';
 
-// alpha's second conv is 3x3, beta's 1x1: they share the first conv, the pooling and the dense layer.
+// alpha's second conv is 3x3, beta's 1x1: they share the first conv (and its Winograd
+// alternative, which CPU targets tune too), the pooling and the dense layer. alpha has 6
+// tasks, beta 5, of which 4 are alpha's.
 const CONFIG = `records: .tensortune/records
 targets:
   cpu:
@@ -142,10 +144,10 @@ test('nx run-many -t tune --parallel 3: runs every shard once (the shared worklo
   const { ran, cached } = tasksOf(out);
   assert.equal(ran, ['alpha:tune', 'alpha:tune--0', 'alpha:tune--1', 'beta:tune', 'beta:tune--0', 'beta:tune--1'], out);
   assert.equal(cached, []);
-  // alpha tunes its four workloads; beta's shards tune only the one alpha does not have.
+  // alpha tunes its six workloads; beta's shards tune only the one alpha does not have.
   const alphaKeys = [0, 1].flatMap((k) => keysOf(shardOutput(ws, 'alpha', k))).sort();
   const betaKeys = [0, 1].flatMap((k) => keysOf(shardOutput(ws, 'beta', k))).sort();
-  assert.is(alphaKeys.length, 4, `alpha's shards: ${alphaKeys.join(' ')}`);
+  assert.is(alphaKeys.length, 6, `alpha's shards: ${alphaKeys.join(' ')}`);
   assert.is(betaKeys.length, 1, `beta's shards tune its own workload only: ${betaKeys.join(' ')}`);
   assert.not.ok(alphaKeys.includes(betaKeys[0]));
   // parallelism: false: the measurement times of two shards never interleave.
@@ -155,10 +157,11 @@ test('nx run-many -t tune --parallel 3: runs every shard once (the shared worklo
     .map((times) => [Math.min(...times), Math.max(...times)]);
   assert.ok(spans.length >= 2);
   for (const [a0, a1] of spans) for (const [b0, b1] of spans) if (a0 !== b0) assert.ok(a1 < b0 || b1 < a0, `shards measured at once: ${JSON.stringify(spans)}`);
-  assert.match(out, /merging 2 shard\(s\); output \S+alpha\/cpu\.tiny\.jsonl: best records for 4 of 4 task\(s\)/);
-  assert.match(out, /merging 2 shard\(s\); output \S+beta\/cpu\.tiny\.jsonl: best records for 4 of 4 task\(s\)/);
+  assert.match(out, /merging 2 shard\(s\); output \S+alpha\/cpu\.tiny\.jsonl: best records for 6 of 6 task\(s\)/);
+  assert.match(out, /merging 2 shard\(s\); output \S+beta\/cpu\.tiny\.jsonl: best records for 5 of 5 task\(s\)/);
   // Each merged output: one best record per task, of the network's tasks.
-  for (const n of ['alpha', 'beta']) assert.is(linesOf(mergedOutput(ws, n)).length, 4, n);
+  assert.is(linesOf(mergedOutput(ws, 'alpha')).length, 6);
+  assert.is(linesOf(mergedOutput(ws, 'beta')).length, 5);
   assert.equal(keysOf(mergedOutput(ws, 'beta')), [...alphaKeys.filter((k) => keysOf(mergedOutput(ws, 'beta')).includes(k)), ...betaKeys].sort());
   // Every workload was measured under one budget of 2 trials per task: nothing was tuned twice.
   const perKey = new Map<string, number>();
@@ -166,7 +169,7 @@ test('nx run-many -t tune --parallel 3: runs every shard once (the shared worklo
     const key = (JSON.parse(line) as { key: string }).key;
     perKey.set(key, (perKey.get(key) ?? 0) + 1);
   }
-  assert.is(perKey.size, 5);
+  assert.is(perKey.size, 7);
   for (const [key, n] of perKey) assert.is(n, 2, `${key}: measured ${n} times`);
   beforeChange = measurements(ws);
 });
@@ -213,7 +216,7 @@ test('two workspaces sharing a remote cache split the shards and end with the sa
   assert.equal(twoTasks.remote.filter((t) => t.includes('--')), ['alpha:tune--0', 'beta:tune--0'], twoOut);
   assert.ok([...oneTasks.ran, ...twoTasks.ran].every((t) => !t.includes('--')), 'no shard ran twice');
   for (const n of ['alpha', 'beta']) {
-    assert.is(linesOf(mergedOutput(one, n)).length, 4, n);
+    assert.is(linesOf(mergedOutput(one, n)).length, n === 'alpha' ? 6 : 5, n);
     assert.equal(linesOf(mergedOutput(one, n)).sort(), linesOf(mergedOutput(two, n)).sort(), `${n}: the same merged records`);
   }
   assert.equal(measurements(one), measurements(two), 'both hold every measurement of the four shards');

@@ -20,8 +20,8 @@
 //   target, the fingerprint a runtime input of every tune target.
 
 import { createHash } from 'node:crypto';
-import { loadModel } from '../engine/frontend/load';
-import { extractTasks } from '../engine/graph/extract';
+import type { Task } from '../engine/graph/extract';
+import type { Graph } from '../engine/graph/graph';
 import { ConfigError, configLabel, type LoadedConfig } from './config';
 import { networkTargets, resolveRun } from './resolve';
 
@@ -131,24 +131,48 @@ export function shardDigest(shard: Shard, engineVersion: string, splitByShare: b
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 32);
 }
 
+// The engine's model loading and search modules are required when a sharded network is
+// planned, not when the plugin loads: every Nx command loads the plugin, most plan nothing.
+/* eslint-disable @typescript-eslint/no-require-imports */
+const engine = {
+  loadModel: (...a: Parameters<typeof import('../engine/frontend/load').loadModel>) => (require('../engine/frontend/load') as typeof import('../engine/frontend/load')).loadModel(...a),
+  tuningTasks: (graph: Graph, target: string): Task[] => (require('../engine/search/tune') as typeof import('../engine/search/tune')).tuningTasks(graph, target),
+};
+/* eslint-enable @typescript-eslint/no-require-imports */
+
 /**
- * The tasks of a network as tune extracts them (the same model spec and passes, so the same
- * workload keys). A model that does not load is a ConfigError naming the network's model.
+ * The tasks tune searches for a graph on any of `targets` (tuningTasks: CPU targets add
+ * Winograd alternatives), each once, in order. The plan covers them all, so that every
+ * configuration (-c <target>) of a shard target has the same plan and cache input; a run
+ * tunes those of its own target.
  */
-export function networkTasks(loaded: LoadedConfig, workspaceRoot: string, network: string): ReturnType<typeof extractTasks> {
+export function tasksForTargets(graph: Graph, targets: readonly string[]): Task[] {
+  const out = new Map<string, Task>();
+  for (const t of targets) for (const task of engine.tuningTasks(graph, t)) if (!out.has(task.key)) out.set(task.key, task);
+  return [...out.values()];
+}
+
+/** The target strings a network is built for. */
+const targetStrings = (loaded: LoadedConfig, network: string): string[] => networkTargets(loaded, network).map((t) => loaded.config.targets[t].target);
+
+/** A network's model graph, as tune loads it (its spec, so the same workload keys). A model that does not load is a ConfigError naming it. */
+export function networkGraph(loaded: LoadedConfig, workspaceRoot: string, network: string, opts: { weights?: 'zeros' } = {}): Graph {
   const spec = resolveRun(loaded, workspaceRoot, network, networkTargets(loaded, network)[0]).spec;
   try {
-    // Shapes are what the keys depend on: a builtin network's weights are left zero (extract is the same).
-    return extractTasks(loadModel({ ...spec, weights: 'zeros' }).graph);
+    return engine.loadModel({ ...spec, ...opts }).graph;
   } catch (e) {
     throw new ConfigError(configLabel(loaded.file, workspaceRoot), `networks.${network}.model`,
       `cannot be loaded to plan its shards: ${(e as Error).message.split('\n')[0]}`);
   }
 }
 
-/** planShards over the models of the config; `known` supplies tasks already extracted (the tuned network's). */
-export function loadShardPlans<T extends ShardTask = ShardTask>(
-  loaded: LoadedConfig, workspaceRoot: string, known: ReadonlyMap<string, readonly T[]> = new Map(),
-): Map<string, NetworkShardPlan<T | ReturnType<typeof extractTasks>[number]>> {
-  return planShards<T | ReturnType<typeof extractTasks>[number]>(loaded, (n) => known.get(n) ?? networkTasks(loaded, workspaceRoot, n));
+/** The tasks a network's shards are planned over: those tune searches on any of its targets. */
+export function networkTasks(loaded: LoadedConfig, workspaceRoot: string, network: string, graph?: Graph): Task[] {
+  // Shapes are what the keys depend on: a builtin network's weights are left zero (its tasks are the same).
+  return tasksForTargets(graph ?? networkGraph(loaded, workspaceRoot, network, { weights: 'zeros' }), targetStrings(loaded, network));
+}
+
+/** planShards over the models of the config; `known` supplies the tasks of networks already loaded. */
+export function loadShardPlans(loaded: LoadedConfig, workspaceRoot: string, known: ReadonlyMap<string, readonly Task[]> = new Map()): Map<string, NetworkShardPlan<Task>> {
+  return planShards<Task>(loaded, (n) => known.get(n) ?? networkTasks(loaded, workspaceRoot, n));
 }

@@ -7,9 +7,9 @@
 import { UserError } from '../errors';
 import { loadModel, type ModelSpec } from '../frontend/load';
 import { NETWORK_NAMES } from '../frontend/networks';
-import { extractTasks, type Task } from '../graph/extract';
+import type { Task } from '../graph/extract';
 import { ProgressReporter } from '../search/progress';
-import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks } from '../search/tune';
+import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { openRemoteDevices, type OpenedDevices } from '../remote/open';
 import { parseTarget } from '../target';
@@ -58,8 +58,9 @@ Search:
   --seed S              seed of the search and of the measured inputs (default 0)
   --read-records FILE   another log to resume from without writing to it (repeatable)
   --workload KEY        tune only this task (repeatable): its workload key as 'tensortune tasks
-                        --json' prints it, or the hash that starts it; the task scheduler shares
-                        the budget among these tasks only (how the Nx tune--<k> shards run)
+                        --json' prints it, or the hash that starts it (when no other task's key
+                        starts with it); the task scheduler shares the budget among these
+                        tasks only (as the Nx tune--<k> shards run)
 
 Measurement (as TVM's LocalRunner):
   --threads N           threads of the measured kernels (default 1)
@@ -85,16 +86,16 @@ The table printed per pass and its Weight and Estimated total latency: docs/tuni
  * The tasks of a model that `--workload` names: each by its workload key, or by the hash
  * that starts the key. A name that matches no task, or several, is refused in one line.
  */
-export function selectWorkloads(model: ModelSpec, names: readonly string[]): { name: string; tasks: Task[] } {
+export function selectWorkloads(model: ModelSpec, target: string, names: readonly string[]): { name: string; tasks: Task[] } {
   const loaded = loadModel(model);
-  const tasks = extractTasks(loaded.graph);
+  const tasks = tuningTasks(loaded.graph, target);
   const hashOf = (key: string): string => (/^\["([0-9a-f]+)"/.exec(key) ?? [])[1] ?? key;
   const picked = new Set<Task>();
   for (const name of names) {
     const hits = tasks.filter((t) => t.key === name || hashOf(t.key) === name);
     if (hits.length !== 1) {
       throw new UserError(`--workload ${name}: ${hits.length === 0 ? 'no task' : `${hits.length} tasks`} of ${model.model} ha${hits.length === 0 ? 's' : 've'} this workload key or hash ` +
-        `(${tasks.length} tasks; \`tensortune tasks ${model.model} --json\` lists their keys, with the same model flags)`);
+        `(${tasks.length} tasks; \`tensortune tasks ${model.model} --json\` lists their keys, with the same model flags, all but the Winograd alternatives CPU targets add)`);
     }
     picked.add(hits[0]);
   }
@@ -160,7 +161,7 @@ export const tuneCommand: Command = {
       controller.abort();
     };
     const workloads = values.workload ?? [];
-    const selected = workloads.length > 0 ? selectWorkloads(model, workloads) : undefined;
+    const selected = workloads.length > 0 ? selectWorkloads(model, target, workloads) : undefined;
     process.on('SIGINT', onSigint);
     let device: OpenedDevices | undefined;
     try {

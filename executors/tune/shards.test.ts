@@ -10,6 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadModel } from '../../engine/frontend/load';
 import { extractTasks } from '../../engine/graph/extract';
+import { tuningTasks } from '../../engine/search/tune';
 import { appendRecords } from '../../engine/records/log';
 import { makeRecord } from '../../engine/records/make';
 import type { TuningRecord } from '../../engine/records/record';
@@ -56,6 +57,35 @@ test('the network\'s tune merges: a restored shard output enters the store, the 
   assert.equal(merged.map((r) => [r.key, r.costs_ms[0]]).sort(), [[tasks[0].key, 2], [tasks[1].key, 1]].sort());
   const store = readFileSync(storeLog, 'utf8').trim().split('\n');
   assert.is(store.length, 5, 'the four records and the restored one: nothing removed');
+});
+
+test('without shards the executor tunes the whole network as before; tune--<k> tunes its shard\'s tasks only, into its own output', async () => {
+  const plain = path.join(dir, 'plain');
+  mkdirSync(plain, { recursive: true });
+  writeNetWorkspace(plain);
+  const at = { ...ctx, root: plain, cwd: plain } as ExecutorContext;
+  const whole = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', trialsPerTask: 1, measuresPerRound: 4 }, at));
+  assert.ok(whole.value.success, whole.lines.join('\n'));
+  const keysIn = (file: string): string[] => [...new Set(readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as TuningRecord).key))].sort();
+  // The tasks tune searches on a CPU target (the conv's Winograd alternative too).
+  const tasks = tuningTasks(loadModel({ model: path.join(plain, 'net.onnx') }).graph, 'llvm');
+  assert.ok(tasks.length > extractTasks(loadModel({ model: path.join(plain, 'net.onnx') }).graph).length);
+  assert.equal(keysIn(path.join(plain, 'records', 'nx', 'net', 'cpu.default.jsonl')), tasks.map((t) => t.key).sort());
+
+  const sharded = path.join(dir, 'sharded');
+  mkdirSync(sharded, { recursive: true });
+  writeNetWorkspace(sharded, { config: SHARDED });
+  const sat = { ...ctx, root: sharded, cwd: sharded } as ExecutorContext;
+  const shardKeys: string[][] = [];
+  for (const shard of [0, 1]) {
+    const r = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', shard, trialsPerTask: 1, measuresPerRound: 4 }, sat));
+    assert.ok(r.value.success, r.lines.join('\n'));
+    assert.ok(r.lines.some((l) => new RegExp(`shard ${shard} of 2: \\d of ${tasks.length} task\\(s\\)`).test(l)), r.lines.join('\n'));
+    const out = path.join(sharded, 'records', 'nx', 'net', `cpu.default.shard-${shard}.jsonl`);
+    shardKeys.push(readFileSync(out, 'utf8').trim() ? keysIn(out) : []);
+  }
+  assert.equal([...shardKeys[0], ...shardKeys[1]].sort(), tasks.map((t) => t.key).sort(), 'the two shards tune every task, each once');
+  assert.is(shardKeys[0].filter((k) => shardKeys[1].includes(k)).length, 0);
 });
 
 test.run();

@@ -9,22 +9,21 @@
 import path from 'node:path';
 import { UserError } from '../../engine/errors';
 import { loadModel } from '../../engine/frontend/load';
-import { extractTasks, type Task } from '../../engine/graph/extract';
+import type { Task } from '../../engine/graph/extract';
 import { distillEntries } from '../../engine/records/distill';
 import { readStore, writeRecordsFile } from '../../engine/records/store';
-import { tuneNetwork, tuneTasks, type TuneResult } from '../../engine/search/tune';
+import { tuneNetwork, tuneTasks, tuningTasks, type TuneResult } from '../../engine/search/tune';
 import type { TuneNetworkOptions } from '../../engine/search/types';
 import { ConfigError, configLabel, loadConfig } from '../../plugin/config';
-import type { ResolvedRun } from '../../plugin/resolve';
-import { shardOutputFile } from '../../plugin/resolve';
-import { loadShardPlans, shardBudget, type NetworkShardPlan, type Shard } from '../../plugin/shards';
+import { networkTargets, shardOutputFile, type ResolvedRun } from '../../plugin/resolve';
+import { loadShardPlans, shardBudget, tasksForTargets, type NetworkShardPlan, type Shard } from '../../plugin/shards';
 
 /** How a run of the tune executor takes part in a sharded network's tuning. */
 export interface Sharding {
-  /** Every task of the network. */
+  /** Every task of the network that tune searches on this run's target. */
   tasks: Task[];
   plan: NetworkShardPlan<Task>;
-  /** The shard this run tunes; none for the network's tune target (it merges). */
+  /** The shard this run tunes (its tasks: those of this run's target); none for the network's tune target (it merges). */
   shard?: Shard<Task>;
   /** This run's Nx output: the shard's file, or the network's tune output for the merge. */
   output: string;
@@ -43,10 +42,18 @@ export function shardingOf(run: ResolvedRun, shard: number | undefined, config: 
   if (shard !== undefined && !(Number.isInteger(shard) && shard >= 0 && shard < run.net.shards)) {
     throw new UserError(`--shard ${shard}: ${run.network} has ${run.net.shards} shard(s) (networks.${run.network}.shards in ${label}): expected 0 to ${run.net.shards - 1}`);
   }
-  const tasks = extractTasks(loadModel(run.spec).graph);
-  const plan = loadShardPlans(loadConfig(config, root), root, new Map([[run.network, tasks]])).get(run.network) as NetworkShardPlan<Task>;
+  // The plan covers the tasks of all the network's targets (as the plugin planned it); this run tunes its own target's.
+  const loaded = loadConfig(config, root);
+  const graph = loadModel(run.spec).graph;
+  const tasks = tuningTasks(graph, run.target.target);
+  const all = tasksForTargets(graph, networkTargets(loaded, run.network).map((t) => loaded.config.targets[t].target));
+  const plan = loadShardPlans(loaded, root, new Map([[run.network, all]])).get(run.network)!;
   if (shard === undefined) return { tasks, plan, output: run.tuneOutput };
-  return { tasks, plan, shard: plan.shards[shard], output: shardOutputFile(run.storeDir, run.network, run.targetName, run.budgetName, shard) };
+  const mine = new Set(plan.shards[shard].tasks.map((t) => t.key));
+  return {
+    tasks, plan, shard: { ...plan.shards[shard], tasks: tasks.filter((t) => mine.has(t.key)) },
+    output: shardOutputFile(run.storeDir, run.network, run.targetName, run.budgetName, shard),
+  };
 }
 
 /** What the log line of a shard's run says about it. */
