@@ -123,6 +123,16 @@ export interface Dialect {
   barrier?: string;
   /** GPU: the expression of a hardware thread index. */
   threadIndex?(tag: ThreadTag): string;
+  /**
+   * GPU: bounded textual expansion. When set, an unrolled or vectorised loop is expanded
+   * only while all it would emit stays within this many statements, counting the bodies
+   * of the thread scopes and serial loops inside it (a thread scope under a vthread loop
+   * holds the whole fetch-compute-store of a tile); a larger one stays a loop under the
+   * `unroll` pragma, for the device compiler to unroll. Its copies are put in braces only
+   * where they declare something. Unset (C): thread scopes count as one statement, every
+   * copy gets braces, MAX_EXPANDED_STMTS is the bound.
+   */
+  expansionBudget?: number;
 }
 
 export const C_DIALECT: Dialect = {
@@ -138,6 +148,11 @@ export interface RenderOptions {
 
 /** Statements emitted by explicit unrolling/vectorisation above which GCC's unroll pragma is used instead. */
 const MAX_EXPANDED_STMTS = 512;
+/**
+ * The GPU dialects' expansionBudget: TVM's auto-scheduler draws auto_unroll_max_step for
+ * GPUs from {0, 16, 64, 512, 1024}, a bound on the statements an unrolled body expands to.
+ */
+export const GPU_EXPANSION_BUDGET = 512;
 /** Largest local buffer (floats) turned into named variables. */
 const MAX_PROMOTED_FLOATS = 512;
 /** The lane variable of a vectorised loop: `v = base + LANE`. */
@@ -363,15 +378,18 @@ class Renderer {
   private loop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
     // A loop of one iteration is its body with the variable at 0 (and a parallel loop of
     // one iteration has nothing to share).
-    if (s.extent === 1 || (s.kind === 'unroll' && expandedSize([s], this.lanes) <= MAX_EXPANDED_STMTS)) {
+    const budget = this.dialect.expansionBudget;
+    const fits = (): boolean => expandedSize([s], this.lanes, budget !== undefined) <= (budget ?? MAX_EXPANDED_STMTS);
+    if (s.extent === 1 || (s.kind === 'unroll' && fits())) {
+      const braces = budget === undefined || declares(s.body);
       for (let i = 0; i < s.extent; i++) {
-        out.push(`${indent}{`);
-        this.stmts(s.body, new Map([...env, [s.v, i]]), indent + '  ', out);
-        out.push(`${indent}}`);
+        if (braces) out.push(`${indent}{`);
+        this.stmts(s.body, new Map([...env, [s.v, i]]), braces ? indent + '  ' : indent, out);
+        if (braces) out.push(`${indent}}`);
       }
       return;
     }
-    if (s.kind === 'vectorize' && expandedSize([s], this.lanes) <= MAX_EXPANDED_STMTS) {
+    if (s.kind === 'vectorize' && fits()) {
       const full = Math.floor(s.extent / this.lanes) * this.lanes;
       const attempt: string[] = [];
       const logsBefore = this.snapshotLogs();
@@ -455,19 +473,28 @@ function storesMoveWith(body: readonly Stmt[], loopVar: string): boolean {
   });
 }
 
-/** Statements the expansion of `body` would emit (unrolled and vectorised loops multiplied out). */
-function expandedSize(body: readonly Stmt[], lanes: number): number {
+/**
+ * Statements the expansion of `body` would emit (unrolled and vectorised loops multiplied
+ * out). `threads`: count the bodies of thread scopes (GPU), else a thread scope counts one.
+ */
+function expandedSize(body: readonly Stmt[], lanes: number, threads: boolean): number {
   let n = 0;
   for (const s of body) {
-    if (s.k === 'for') {
-      const inner = expandedSize(s.body, lanes);
+    if (s.k === 'thread' && threads) n += expandedSize(s.body, lanes, threads) + 1;
+    else if (s.k === 'for') {
+      const inner = expandedSize(s.body, lanes, threads);
       if (s.kind === 'unroll') n += s.extent * inner;
       else if (s.kind === 'vectorize') n += Math.ceil(s.extent / lanes) * inner;
       else n += inner + 1;
-    } else if (s.k === 'if') n += expandedSize(s.body, lanes) + 1;
+    } else if (s.k === 'if') n += expandedSize(s.body, lanes, threads) + 1;
     else n += 1;
   }
   return n;
+}
+
+/** Whether `body` allocates a buffer anywhere (its expanded copies then need a scope each). */
+function declares(body: readonly Stmt[]): boolean {
+  return body.some((s) => s.k === 'alloc' || ((s.k === 'for' || s.k === 'if' || s.k === 'thread') && declares(s.body)));
 }
 
 /**

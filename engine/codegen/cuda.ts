@@ -3,7 +3,8 @@
 // (cuda-host.ts, native/cuda/).
 //
 // The statements are written by c.ts's Renderer with the CUDA dialect, as opencl.ts does for
-// OpenCL: the same explicit unrolling, vectorisation and register promotion. The prelude
+// OpenCL: the same explicit unrolling (bounded by GPU_EXPANSION_BUDGET statements),
+// vectorisation and register promotion. The prelude
 // gives the helper names the C renderer uses (tt_maxf, tt_v4_load, ...) their CUDA meaning:
 // CUDA has no float vectors with arithmetic, so tt_v4/8/16 are small structs with the
 // operators the renderer writes (vector op vector, vector op scalar), loaded and stored as
@@ -19,7 +20,7 @@
 // Buffer names come from lowering (cName in lower.ts) and kernel names from our callers,
 // never from records.
 
-import { renderBody, type Dialect } from './c';
+import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
 import type { GpuKernel, GpuProgram } from './gpu';
 import type { Stmt } from './lower';
 import { launchTable, type BufferRole } from './opencl';
@@ -94,7 +95,11 @@ export const CUDA_DIALECT: Dialect = {
   openmp: false,
   barrier: '__syncthreads();',
   threadIndex: (tag) => `(int32_t)${INDEX[tag]}`,
+  expansionBudget: GPU_EXPANSION_BUDGET,
 };
+
+/** CUDA_DIALECT without the expansion budget: unrolling expanded as before (bench/gpu-source-size.ts compares). */
+const CUDA_DIALECT_UNBOUNDED: Dialect = { ...CUDA_DIALECT, expansionBudget: undefined };
 
 /** What the host needs besides the module: buffers and launches (grid and block sizes), in order. */
 export interface CudaLaunchTable {
@@ -105,6 +110,8 @@ export interface CudaLaunchTable {
 export interface CudaRenderOptions {
   /** float32 lanes of the vectors (target vectorLanes): 4, 8 or 16. */
   vectorLanes: number;
+  /** Expand unrolled loops without the GPU budget, as before it (for comparisons only). */
+  unboundedUnroll?: boolean;
 }
 
 /** Buffers a kernel body stores to. */
@@ -128,7 +135,7 @@ export function renderCudaKernels(p: GpuProgram, opts: CudaRenderOptions): strin
     const params = k.params.map((b) => `${written.has(b) ? '' : 'const '}float* __restrict__ ${b}`).join(', ');
     out.push(`extern "C" __global__ void __launch_bounds__(${threadsOf(k)}) ${k.name}(${params}) {`);
     for (const s of k.shared) out.push(`  __shared__ __align__(16) float ${s.buf}[${s.size}];`);
-    out.push(...renderBody(k.body, opts.vectorLanes, CUDA_DIALECT, '  '));
+    out.push(...renderBody(k.body, opts.vectorLanes, opts.unboundedUnroll ? CUDA_DIALECT_UNBOUNDED : CUDA_DIALECT, '  '));
     out.push('}', '');
   }
   return out.join('\n');

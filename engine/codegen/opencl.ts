@@ -3,14 +3,15 @@
 //
 // The statements are written by c.ts's Renderer with the OpenCL dialect: the same explicit
 // unrolling, vectorisation (float4/8/16 through vload/vstore) and register promotion as on
-// CPUs. The prelude gives the helper names the C renderer uses (expf, tt_maxf, tt_v4_load,
+// CPUs, the expansion bounded by GPU_EXPANSION_BUDGET statements (a longer unrolled loop
+// stays a loop under `#pragma unroll N`, which the OpenCL compilers' clang accepts). The prelude gives the helper names the C renderer uses (expf, tt_maxf, tt_v4_load,
 // ...) their OpenCL meaning, so both languages share one statement writer. Bound loops
 // become get_group_id / get_local_id; shared buffers are `__local` arrays at the kernel's
 // top; barriers are barrier(CLK_LOCAL_MEM_FENCE). Buffer names come from lowering (cName in
 // lower.ts) and kernel names from our callers, never from records.
 
 import { numElements } from '../ir/tensor';
-import { renderBody, type Dialect } from './c';
+import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
 import type { Dim3, GpuProgram } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
 
@@ -64,7 +65,11 @@ export const OPENCL_DIALECT: Dialect = {
   openmp: false,
   barrier: 'barrier(CLK_LOCAL_MEM_FENCE);',
   threadIndex: (tag) => `(int)${INDEX[tag]}`,
+  expansionBudget: GPU_EXPANSION_BUDGET,
 };
+
+/** OPENCL_DIALECT without the expansion budget: unrolling expanded as before (bench/gpu-source-size.ts compares). */
+const OPENCL_DIALECT_UNBOUNDED: Dialect = { ...OPENCL_DIALECT, expansionBudget: undefined };
 
 export type BufferRole = 'in' | 'out' | 'temp';
 
@@ -77,6 +82,8 @@ export interface OpenclLaunchTable {
 export interface OpenclRenderOptions {
   /** float32 lanes of the device's vectors (target vectorLanes): 4, 8 or 16. */
   vectorLanes: number;
+  /** Expand unrolled loops without the GPU budget, as before it (for comparisons only). */
+  unboundedUnroll?: boolean;
 }
 
 /** The OpenCL C source of one program's kernels (without the prelude: sources of several programs share one). */
@@ -87,7 +94,7 @@ export function renderOpenclKernels(p: GpuProgram, opts: OpenclRenderOptions): s
     const params = k.params.map((b) => `__global float* restrict ${b}`).join(', ');
     out.push(`__kernel __attribute__((reqd_work_group_size(${k.block.join(', ')}))) void ${k.name}(${params}) {`);
     for (const s of k.shared) out.push(`  __local float ${s.buf}[${s.size}];`);
-    out.push(...renderBody(k.body, opts.vectorLanes, OPENCL_DIALECT, '  '));
+    out.push(...renderBody(k.body, opts.vectorLanes, opts.unboundedUnroll ? OPENCL_DIALECT_UNBOUNDED : OPENCL_DIALECT, '  '));
     out.push('}', '');
   }
   return out.join('\n');
