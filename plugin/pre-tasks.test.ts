@@ -87,4 +87,10 @@ test('options the target\'s executor does not take: refused before anything runs
   check('run-many -t benchmark --trials-per-task 3'); // run-many: the executors check their options
 });
 
+test('--shard on the command line: refused (the plugin sets it on each tune--<k> target; Nx would forward it to every shard)', () => {
+  refused('tune mobilenet --shard 2', /^tensortune tune: --shard: the plugin sets the shard of each tune--<k> target; run one shard with `nx run mobilenet:tune--<k>`/);
+  refused('run-many -t tune --shard=1', /^tensortune tune: --shard: the plugin sets the shard/);
+  check('compile mobilenet --watch');
+});
+
 test.run();

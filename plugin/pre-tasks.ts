@@ -5,7 +5,8 @@
 // names the Nx target to run; the config's target is -c <name> or --config-target),
 // `--batch N` and flags Nx's parser swallows (`--batch-size`), and, for `nx <target>
 // <project>` and `nx run`, an option the target's executor does not take (so `nx benchmark
-// x --trials-per-task 3` fails at once, not after tuning and compiling).
+// x --trials-per-task 3` fails at once, not after tuning and compiling), and `--shard`, which
+// the plugin sets on each `tune--<k>` target.
 
 import path from 'node:path';
 import { readCachedProjectGraph, type PreTasksExecution, type ProjectGraph, type TargetConfiguration } from '@nx/devkit';
@@ -78,6 +79,11 @@ export function checkNxCommand(nx: NxFlags, graph: Pick<ProjectGraph, 'nodes'>, 
     const f = nx.swallowed[0];
     throw new UserError(`${prefix}: ${f}: Nx's parser takes it for one of its own flags and drops it` +
       `${/^--batch-?[sS]ize$/.test(f) ? '; candidates measured per round are --measures-per-round' : ''} (nx ${first.executor} takes: ${userOptions(first.executor).join(', ')})`);
+  }
+  const shardFlag = nx.overrides.find((f) => /^-+shard$/.test(f));
+  if (shardFlag && named.some((n) => n.executor === 'tune')) {
+    // The plugin sets it on each tune--<k> target; given here, Nx would hand it to every shard tune depends on.
+    throw new UserError(`tensortune tune: ${shardFlag}: the plugin sets the shard of each tune--<k> target; run one shard with \`nx run ${first.project}:tune--<k>\`, or all of them with \`nx run-many -t tune--<k>\``);
   }
   const c = nx.configuration;
   if (c !== undefined) {
