@@ -96,6 +96,7 @@ export class RemotePool {
           failures.set(i, seen);
           if (seen.length >= MAX_DEVICE_FAILURES_PER_ITEM) results[i] = { lost: `${seen.length} device failures running it: ${seen.join('; ')}` };
           else queue.unshift(i); // back to the front: the next free device takes it
+          changed(); // a waiting device need not wait for this one's reconnect
           // One chance to come back (a dropped connection); a device that cannot is out of the pool.
           try {
             await d.connect();

@@ -46,6 +46,8 @@ test('runner templates: {command} exactly once, qemu-user recognised, one messag
   assert.throws(() => parseRunner('', '--runner'), /--runner: expected a runner command template/);
   assert.ok(parseRunner('qemu-aarch64 -L /usr/aarch64-linux-gnu {command}', 'r').emulator);
   assert.ok(parseRunner('/usr/bin/qemu-aarch64-static {command}', 'r').emulator);
+  assert.ok(parseRunner('env QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 {command}', 'r').emulator);
+  assert.not.ok(parseRunner('ssh board qemu-aarch64-runs-here {command}', 'r').emulator);
   assert.not.ok(parseRunner('ssh board {command}', 'r').emulator);
   assert.not.ok(parseRunner('qemu-system-aarch64 {command}', 'r').emulator);
 });

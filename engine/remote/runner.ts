@@ -44,8 +44,9 @@ export function parseRunner(template: unknown, where: string): Runner {
   if (count !== 1) {
     throw new UserError(`${where}: expected a command template containing ${COMMAND_PLACEHOLDER} exactly once, e.g. "ssh board ${COMMAND_PLACEHOLDER}", got ${JSON.stringify(template)}`);
   }
-  const first = template.trim().split(/\s+/)[0];
-  const emulator = /^qemu-(?!system-)[a-z0-9_]+(-static)?$/.test(first.split('/').pop() ?? '');
+  // qemu-user anywhere before {command} (`env QEMU_LD_PREFIX=... qemu-aarch64 {command}` too).
+  const before = template.slice(0, template.indexOf(COMMAND_PLACEHOLDER)).trim().split(/\s+/);
+  const emulator = before.some((w) => /^qemu-(?!system-)[a-z0-9_]+(-static)?$/.test(w.split('/').pop() ?? ''));
   return { template, where, emulator };
 }
 
