@@ -71,6 +71,9 @@ export function shellQuote(word: string): string {
 export class RemoteSession {
   private readonly child: ChildProcess;
   private buf: Buffer = Buffer.alloc(0);
+  /** Chunks not yet joined into buf: a large output is joined once, not once per chunk. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
   private waiter?: () => void;
   private ended = false;
   private killed = false;
@@ -83,7 +86,8 @@ export class RemoteSession {
     // Its own process group, so that a kill takes the runner's children (ssh, qemu) too.
     this.child = spawn('sh', ['-c', line], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.child.stdout!.on('data', (chunk: Buffer) => {
-      this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
       this.wake();
     });
     this.child.stdout!.on('end', () => { this.ended = true; this.wake(); });
@@ -108,6 +112,13 @@ export class RemoteSession {
     return `${this.exit ?? 'closed its output'}${tail ? ` (stderr: ${tail})` : ''}`;
   }
 
+  private flatten(): void {
+    if (this.pending.length === 0) return;
+    this.buf = Buffer.concat([this.buf, ...this.pending]);
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
   private wake(): void {
     const w = this.waiter;
     this.waiter = undefined;
@@ -128,6 +139,7 @@ export class RemoteSession {
   /** The next line (without '\n'); undefined when the stream ends or the deadline passes. */
   private async readLine(deadline: Promise<typeof TIMEOUT>): Promise<string | undefined | typeof TIMEOUT> {
     for (;;) {
+      this.flatten();
       const nl = this.buf.indexOf(10);
       if (nl >= 0) {
         const line = this.buf.subarray(0, nl).toString('utf8');
@@ -143,7 +155,8 @@ export class RemoteSession {
 
   private async readBytes(n: number, deadline: Promise<typeof TIMEOUT>): Promise<Buffer | undefined | typeof TIMEOUT> {
     for (;;) {
-      if (this.buf.length >= n) {
+      if (this.buf.length + this.pendingBytes >= n) {
+        this.flatten();
         const out = Buffer.from(this.buf.subarray(0, n));
         this.buf = this.buf.subarray(n);
         return out;
