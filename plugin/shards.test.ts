@@ -3,7 +3,7 @@
 // targets createNodes infers from them (on real builtin networks: resnet-18 and resnet-34
 // share their workloads).
 
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 process.env.NX_CACHE_PROJECT_GRAPH = 'false';
@@ -12,7 +12,9 @@ import * as assert from 'uvu/assert';
 import type { TargetConfiguration } from '@nx/devkit';
 import { validateConfig, type LoadedConfig, type TensortuneConfig } from './config';
 import { createNodes } from './index';
-import { planShards, shardBudget, shardDigest, shardOfKey, type ShardTask } from './shards';
+import { loadModel } from '../engine/frontend/load';
+import { writeNetWorkspace } from '../executors/workspace.fixture';
+import { planShards, shardBudget, shardDigest, shardOfKey, tasksForTargets, type ShardTask } from './shards';
 
 const task = (key: string, weight = 1, flops = 1000): ShardTask => ({ key, desc: `task ${key}`, weight, flops });
 const keys = (n: number, prefix = 'k'): ShardTask[] => Array.from({ length: n }, (_, i) => task(`${prefix}${i}`, 1 + (i % 3), 1000 * (i + 1)));
@@ -158,9 +160,22 @@ networks:
   assert.match(String(net.targets['tune--1'].metadata?.description), /Config error: tensortune\.config\.yaml: targets\.cpu\.threads: expected an integer, got "two"/);
 });
 
+test('the tasks planned: those tune searches on each of the network\'s targets, once (CPU targets add the Winograd alternative of a 3x3 conv)', () => {
+  const dir = path.join(root, 'tasks');
+  mkdirSync(dir, { recursive: true });
+  writeNetWorkspace(dir);
+  const graph = loadModel({ model: path.join(dir, 'net.onnx') }).graph;
+  const descs = (targets: string[]): string[] => tasksForTargets(graph, targets).map((t) => t.desc.split(' ')[0]);
+  assert.equal(descs(['opencl']), ['conv2d_nhwc+relu', 'global_avg_pool2d', 'dense+add']);
+  assert.equal(descs(['llvm']), ['conv2d_nhwc+relu', 'global_avg_pool2d', 'dense+add', 'conv2d_winograd_nhwc+relu']);
+  assert.equal(descs(['opencl', 'llvm -mcpu=native']), descs(['llvm']));
+});
+
 test('config: shards must be an integer from 1 to 64', () => {
   assert.throws(() => loadedOf({ networks: { a: { model: 'mobilenet', shards: 0 } } }), /networks\.a\.shards: expected a number >= 1, got 0/);
   assert.throws(() => loadedOf({ networks: { a: { model: 'mobilenet', shards: 2.5 as number } } }), /networks\.a\.shards: expected an integer, got 2\.5/);
 });
+
+test.after(() => rmSync(root, { recursive: true, force: true }));
 
 test.run();
