@@ -234,7 +234,7 @@ function shardedTuneTargets(
       inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }],
       parallelism: true,
       metadata: {
-        description: `Merge the ${plan.count} shards of ${network} (tune--0 ... tune--${plan.count - 1})${borrowed}: their measurements into the store, ` +
+        description: `Merge the ${plan.count} shards of ${network} (${shardTargetName(tune, 0)} ... ${shardTargetName(tune, plan.count - 1)})${borrowed}: their measurements into the store, ` +
           'the best valid record per task into its cached output. Budget options are forwarded to the shards.',
         technologies: ['tensortune'],
       },
