@@ -85,6 +85,9 @@ function tiledConv(tiles: Record<string, number[]>, red: Record<string, number[]
 
 const CONV_TILES = { nn: [1, 1, 1, 1], yy: [1, 7, 1, 1], xx: [1, 7, 1, 1], ff: [2, 2, 2, 2] };
 const CONV_RED = { ry: [1, 1], rx: [3, 1], rc: [8, 1] };
+/** 4 vthreads, each a thread scope with an 8-output register tile and 3x3 inner reduce loops, unrolled up to 512 steps. */
+const OVER_BUDGET: Step[] = tiledConv({ nn: [1, 1, 1, 1], yy: [1, 7, 1, 2], xx: [1, 7, 1, 1], ff: [4, 1, 2, 4] }, { ry: [1, 3], rx: [1, 3], rc: [8, 1] })
+  .map((st) => (st.s === 'pragma' ? { ...st, value: 512 } : st));
 
 test('a bound dense layer lowers to one launch whose grid and block are the bound extents', () => {
   const p = lowerGpu(State.replay(denseDag(), fuseAndBind('T_matmul_NT', ['i', 'j'], 16)), 'k', LIMITS);
@@ -111,6 +114,15 @@ test('shared copies become __local arrays at the kernel top, fenced by barriers;
   assert.match(source, /__local float pad_temp_shared\[504\];/);
   assert.match(source, /__global float\* restrict kernel_,/);
   assert.ok((source.match(/barrier\(CLK_LOCAL_MEM_FENCE\);/g) ?? []).length >= 4, 'barriers before and after each fill');
+});
+
+test('an unrolled loop whose expansion passes the budget (a vthread loop around a thread scope) stays a loop under #pragma unroll', () => {
+  const p = lowerGpu(State.replay(convDag(), OVER_BUDGET), 'k', LIMITS);
+  const bounded = renderOpencl(p, { vectorLanes: 4 }).source;
+  const unbounded = renderOpencl(p, { vectorLanes: 4, unboundedUnroll: true }).source;
+  assert.match(bounded, /#pragma unroll 4\n\s*for \(int32_t nn_1_yy_1_xx_1_ff_1_\d+ = 0;/, 'the vthread loop, for the OpenCL compiler to unroll');
+  assert.is((bounded.match(/get_local_id\(0\)/g) ?? []).length, (unbounded.match(/get_local_id\(0\)/g) ?? []).length / 4, 'one thread scope per vthread copy before, one now');
+  assert.ok(bounded.length * 4 < unbounded.length, `${bounded.length} bytes bounded, ${unbounded.length} unbounded`);
 });
 
 test('schedules that do not fit the device or cannot run as launches are refused', () => {
@@ -238,6 +250,7 @@ test('OpenCL candidates build, run and match the reference on the OpenCL device'
     await check('dense, fused and bound', denseDag(), fuseAndBind('T_matmul_NT', ['i', 'j'], 16));
     await check('conv, SSSRRSRS with vthread, register tile and shared copies', convDag(), tiledConv(CONV_TILES, CONV_RED));
     // Thread tiles that do not divide the 14x14 output, and a reduce split that does not divide 32 channels.
+    await check('conv, a vthread loop over the expansion budget (#pragma unroll 4)', convDag(), OVER_BUDGET);
     await check('conv, non-dividing tiles', convDag(), tiledConv({ nn: [1, 1, 1, 1], yy: [1, 4, 1, 1], xx: [1, 5, 1, 2], ff: [1, 4, 2, 2] }, { ry: [1, 1], rx: [1, 1], rc: [12, 1] }));
     const data = placeholder('data', [1, 12, 12, 16]);
     const dw = depthwiseConv2dNHWC(data, placeholder('weight', [3, 3, 16, 1]), { strides: [2, 2], padding: [1, 1, 1, 1], dilation: [1, 1] });
