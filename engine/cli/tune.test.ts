@@ -37,7 +37,7 @@ test('flag mistakes: one line naming the flag, exit 2', async () => {
   const cases: [string[], RegExp][] = [
     [['mobilenet'], /--records FILE is required/],
     [['mobilenet', '--records', 'x.jsonl', '--trials', '0'], /bad --trials '0' \(expected a positive integer\)/],
-    [['mobilenet', '--records', 'x.jsonl', '--policy', 'annealing'], /bad --policy 'annealing' \(expected one of: evolutionary, random, grid\)/],
+    [['mobilenet', '--records', 'x.jsonl', '--policy', 'annealing'], /bad --policy 'annealing' \(expected one of: evolutionary, ga, random, grid\)/],
     [['mobilenet', '--records', 'x.jsonl', '--time-limit', 'soon'], /bad --time-limit 'soon' \(expected a positive number\)/],
     [['mobilenet', '--records', 'x.jsonl', '--target', 'llvm -mfoo=1'], /--target: unknown option '-mfoo=1'/],
     [['no-such-net', '--records', 'x.jsonl'], /no-such-net/],
