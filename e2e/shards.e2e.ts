@@ -182,6 +182,18 @@ test('a second nx run-many -t tune is all cache hits', async () => {
   assert.match(out, /for 6 out of 6 tasks/);
 });
 
+test('nx compile beta: restores tune and its shards from the cache and compiles with the merged best records', async () => {
+  const out = await nx(ws, ['compile', 'beta']);
+  const { ran, cached } = tasksOf(out);
+  assert.equal(ran, ['beta:compile'], out);
+  assert.ok(cached.includes('beta:tune') && cached.includes('alpha:tune--0') && cached.includes('beta:tune--1'), out);
+  const manifest = JSON.parse(readFileSync(path.join(ws, 'dist', 'tensortune', 'beta', 'cpu', 'manifest.json'), 'utf8')) as { kernels: { key: string; schedule: string; record?: string }[] };
+  const best = new Set(linesOf(mergedOutput(ws, 'beta')).map((l) => (JSON.parse(l) as { key: string }).key));
+  const tuned = manifest.kernels.filter((k) => k.schedule === 'tuned');
+  assert.ok(tuned.length > 0, 'some kernel uses a tuned record');
+  for (const k of tuned) assert.ok(best.has(k.key), `${k.key}: a workload of the merged output`);
+});
+
 test('a changed model re-runs only the shard whose workloads changed (and the merge); no measurement is lost', async () => {
   // beta becomes alpha's twin: the workload it owned is gone, the shard that held it has none now.
   const owned = [0, 1].find((k) => keysOf(shardOutput(ws, 'beta', k)).length > 0)!;
