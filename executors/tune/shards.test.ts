@@ -35,6 +35,21 @@ test('a shard the network does not have: one line naming the config field, no su
   assert.equal(over.lines, ['tensortune tune: --shard 2: net has 2 shard(s) (networks.net.shards in tensortune.config.yaml): expected 0 to 1']);
 });
 
+test('TENSORTUNE_REQUIRE_CACHED_TUNE=1: a shard that must search is refused in one line naming it; the merge, which searches nothing, runs', async () => {
+  writeNetWorkspace(dir, { config: SHARDED });
+  process.env.TENSORTUNE_REQUIRE_CACHED_TUNE = '1';
+  try {
+    const shard = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', shard: 0 }, ctx));
+    assert.is(shard.value.success, false);
+    assert.equal(shard.lines, ['tensortune tune: net: no cached tune for shard 0 (net:tune--0), target cpu on a machine of this kind (local or remote Nx cache), ' +
+      'and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run it on such a machine with the shared remote cache, or unset it']);
+    const merge = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net' }, ctx));
+    assert.ok(merge.value.success, merge.lines.join('\n'));
+  } finally {
+    delete process.env.TENSORTUNE_REQUIRE_CACHED_TUNE;
+  }
+});
+
 test('the network\'s tune merges: a restored shard output enters the store, the output holds the fastest valid record per task, the store keeps everything', async () => {
   writeNetWorkspace(dir, { config: SHARDED });
   const target = parseTarget('llvm', 'target');
