@@ -40,6 +40,17 @@ test('a workload\'s shard depends on its key alone: adding, removing or reweight
   assert.ok(before.shards.filter((s) => s.tasks.length > 0).length >= 3);
 });
 
+test('an alternative implementation (a conv\'s Winograd task) is in the shard of the task it replaces, so one scheduler weighs both', () => {
+  const loaded = loadedOf({ networks: { a: { model: 'mobilenet', shards: 8 } } });
+  const direct = keys(12);
+  const alternatives = direct.map((t) => ({ ...task(`w-${t.key}`), alternative: { of: t.key } }));
+  const plan = planShards(loaded, () => [...direct, ...alternatives]).get('a')!;
+  for (const s of plan.shards) {
+    for (const t of s.tasks.filter((x) => x.alternative)) assert.ok(s.tasks.some((x) => x.key === t.alternative!.of), `${t.key} beside ${t.alternative!.of}`);
+  }
+  assert.ok(alternatives.some((t) => shardOfKey(t.key, 8) !== shardOfKey(t.alternative.of, 8)), 'by their own keys some would be apart');
+});
+
 test('a shard\'s digest changes with its own tasks only; with a total budget, with its share too', () => {
   const loaded = loadedOf({ networks: { a: { model: 'mobilenet', shards: 3 } }, budgets: { tiny: { trialsPerTask: 2 } } });
   const base = keys(12);

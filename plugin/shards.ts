@@ -5,8 +5,10 @@
 // what share of the budget), so both sides compute the same plan from the same models.
 //
 // - A task's shard depends on its workload key alone (rendezvous hashing: the shard
-//   whose hash of (shard, key) is highest), so a task never moves because another one
-//   was added, removed or changed: a changed layer re-tunes the shards that held its old
+//   whose hash of (shard, key) is highest; an alternative implementation of a layer, the
+//   Winograd task of a conv, goes by the key of the task it is an alternative of, so that
+//   one scheduler weighs both), so a task never moves because another one was added,
+//   removed or changed: a changed layer re-tunes the shards that held its old
 //   and new workloads, and no other. The price: shards are not equal in cost; the budget
 //   follows the cost instead (shardBudget).
 // - A workload shared by several sharded networks of one config that are built for the
@@ -31,7 +33,12 @@ export interface ShardTask {
   desc: string;
   weight: number;
   flops: number;
+  /** An alternative implementation of another task (engine/graph/extract.ts): `of` is that task's key. */
+  alternative?: { of: string };
 }
+
+/** The key a task is sharded by: its own, or for an alternative implementation, that of the task it replaces. */
+export const shardKeyOf = (t: Pick<ShardTask, 'key' | 'alternative'>): string => t.alternative?.of ?? t.key;
 
 /** The estimated cost of a task before tuning: its occurrences times its FLOPs (the task scheduler's weight). */
 export const taskCost = (t: Pick<ShardTask, 'weight' | 'flops'>): number => t.weight * t.flops;
@@ -101,8 +108,8 @@ export function planShards<T extends ShardTask>(loaded: LoadedConfig, tasksOf: (
     const borrowed: NetworkShardPlan<T>['borrowed'] = [];
     for (const t of all) {
       const o = owner.get(`${targetsOf(n)}\0${t.key}`)!;
-      if (o !== n) { borrowed.push({ task: t, network: o, shard: shardOfKey(t.key, countOf(o)) }); continue; }
-      const s = shards[shardOfKey(t.key, count)];
+      if (o !== n) { borrowed.push({ task: t, network: o, shard: shardOfKey(shardKeyOf(t), countOf(o)) }); continue; }
+      const s = shards[shardOfKey(shardKeyOf(t), count)];
       s.tasks.push(t);
       s.cost += taskCost(t);
     }
