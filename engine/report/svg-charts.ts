@@ -79,9 +79,12 @@ export function stepChart(c: StepChart): string {
   const parts = [svgOpen(c.id, f, c.title, c.desc, 'step-chart')];
   parts.push(...axes(f, xTicks.map((t) => ({ at: x(t), label: fmt(t) })), yTicks.map((t) => ({ at: y(t), label: fmt(t) })), c.xLabel, c.yLabel));
   if (c.marker) {
-    const mx = px(x(c.marker.x));
-    parts.push(`<line class="marker" x1="${mx}" y1="${f.top}" x2="${mx}" y2="${f.height - f.bottom}" stroke="#888" stroke-dasharray="3 3"/>` +
-      `<text x="${px(x(c.marker.x) + 4)}" y="${f.top + 10}" font-size="10" fill="#555">${esc(c.marker.label)}</text>`);
+    const at = x(c.marker.x);
+    // The label goes on the side of the line with more room: right of it in the left half of
+    // the plot, left of it (anchored at its end) in the right half, so it stays inside the SVG.
+    const right = at <= (f.left + f.width - f.right) / 2;
+    parts.push(`<line class="marker" x1="${px(at)}" y1="${f.top}" x2="${px(at)}" y2="${f.height - f.bottom}" stroke="#888" stroke-dasharray="3 3"/>` +
+      `<text class="marker-label" x="${px(right ? at + 4 : at - 4)}" y="${f.top + 10}" font-size="10" fill="#555" text-anchor="${right ? 'start' : 'end'}">${esc(c.marker.label)}</text>`);
   }
   if (c.points.length > 0) {
     const d = c.points.map((p, i) => (i === 0 ? `M${px(x(p.x))} ${px(y(p.y))}` : `H${px(x(p.x))} V${px(y(p.y))}`)).join(' ');

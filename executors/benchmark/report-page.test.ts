@@ -102,6 +102,10 @@ const vertices = (el: { getAttribute(name: string): string | null }): number => 
 // library, so they name the one method they call.
 const totalLength = (el: unknown): number => (el as { getTotalLength(): number }).getTotalLength();
 const boxWidth = (el: unknown): number => (el as { getBBox(): { width: number } }).getBBox().width;
+const bbox = (el: unknown): { x: number; width: number } => {
+  const b = (el as { getBBox(): { x: number; width: number } }).getBBox();
+  return { x: b.x, width: b.width };
+};
 
 /** Browser-side: decodes a PNG (base64) and counts pixels that are not near-white and near the charts' blue. */
 const PIXEL_COUNT = `async (b64) => {
@@ -193,6 +197,24 @@ test('before every task has a valid measurement: no curve, the estimate unknown,
     assert.is(await page.locator('#tuning-task-2 path.curve').count(), 0);
     assert.is(await page.locator('#tuning-task-0 circle.point').count(), 1);
     assert.match((await page.locator('section.tuning').textContent())!, 'No ONNX Runtime comparison available: none saved in <reports>/cpu.onnxruntime.json');
+  } finally {
+    await page.close();
+  }
+});
+
+test('the marker label stays inside the chart when every task is measured only at the last trial', async () => {
+  if (!browser) { skip('report page in Chromium (marker)', why); return; }
+  const r = report('net', [...LOG.slice(0, 2), rec(key('c'), 13, [6])]);
+  assert.is(r.tuning!.curve.complete_at, 3);
+  assert.is(r.tuning!.trials, 3);
+  const { page, problems } = await open('marker.html', renderHtml(r));
+  try {
+    assert.equal(problems, []);
+    const net = page.locator('#tuning-network-curve');
+    assert.is(await net.locator('text.marker-label').textContent(), 'every task measured');
+    const width = Number(await net.getAttribute('width'));
+    const box = await net.locator('text.marker-label').evaluate(bbox);
+    assert.ok(box.x >= 0 && box.x + box.width <= width, `label from ${box.x} to ${box.x + box.width}, chart ${width} wide`);
   } finally {
     await page.close();
   }
