@@ -41,7 +41,8 @@
 /* The protocol's version: the first field of the hello line. The host refuses another. */
 #define TT_REMOTE_PROTOCOL 1
 #define MAX_ARGS 1024
-#define MAX_FLOATS_PER_ARG (1ULL << 34)
+/* An element count must also fit a size_t in bytes (a 32-bit device's is 4 GiB). */
+#define MAX_FLOATS_PER_ARG ((unsigned long long)SIZE_MAX / sizeof(float) < (1ULL << 34) ? (unsigned long long)SIZE_MAX / sizeof(float) : (1ULL << 34))
 #define MAX_BLOB_BYTES (1ULL << 30)
 
 static FILE* proto;    /* a private copy of the original stdout */
@@ -59,6 +60,13 @@ static void remove_temp(void) {
   if (tmp_file[0]) unlink(tmp_file);
   if (tmp_params[0]) unlink(tmp_params);
   if (tmp_dir[0]) rmdir(tmp_dir);
+}
+
+/* Removes the files of the request just answered, whichever way it ended. */
+static void drop_request_files(void) {
+  if (tmp_file[0]) unlink(tmp_file);
+  if (tmp_params[0]) unlink(tmp_params);
+  tmp_file[0] = tmp_params[0] = 0;
 }
 
 /* Only async-signal-safe calls: write the prepared reply, clean up, die of the signal. */
@@ -179,10 +187,22 @@ static void chomp(char* line) {
   while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
 }
 
-/* Reads a payload of n bytes; -1 when the stream ends first (the host is gone). */
+/* Reads and drops n bytes (a payload that does not fit in memory); -1 when the stream ends first. */
+static int skip_bytes(size_t n) {
+  unsigned char buf[65536];
+  while (n > 0) {
+    size_t k = fread(buf, 1, n < sizeof buf ? n : sizeof buf, stdin);
+    if (k == 0) return -1;
+    n -= k;
+  }
+  return 0;
+}
+
+/* Reads a payload of n bytes; -1 when the stream ends first (the host is gone), -2 when
+   it does not fit in memory (its bytes are read and dropped, so the stream stays in step). */
 static int read_blob(size_t n, unsigned char** out) {
   unsigned char* b = malloc(n ? n : 1);
-  if (!b) return -2;
+  if (!b) return skip_bytes(n) == 0 ? -2 : -1;
   size_t got = 0;
   while (got < n) {
     size_t k = fread(b + got, 1, n - got, stdin);
@@ -220,7 +240,8 @@ static int parse_field(request* r, char* line) {
     r->blob[blob] = b;
     r->blob_len[blob] = (size_t)v;
   } else if (!strcmp(line, "symbol")) {
-    snprintf(r->symbol, sizeof r->symbol, "%s", value);
+    if (!*value || strlen(value) >= sizeof r->symbol) set_bad(r, "symbol: expected a name of 1-%zu characters", sizeof r->symbol - 1);
+    else snprintf(r->symbol, sizeof r->symbol, "%s", value);
   } else if (!strcmp(line, "in") || !strcmp(line, "out")) {
     if (r->nargs == MAX_ARGS) set_bad(r, "more than %d buffers", MAX_ARGS);
     else if (parse_ull(value, MAX_FLOATS_PER_ARG, &v) != 0) set_bad(r, "buffer %d: expected an element count, got '%s'", r->nargs, value);
@@ -451,8 +472,6 @@ static void do_measure(request* r) {
 
 done:
   if (lib) dlclose(lib);
-  if (tmp_file[0]) unlink(tmp_file);
-  tmp_file[0] = 0;
   for (int i = 0; i < r->nargs; i++) free(bufs[i]);
   free(runs);
 }
@@ -498,8 +517,6 @@ static void do_bench(request* r) {
   }
   arm(r->id, "the model", r->timeout_ms);
   void* lib = dlopen(tmp_file, RTLD_NOW | RTLD_LOCAL);
-  unlink(tmp_file);
-  tmp_file[0] = 0;
   if (!lib) {
     disarm();
     reply_error(r->id, "runtime_error", "cannot load the model library: %s", dlerror());
@@ -535,8 +552,6 @@ static void do_bench(request* r) {
     reply_error(r->id, "runtime_error", "params: %s", err);
     return;
   }
-  unlink(tmp_params);
-  tmp_params[0] = 0;
   int nin = nin_f(), nout = nout_f();
   model_ctx ctx;
   *(void**)&ctx.run = f[7];
@@ -721,6 +736,8 @@ int main(int argc, char** argv) {
     if (req.verb[0] == 'i') do_info(&req);
     else if (req.verb[0] == 'm') do_measure(&req);
     else do_bench(&req);
+    /* A loaded library or model runs from memory: its file goes, however the request ended. */
+    drop_request_files();
   }
   free(line);
   free_request(&req);
