@@ -274,6 +274,49 @@ tt_stats tt_compute_stats(const double* v, int n) {
   return s;
 }
 
+int tt_parse_ull(const char* text, unsigned long long max, unsigned long long* out) {
+  char* end;
+  errno = 0;
+  if (!text || *text < '0' || *text > '9') return -1;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+void tt_chomp(char* line) {
+  size_t n = strlen(line);
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+}
+
+int tt_parse_timing_field(const char* key, const char* value, tt_timing* t, int* flush, uint32_t* seed, char* bad) {
+  unsigned long long v;
+  char* end;
+  char why[TT_ERR_LEN] = "";
+  if (!strcmp(key, "number") || !strcmp(key, "repeat") || !strcmp(key, "warmup")) {
+    int is_warmup = key[0] == 'w';
+    if (tt_parse_ull(value, 1000000000, &v) != 0 || (!is_warmup && v == 0))
+      snprintf(why, sizeof why, "%s: expected a%s integer, got '%s'", key, is_warmup ? " non-negative" : " positive", value);
+    else if (key[0] == 'n') t->number = (int)v;
+    else if (key[0] == 'r') t->repeat = (int)v;
+    else t->warmup = (int)v;
+  } else if (!strcmp(key, "min_repeat_ms")) {
+    double ms = strtod(value, &end);
+    if (end == value || *end || !(ms >= 0) || ms > 1e7) snprintf(why, sizeof why, "min_repeat_ms: expected a non-negative number, got '%s'", value);
+    else t->min_repeat_ms = ms;
+  } else if (!strcmp(key, "flush")) {
+    if (strcmp(value, "0") && strcmp(value, "1")) snprintf(why, sizeof why, "flush: expected 0 or 1, got '%s'", value);
+    else *flush = value[0] == '1';
+  } else if (!strcmp(key, "seed")) {
+    if (tt_parse_ull(value, 4294967295ULL, &v) != 0) snprintf(why, sizeof why, "seed: expected a uint32, got '%s'", value);
+    else *seed = (uint32_t)v;
+  } else {
+    return 0;
+  }
+  if (why[0] && !bad[0]) memcpy(bad, why, TT_ERR_LEN);
+  return 1;
+}
+
 void tt_json_string(FILE* f, const char* s) {
   fputc('"', f);
   for (const unsigned char* p = (const unsigned char*)s; *p; p++) {

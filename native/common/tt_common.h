@@ -1,5 +1,5 @@
 /*
- * Helpers shared by tt_bench and tt_measure: clock, deterministic random fill,
+ * Helpers shared by tt_bench, tt_measure and tt_remote: clock, deterministic random fill,
  * aligned buffers, raw float32 files, the params loader, the timing loop and
  * summary statistics. Functions that can fail return 0 on success and otherwise
  * write one line (without a program prefix) into `err`.
@@ -83,6 +83,19 @@ typedef struct {
 } tt_stats;
 
 tt_stats tt_compute_stats(const double* v, int n);
+
+/* ---- the workers' request fields (tt_measure, tt_remote; native/README.md) ---- */
+
+/* A decimal integer of digits only, at most `max`: 0, else -1. */
+int tt_parse_ull(const char* text, unsigned long long max, unsigned long long* out);
+
+/* Cuts the line ending ('\n', '\r') off a line. */
+void tt_chomp(char* line);
+
+/* The timing fields both workers take: number, repeat, warmup, min_repeat_ms, flush, seed.
+   Returns 0 when `key` is none of them; else 1, with the value stored, or with `bad`
+   (TT_ERR_LEN) holding what was expected unless it already holds a problem. */
+int tt_parse_timing_field(const char* key, const char* value, tt_timing* t, int* flush, uint32_t* seed, char* bad);
 
 /* JSON output helpers: a quoted, escaped string; a finite number. */
 void tt_json_string(FILE* f, const char* s);

@@ -81,16 +81,6 @@ static void set_bad(request* r, const char* fmt, ...) {
   va_end(ap);
 }
 
-static int parse_ull(const char* text, unsigned long long max, unsigned long long* out) {
-  char* end;
-  errno = 0;
-  if (!text || *text < '0' || *text > '9') return -1;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || *end || v > max) return -1;
-  *out = v;
-  return 0;
-}
-
 static void free_request(request* r) {
   free(r->lib);
   free(r->symbol);
@@ -107,7 +97,7 @@ static void parse_arg(request* r, int is_output, char* value) {
   char* path = strchr(value, ' ');
   if (path) *path++ = 0;
   unsigned long long count;
-  if (parse_ull(value, MAX_FLOATS_PER_ARG, &count) != 0) {
+  if (tt_parse_ull(value, MAX_FLOATS_PER_ARG, &count) != 0) {
     set_bad(r, "buffer %d: expected an element count, got '%s'", r->nargs, value);
     return;
   }
@@ -121,7 +111,6 @@ static void parse_field(request* r, char* line) {
   char* value = strchr(line, ' ');
   if (value) *value++ = 0;
   else value = line + strlen(line);
-  unsigned long long v;
   if (!strcmp(line, "lib")) {
     free(r->lib);
     r->lib = *value ? strdup(value) : NULL;
@@ -130,36 +119,7 @@ static void parse_field(request* r, char* line) {
     r->symbol = *value ? strdup(value) : NULL;
   } else if (!strcmp(line, "in") || !strcmp(line, "out")) {
     parse_arg(r, line[0] == 'o', value);
-  } else if (!strcmp(line, "number") || !strcmp(line, "repeat") || !strcmp(line, "warmup")) {
-    int is_warmup = line[0] == 'w';
-    if (parse_ull(value, 1000000000, &v) != 0 || (!is_warmup && v == 0)) {
-      set_bad(r, "%s: expected a%s integer, got '%s'", line, is_warmup ? " non-negative" : " positive", value);
-      return;
-    }
-    if (line[0] == 'n') r->timing.number = (int)v;
-    else if (line[0] == 'r') r->timing.repeat = (int)v;
-    else r->timing.warmup = (int)v;
-  } else if (!strcmp(line, "min_repeat_ms")) {
-    char* end;
-    double ms = strtod(value, &end);
-    if (end == value || *end || !(ms >= 0) || ms > 1e7) {
-      set_bad(r, "min_repeat_ms: expected a non-negative number, got '%s'", value);
-      return;
-    }
-    r->timing.min_repeat_ms = ms;
-  } else if (!strcmp(line, "flush")) {
-    if (strcmp(value, "0") && strcmp(value, "1")) {
-      set_bad(r, "flush: expected 0 or 1, got '%s'", value);
-      return;
-    }
-    r->flush = value[0] == '1';
-  } else if (!strcmp(line, "seed")) {
-    if (parse_ull(value, 4294967295ULL, &v) != 0) {
-      set_bad(r, "seed: expected a uint32, got '%s'", value);
-      return;
-    }
-    r->seed = (uint32_t)v;
-  } else {
+  } else if (!tt_parse_timing_field(line, value, &r->timing, &r->flush, &r->seed, r->bad)) {
     set_bad(r, "unknown field '%s'", line);
   }
 }
@@ -371,11 +331,6 @@ done:
   free(runs);
 }
 
-static void chomp(char* line) {
-  size_t n = strlen(line);
-  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-}
-
 int main(int argc, char** argv) {
   tt_die_with_parent("tt_measure");
   if (argc > 1 && !strcmp(argv[1], "--version")) {
@@ -399,7 +354,7 @@ int main(int argc, char** argv) {
   char* line = NULL;
   size_t cap = 0;
   while (getline(&line, &cap, stdin) >= 0) {
-    chomp(line);
+    tt_chomp(line);
     if (!line[0]) continue;
     if (!strcmp(line, "quit")) break;
     if (!strcmp(line, "ping")) {
@@ -421,7 +376,7 @@ int main(int argc, char** argv) {
       snprintf(req.id, sizeof req.id, "%s", id);
     int ended = 0;
     while (getline(&line, &cap, stdin) >= 0) {
-      chomp(line);
+      tt_chomp(line);
       if (!strcmp(line, "end")) {
         ended = 1;
         break;

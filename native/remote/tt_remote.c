@@ -172,21 +172,6 @@ static void set_bad(request* r, const char* fmt, ...) {
   va_end(ap);
 }
 
-static int parse_ull(const char* text, unsigned long long max, unsigned long long* out) {
-  char* end;
-  errno = 0;
-  if (!text || *text < '0' || *text > '9') return -1;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || *end || v > max) return -1;
-  *out = v;
-  return 0;
-}
-
-static void chomp(char* line) {
-  size_t n = strlen(line);
-  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-}
-
 /* Reads and drops n bytes (a payload that does not fit in memory); -1 when the stream ends first. */
 static int skip_bytes(size_t n) {
   unsigned char buf[65536];
@@ -224,7 +209,7 @@ static int parse_field(request* r, char* line) {
   unsigned long long v;
   int blob = !strcmp(line, "lib") || !strcmp(line, "model") ? 0 : !strcmp(line, "params") ? 1 : -1;
   if (blob >= 0) {
-    if (parse_ull(value, MAX_BLOB_BYTES, &v) != 0) {
+    if (tt_parse_ull(value, MAX_BLOB_BYTES, &v) != 0) {
       /* Without a length the stream cannot be followed: the request and the session end. */
       set_bad(r, "%s: expected a byte count, got '%s'", line, value);
       return -1;
@@ -244,35 +229,16 @@ static int parse_field(request* r, char* line) {
     else snprintf(r->symbol, sizeof r->symbol, "%s", value);
   } else if (!strcmp(line, "in") || !strcmp(line, "out")) {
     if (r->nargs == MAX_ARGS) set_bad(r, "more than %d buffers", MAX_ARGS);
-    else if (parse_ull(value, MAX_FLOATS_PER_ARG, &v) != 0) set_bad(r, "buffer %d: expected an element count, got '%s'", r->nargs, value);
+    else if (tt_parse_ull(value, MAX_FLOATS_PER_ARG, &v) != 0) set_bad(r, "buffer %d: expected an element count, got '%s'", r->nargs, value);
     else {
       r->is_out[r->nargs] = line[0] == 'o';
       r->counts[r->nargs++] = (size_t)v;
     }
-  } else if (!strcmp(line, "number") || !strcmp(line, "repeat") || !strcmp(line, "warmup") || !strcmp(line, "threads") ||
-             !strcmp(line, "timeout_ms")) {
-    int may_be_zero = line[0] == 'w';
-    if (parse_ull(value, 1000000000, &v) != 0 || (!may_be_zero && v == 0)) {
-      set_bad(r, "%s: expected a%s integer, got '%s'", line, may_be_zero ? " non-negative" : " positive", value);
-      return 0;
-    }
-    if (line[0] == 'n') r->timing.number = (int)v;
-    else if (line[0] == 'r') r->timing.repeat = (int)v;
-    else if (line[0] == 'w') r->timing.warmup = (int)v;
+  } else if (!strcmp(line, "threads") || !strcmp(line, "timeout_ms")) {
+    if (tt_parse_ull(value, 1000000000, &v) != 0 || v == 0) set_bad(r, "%s: expected a positive integer, got '%s'", line, value);
     else if (line[1] == 'h') r->threads = (int)v;
     else r->timeout_ms = (unsigned)v;
-  } else if (!strcmp(line, "min_repeat_ms")) {
-    char* end;
-    double ms = strtod(value, &end);
-    if (end == value || *end || !(ms >= 0) || ms > 1e7) set_bad(r, "min_repeat_ms: expected a non-negative number, got '%s'", value);
-    else r->timing.min_repeat_ms = ms;
-  } else if (!strcmp(line, "flush")) {
-    if (strcmp(value, "0") && strcmp(value, "1")) set_bad(r, "flush: expected 0 or 1, got '%s'", value);
-    else r->flush = value[0] == '1';
-  } else if (!strcmp(line, "seed")) {
-    if (parse_ull(value, 4294967295ULL, &v) != 0) set_bad(r, "seed: expected a uint32, got '%s'", value);
-    else r->seed = (uint32_t)v;
-  } else {
+  } else if (!tt_parse_timing_field(line, value, &r->timing, &r->flush, &r->seed, r->bad)) {
     set_bad(r, "unknown field '%s'", line);
   }
   return 0;
@@ -325,7 +291,7 @@ static void cpuinfo_value(const char* const* keys, char* out, size_t cap) {
       if (strlen(keys[i]) == klen && !strncmp(line, keys[i], klen)) {
         char* v = colon + 1;
         while (*v == ' ' || *v == '\t') v++;
-        chomp(v);
+        tt_chomp(v);
         snprintf(out, cap, "%s", v);
         break;
       }
@@ -695,7 +661,7 @@ int main(int argc, char** argv) {
   char* line = NULL;
   size_t cap = 0;
   while (getline(&line, &cap, stdin) >= 0) {
-    chomp(line);
+    tt_chomp(line);
     if (!line[0]) continue;
     if (!strcmp(line, "quit")) break;
     if (!strcmp(line, "ping")) {
@@ -722,7 +688,7 @@ int main(int argc, char** argv) {
       snprintf(req.id, sizeof req.id, "%s", id);
     int ended = 0;
     while (getline(&line, &cap, stdin) >= 0) {
-      chomp(line);
+      tt_chomp(line);
       if (!strcmp(line, "end")) {
         ended = 1;
         break;
