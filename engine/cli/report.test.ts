@@ -11,10 +11,10 @@ import { main } from '../cli';
 import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { loadModel } from '../frontend/load';
-import { extractTasks } from '../graph/extract';
 import { appendRecords } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import type { TuningFigures } from '../report/tuning-data';
+import { tuningTasks } from '../search/tune';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-report-'));
 const model = path.join(dir, '<script>alert(1)<', 'net.onnx');
@@ -33,7 +33,8 @@ test.before(async () => {
   const b = new NetBuilder({ batch: 1, layout: 'NCHW', imageSize: 8, seed: 1, randomStats: true, weights: 'random' });
   b.graph.outputs = [b.dense(b.flatten(b.globalAvgPool(b.relu(b.conv2d(b.input(4), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] })))), 'fc', 10)];
   writeOnnxFile(model, b.graph);
-  const tasks = extractTasks(loadModel({ model }).graph);
+  // The tasks tune searches: the conv's Winograd alternative too.
+  const tasks = tuningTasks(loadModel({ model }).graph, 'llvm');
   const rec = (key: string, s: number, cost: number, policy?: string): TuningRecord => ({
     v: 1, engine: '0.1.0', key, desc: 'd', target: 'llvm', fingerprint: FP, steps: [], costs_ms: [cost], error: null, seed: 0,
     time: new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString(), ...(policy ? { policy } : {}),
@@ -46,7 +47,9 @@ test('text, JSON and the page', async () => {
   const text = await run(model, '--records', log, '--target', 'llvm', '--fingerprint', FP);
   assert.is(text.code, 0, text.err);
   const figures = JSON.parse((await run(model, '--records', dir, '--target', 'llvm', '--fingerprint', FP, '--json')).out) as TuningFigures;
-  const weights = figures.tasks.reduce((a, t) => a + t.weight, 0);
+  // A layer group (a task and its Winograd alternative) counts once in the estimate.
+  assert.is(figures.tasks.filter((t) => t.alternative_of !== null).length, 1, 'the 3x3 conv has a Winograd task');
+  const weights = figures.tasks.filter((t) => t.alternative_of === null).reduce((a, t) => a + t.weight, 0);
   assert.is(figures.trials, figures.tasks.length + 1);
   assert.is(figures.estimated_ms, 2 * weights - figures.tasks[0].weight);
   assert.is(figures.estimated_default_ms, 2 * weights);

@@ -1,11 +1,12 @@
-// The tuning figures of one network from files: its tasks (extracted as tune and compile
-// extract them, so the workload keys match the records) and every record in the given
-// record files or store folders, for one target string and machine fingerprint.
+// The tuning figures of one network from files: its tasks (the ones tune searches, Winograd
+// alternatives included on CPU targets, so the workload keys match the records) and every
+// record in the given record files or store folders, for one target string and machine
+// fingerprint.
 
 import { loadModel, type ModelSpec } from '../frontend/load';
-import { extractTasks } from '../graph/extract';
 import { readRecordFiles } from '../records/log';
 import { recordFilesOf } from '../records/store';
+import { tuningTasks } from '../search/tune';
 import { tuningFigures, type TuningFigures } from './tuning-data';
 
 export interface NetworkFiguresOptions {
@@ -22,7 +23,7 @@ export interface NetworkFiguresOptions {
 export async function networkTuningFigures(o: NetworkFiguresOptions): Promise<TuningFigures> {
   // Weights do not change the tasks' workload keys; zeros spare making random ones.
   const { graph } = loadModel({ ...o.spec, weights: 'zeros' });
-  const tasks = extractTasks(graph);
+  const tasks = tuningTasks(graph, o.match.target);
   const entries = await readRecordFiles(await recordFilesOf(o.records), { warn: o.warn });
   return tuningFigures({ network: o.network, tasks, entries, match: o.match });
 }

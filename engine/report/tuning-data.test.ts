@@ -104,4 +104,30 @@ test('the default schedule measured twice: the faster of its valid measurements'
   assert.is(f.tasks[0].speedup, 1);
 });
 
+test('a Winograd alternative: its layers count once, with the faster of the two tasks', () => {
+  const KEY_W = '["wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww", [1, 8], [1, 8]]';
+  const tasks: ReportTask[] = [TASKS[0], TASKS[1], { key: KEY_W, desc: 'conv2d_winograd_nhwc+relu 1x8 -> 1x8', weight: 2, flops: 600, alternative: { of: KEY_A } }];
+  const log = [
+    rec(KEY_A, 1, [4], { policy: 'default' }),
+    rec(KEY_B, 2, [10], { policy: 'default' }), // every layer measured: 2 × 4 + 10
+    rec(KEY_W, 3, [5], { policy: 'default' }), // slower than the direct task: the estimate holds
+    rec(KEY_W, 4, [3]), // the layer now runs as Winograd: 2 × 3 + 10
+    rec(KEY_A, 5, [3.5]), // the direct task improves, still slower than Winograd
+    rec(KEY_B, 6, [6]),
+  ];
+  const f = tuningFigures({ network: 'net', tasks, entries: entries(log), match: MATCH });
+  assert.equal(f.curve, { complete_at: 2, points: [{ trial: 2, ms: 18 }, { trial: 4, ms: 16 }, { trial: 6, ms: 12 }] });
+  assert.equal([f.estimated_ms, f.estimated_default_ms, f.layers, f.unmeasured, f.trials], [12, 18, 2, 0, 6]);
+  const [a, b, w] = f.tasks;
+  assert.equal([a.best_ms, a.alternative_of, a.layer_best, a.weighted_ms, a.share, a.speedup], [3.5, null, { ms: 3, id: 2 }, 6, 0.5, 4 / 3]);
+  assert.equal([b.layer_best, b.weighted_ms, b.share, b.speedup], [{ ms: 6, id: 1 }, 6, 0.5, 10 / 6]);
+  assert.equal([w.best_ms, w.alternative_of, w.layer_best, w.weighted_ms, w.share, w.speedup], [3, 0, null, null, null, null]);
+  assert.equal(w.curve, [{ trial: 1, ms: 5 }, { trial: 2, ms: 3 }]);
+  assert.equal(w.default, { known: true, ms: 5, measurements: 1 });
+
+  // Only the alternative measured: its layer group has a value, the other one does not.
+  const partial = tuningFigures({ network: 'net', tasks, entries: entries([rec(KEY_W, 1, [3])]), match: MATCH });
+  assert.equal([partial.estimated_ms, partial.unmeasured, partial.tasks[0].layer_best, partial.tasks[0].share], [null, 1, { ms: 3, id: 2 }, 1]);
+});
+
 test.run();

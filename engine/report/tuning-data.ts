@@ -11,6 +11,12 @@
 // The estimated network latency after trial n is Σ weight × (the task's best valid cost
 // among the first n trials), the task scheduler's objective. Like TVM's footer it has no
 // value until every task has a valid measurement: the curve starts at that trial.
+//
+// A task may be an alternative implementation of another task's layers (a Winograd task,
+// `alternative`): compile runs the faster of the two, so, as in the task scheduler's
+// estimate (search/task-scheduler.ts estimatedMs), a task and its alternatives are one
+// layer group that counts once, with the best of its members. The estimate, the shares and
+// default against tuned are per layer group; trials, errors and curves stay per task.
 
 import { isValidRecord, meanCost } from '../records/best';
 import type { LogEntry } from '../records/log';
@@ -24,6 +30,8 @@ export interface ReportTask {
   /** How many fused groups of the network are this task. */
   weight: number;
   flops: number;
+  /** An alternative implementation of the layers of the task whose key is `of` (engine/graph/extract.ts). */
+  alternative?: { of: string };
 }
 
 /** One point of a best-so-far curve: after `trial` trials the best is `ms`. */
@@ -46,14 +54,22 @@ export interface TaskFigures {
   errors: number;
   /** Best valid cost (ms per run), or null when no trial was valid. */
   best_ms: number | null;
+  /** The id of the task whose layers this one is an alternative implementation of, else null. */
+  alternative_of: number | null;
+  /**
+   * What compile runs for this task's layers: the best valid cost among the task and its
+   * alternatives, and the id of the task it comes from. Null for an alternative (its
+   * layers are counted on its direct task) and while no member has a valid measurement.
+   */
+  layer_best: { ms: number; id: number } | null;
   /** Best so far against the task's own trial count: a point per improvement, and the last trial. */
   curve: CurvePoint[];
-  /** weight × best_ms, or null. */
+  /** weight × layer_best.ms, or null. */
   weighted_ms: number | null;
   /** weighted_ms over the sum of weighted_ms of every task that has one (0..1), or null. */
   share: number | null;
   default: DefaultCost;
-  /** default / best (above 1: tuning made it faster), when both are known. */
+  /** default / layer_best.ms (above 1: tuning made it faster), when both are known; null for an alternative. */
   speedup: number | null;
 }
 
@@ -85,7 +101,9 @@ export interface TuningFigures {
   tasks: TaskFigures[];
   /** Which budgets the trials came from, most trials first. */
   budgets: BudgetTrials[];
-  /** Tasks without any valid measurement. */
+  /** Layer groups: the tasks that are no alternative. */
+  layers: number;
+  /** Layer groups without any valid measurement (of the task or an alternative). */
   unmeasured: number;
 }
 
@@ -134,8 +152,12 @@ function defaultCost(records: readonly TuningRecord[]): DefaultCost {
 export function tuningFigures(input: TuningFiguresInput): TuningFigures {
   const { tasks, match } = input;
   const index = new Map(tasks.map((t, i) => [t.key, i]));
+  // The task of each task's layer group: its direct task for an alternative, else itself.
+  const head = tasks.map((t, i) => (t.alternative && index.has(t.alternative.of) ? index.get(t.alternative.of)! : i));
+  const heads = tasks.flatMap((_, i) => (head[i] === i ? [i] : []));
   const records = trialOrder(input.entries, match, new Set(index.keys()));
   const perTask = tasks.map(() => ({ trials: 0, errors: 0, best: null as number | null, curve: [] as CurvePoint[], records: [] as TuningRecord[] }));
+  const layerBest = tasks.map((): { ms: number; id: number } | null => null);
   const budgets = new Map<string, number>();
   const curve: NetworkCurve = { complete_at: null, points: [] };
   let withBest = 0;
@@ -143,60 +165,64 @@ export function tuningFigures(input: TuningFiguresInput): TuningFigures {
 
   records.forEach((r, i) => {
     const trial = i + 1;
-    const t = perTask[index.get(r.key)!];
+    const k = index.get(r.key)!;
+    const t = perTask[k];
     t.trials += 1;
     t.records.push(r);
     budgets.set(r.budget ?? CLI_ORIGIN, (budgets.get(r.budget ?? CLI_ORIGIN) ?? 0) + 1);
-    let improved = false;
-    if (isValidRecord(r)) {
-      const cost = meanCost(r);
-      if (t.best === null || cost < t.best) {
-        if (t.best === null) withBest += 1;
-        t.best = cost;
-        improved = true;
-      }
-    } else {
+    if (!isValidRecord(r)) {
       t.errors += 1;
       errors += 1;
+      return;
     }
-    if (improved) t.curve.push({ trial: t.trials, ms: t.best! });
-    if (improved && withBest === tasks.length) {
+    const cost = meanCost(r);
+    if (t.best !== null && cost >= t.best) return;
+    t.best = cost;
+    t.curve.push({ trial: t.trials, ms: cost });
+    const layer = layerBest[head[k]];
+    if (layer !== null && cost >= layer.ms) return;
+    if (layer === null) withBest += 1;
+    layerBest[head[k]] = { ms: cost, id: k };
+    if (withBest === heads.length) {
       curve.complete_at ??= trial;
-      curve.points.push({ trial, ms: tasks.reduce((sum, task, k) => sum + task.weight * perTask[k].best!, 0) });
+      curve.points.push({ trial, ms: heads.reduce((sum, h) => sum + tasks[h].weight * layerBest[h]!.ms, 0) });
     }
   });
   for (const t of perTask) closeCurve(t.curve, t.trials);
   closeCurve(curve.points, records.length);
 
-  const weighted = perTask.map((t, k) => (t.best === null ? null : tasks[k].weight * t.best));
+  const weighted = tasks.map((task, k) => (layerBest[k] === null ? null : task.weight * layerBest[k]!.ms));
   const known = weighted.reduce<number>((a, w) => a + (w ?? 0), 0);
   const figures: TaskFigures[] = tasks.map((task, k) => {
     const t = perTask[k];
     const def = defaultCost(t.records);
+    const best = layerBest[k];
     return {
       id: k, key: task.key, desc: task.desc, weight: task.weight, flops: task.flops,
-      trials: t.trials, errors: t.errors, best_ms: t.best, curve: t.curve,
+      trials: t.trials, errors: t.errors, best_ms: t.best, alternative_of: head[k] === k ? null : head[k], layer_best: best, curve: t.curve,
       weighted_ms: weighted[k], share: weighted[k] === null || known === 0 ? null : weighted[k]! / known,
-      default: def, speedup: def.known && t.best !== null && t.best > 0 ? def.ms / t.best : null,
+      default: def, speedup: def.known && best !== null && best.ms > 0 ? def.ms / best.ms : null,
     };
   });
-  const complete = tasks.length > 0 && figures.every((f) => f.best_ms !== null);
-  const defaultsKnown = tasks.length > 0 && figures.every((f) => f.default.known);
+  const layers = heads.map((h) => figures[h]);
+  const complete = heads.length > 0 && layers.every((f) => f.layer_best !== null);
+  const defaultsKnown = heads.length > 0 && layers.every((f) => f.default.known);
   return {
     network: input.network, target: match.target, fingerprint: match.fingerprint,
     trials: records.length, errors,
     estimated_ms: complete ? known : null,
-    estimated_default_ms: defaultsKnown ? figures.reduce((a, f) => a + f.weight * (f.default as { ms: number }).ms, 0) : null,
+    estimated_default_ms: defaultsKnown ? layers.reduce((a, f) => a + f.weight * (f.default as { ms: number }).ms, 0) : null,
     curve, tasks: figures,
     budgets: [...budgets].map(([budget, trials]) => ({ budget, trials })).sort((a, b) => b.trials - a.trials || (a.budget < b.budget ? -1 : 1)),
-    unmeasured: figures.filter((f) => f.best_ms === null).length,
+    layers: heads.length,
+    unmeasured: layers.filter((f) => f.layer_best === null).length,
   };
 }
 
 /** One line for logs: `tuning: 120 trial(s) of 3 task(s), estimated total latency 1.234 ms` (or why there is none). */
 export function tuningLine(f: TuningFigures): string {
   const est = f.estimated_ms === null
-    ? `no estimated total latency yet (${f.unmeasured} of ${f.tasks.length} task(s) without a valid measurement)`
+    ? `no estimated total latency yet (${f.unmeasured} of ${f.layers} ${f.layers === f.tasks.length ? 'task(s)' : 'layer group(s)'} without a valid measurement)`
     : `estimated total latency ${f.estimated_ms.toFixed(3)} ms`;
   return `tuning: ${f.trials} trial(s) of ${f.tasks.length} task(s) in the records for this target and machine, ${est}`;
 }

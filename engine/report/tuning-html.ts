@@ -27,6 +27,12 @@ section.tuning .unknown-note{color:#8a5a00}`;
 const ms = (v: number | null): string => (v === null ? 'unknown' : `${fmt(v)} ms`);
 const pct = (v: number | null): string => (v === null ? 'unknown' : `${(v * 100).toFixed(1)}%`);
 const taskName = (t: Pick<TaskFigures, 'id' | 'desc'>): string => `${t.id}: ${t.desc}`;
+/** What the estimate sums over: tasks, or layer groups when some tasks are alternatives of others (tuning-data.ts). */
+const unit = (f: TuningFigures): string => (f.layers === f.tasks.length ? 'task(s)' : 'layer group(s)');
+/** The tasks that are no alternative: one per layer group, which the estimate sums over. */
+const layerTasks = (f: TuningFigures): TaskFigures[] => f.tasks.filter((t) => t.alternative_of === null);
+/** Where a layer group's best comes from, when not from its own task: ` (task N)`. */
+const bestFrom = (t: TaskFigures): string => (t.layer_best !== null && t.layer_best.id !== t.id ? ` (task ${t.layer_best.id})` : '');
 
 function summary(f: TuningFigures, o: TuningSectionOptions): string {
   const budgets = f.budgets.map((b) => `${b.budget}: ${b.trials}`).join(', ');
@@ -39,8 +45,12 @@ function summary(f: TuningFigures, o: TuningSectionOptions): string {
       'the objective the task scheduler minimises (TVM prints it as "Estimated total latency" after each round).' +
       `${f.estimated_default_ms !== null ? ` With every task's default schedule it would be ${fmt(f.estimated_default_ms)} ms (${(f.estimated_default_ms / f.estimated_ms).toFixed(2)}× the tuned estimate).` : ''}</p>`);
   } else {
-    lines.push(`<p class="estimate unknown-note"><strong>Estimated total latency: unknown</strong>: ${f.unmeasured} of ${f.tasks.length} task(s) have no valid measurement on this target and machine yet, ` +
+    lines.push(`<p class="estimate unknown-note"><strong>Estimated total latency: unknown</strong>: ${f.unmeasured} of ${f.layers} ${unit(f)} have no valid measurement on this target and machine yet, ` +
       'and the estimate is a sum over every task (TVM prints "-" until then).</p>');
+  }
+  if (f.layers !== f.tasks.length) {
+    lines.push(`<p>${f.tasks.length - f.layers} task(s) are an alternative implementation (Winograd) of another task's layers: compile runs the faster of the two, ` +
+      'so the estimate, the shares and default against tuned count each layer group once, with its best member.</p>');
   }
   if (o.measuredMs !== undefined) {
     lines.push(`<p>The benchmark measured ${fmt(o.measuredMs)} ms (median) for the compiled model: it also runs the kernels that are no tuning task (those without a reduction), ` +
@@ -70,32 +80,35 @@ ${note}
 }
 
 function shares(f: TuningFigures): string {
-  const order = [...f.tasks].sort((a, b) => (b.weighted_ms ?? -1) - (a.weighted_ms ?? -1) || a.id - b.id);
+  const order = layerTasks(f).sort((a, b) => (b.weighted_ms ?? -1) - (a.weighted_ms ?? -1) || a.id - b.id);
   const chart = barChart({
     id: 'tuning-shares', title: `${f.network}: each task's part of the estimated latency`,
     desc: 'One bar per task, weight × best latency in ms, largest first; a task without a valid measurement is marked unknown.',
     xLabel: 'weight × best latency (ms)', series: [{ name: 'weight × best', color: '#2f6db5' }],
-    rows: order.map((t) => ({ label: taskName(t), values: [t.weighted_ms] })),
+    rows: order.map((t) => ({ label: `${taskName(t)}${bestFrom(t)}`, values: [t.weighted_ms] })),
     valueLabel: (v, _series, row) => `${fmt(v)} ms (${pct(order[row].share)})`,
   });
-  const of = f.estimated_ms === null ? `the sum over the ${f.tasks.length - f.unmeasured} measured task(s)` : 'the estimated total latency';
-  const rows = order.map((t) => [String(t.id), esc(t.desc), String(t.weight), ms(t.best_ms), ms(t.weighted_ms), pct(t.share),
+  const of = f.estimated_ms === null ? `the sum over the ${f.layers - f.unmeasured} measured ${unit(f)}` : 'the estimated total latency';
+  const alternatives = f.tasks.filter((t) => t.alternative_of !== null);
+  const rows = [...order, ...alternatives].map((t) => [String(t.id), esc(t.desc), String(t.weight), ms(t.best_ms),
+    t.alternative_of === null ? `${ms(t.weighted_ms)}${bestFrom(t)}` : `alternative of task ${t.alternative_of}`, t.alternative_of === null ? pct(t.share) : '',
     String(t.trials), String(t.errors), t.best_ms === null || t.best_ms <= 0 ? 'unknown' : (t.flops / (t.best_ms * 1e-3) / 1e9).toFixed(2)]);
   return `<h3>Each task's share of the estimated latency</h3>
 <figure>${chart}<figcaption>weight × best latency per task</figcaption></figure>
-<p>A task's share is its weight (how many layers of the network are this task) times its best latency, over ${of}: where the task scheduler expects time to go.</p>
+<p>A task's share is its weight (how many layers of the network are this task) times its best latency (the faster of it and its alternatives), over ${of}: where the task scheduler expects time to go.</p>
 ${table('shares', 'Tasks, as the task scheduler\'s table lists them', ['ID', 'task', 'weight', 'best latency', 'weight × best', 'share', 'trials', 'errors', 'GFLOPS'], rows)}`;
 }
 
 function defaults(f: TuningFigures): string {
+  const layers = layerTasks(f);
   const chart = barChart({
     id: 'tuning-defaults', title: `${f.network}: default schedule against the best tuned one, per task`,
     desc: 'Two bars per task: the default schedule\'s measured latency and the best measured latency, in ms; unknown where the records hold no measurement of the default.',
     xLabel: 'latency of one run (ms)', series: [{ name: 'default schedule', color: '#b0b0b0' }, { name: 'best tuned', color: '#2f6db5' }],
-    rows: f.tasks.map((t) => ({ label: taskName(t), values: [t.default.known ? t.default.ms : null, t.best_ms] })),
+    rows: layers.map((t) => ({ label: `${taskName(t)}${bestFrom(t)}`, values: [t.default.known ? t.default.ms : null, t.layer_best?.ms ?? null] })),
   });
-  const unknown = f.tasks.filter((t) => !t.default.known).length;
-  const rows = f.tasks.map((t) => [String(t.id), esc(t.desc), t.default.known ? ms(t.default.ms) : `unknown: ${esc(t.default.why)}`, ms(t.best_ms),
+  const unknown = layers.filter((t) => !t.default.known).length;
+  const rows = layers.map((t) => [String(t.id), esc(t.desc), t.default.known ? ms(t.default.ms) : `unknown: ${esc(t.default.why)}`, `${ms(t.layer_best?.ms ?? null)}${bestFrom(t)}`,
     t.speedup === null ? 'unknown' : `${t.speedup.toFixed(2)}×`]);
   return `<h3>Default schedule against tuned, per task</h3>
 <figure>${chart}<figcaption>Default and best tuned latency per task</figcaption></figure>

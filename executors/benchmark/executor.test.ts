@@ -63,7 +63,8 @@ test('two runs: threads and load in the summary, warnings as warning: lines, a h
     const html = readFileSync(path.join(reports, 'cpu.html'), 'utf8');
     assert.is(html.match(/<tr( class="warned")?><td>\d{4}-/g)?.length, i + 1, 'a history row per run');
     // No tuning records in this workspace: the tuning section says so instead of drawing a curve.
-    assert.ok(lines.includes('tuning: 0 trial(s) of 1 task(s) in the records for this target and machine, no estimated total latency yet (1 of 1 task(s) without a valid measurement)'));
+    // The tasks are the conv and its Winograd alternative, one layer group.
+    assert.ok(lines.includes('tuning: 0 trial(s) of 2 task(s) in the records for this target and machine, no estimated total latency yet (1 of 1 layer group(s) without a valid measurement)'));
     assert.is(report.tuning?.trials, 0);
     assert.ok(html.includes('<section class="tuning"') && html.includes('no value yet'));
   }

@@ -4,7 +4,8 @@
 // are SVG paths with one vertex per point of the figures; the bars, the axis labels and
 // the tables are there; no console error and no request leaves the page; a screenshot of
 // the tuning section is not blank. A second page: before every task has a valid
-// measurement, the estimate and the curve say so instead of drawing one.
+// measurement, the estimate and the curve say so instead of drawing one. A Winograd
+// alternative counts once with its layers; the curve's marker label stays inside the chart.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -197,6 +198,24 @@ test('before every task has a valid measurement: no curve, the estimate unknown,
     assert.is(await page.locator('#tuning-task-2 path.curve').count(), 0);
     assert.is(await page.locator('#tuning-task-0 circle.point').count(), 1);
     assert.match((await page.locator('section.tuning').textContent())!, 'No ONNX Runtime comparison available: none saved in <reports>/cpu.onnxruntime.json');
+  } finally {
+    await page.close();
+  }
+});
+
+test('a Winograd alternative: one bar per layer group in the shares and defaults, its best named there', async () => {
+  if (!browser) { skip('report page in Chromium (alternative)', why); return; }
+  const tasks: ReportTask[] = [...TASKS, { key: key('w'), desc: 'conv2d_winograd_nhwc+add+relu 1x8x8x4 -> 1x8x8x4', weight: 3, flops: 2e6, alternative: { of: key('c') } }];
+  const r = report('net', [...LOG, rec(key('w'), 13, [1])]);
+  r.tuning = tuningFigures({ network: 'net', tasks, entries: asEntries([...LOG, rec(key('w'), 13, [1])]), match: MATCH });
+  assert.is(r.tuning.estimated_ms, 2 * 2 + 1 * 1.5 + 3 * 1);
+  const { page, problems } = await open('alternative.html', renderHtml(r));
+  try {
+    assert.equal(problems, []);
+    assert.is(await page.locator('#tuning-shares rect.bar').count(), 3);
+    assert.is(await page.locator('#tuning-task-3 circle.point').count(), 1, 'the alternative has its own curve');
+    assert.match((await page.locator('table.shares').textContent())!, 'alternative of task 2');
+    assert.match((await page.locator('table.defaults').textContent())!, '1 ms (task 3)');
   } finally {
     await page.close();
   }

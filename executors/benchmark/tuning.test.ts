@@ -1,5 +1,5 @@
 // What the benchmark report takes from the workspace: the network's tasks (extracted as
-// tune extracts them) and every record of the store, including a tune output under
+// tune extracts them, the conv's Winograd alternative included) and every record of the store, including a tune output under
 // <records>/nx/ that no compile merged yet, for the compiled model's target and machine;
 // and the ONNX Runtime comparison beside the report: absent (the page says where it would
 // come from), the CLI's `--compare onnxruntime --json` output, or a broken file (one
@@ -13,9 +13,9 @@ import * as assert from 'uvu/assert';
 import type { Manifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { loadModel } from '../../engine/frontend/load';
-import { extractTasks } from '../../engine/graph/extract';
 import { appendRecords } from '../../engine/records/log';
 import type { TuningRecord } from '../../engine/records/record';
+import { tuningTasks } from '../../engine/search/tune';
 import { loadConfig } from '../../plugin/config';
 import { resolveRun, tuneOutputFile } from '../../plugin/resolve';
 import { writeNetWorkspace } from '../workspace.fixture';
@@ -35,8 +35,8 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 test('the store\'s logs and an unmerged tune output, for this target and machine; then the comparison file', async () => {
   writeNetWorkspace(dir);
   const run = resolveRun(loadConfig('tensortune.config.yaml', dir), dir, 'net');
-  const tasks = extractTasks(loadModel(run.spec).graph);
-  assert.ok(tasks.length >= 2, 'conv and dense (and the pool) are tasks');
+  const tasks = tuningTasks(loadModel(run.spec).graph, MATCH.target);
+  assert.ok(tasks.length >= 3, 'conv, its Winograd alternative and dense (and the pool) are tasks');
   const store = path.join(run.storeDir, 'net.cpu.jsonl');
   await appendRecords(store, [...tasks.map((t, i) => rec(t.key, i, 2)), rec(tasks[0].key, 30, 0.001, '12345678')]);
   const output = tuneOutputFile(run.storeDir, 'net', 'cpu', 'full');
@@ -45,7 +45,8 @@ test('the store\'s logs and an unmerged tune output, for this target and machine
 
   const warnings: string[] = [];
   const got = await tuningForReport(run, manifest, rel, (m) => warnings.push(m));
-  const weights = tasks.reduce((a, t) => a + t.weight, 0);
+  // A layer group (a task and its Winograd alternative) counts once in the estimate.
+  const weights = tasks.filter((t) => !t.alternative).reduce((a, t) => a + t.weight, 0);
   assert.is(got.tuning.trials, tasks.length + 1);
   assert.is(got.tuning.estimated_ms, 2 * weights - tasks[0].weight);
   assert.equal(got.tuning.tasks.map((t) => t.key), tasks.map((t) => t.key));
