@@ -9,7 +9,11 @@
  * machine that builds tensortune's native tools, and cross compilers for a Jetson host) and
  * a library that contains it loads where there is no driver. Only the handful below is
  * used; they are part of the driver's stable ABI (the `_v2` names are what cuda.h maps the
- * plain names to on 64-bit hosts since CUDA 4.0 / 11.0).
+ * plain names to on 64-bit hosts since CUDA 4.0 / 11.0; cuEventElapsedTime is the first
+ * version, which drivers keep exporting, where cuda.h 13 maps the plain name to `_v2`).
+ *
+ * Driver calls act on the calling thread's current context, so every entry point makes the
+ * program's context current first: a model may be run from another thread than tt_init's.
  *
  * Not thread-safe: one thread at a time may call into a program. libcuda, once opened, is
  * never closed (the measurement worker loads and unloads candidate libraries that each
@@ -56,7 +60,6 @@ typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2: 64-bit hosts only */
   X(cuDevicePrimaryCtxRetain, (CUcontext*, CUdevice))                                              \
   X(cuDevicePrimaryCtxRelease_v2, (CUdevice))                                                      \
   X(cuCtxSetCurrent, (CUcontext))                                                                  \
-  X(cuCtxSynchronize, (void))                                                                      \
   X(cuModuleLoadData, (CUmodule*, const void*))                                                    \
   X(cuModuleUnload, (CUmodule))                                                                    \
   X(cuModuleGetFunction, (CUfunction*, CUmodule, const char*))                                     \
@@ -130,7 +133,20 @@ static const char* cu_err(CUresult rc) {
 /* Errors after which the context is unusable (cuda.h: "the process must be terminated"). */
 static int is_fault(CUresult rc) {
   return rc == 700 /* ILLEGAL_ADDRESS */ || rc == 702 /* LAUNCH_TIMEOUT */ || rc == 710 /* ASSERT */ ||
-         (rc >= 714 && rc <= 719) /* HARDWARE_STACK_ERROR .. LAUNCH_FAILED */;
+         (rc >= 714 && rc <= 719) /* HARDWARE_STACK_ERROR .. LAUNCH_FAILED */ || rc == 721 /* TENSOR_MEMORY_LEAK */ ||
+         rc == 911 /* EXTERNAL_DEVICE */;
+}
+
+/* TT_CUDA_DEVICE: unset or empty is device 0, else 1 to 6 decimal digits (as cudaDeviceIndex
+   in engine/native/cuda.ts reads it); -1 for anything else. */
+static int device_index(const char* text) {
+  if (!text || !*text) return 0;
+  int v = 0, n = 0;
+  for (const char* c = text; *c; c++, n++) {
+    if (*c < '0' || *c > '9' || n == 6) return -1;
+    v = v * 10 + (*c - '0');
+  }
+  return v;
 }
 
 /* ---- programs ------------------------------------------------------------------ */
@@ -207,9 +223,13 @@ tt_cu_program* tt_cu_create(const void* image, size_t image_size,
   memcpy(p->launches, launches, (size_t)nlaunches * sizeof *launches);
 
   const char* dev_env = getenv("TT_CUDA_DEVICE");
-  int index = dev_env && *dev_env ? atoi(dev_env) : 0, count = 0;
+  int index = device_index(dev_env), count = 0;
+  if (index < 0) {
+    fail(p, "TT_CUDA_DEVICE='%s': expected a device index (0, 1, ...)", dev_env);
+    goto failed;
+  }
   if (check(p, cu.cuDeviceGetCount(&count), "cuDeviceGetCount") != 0) goto failed;
-  if (index < 0 || index >= count) {
+  if (index >= count) {
     fail(p, "TT_CUDA_DEVICE=%d, but the driver sees %d CUDA device(s)", index, count);
     goto failed;
   }
@@ -228,18 +248,25 @@ tt_cu_program* tt_cu_create(const void* image, size_t image_size,
     k = TT_CU_LOAD_ERROR;
     goto failed;
   }
-  int max_threads = 0, max_block[3], max_grid[3];
-  cu.cuDeviceGetAttribute(&max_threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->device);
+  int max_threads = 0, max_block[3] = {0, 0, 0}, max_grid[3] = {0, 0, 0};
+  if (check(p, cu.cuDeviceGetAttribute(&max_threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->device), "cuDeviceGetAttribute") != 0)
+    goto failed;
   for (int d = 0; d < 3; d++) {
-    cu.cuDeviceGetAttribute(&max_block[d], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + d, p->device);
-    cu.cuDeviceGetAttribute(&max_grid[d], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + d, p->device);
+    if (check(p, cu.cuDeviceGetAttribute(&max_block[d], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + d, p->device), "cuDeviceGetAttribute") != 0 ||
+        check(p, cu.cuDeviceGetAttribute(&max_grid[d], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + d, p->device), "cuDeviceGetAttribute") != 0)
+      goto failed;
   }
   for (int i = 0; i < nlaunches; i++) {
     const tt_cu_launch* l = &p->launches[i];
+    if (!l->kernel || l->nargs < 0 || (l->nargs > 0 && !l->args)) {
+      fail(p, "launch %d: no kernel name, or a bad argument list", i);
+      goto failed;
+    }
     if (check(p, cu.cuModuleGetFunction(&p->functions[i], p->module, l->kernel), l->kernel) != 0) goto failed;
     int fn_threads = 0, regs = 0;
-    cu.cuFuncGetAttribute(&fn_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->functions[i]);
-    cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->functions[i]);
+    if (check(p, cu.cuFuncGetAttribute(&fn_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->functions[i]), "cuFuncGetAttribute") != 0 ||
+        check(p, cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->functions[i]), "cuFuncGetAttribute") != 0)
+      goto failed;
     unsigned long threads = (unsigned long)l->block[0] * l->block[1] * l->block[2];
     for (int d = 0; d < 3; d++) {
       if (l->block[d] < 1 || l->grid[d] < 1 || (long)l->block[d] > max_block[d] || (long)l->grid[d] > max_grid[d]) {
@@ -286,24 +313,32 @@ failed:
   return NULL;
 }
 
-static int bad_index(tt_cu_program* p, int index) {
-  if (index >= 0 && index < p->nbuffers) return 0;
-  return fail(p, "buffer %d of %d", index, p->nbuffers);
+/* Makes p's context the calling thread's current one (every entry point, see the top). */
+static int use_context(tt_cu_program* p) {
+  return check(p, cu.cuCtxSetCurrent(p->context), "cuCtxSetCurrent");
+}
+
+/* A copy's arguments: a buffer of p and a host pointer. */
+static int bad_copy(tt_cu_program* p, int index, const void* host) {
+  if (index < 0 || index >= p->nbuffers) return fail(p, "buffer %d of %d", index, p->nbuffers);
+  if (!host) return fail(p, "buffer %d: no host memory (NULL)", index);
+  return use_context(p);
 }
 
 int tt_cu_write(tt_cu_program* p, int index, const float* host) {
-  if (!p || bad_index(p, index) != 0) return -1;
+  if (!p || bad_copy(p, index, host) != 0) return -1;
   return check(p, cu.cuMemcpyHtoD_v2(p->buffers[index], host, p->specs[index].count * sizeof(float)), "cuMemcpyHtoD");
 }
 
 int tt_cu_read(tt_cu_program* p, int index, float* host) {
-  if (!p || bad_index(p, index) != 0) return -1;
+  if (!p || bad_copy(p, index, host) != 0) return -1;
   return check(p, cu.cuMemcpyDtoH_v2(host, p->buffers[index], p->specs[index].count * sizeof(float)), "cuMemcpyDtoH");
 }
 
 int tt_cu_run(tt_cu_program* p) {
   if (!p) return -1;
   p->elapsed_ms = -1;
+  if (use_context(p) != 0) return -1;
   if (check(p, cu.cuEventRecord(p->start, NULL), "cuEventRecord") != 0) return -1;
   for (int i = 0; i < p->nlaunches; i++) {
     const tt_cu_launch* l = &p->launches[i];
@@ -338,6 +373,7 @@ const char* tt_cu_error(const tt_cu_program* p) {
 
 void tt_cu_destroy(tt_cu_program* p) {
   if (!p) return;
+  if (p->context) cu.cuCtxSetCurrent(p->context);
   if (p->start) cu.cuEventDestroy_v2(p->start);
   if (p->stop) cu.cuEventDestroy_v2(p->stop);
   if (p->buffers)
