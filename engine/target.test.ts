@@ -15,7 +15,7 @@ import {
   parseTarget, withHardwareParams, type OpenclProbe,
   CUDA_GPU_PARAMS, NO_CUDA_DEVICE, type CudaProbe,
 } from './target';
-import { cudaDeviceSync, parseNvidiaSmi } from './native/cuda';
+import { cudaDeviceIndex, cudaDeviceSync, parseNvidiaSmi } from './native/cuda';
 
 /** A UserError of one line matching `want`. */
 function refuses(run: () => unknown, want: RegExp, label: string): void {
@@ -290,6 +290,15 @@ test('nvidia-smi output: name, driver and compute capability per GPU (names may 
   ]);
   assert.equal(parseNvidiaSmi('Quadro, odd name, 535.1, 7.5'), [{ name: 'Quadro, odd name', driverVersion: '535.1', arch: 'sm_75', index: 0 }]);
   assert.equal(parseNvidiaSmi('No devices were found'), []);
+});
+
+test('TT_CUDA_DEVICE: digits, default 0; anything else is refused naming the variable, as tt_cuda.c refuses it', () => {
+  assert.is(cudaDeviceIndex({}), 0);
+  assert.is(cudaDeviceIndex({ TT_CUDA_DEVICE: '' }), 0);
+  assert.is(cudaDeviceIndex({ TT_CUDA_DEVICE: '2' }), 2);
+  for (const bad of ['1x', '-1', ' 1', 'abc', '1234567']) {
+    assert.equal(cudaDeviceIndex({ TT_CUDA_DEVICE: bad }), { error: `TT_CUDA_DEVICE='${bad}': expected a device index (0, 1, ...)` }, bad);
+  }
 });
 
 test('the fingerprint of a CUDA target names the GPU and driver where nvidia-smi finds one, else the arch', () => {

@@ -24,10 +24,14 @@ export type CudaAnswer = { device: CudaDevice } | { error: string };
 /** Time limit of one nvidia-smi run. */
 const SMI_TIMEOUT_MS = 30_000;
 
-/** The device index the runtime opens: $TT_CUDA_DEVICE (a non-negative integer), default 0. */
-export function cudaDeviceIndex(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.TT_CUDA_DEVICE?.trim();
-  return text && /^\d+$/.test(text) ? Number(text) : 0;
+/**
+ * The device index the runtime opens: $TT_CUDA_DEVICE, decimal digits, default 0 (unset or
+ * empty). Anything else is refused, here and by tt_cuda.c, with the same message.
+ */
+export function cudaDeviceIndex(env: NodeJS.ProcessEnv = process.env): number | { error: string } {
+  const text = env.TT_CUDA_DEVICE;
+  if (!text) return 0;
+  return /^\d{1,6}$/.test(text) ? Number(text) : { error: `TT_CUDA_DEVICE='${text}': expected a device index (0, 1, ...)` };
 }
 
 /** Parses `nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader` lines. */
@@ -47,6 +51,7 @@ const answers = new Map<string, CudaAnswer>();
 /** The CUDA device this process would run on, or why there is none (no nvidia-smi, no GPU). */
 export function cudaDeviceSync(): CudaAnswer {
   const index = cudaDeviceIndex();
+  if (typeof index !== 'number') return index;
   const key = `${index}\0${process.env.PATH ?? ''}`;
   const known = answers.get(key);
   if (known) return known;
