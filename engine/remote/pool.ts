@@ -94,13 +94,14 @@ export class RemotePool {
           if (!(e instanceof DeviceError)) throw e;
           const seen = [...failures.get(i) ?? [], e.message];
           failures.set(i, seen);
-          if (seen.length >= MAX_DEVICE_FAILURES_PER_ITEM) results[i] = { lost: `${seen.length} device failures running it: ${seen.join('; ')}` };
+          const lost = seen.length >= MAX_DEVICE_FAILURES_PER_ITEM;
+          if (lost) results[i] = { lost: `${seen.length} device failures running it: ${seen.join('; ')}` };
           else queue.unshift(i); // back to the front: the next free device takes it
           changed(); // a waiting device need not wait for this one's reconnect
           // One chance to come back (a dropped connection); a device that cannot is out of the pool.
           try {
             await d.connect();
-            this.log(`${e.message}; the device answers again, the candidate is measured again`);
+            this.log(`${e.message}; the device answers again, ${lost ? 'the candidate is recorded as a device_error' : 'the candidate is measured again'}`);
           } catch (again) {
             this.fail(d, again instanceof DeviceError ? new DeviceError(`${again.message} (after: ${e.message})`) : again);
           }

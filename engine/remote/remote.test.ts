@@ -20,8 +20,9 @@ import { hardwareFingerprint, parseTarget } from '../target';
 import { workerBuild } from './device';
 import { RemoteMeasurer } from './measurer';
 import { openRemoteDevices } from './open';
-import { RemotePool } from './pool';
+import { MAX_DEVICE_FAILURES_PER_ITEM, RemotePool } from './pool';
 import { parseRunner } from './runner';
+import { DeviceError } from './session';
 
 const target = parseTarget('llvm');
 const tasks = extractTasks(getNetwork('mobilenet', { imageSize: 32, weights: 'zeros' }).graph);
@@ -114,6 +115,29 @@ test('a pool of two where one device dies mid-batch: nothing lost, its work done
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an item the device fails on twice is given up as lost, once; every other item is recorded once', async () => {
+  const lines: string[] = [];
+  const pool = new RemotePool([LOCAL], target, '--runner', { log: (l) => lines.push(l) });
+  try {
+    await pool.open();
+    const calls = [0, 0, 0];
+    const results = await pool.run([0, 1, 2], async (device, item) => {
+      calls[item]++;
+      if (item === 1) throw new DeviceError(`${device.label}: the connection ended`);
+      return item * 10;
+    });
+    assert.equal(results[0], { ok: 0 });
+    assert.equal(results[2], { ok: 20 });
+    assert.ok('lost' in results[1] && /^2 device failures running it: /.test(results[1].lost), JSON.stringify(results[1]));
+    assert.equal(calls, [1, MAX_DEVICE_FAILURES_PER_ITEM, 1], 'no item run again once it has a result');
+    assert.match(lines[0], /the connection ended; the device answers again, the candidate is measured again$/);
+    assert.match(lines[1], /the connection ended; the device answers again, the candidate is recorded as a device_error$/);
+    assert.ok(pool.devices[0].alive, 'the device came back each time');
+  } finally {
+    await pool.close();
   }
 });
 
