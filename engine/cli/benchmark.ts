@@ -158,7 +158,7 @@ export const benchmarkCommand: Command = {
     for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
     if (result.profile) {
       const peak = await measurePeakGflops(result.threads, parseTarget(manifest.target));
-      io.out(`${formatKernelProfile(kernelProfile(result.profile, manifest, peak), peak, result.threads).join('\n')}\n`);
+      io.out(`${formatKernelProfile(kernelProfile(result.profile, manifest, peak, path.join(positionals[0], 'manifest.json')), peak, result.threads).join('\n')}\n`);
     }
     if (values.json) {
       const { summary: _summary, ...rest } = result;

@@ -33,7 +33,13 @@ test('rows sum the calls of each kernel, slowest first, with share, GFLOP/s and 
   assert.match(table[0], /peak 10.0 GFLOP\/s at 2 thread\(s\)/);
   assert.match(table[2], /2\.5000 +55\.6% +0\.8 +8\.0% +2 +default +conv <b>/);
   assert.match(table[table.length - 1], /4\.5000 +total/);
-  assert.throws(() => kernelProfile([{ symbol: 'c', ms: 1 }], manifest), /calls kernel 'c', which its manifest does not list/);
+  try {
+    kernelProfile([{ symbol: 'c', ms: 1 }], manifest, undefined, 'out/m/manifest.json');
+    assert.unreachable('a kernel the manifest does not list');
+  } catch (e) {
+    assert.instance(e, UserError);
+    assert.is((e as Error).message, "out/m/manifest.json: the model calls kernel 'c', which the manifest does not list: recompile the model");
+  }
 });
 
 test('a compiled model times every kernel call: one entry per fused group, in call order, each a manifest kernel', async () => {

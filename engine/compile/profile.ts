@@ -3,6 +3,7 @@
 // here the calls are summed per kernel of the manifest and set against the kernel's FLOPs
 // and the machine's peak.
 
+import { UserError } from '../errors';
 import type { CallProfile } from '../native/bench';
 import type { Manifest } from './manifest';
 
@@ -22,12 +23,15 @@ export interface KernelProfileRow {
   peak?: number;
 }
 
-/** Per-kernel rows, slowest first. Throws when a call names a kernel the manifest does not list (the model and its manifest disagree). */
-export function kernelProfile(calls: readonly CallProfile[], manifest: Manifest, peakGflops?: number): KernelProfileRow[] {
+/**
+ * Per-kernel rows, slowest first. A call to a kernel the manifest does not list (the model
+ * and its manifest disagree) is a UserError naming `manifestFile`.
+ */
+export function kernelProfile(calls: readonly CallProfile[], manifest: Manifest, peakGflops?: number, manifestFile = 'manifest.json'): KernelProfileRow[] {
   const kernels = new Map(manifest.kernels.map((k) => [k.symbol, k]));
   const bySymbol = new Map<string, { calls: number; ms: number }>();
   for (const c of calls) {
-    if (!kernels.has(c.symbol)) throw new Error(`the model calls kernel '${c.symbol}', which its manifest does not list: recompile the model`);
+    if (!kernels.has(c.symbol)) throw new UserError(`${manifestFile}: the model calls kernel '${c.symbol}', which the manifest does not list: recompile the model`);
     const r = bySymbol.get(c.symbol) ?? { calls: 0, ms: 0 };
     r.calls++;
     r.ms += c.ms;

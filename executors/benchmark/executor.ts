@@ -26,9 +26,9 @@ import type { CallProfile } from '../../engine/native/bench';
 import { measurePeakGflops } from '../../engine/native/peak';
 
 /** The per-kernel rows of a profiled run and the peak they are set against (measured now, at the run's thread count). */
-async function profileForReport(calls: readonly CallProfile[], manifest: Manifest, threads: number): Promise<NonNullable<BenchmarkReport['profile']>> {
+async function profileForReport(calls: readonly CallProfile[], manifest: Manifest, manifestFile: string, threads: number): Promise<NonNullable<BenchmarkReport['profile']>> {
   const peak = await measurePeakGflops(threads, parseTarget(manifest.target));
-  return { peak_gflops: peak, rows: kernelProfile(calls, manifest, peak) };
+  return { peak_gflops: peak, rows: kernelProfile(calls, manifest, peak, manifestFile) };
 }
 
 export default async function benchmarkExecutor(options: BenchmarkExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
@@ -68,7 +68,7 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     console.log(result.summary);
     console.log(result.device !== undefined ? remoteSetupLine(result) : benchSetupLine(result));
     for (const w of result.warnings) console.warn(`warning: ${w}`);
-    const profile = result.profile ? await profileForReport(result.profile, manifest, result.threads) : undefined;
+    const profile = result.profile ? await profileForReport(result.profile, manifest, rel(manifestFile), result.threads) : undefined;
     if (profile) console.log(formatKernelProfile(profile.rows, profile.peak_gflops, result.threads).join('\n'));
     const { summary: _summary, profile: _calls, ...numbers } = result;
     const tuning = await tuningForReport(run, manifest, rel, (m) => console.warn(`warning: ${m}`));
