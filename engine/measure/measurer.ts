@@ -11,7 +11,6 @@
 // A bad candidate never throws: it is an outcome with its class and the first lines of
 // what went wrong. Only a broken setup (no C compiler) throws.
 
-import type { BlockedLayout } from '../codegen/layout';
 import { promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -24,7 +23,7 @@ import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import type { Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import { Builder, type BuiltCandidate } from './builder';
-import { compareOutput, computeReference, toleranceFor, type Reference, type Tolerance } from './verify';
+import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from './verify';
 import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
 
 export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
@@ -64,13 +63,14 @@ export class LocalMeasurer implements Measurer {
   private timing = 0;
   private readonly idleWaiters: (() => void)[] = [];
   private readonly worker: MeasureWorker;
-  private readonly references = new Map<string, Reference>();
+  private readonly references: ReferenceCache;
   private outputSeq = 0;
 
   constructor(target: Target, opts: LocalMeasurerOptions = {}) {
     const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
     this.options = { ...DEFAULT_MEASURE_OPTIONS, ...measure };
     this.seed = seed ?? 0;
+    this.references = new ReferenceCache(this.seed);
     this.tolerance = tolerance;
     this.ownsWorkDir = workDir === undefined;
     this.workDir = workDir ?? ownedTempDir('tt-measure'); // a killed run's is swept by the next one
@@ -123,16 +123,6 @@ export class LocalMeasurer implements Measurer {
     if (this.ownsWorkDir) await fs.rm(this.workDir, { recursive: true, force: true });
   }
 
-  private reference(task: MeasuredTask, layouts: readonly BlockedLayout[] = []): Reference {
-    const key = `${task.dag.workloadKey} ${JSON.stringify(layouts)}`;
-    let ref = this.references.get(key);
-    if (!ref) {
-      ref = computeReference(task.dag, this.seed, layouts);
-      this.references.set(key, ref);
-    }
-    return ref;
-  }
-
   private async runOne(task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>): Promise<Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'>> {
     const dag = task.dag;
     const outFiles = dag.outputs.map(() => path.join(this.workDir, `out-${++this.outputSeq}.bin`));
@@ -154,7 +144,7 @@ export class LocalMeasurer implements Measurer {
         return { costs_ms: [], error: 'runtime_error', message: (e as Error).message };
       }
       if ('error' in result) return { costs_ms: [], error: result.error, message: result.message };
-      const ref = this.reference(task, b.layouts);
+      const ref = this.references.get(task.dag, b.layouts);
       for (let i = 0; i < outFiles.length; i++) {
         const got = await readFloat32File(outFiles[i]);
         const cmp = compareOutput(got, ref.outputs[i], this.tolerance ?? toleranceFor(dag));

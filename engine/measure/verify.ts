@@ -70,6 +70,23 @@ export function computeReference(dag: ComputeDAG, seed: number, layouts: readonl
   return { seed, outputs };
 }
 
+/** The references of one seed, computed once per task and blocked layout (the measurers keep one). */
+export class ReferenceCache {
+  private readonly refs = new Map<string, Reference>();
+
+  constructor(private readonly seed: number) {}
+
+  get(dag: ComputeDAG, layouts: readonly BlockedLayout[] = []): Reference {
+    const key = `${dag.workloadKey} ${JSON.stringify(layouts)}`;
+    let ref = this.refs.get(key);
+    if (!ref) {
+      ref = computeReference(dag, this.seed, layouts);
+      this.refs.set(key, ref);
+    }
+    return ref;
+  }
+}
+
 export type Comparison = { ok: true } | { ok: false; message: string };
 
 /** Compares one output buffer with its reference. */

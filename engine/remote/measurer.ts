@@ -12,7 +12,7 @@ import type { Task } from '../graph/extract';
 import { numElements } from '../ir/tensor';
 import { Builder, type BuiltCandidate } from '../measure/builder';
 import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
-import { compareOutput, computeReference, toleranceFor, type Reference, type Tolerance } from '../measure/verify';
+import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from '../measure/verify';
 import type { Step } from '../schedule/steps';
 import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import type { Target } from '../target';
@@ -38,7 +38,7 @@ export class RemoteMeasurer implements Measurer {
   private readonly tolerance: Tolerance | undefined;
   private readonly workDir = ownedTempDir('tt-measure');
   private readonly builder: Builder;
-  private readonly references = new Map<string, Reference>();
+  private readonly references: ReferenceCache;
   /** Batches being timed on the devices, and who waits for none to be (whenIdle). */
   private timing = 0;
   private readonly idleWaiters: (() => void)[] = [];
@@ -48,6 +48,7 @@ export class RemoteMeasurer implements Measurer {
     const { seed, tolerance, buildTimeoutMs, ...measure } = opts;
     this.options = { ...DEFAULT_MEASURE_OPTIONS, buildJobs: availableParallelism(), ...measure };
     this.seed = seed ?? 0;
+    this.references = new ReferenceCache(this.seed);
     this.tolerance = tolerance;
     this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
   }
@@ -91,16 +92,6 @@ export class RemoteMeasurer implements Measurer {
     return outcomes;
   }
 
-  private reference(task: MeasuredTask, layouts: Extract<BuiltCandidate, { lib: string }>['layouts'] = []): Reference {
-    const key = `${task.dag.workloadKey} ${JSON.stringify(layouts)}`;
-    let ref = this.references.get(key);
-    if (!ref) {
-      ref = computeReference(task.dag, this.seed, layouts);
-      this.references.set(key, ref);
-    }
-    return ref;
-  }
-
   /** One candidate on one device. A DeviceError (no reply) propagates to the pool. */
   private async runOne(device: RemoteDevice, task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>, lib: Buffer): Promise<Outcome> {
     const dag = task.dag;
@@ -117,7 +108,7 @@ export class RemoteMeasurer implements Measurer {
       const error = reply.error === 'timeout' || reply.error === 'compile_error' ? reply.error : 'runtime_error';
       return { costs_ms: [], error, message: `${reply.message ?? reply.error} (on ${device.label})` };
     }
-    const ref = this.reference(task, b.layouts);
+    const ref = this.references.get(dag, b.layouts);
     for (let k = 0; k < dag.outputs.length; k++) {
       const p = payloads[k];
       if (!p || p.length !== ref.outputs[k].length * 4) {
