@@ -11,7 +11,6 @@
 
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
-export { isWinogradDag } from '../topi/winograd';
 import type { DefaultOptions } from './defaults';
 import { State } from './state';
 import type { Step } from './steps';

@@ -12,7 +12,8 @@
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
 import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
-import { isWinogradDag, winogradDefaultSchedule } from './defaults-winograd';
+import { isWinogradDag } from '../topi/winograd';
+import { winogradDefaultSchedule } from './defaults-winograd';
 import { State } from './state';
 import type { Step } from './steps';
 
