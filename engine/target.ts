@@ -234,6 +234,15 @@ export function parseTarget(text: string, where = 'target', host?: string, hostW
   };
 }
 
+/** The host of a GPU target: a CPU target, `llvm` (this machine) unless given. */
+function parseGpuHost(hostText: string | undefined, hostWhere: string): Target {
+  const hostParts = (hostText ?? 'llvm').trim().split(/\s+/);
+  if (hostParts[0] !== 'llvm' && hostParts[0] !== 'c') {
+    throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${hostParts.join(' ')}"`);
+  }
+  return parseTarget(hostParts.join(' '), hostWhere);
+}
+
 function parseOpencl(text: string, parts: readonly string[], where: string, hostText: string | undefined, hostWhere: string): Target {
   let device: string | undefined;
   const overrides: Partial<GpuParams> = {};
@@ -264,11 +273,7 @@ function parseOpencl(text: string, parts: readonly string[], where: string, host
   if (overrides.warpSize !== undefined && threads !== undefined && overrides.warpSize > threads) {
     throw new UserError(`${where}: -thread_warp_size=${overrides.warpSize} is more than the ${threads} threads per block of "${text}"`);
   }
-  const hostParts = (hostText ?? 'llvm').trim().split(/\s+/);
-  if (hostParts[0] !== 'llvm' && hostParts[0] !== 'c') {
-    throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${hostParts.join(' ')}"`);
-  }
-  const host = parseTarget(hostParts.join(' '), hostWhere);
+  const host = parseGpuHost(hostText, hostWhere);
   const normalised = ['opencl', ...(device ? [`-device=${device}`] : []),
     ...GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`)].join(' ');
   // Plain `opencl` lowers its pinned threads and shared memory to the device's limits: asked
@@ -358,11 +363,7 @@ function parseCuda(text: string, parts: readonly string[], where: string, hostTe
   if (overrides.warpSize !== undefined && overrides.warpSize > threads) {
     throw new UserError(`${where}: -thread_warp_size=${overrides.warpSize} is more than the ${threads} threads per block of "${text}"`);
   }
-  const hostParts = (hostText ?? 'llvm').trim().split(/\s+/);
-  if (hostParts[0] !== 'llvm' && hostParts[0] !== 'c') {
-    throw new UserError(`${hostWhere}: the host of a GPU target is a CPU target ('llvm', e.g. "llvm -mtriple=aarch64-linux-gnu"), got "${hostParts.join(' ')}"`);
-  }
-  const host = parseTarget(hostParts.join(' '), hostWhere);
+  const host = parseGpuHost(hostText, hostWhere);
   const warpSize = overrides.warpSize ?? CUDA_GPU_PARAMS.warpSize;
   const gpu: GpuParams = { ...CUDA_GPU_PARAMS, maxVthreadExtent: Math.max(1, Math.floor(warpSize / 4)), ...overrides };
   const cuda: CudaParams = {
