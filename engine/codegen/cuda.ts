@@ -98,7 +98,7 @@ export const CUDA_DIALECT: Dialect = {
   expansionBudget: GPU_EXPANSION_BUDGET,
 };
 
-/** CUDA_DIALECT without the expansion budget: unrolling expanded as before (bench/gpu-source-size.ts compares). */
+/** CUDA_DIALECT without the expansion budget: the C dialect's bound, a thread scope counting one statement (bench/gpu-source-size.ts compares). */
 const CUDA_DIALECT_UNBOUNDED: Dialect = { ...CUDA_DIALECT, expansionBudget: undefined };
 
 /** What the host needs besides the module: buffers and launches (grid and block sizes), in order. */
@@ -110,7 +110,7 @@ export interface CudaLaunchTable {
 export interface CudaRenderOptions {
   /** float32 lanes of the vectors (target vectorLanes): 4, 8 or 16. */
   vectorLanes: number;
-  /** Expand unrolled loops without the GPU budget, as before it (for comparisons only). */
+  /** Expand unrolled loops under the C dialect's bound instead of GPU_EXPANSION_BUDGET (for comparisons only). */
   unboundedUnroll?: boolean;
 }
 

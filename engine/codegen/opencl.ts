@@ -4,8 +4,9 @@
 // The statements are written by c.ts's Renderer with the OpenCL dialect: the same explicit
 // unrolling, vectorisation (float4/8/16 through vload/vstore) and register promotion as on
 // CPUs, the expansion bounded by GPU_EXPANSION_BUDGET statements (a longer unrolled loop
-// stays a loop under `#pragma unroll N`, which the OpenCL compilers' clang accepts). The prelude gives the helper names the C renderer uses (expf, tt_maxf, tt_v4_load,
-// ...) their OpenCL meaning, so both languages share one statement writer. Bound loops
+// stays a loop under `#pragma unroll N`, which the OpenCL compilers' clang accepts). The
+// prelude gives the helper names the C renderer uses (expf, tt_maxf, tt_v4_load, ...) their
+// OpenCL meaning, so both languages share one statement writer. Bound loops
 // become get_group_id / get_local_id; shared buffers are `__local` arrays at the kernel's
 // top; barriers are barrier(CLK_LOCAL_MEM_FENCE). Buffer names come from lowering (cName in
 // lower.ts) and kernel names from our callers, never from records.
@@ -68,7 +69,7 @@ export const OPENCL_DIALECT: Dialect = {
   expansionBudget: GPU_EXPANSION_BUDGET,
 };
 
-/** OPENCL_DIALECT without the expansion budget: unrolling expanded as before (bench/gpu-source-size.ts compares). */
+/** OPENCL_DIALECT without the expansion budget: the C dialect's bound, a thread scope counting one statement (bench/gpu-source-size.ts compares). */
 const OPENCL_DIALECT_UNBOUNDED: Dialect = { ...OPENCL_DIALECT, expansionBudget: undefined };
 
 export type BufferRole = 'in' | 'out' | 'temp';
@@ -82,7 +83,7 @@ export interface OpenclLaunchTable {
 export interface OpenclRenderOptions {
   /** float32 lanes of the device's vectors (target vectorLanes): 4, 8 or 16. */
   vectorLanes: number;
-  /** Expand unrolled loops without the GPU budget, as before it (for comparisons only). */
+  /** Expand unrolled loops under the C dialect's bound instead of GPU_EXPANSION_BUDGET (for comparisons only). */
   unboundedUnroll?: boolean;
 }
 
