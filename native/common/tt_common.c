@@ -2,6 +2,7 @@
 
 #include "tt_common.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -337,4 +338,96 @@ void tt_json_string(FILE* f, const char* s) {
 void tt_json_number(FILE* f, double v) {
   if (isfinite(v)) fprintf(f, "%.9g", v);
   else fputs("null", f);
+}
+
+/* ---- device libraries ---------------------------------------------------------------- */
+
+int tt_find_device_hooks(void* lib, const char* symbol, tt_device_hooks* h, char* err, size_t errlen) {
+  static const char* suffixes[3] = {"_setup", "_finish", "_error"};
+  void* found[3];
+  int count = 0;
+  size_t n = strlen(symbol) + 8;
+  char* name = malloc(n);
+  if (!name) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < 3; i++) {
+    snprintf(name, n, "%s%s", symbol, suffixes[i]);
+    found[i] = dlsym(lib, name);
+    count += found[i] != NULL;
+  }
+  free(name);
+  if (count != 0 && count != 3) {
+    int missing = !found[0] ? 0 : !found[1] ? 1 : 2;
+    snprintf(err, errlen, "the library exports some device hooks of '%s' but not '%s%s' (a device library exports "
+             "_setup, _finish and _error)", symbol, symbol, suffixes[missing]);
+    return -1;
+  }
+  *(void**)&h->setup = found[0];
+  *(void**)&h->finish = found[1];
+  *(void**)&h->error = found[2];
+  return count == 3;
+}
+
+/* The device library's own account of its last failure, never NULL. */
+static const char* hook_message(const tt_device_hooks* h) {
+  const char* m = h->error();
+  return m ? m : "";
+}
+
+typedef struct {
+  tt_hook_fn fn;
+  float* const* bufs;
+  tt_prep_fn flush;
+  void* flush_ctx;
+} measure_ctx;
+
+static int measure_run(void* p) {
+  measure_ctx* c = (measure_ctx*)p;
+  return c->fn(c->bufs);
+}
+
+static void measure_flush(void* p) {
+  measure_ctx* c = (measure_ctx*)p;
+  c->flush(c->flush_ctx);
+}
+
+const char* tt_measure_kernel(void* lib, const char* symbol, tt_hook_fn fn, float* const* bufs, tt_timing* t,
+                              tt_prep_fn flush, void* flush_ctx, double* runs_ms, int* number_used, char* err,
+                              size_t errlen) {
+  tt_device_hooks hooks = {NULL, NULL, NULL};
+  int device = tt_find_device_hooks(lib, symbol, &hooks, err, errlen);
+  if (device < 0) return "runtime_error";
+  /* Flushing the CPU caches means nothing to a device, whose buffers live in its own
+     memory: flush is ignored for device libraries (number and min_repeat_ms stand). */
+  if (device) flush = NULL;
+  if (flush) { /* every run is preceded by a flush, so each is timed alone */
+    t->number = 1;
+    t->min_repeat_ms = 0;
+  }
+  if (device) {
+    int rc = hooks.setup(bufs);
+    if (rc != 0) {
+      const char* m = hook_message(&hooks);
+      if (*m) snprintf(err, errlen, "%s", m);
+      else snprintf(err, errlen, "'%s_setup' returned %d", symbol, rc);
+      return rc == 2 ? "compile_error" : "runtime_error";
+    }
+  }
+  measure_ctx ctx = {fn, bufs, flush, flush_ctx};
+  *number_used = t->number;
+  int rc = tt_time_runs(measure_run, flush ? measure_flush : NULL, &ctx, t, runs_ms, number_used);
+  if (rc != 0) {
+    const char* m = device ? hook_message(&hooks) : "";
+    snprintf(err, errlen, "kernel '%s' returned %d%s%s", symbol, rc, *m ? ": " : "", m);
+    if (device) hooks.finish(bufs); /* releases the device; its outputs are not kept */
+    return "runtime_error";
+  }
+  if (device && (rc = hooks.finish(bufs)) != 0) {
+    const char* m = hook_message(&hooks);
+    snprintf(err, errlen, "'%s_finish' returned %d%s%s", symbol, rc, *m ? ": " : "", m);
+    return "runtime_error";
+  }
+  return NULL;
 }

@@ -101,4 +101,28 @@ int tt_parse_timing_field(const char* key, const char* value, tt_timing* t, int*
 void tt_json_string(FILE* f, const char* s);
 void tt_json_number(FILE* f, double v);
 
+/* ---- device libraries (native/README.md, "Device libraries"), both workers ---- */
+
+/* The optional hooks of a kernel library that runs on a device (an OpenCL candidate):
+   <symbol>_setup, <symbol>_finish and <symbol>_error, all three or none. */
+typedef int (*tt_hook_fn)(float* const* args);
+typedef struct {
+  tt_hook_fn setup, finish;
+  const char* (*error)(void);
+} tt_device_hooks;
+
+/* 1: `lib` exports all three hooks of `symbol`; 0: none; -1: some but not all (err says which). */
+int tt_find_device_hooks(void* lib, const char* symbol, tt_device_hooks* h, char* err, size_t errlen);
+
+/* One measurement of the kernel `fn` (`symbol` of the loaded library `lib`), as tt_measure
+   and tt_remote run it. A device library (all three hooks) gets setup once before the
+   warm-up (2: "compile_error", else "runtime_error", the hook's message), the timed runs
+   call `fn` alone, then finish (the outputs are then the device's); after a failed run
+   finish is still called to release the device. `flush`, when not NULL, runs before every
+   run of a CPU kernel (number 1, min_repeat_ms 0 in *t); a device library ignores it.
+   Returns NULL with runs_ms / *number_used set, or the error class with err set. */
+const char* tt_measure_kernel(void* lib, const char* symbol, tt_hook_fn fn, float* const* bufs, tt_timing* t,
+                              tt_prep_fn flush, void* flush_ctx, double* runs_ms, int* number_used, char* err,
+                              size_t errlen);
+
 #endif /* TT_COMMON_H */

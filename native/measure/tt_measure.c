@@ -159,57 +159,6 @@ static void flush_caches(void* p) {
 #endif
 }
 
-static int run_kernel(void* p) {
-  run_ctx* c = (run_ctx*)p;
-  return c->fn(c->bufs);
-}
-
-/* The optional device hooks of a kernel library (native/README.md, "Device libraries"):
-   <symbol>_setup, <symbol>_finish and <symbol>_error, all three or none. */
-typedef int (*hook_fn)(float* const* args);
-typedef const char* (*error_fn)(void);
-
-typedef struct {
-  hook_fn setup, finish;
-  error_fn error;
-} device_hooks;
-
-/* 1: the library has all three hooks; 0: none; -1: some but not all (err says which). */
-static int find_hooks(void* lib, const char* symbol, device_hooks* h, char* err, size_t errlen) {
-  static const char* suffixes[3] = {"_setup", "_finish", "_error"};
-  void* found[3];
-  int count = 0;
-  size_t n = strlen(symbol) + 8;
-  char* name = malloc(n);
-  if (!name) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  for (int i = 0; i < 3; i++) {
-    snprintf(name, n, "%s%s", symbol, suffixes[i]);
-    found[i] = dlsym(lib, name);
-    count += found[i] != NULL;
-  }
-  if (count != 0 && count != 3) {
-    int missing = !found[0] ? 0 : !found[1] ? 1 : 2;
-    snprintf(err, errlen, "the library exports some device hooks of '%s' but not '%s%s' (a device library exports "
-             "_setup, _finish and _error)", symbol, symbol, suffixes[missing]);
-    free(name);
-    return -1;
-  }
-  free(name);
-  *(void**)&h->setup = found[0];
-  *(void**)&h->finish = found[1];
-  *(void**)&h->error = found[2];
-  return count == 3;
-}
-
-/* The device library's own account of its last failure, never NULL. */
-static const char* hook_message(const device_hooks* h) {
-  const char* m = h->error();
-  return m ? m : "";
-}
-
 static void execute(request* r) {
   /* Larger than TT_ERR_LEN: a device library's message may hold a build log. */
   char err[4 * TT_ERR_LEN];
@@ -225,8 +174,6 @@ static void execute(request* r) {
   double* runs = calloc((size_t)r->timing.repeat, sizeof(double));
   void* lib = NULL;
   const char* kind = NULL;
-  device_hooks hooks = {NULL, NULL, NULL};
-  int device = 0, set_up = 0;
   if (!runs) {
     kind = "runtime_error";
     snprintf(err, sizeof err, "out of memory");
@@ -266,45 +213,10 @@ static void execute(request* r) {
     snprintf(err, sizeof err, "symbol '%s' not found in '%s'", r->symbol, r->lib);
     goto done;
   }
-  if ((device = find_hooks(lib, r->symbol, &hooks, err, sizeof err)) < 0) {
-    kind = "runtime_error";
-    goto done;
-  }
-  /* Flushing the CPU caches means nothing to a device, whose buffers live in its own
-     memory: flush is ignored for device libraries (number and min_repeat_ms stand). */
-  int flush = r->flush && !device;
-  if (flush) { /* every run is preceded by a flush, so each is timed alone */
-    r->timing.number = 1;
-    r->timing.min_repeat_ms = 0;
-  }
-  if (device) {
-    int rc = hooks.setup(bufs);
-    if (rc != 0) {
-      kind = rc == 2 ? "compile_error" : "runtime_error";
-      const char* m = hook_message(&hooks);
-      if (*m) snprintf(err, sizeof err, "%s", m);
-      else snprintf(err, sizeof err, "'%s_setup' returned %d", r->symbol, rc);
-      goto done;
-    }
-    set_up = 1;
-  }
   int number = r->timing.number;
-  int rc = tt_time_runs(run_kernel, flush ? flush_caches : NULL, &ctx, &r->timing, runs, &number);
-  if (rc != 0) {
-    kind = "runtime_error";
-    const char* m = device ? hook_message(&hooks) : "";
-    snprintf(err, sizeof err, "kernel '%s' returned %d%s%s", r->symbol, rc, *m ? ": " : "", m);
+  if ((kind = tt_measure_kernel(lib, r->symbol, ctx.fn, bufs, &r->timing, r->flush ? flush_caches : NULL, &ctx, runs,
+                                &number, err, sizeof err)))
     goto done;
-  }
-  if (device) {
-    set_up = 0;
-    if ((rc = hooks.finish(bufs)) != 0) {
-      kind = "runtime_error";
-      const char* m = hook_message(&hooks);
-      snprintf(err, sizeof err, "'%s_finish' returned %d%s%s", r->symbol, rc, *m ? ": " : "", m);
-      goto done;
-    }
-  }
   for (int i = 0; i < r->nargs; i++) {
     if (!r->args[i].is_output || !r->args[i].path) continue;
     if (tt_write_floats(r->args[i].path, bufs[i], r->args[i].count, err) != 0) {
@@ -323,8 +235,6 @@ static void execute(request* r) {
   fflush(proto);
 
 done:
-  /* A run that failed after setup still releases the device (its outputs are not kept). */
-  if (set_up) hooks.finish(bufs);
   if (kind) reply_error(r->id, kind, err);
   if (lib) dlclose(lib);
   for (int i = 0; i < r->nargs; i++) free(bufs[i]);
