@@ -10,7 +10,7 @@ import type { BenchResult } from '../native/bench';
 import { ABI_VERSION } from '../runtime/abi';
 import { ModelRunError } from '../runtime/errors';
 import type { Target } from '../target';
-import { checkRemoteTarget, describeDevice } from './open';
+import { checkRemoteBenchTarget, describeDevice } from './open';
 import { RemotePool } from './pool';
 
 export interface RemoteBenchOptions {
@@ -42,7 +42,7 @@ export function formatSummary(r: Pick<BenchResult, 'mean_ms' | 'median_ms' | 'ma
 }
 
 export async function runRemoteBench(o: RemoteBenchOptions): Promise<BenchResult & { device: string }> {
-  checkRemoteTarget(o.target, o.where);
+  checkRemoteBenchTarget(o.target, o.where);
   const pool = new RemotePool(o.runners, o.target, o.where, { log: o.log });
   try {
     const [{ device, info }] = await pool.open();

@@ -8,6 +8,7 @@ import { promises as fs } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { buildNative, memoAsync } from '../native/build';
 import type { Target } from '../target';
+import { OPENCL_DESCRIBE_SYMBOL, openclDescribeLibrary } from './opencl';
 import { installCommand, INSTALLED_LINE, NOT_INSTALLED, startCommand, type Runner } from './runner';
 import { DeviceError, RemoteSession, type DeviceInfo, type Hello, type Reply } from './session';
 
@@ -154,7 +155,10 @@ export class RemoteDevice {
 
   /** What the device says it is (for the hardware fingerprint). */
   async info(): Promise<DeviceInfo> {
-    const { reply } = await this.request('info', [], 30_000);
+    // An OpenCL target: the device lists its OpenCL platforms and devices too (opencl.ts).
+    const describe: [string, Buffer][] = this.target.kind === 'opencl' ? [['lib', await openclDescribeLibrary(this.target)]] : [];
+    const fields = describe.length ? [...describe, `symbol ${OPENCL_DESCRIBE_SYMBOL}`] : [];
+    const { reply } = await this.request('info', fields, 60_000);
     return reply as unknown as DeviceInfo;
   }
 

@@ -86,7 +86,8 @@ export class RemoteMeasurer implements Measurer {
     runnable.forEach(({ i }, k) => {
       const r = results[k];
       const o: Outcome = 'ok' in r ? r.ok : { costs_ms: [], error: 'device_error', message: r.lost };
-      outcomes[i] = { ...outcomes[i], ...o, run_ms: timings.get(i) ?? 0 };
+      // Only what the device's outcome says: a verified candidate carries no message.
+      outcomes[i] = { steps: outcomes[i].steps, build_ms: outcomes[i].build_ms, ...o, run_ms: timings.get(i) ?? 0 };
     });
     for (const lib of libs.keys()) await fs.rm(lib, { force: true });
     return outcomes;

@@ -6,24 +6,36 @@
 import { createHash } from 'node:crypto';
 import { UserError } from '../errors';
 import type { MeasureDevice, MeasureOptions, Measurer } from '../search/types';
-import { isGpu, type Target } from '../target';
+import { isGpu, NO_OPENCL_DEVICE, openclIdentity, type Target } from '../target';
+import { describedOpenclDevice, openclDescribeLibrary } from './opencl';
 import { RemoteMeasurer } from './measurer';
 import { RemotePool, type PoolOptions } from './pool';
 import type { DeviceInfo } from './session';
 
 /** The fingerprint of a target measured on a device that answered `info`. As the local
  *  one (target.ts hardwareFingerprint): CPU model, vector features, cores, architecture and
- *  the target string; `remote: true` keeps it apart from any local machine's. */
+ *  the target string; for an OpenCL target also the device's OpenCL platform, device and
+ *  driver (openclIdentity, as a local OpenCL fingerprint names them); `remote: true` keeps it
+ *  apart from any local machine's. */
 export function deviceFingerprint(target: Target, info: DeviceInfo): string {
   const features = info.features.split(/\s+/).filter((f) => /^(avx|fma|sse4|neon|asimd|sve)/.test(f)).sort();
   const model = [info.cpu, info.cpu_implementer, info.cpu_part].filter(Boolean).join(' ') || 'unknown';
-  const text = JSON.stringify({ remote: true, model, features, cores: info.cores, target: target.text, arch: info.machine });
+  const opencl = target.kind === 'opencl' ? openclOf(info) : undefined;
+  const text = JSON.stringify({ remote: true, model, features, cores: info.cores, target: target.text, arch: info.machine,
+    ...(opencl ? { opencl: 'device' in opencl ? openclIdentity(opencl.device) : NO_OPENCL_DEVICE } : {}) });
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
-/** One line that names a device: "aarch64, AMD EPYC, 2 cores". */
+/** The OpenCL device a device's info describes (its candidates open that one), or why there is none. */
+export function openclOf(info: DeviceInfo): ReturnType<typeof describedOpenclDevice> {
+  return describedOpenclDevice(info.described, info.describe_error);
+}
+
+/** One line that names a device: "aarch64, AMD EPYC, 2 cores" (and its OpenCL device when it described one). */
 export function describeDevice(info: DeviceInfo): string {
-  return `${info.machine}, ${[info.cpu, info.cpu_part].filter(Boolean).join(' ') || 'unknown CPU'}, ${info.cores} core(s)`;
+  const cl = info.described !== undefined ? openclOf(info) : undefined;
+  const opencl = cl && 'device' in cl ? `, OpenCL: ${cl.device.device} (${cl.device.platform}, driver ${cl.device.driverVersion})` : '';
+  return `${info.machine}, ${[info.cpu, info.cpu_part].filter(Boolean).join(' ') || 'unknown CPU'}, ${info.cores} core(s)${opencl}`;
 }
 
 export interface OpenedDevices extends MeasureDevice {
@@ -32,16 +44,27 @@ export interface OpenedDevices extends MeasureDevice {
   close(): Promise<void>;
 }
 
-/** Remote measurement of CPU targets; a GPU target's worker would need its runtime on the device. */
+/** Remote measurement: CPU targets, and OpenCL targets (the candidate library carries the
+ *  OpenCL runtime, which opens the device's libOpenCL). CUDA's worker would need its driver
+ *  on the device and nothing CUDA has run here yet. */
 export function checkRemoteTarget(target: Target, where: string): void {
+  if (isGpu(target) && target.kind !== 'opencl') {
+    throw new UserError(`${where}: measuring through a runner supports CPU targets ("llvm -mtriple=...") and OpenCL targets, not "${target.text}" yet (GPU targets through a runner: OpenCL only)`);
+  }
+}
+
+/** benchmark --runner: compiled CPU models only (a GPU model through a runner is not built yet). */
+export function checkRemoteBenchTarget(target: Target, where: string): void {
   if (isGpu(target)) {
-    throw new UserError(`${where}: measuring through a runner supports CPU targets ("llvm -mtriple=..."), not "${target.text}" yet`);
+    throw new UserError(`${where}: benchmarking through a runner supports models compiled for CPU targets ("llvm -mtriple=..."), not "${target.text}" yet (GPU targets through a runner: tune only)`);
   }
 }
 
 /** Starts the pool; throws one UserError when no device starts or the devices differ. */
 export async function openRemoteDevices(templates: readonly string[], target: Target, where: string, opts: PoolOptions = {}): Promise<OpenedDevices> {
   checkRemoteTarget(target, where);
+  // Built before any device starts, so a missing cross toolchain or OpenCL header is one message.
+  if (target.kind === 'opencl') await openclDescribeLibrary(target);
   const pool = new RemotePool(templates, target, where, opts);
   let opened;
   try {
@@ -56,6 +79,14 @@ export async function openRemoteDevices(templates: readonly string[], target: Ta
     await pool.close();
     throw new UserError(`${where}: the runners of one target must reach devices of one kind: ${opened[0].device.label} is ` +
       `${describeDevice(opened[0].info)}, ${opened[odd].device.label} is ${describeDevice(opened[odd].info)}`);
+  }
+  if (target.kind === 'opencl') {
+    // Every candidate would fail: say why once, as a local OpenCL target without a device does.
+    const none = opened.map(({ device, info }) => ({ device, cl: openclOf(info) })).find(({ cl }) => 'error' in cl);
+    if (none) {
+      await pool.close();
+      throw new UserError(`${where}: ${none.device.label} has no usable OpenCL device for "${target.text}": ${(none.cl as { error: string }).error}`);
+    }
   }
   let measurer: RemoteMeasurer | undefined;
   return {

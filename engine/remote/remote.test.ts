@@ -170,10 +170,10 @@ test('a device that says hello, then answers garbage: one error quoting it', asy
   }
 });
 
-test('GPU targets are refused through a runner, in one message naming where', async () => {
-  const err = await openRemoteDevices([LOCAL], parseTarget('opencl'), 'targets.gpu.runner').then(() => undefined, (e: Error) => e);
+test('CUDA targets are refused through a runner, in one message naming where', async () => {
+  const err = await openRemoteDevices([LOCAL], parseTarget('cuda -arch=sm_80'), 'targets.gpu.runner').then(() => undefined, (e: Error) => e);
   assert.ok(err instanceof UserError);
-  assert.match(err.message, /^targets\.gpu\.runner: measuring through a runner supports CPU targets/);
+  assert.match(err.message, /^targets\.gpu\.runner: measuring through a runner supports CPU targets \("llvm -mtriple=\.\.\."\) and OpenCL targets, not "cuda -arch=sm_80"/);
 });
 
 test.run();

@@ -43,6 +43,10 @@ export interface DeviceInfo {
   cpu_part: string;
   features: string;
   cores: number;
+  /** What the info request's describe library wrote (an OpenCL target: tt_cl_describe's JSON). */
+  described?: unknown;
+  /** Why the describe library could not say (no ICD loader, no device). */
+  describe_error?: string;
 }
 
 /** A reply line; `outputs` lists the byte sizes of the payloads that follow it. */

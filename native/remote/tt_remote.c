@@ -300,7 +300,60 @@ static void cpuinfo_value(const char* const* keys, char* out, size_t cap) {
   fclose(f);
 }
 
+/* The signature of a describe library's function (info's `lib` and `symbol`): one JSON
+   value into `out`, 0; else non-zero with `err` set. OpenCL's is tt_opencl_describe
+   (native/opencl/tt_opencl_describe.c): the device's platforms and devices, listed by
+   the OpenCL runtime, which opens libOpenCL with dlopen, so this worker links nothing of it. */
+typedef int (*describe_fn)(char* out, size_t outlen, char* err, size_t errlen);
+#define DESCRIBE_BYTES (1 << 20)
+
+/* Runs the request's describe library: its JSON (malloc'd), or NULL with `why` set. */
+static char* run_describe(const request* r, char* why) {
+  char err[TT_ERR_LEN];
+  if (!r->symbol[0]) {
+    snprintf(why, TT_ERR_LEN, "info: a describe library ('lib') needs its 'symbol'");
+    return NULL;
+  }
+  if (write_temp(tmp_file, sizeof tmp_file, "describe.so", r->blob[0], r->blob_len[0], err) != 0) {
+    snprintf(why, TT_ERR_LEN, "%s", err);
+    return NULL;
+  }
+  char what[256];
+  snprintf(what, sizeof what, "the describe library's '%s'", r->symbol);
+  fflush(proto);
+  arm(r->id, what, r->timeout_ms);
+  void* lib = dlopen(tmp_file, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    disarm();
+    snprintf(why, TT_ERR_LEN, "cannot load the describe library: %s", dlerror());
+    return NULL;
+  }
+  describe_fn fn;
+  *(void**)&fn = dlsym(lib, r->symbol);
+  char* out = fn ? malloc(DESCRIBE_BYTES) : NULL;
+  if (!fn) snprintf(why, TT_ERR_LEN, "symbol '%s' not found in the describe library", r->symbol);
+  else if (!out) snprintf(why, TT_ERR_LEN, "out of memory");
+  else if (fn(out, DESCRIBE_BYTES, err, sizeof err) != 0) {
+    snprintf(why, TT_ERR_LEN, "%s", err);
+    free(out);
+    out = NULL;
+  } else if (strchr(out, '\n')) { /* one reply line: a value that spans lines would break the stream */
+    snprintf(why, TT_ERR_LEN, "'%s' wrote more than one line", r->symbol);
+    free(out);
+    out = NULL;
+  }
+  disarm();
+  /* Not closed: a driver the library opened may have started threads that outlive it. */
+  return out;
+}
+
 static void do_info(const request* r) {
+  if (r->bad[0]) {
+    reply_error(r->id, "bad_request", "%s", r->bad);
+    return;
+  }
+  char describe_error[TT_ERR_LEN] = "";
+  char* described = r->blob[0] ? run_describe(r, describe_error) : NULL;
   struct utsname u;
   if (uname(&u) != 0) memset(&u, 0, sizeof u);
   static const char* model_keys[] = {"model name", "Processor", "cpu model", "uarch", "Hardware", NULL};
@@ -329,21 +382,18 @@ static void do_info(const request* r) {
   tt_json_string(proto, part);
   fputs(",\"features\":", proto);
   tt_json_string(proto, features);
-  fprintf(proto, ",\"cores\":%ld}\n", cores);
+  fprintf(proto, ",\"cores\":%ld", cores);
+  if (described) fprintf(proto, ",\"described\":%s", described);
+  else if (describe_error[0]) {
+    fputs(",\"describe_error\":", proto);
+    tt_json_string(proto, describe_error);
+  }
+  fputs("}\n", proto);
   fflush(proto);
+  free(described);
 }
 
 /* ---- measure: one candidate library ---------------------------------------- */
-
-typedef struct {
-  tt_kernel_fn fn;
-  float** bufs;
-} kernel_ctx;
-
-static int run_kernel(void* p) {
-  kernel_ctx* c = (kernel_ctx*)p;
-  return c->fn(c->bufs);
-}
 
 /* The outputs follow the reply line as raw float32 payloads, in the order of `lens`. */
 static void reply_ok(const request* r, const double* runs, int repeat, int number, const char* extra, float** outs,
@@ -418,22 +468,23 @@ static void do_measure(request* r) {
     reply_error(r->id, "runtime_error", "cannot load kernel library: %s", dlerror());
     goto done;
   }
-  kernel_ctx ctx = {NULL, bufs};
-  *(void**)&ctx.fn = dlsym(lib, r->symbol);
-  if (!ctx.fn) {
+  tt_kernel_fn fn;
+  *(void**)&fn = dlsym(lib, r->symbol);
+  if (!fn) {
     disarm();
     reply_error(r->id, "runtime_error", "symbol '%s' not found in the library", r->symbol);
     goto done;
   }
-  if (r->flush) {
-    r->timing.number = 1;
-    r->timing.min_repeat_ms = 0;
-  }
   set_threads(r->threads);
+  /* A device library (an OpenCL candidate) gets its setup and finish hooks around the timed
+     runs, as in tt_measure: the setup builds the device program (a build failure is a
+     compile_error with the build log), finish reads the device's outputs back. */
+  char msg[4 * TT_ERR_LEN];
   int number = r->timing.number;
-  int rc = tt_time_runs(run_kernel, r->flush ? flush_caches : NULL, &ctx, &r->timing, runs, &number);
+  const char* kind = tt_measure_kernel(lib, r->symbol, fn, bufs, &r->timing, r->flush ? flush_caches : NULL, NULL, runs,
+                                       &number, msg, sizeof msg);
   disarm();
-  if (rc != 0) reply_error(r->id, "runtime_error", "kernel '%s' returned %d", r->symbol, rc);
+  if (kind) reply_error(r->id, kind, "%s", msg);
   else reply_ok(r, runs, r->timing.repeat, number, "", outs, lens, nouts);
 
 done:
