@@ -7,9 +7,7 @@
 // README's CI commands in a second clone through a self-hosted remote cache on 127.0.0.1.
 // Steps run in order and build on each other.
 
-import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -18,14 +16,12 @@ import { recordId } from '../engine/records/store';
 import { skip } from '../engine/skip.fixture';
 import type { TuningRecord } from '../engine/records/record';
 import { startCacheServer, type CacheServer } from './cache-server';
+import { e2e, KEEP, sh } from './harness';
 import { writeTinyModel } from './tiny-model';
 
-const REPO = path.resolve(__dirname, '..');
-const NX_VERSION = (JSON.parse(readFileSync(path.join(REPO, 'node_modules', 'nx', 'package.json'), 'utf8')) as { version: string }).version;
-const base = mkdtempSync(path.join(tmpdir(), 'tensortune-e2e-'));
+const { base, env: NX_ENV, nx, nxAsyncResult, nxAsync, packAndInstall } = e2e('tensortune-e2e-');
 const ws = path.join(base, 'ws');
 const clone = path.join(base, 'clone');
-const KEEP = process.env.TENSORTUNE_E2E_KEEP === '1';
 
 const CONFIG = `# e2e: one tiny ONNX network, the CPU of this machine, a tiny budget
 records: .tensortune/records
@@ -45,46 +41,6 @@ networks:
   tiny:
     model: models/tiny/tiny.onnx
 `;
-
-function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.error) throw r.error;
-  return r;
-}
-
-const NX_ENV: NodeJS.ProcessEnv = {
-  NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', CI: 'true', NX_INTERACTIVE: 'false',
-  NX_SKIP_NX_CACHE: '', NX_SELF_HOSTED_REMOTE_CACHE_SERVER: '', TENSORTUNE_DEVICE: '',
-  // The kernel object cache and the native tools: shared by both workspaces, kept out of the repo.
-  TENSORTUNE_CACHE_DIR: path.join(base, 'tensortune-cache'),
-  FORCE_COLOR: '0',
-};
-
-/** `nx ...` in a workspace; returns stdout + stderr (without colours) and the exit code. */
-function nx(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): { code: number | null; out: string } {
-  const r = sh(process.execPath, [path.join(dir, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'), ...args], dir, { ...NX_ENV, ...env });
-  const out = `${r.stdout}\n${r.stderr}`.replace(/\x1b\[[0-9;]*m/g, '');
-  return { code: r.status, out };
-}
-
-/** `nx` without blocking this process (the remote cache server runs in it): its exit code and output. */
-function nxAsyncResult(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(dir, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'), ...args], { cwd: dir, env: { ...process.env, ...NX_ENV, ...env } });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out: out.replace(/\x1b\[[0-9;]*m/g, '') }));
-  });
-}
-
-/** nxAsyncResult that must succeed: its output. */
-async function nxAsync(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const { code, out } = await nxAsyncResult(dir, args, env);
-  if (code !== 0) throw new Error(`nx ${args.join(' ')} exited ${code}:\n${out.slice(-4000)}`);
-  return out;
-}
 
 function nxOk(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): string {
   const r = nx(dir, args, env);
@@ -152,24 +108,10 @@ function writeWorkspaceFiles(dir: string): void {
 }
 
 test('pack the plugin and install the tarball with nx into a fresh workspace', () => {
-  const build = sh('npm', ['run', 'build', '--silent'], REPO);
-  assert.is(build.status, 0, build.stderr + build.stdout);
-  const pack = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], REPO);
-  assert.is(pack.status, 0, pack.stderr);
-  const [info] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
-  const files = info.files.map((f) => f.path);
+  const files = packAndInstall(ws, 'tensortune-e2e');
   for (const f of ['executors.json', 'generators.json', 'dist/plugin/index.js', 'dist/executors/tune/schema.json', 'dist/schemas/config.schema.json', 'bin/tensortune.js']) {
     assert.ok(files.includes(f), `the tarball lacks ${f}`);
   }
-  mkdirSync(ws, { recursive: true });
-  writeFileSync(path.join(ws, 'package.json'), `${JSON.stringify({
-    name: 'tensortune-e2e', private: true,
-    devDependencies: { nx: NX_VERSION, tensortune: `file:../${info.filename}` },
-  }, null, 2)}\n`);
-  // Everything but the tarball comes from npm's cache (the repository's own install
-  // filled it); install scripts are skipped (onnxruntime-node's downloads GPU files).
-  const install = sh('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], ws, { ONNXRUNTIME_NODE_INSTALL: 'skip' });
-  assert.is(install.status, 0, install.stderr);
   assert.ok(existsSync(path.join(ws, 'node_modules', 'tensortune', 'dist', 'plugin', 'index.js')));
   writeWorkspaceFiles(ws);
   // As `nx add tensortune` would: targetDefaults in nx.json, the store and outputs git-ignored.
@@ -201,7 +143,8 @@ test('the network is a project with inferred tune, compile and benchmark targets
 test('nx benchmark tiny tunes, compiles and benchmarks', () => {
   const out = nxOk(ws, ['benchmark', 'tiny', '--outputStyle=stream']);
   assert.match(out, /Execution time summary/);
-  assert.ok(keysOf(recordsFile(ws)).length === 4, 'records for the 4 tasks');
+  // Two convs, the pooling and the dense layer, and (CPU targets tune them too) the Winograd alternative of each 3x3 stride-1 conv.
+  assert.is(keysOf(recordsFile(ws)).length, 6, 'records for the 6 tasks: 4 layers and 2 Winograd alternatives');
   assert.equal(keysOf(tuneOutput(ws, 'tiny')), keysOf(recordsFile(ws)), "tune's own output holds the network's measurements");
   assert.match(out, /records used: \d+ tuned \(tiny: \d+\), \d+ default kernel\(s\)/);
   assert.match(out, /note: budget\(s\) 'full' never tuned tiny for cpu in this workspace; `nx compile tiny -c full` restores/);
@@ -297,8 +240,9 @@ test('one changed layer: only the new task is tuned', () => {
   assert.not.match(out, /local cache/);
   const after = keysOf(recordsFile(ws));
   const added = after.filter((k) => !before.includes(k));
+  // The 1x1 conv is a new task with no Winograd alternative; the first conv, its Winograd task, the pooling and the dense layer are unchanged.
   assert.is(added.length, 1, `one new task tuned, got ${added.length}`);
-  assert.is((out.match(/trials-per-task budget spent/g) ?? []).length, 3, 'the 3 unchanged tasks are skipped');
+  assert.is((out.match(/trials-per-task budget spent/g) ?? []).length, 4, 'the 4 unchanged tasks are skipped');
 });
 
 test('a broken config: one clear message, the workspace still works', () => {

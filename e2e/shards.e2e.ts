@@ -5,24 +5,17 @@
 // re-runs only the shard whose workloads changed (counted from Nx's output); and two
 // workspaces sharing a loopback remote cache split the shards between them and end with
 // the same merged records.
-//
-// The helpers that drive npm and nx are written here as plugin.e2e.ts writes them (that
-// file runs its own tests when imported, so they are not shared).
 
-import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startCacheServer, type CacheServer } from './cache-server';
+import { e2e, KEEP, tasksOf } from './harness';
 import { writeTinyModel } from './tiny-model';
 
-const REPO = path.resolve(__dirname, '..');
-const NX_VERSION = (JSON.parse(readFileSync(path.join(REPO, 'node_modules', 'nx', 'package.json'), 'utf8')) as { version: string }).version;
-const base = mkdtempSync(path.join(tmpdir(), 'tensortune-shards-e2e-'));
+const { base, nxAsync, packAndInstall } = e2e('tensortune-shards-e2e-');
 const ws = path.join(base, 'ws');
-const KEEP = process.env.TENSORTUNE_E2E_KEEP === '1';
 
 // alpha's second conv is 3x3, beta's 1x1: they share the first conv (and its Winograd
 // alternative, which CPU targets tune too), the pooling and the dense layer. alpha has 6
@@ -45,48 +38,8 @@ networks:
     shards: 2
 `;
 
-const NX_ENV: NodeJS.ProcessEnv = {
-  NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', CI: 'true', NX_INTERACTIVE: 'false',
-  NX_SKIP_NX_CACHE: '', NX_SELF_HOSTED_REMOTE_CACHE_SERVER: '', TENSORTUNE_DEVICE: '', TENSORTUNE_REQUIRE_CACHED_TUNE: '',
-  TENSORTUNE_CACHE_DIR: path.join(base, 'tensortune-cache'),
-  FORCE_COLOR: '0',
-};
-
-function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.error) throw r.error;
-  return r;
-}
-
-/** `nx ...` in a workspace without blocking this process (the remote cache server runs in it); it must succeed. */
-function nx(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(dir, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'), ...args, '--outputStyle=static'],
-      { cwd: dir, env: { ...process.env, ...NX_ENV, ...env } });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const text = out.replace(/\x1b\[[0-9;]*m/g, '');
-      if (code === 0) resolve(text);
-      else reject(new Error(`nx ${args.join(' ')} exited ${code}:\n${text.slice(-4000)}`));
-    });
-  });
-}
-
-/** The tasks of an nx run, from its `> nx run project:target` lines: which ran, which came from a cache. */
-function tasksOf(out: string): { ran: string[]; cached: string[]; remote: string[] } {
-  const ran: string[] = [], cached: string[] = [], remote: string[] = [];
-  for (const m of out.matchAll(/^> nx run (\S+)(?:\s+(\[[^\]]+\]))?\s*$/gm)) {
-    const [, id, mark] = m;
-    const task = id.split(':').slice(0, 2).join(':'); // project:target, without a configuration
-    if (!mark) { ran.push(task); continue; }
-    cached.push(task);
-    if (/remote/.test(mark)) remote.push(task);
-  }
-  return { ran: ran.sort(), cached: cached.sort(), remote: remote.sort() };
-}
+/** `nx ...` in a workspace (static output, so the task lines can be counted); it must succeed. */
+const nx = (dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> => nxAsync(dir, [...args, '--outputStyle=static'], env);
 
 const store = (dir: string): string => path.join(dir, '.tensortune', 'records');
 const linesOf = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()) : []);
@@ -123,17 +76,7 @@ function cloneOf(name: string): string {
 }
 
 test('pack the plugin and install it with nx into a workspace with two sharded networks', () => {
-  const build = sh('npm', ['run', 'build', '--silent'], REPO);
-  assert.is(build.status, 0, build.stderr + build.stdout);
-  const pack = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], REPO);
-  assert.is(pack.status, 0, pack.stderr);
-  const [info] = JSON.parse(pack.stdout) as { filename: string }[];
-  mkdirSync(ws, { recursive: true });
-  writeFileSync(path.join(ws, 'package.json'), `${JSON.stringify({
-    name: 'tensortune-shards-e2e', private: true, devDependencies: { nx: NX_VERSION, tensortune: `file:../${info.filename}` },
-  }, null, 2)}\n`);
-  const install = sh('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], ws, { ONNXRUNTIME_NODE_INSTALL: 'skip' });
-  assert.is(install.status, 0, install.stderr);
+  packAndInstall(ws, 'tensortune-shards-e2e');
   writeWorkspace(ws);
 });
 
