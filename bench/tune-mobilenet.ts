@@ -5,7 +5,7 @@
 // `--policy random` at the same budget shows what the cost model buys.
 //
 //   npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary|random]
-//                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0] [--flush]
+//                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0] [--flush | --no-flush]
 //                                   [--no-prefetch]  (search each batch only when its round starts)
 
 import { mkdtempSync } from 'node:fs';
@@ -26,14 +26,15 @@ async function main(): Promise<void> {
   const imageSize = Number(flag('--image-size', '224'));
   const threads = Number(flag('--threads', '1'));
   const seed = Number(flag('--seed', '0'));
-  const flush = args.includes('--flush');
+  // Default: tune's own (caches flushed on CPUs); --flush / --no-flush force it.
+  const flush = args.includes('--no-flush') ? false : args.includes('--flush') ? true : undefined;
   const prefetch = !args.includes('--no-prefetch');
   const target = 'llvm -mcpu=native';
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-mobilenet-'));
   const records = flag('--records', path.join(dir, 'mobilenet.jsonl'));
   const model = { model: 'mobilenet', layout: 'NHWC' as const, batch: 1, imageSize };
 
-  console.log(`mobilenet ${imageSize}x${imageSize} NHWC: ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
+  console.log(`mobilenet ${imageSize}x${imageSize} NHWC: ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
   const result = await tuneNetwork({
     model, target, records, trials, batchSize, policy, seed, measure: { threads, flush }, prefetch,
     log: (line) => { if (line.startsWith('Estimated total latency')) console.log(line); },

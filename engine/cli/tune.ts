@@ -68,7 +68,9 @@ Measurement (as TVM's LocalRunner):
   --repeat N            timed repeats (default 3)
   --min-repeat-ms MS    grow --number until one repeat lasts this long (default 10)
   --timeout S           per candidate: build and run limit in seconds (default 10)
-  --flush               evict the caches before each run (TVM's enable_cpu_cache_flush)
+  --flush, --no-flush   evict the caches before each run, or not (TVM's
+                        enable_cpu_cache_flush; default: on for CPU targets, where it makes
+                        the estimated total track the network's time)
   --build-jobs N        parallel compiler processes (default: number of cores)
 
 Model (compile, tasks and distill take the same flags; give them the values you tuned with):
@@ -112,7 +114,7 @@ export const tuneCommand: Command = {
       'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
       threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
-      timeout: { type: 'string' }, flush: { type: 'boolean' }, 'build-jobs': { type: 'string' },
+      timeout: { type: 'string' }, flush: { type: 'boolean' }, 'no-flush': { type: 'boolean' }, 'build-jobs': { type: 'string' },
       workload: { type: 'string', multiple: true },
       ...MODEL_FLAGS, json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     });
@@ -139,7 +141,9 @@ export const tuneCommand: Command = {
     if (timeoutS !== undefined) measure.timeoutMs = Math.round(timeoutS * 1000);
     const buildJobs = optionalInt('--build-jobs', values['build-jobs']);
     if (buildJobs !== undefined) measure.buildJobs = buildJobs;
+    if (values.flush && values['no-flush']) throw new UserError('--flush and --no-flush: give one of them');
     if (values.flush) measure.flush = true;
+    if (values['no-flush']) measure.flush = false;
 
     const budget = {
       trials: optionalInt('--trials', values.trials),
