@@ -170,6 +170,11 @@ export class TaskScheduler {
   private readonly groups = new Map<string, number[]>();
   /** Batches searched ahead of their task's round (prefetch), by task. */
   private readonly prefetched = new Map<number, Promise<Step[][]>>();
+  /**
+   * Layer groups, for estimatedMs: a task and its alternatives (a Winograd task of the same
+   * layers), with the weight of the task they are alternatives of.
+   */
+  private readonly layers: { weight: number; members: TaskState[] }[];
 
   constructor(tasks: readonly SchedulerTask[], private readonly opts: SchedulerOptions, private readonly hooks: SchedulerHooks) {
     this.perRound = perRoundTrials(opts, tasks.length);
@@ -184,6 +189,14 @@ export class TaskScheduler {
       members.push(i);
       this.groups.set(s.tag, members);
     });
+    const byKey = new Map(this.states.map((s) => [s.entry.task.key, s]));
+    const layers = new Map<string, TaskState[]>();
+    for (const s of this.states) {
+      const alt = s.entry.task.alternative;
+      const head = alt && byKey.has(alt.of) ? alt.of : s.entry.task.key;
+      layers.set(head, [...(layers.get(head) ?? []), s]);
+    }
+    this.layers = [...layers].map(([head, members]) => ({ weight: byKey.get(head)!.entry.task.weight, members }));
   }
 
   /** Trials per round this scheduler uses. */
@@ -217,20 +230,13 @@ export class TaskScheduler {
 
   /** Σ weight × best latency (ms), or null while some task has no valid program. */
   estimatedMs(): number | null {
-    // A task and its alternatives (a Winograd task of the same layers) are one layer group:
-    // compile runs the faster, so the group counts once, with its best implementation.
-    const byKey = new Map(this.states.map((s) => [s.entry.task.key, s]));
-    const groups = new Map<string, TaskState[]>();
-    for (const s of this.states) {
-      const alt = s.entry.task.alternative;
-      const head = alt && byKey.has(alt.of) ? alt.of : s.entry.task.key;
-      groups.set(head, [...(groups.get(head) ?? []), s]);
-    }
+    // Compile runs the faster of a task and its alternatives, so a layer group counts once,
+    // with its best implementation.
     let sum = 0;
-    for (const [head, members] of groups) {
+    for (const { weight, members } of this.layers) {
       const bests = members.flatMap((m) => (m.best === null ? [] : [m.best]));
       if (bests.length === 0) return null;
-      sum += byKey.get(head)!.entry.task.weight * Math.min(...bests);
+      sum += weight * Math.min(...bests);
     }
     return sum;
   }
