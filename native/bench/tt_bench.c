@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -98,17 +97,6 @@ static const char* model_error(const model_api* api) {
   return e && *e ? e : "(no message)";
 }
 
-/* Number of elements of a tensor, or -1 when its description is malformed. */
-static long long tensor_size(const tt_tensor_info* t) {
-  if (!t || !t->name || t->ndim < 0 || t->ndim > 32 || (t->ndim > 0 && !t->shape)) return -1;
-  long long n = 1;
-  for (int d = 0; d < t->ndim; d++) {
-    if (t->shape[d] < 0 || (t->shape[d] > 0 && n > (1LL << 40) / t->shape[d])) return -1;
-    n *= t->shape[d];
-  }
-  return n;
-}
-
 static void describe_shape(const tt_tensor_info* t, char* buf, size_t len) {
   size_t used = (size_t)snprintf(buf, len, "[");
   for (int d = 0; d < t->ndim && used < len; d++)
@@ -175,15 +163,6 @@ static void print_row(const char* cells[5]) {
   }
   while (used > 0 && line[used - 1] == ' ') line[--used] = 0;
   puts(line);
-}
-
-/* CPU time (user + system, all threads) this process used so far, in ms; -1 if unknown.
-   tensortune subtracts it from the machine's busy time to see what else ran (timing-trust.ts). */
-static double cpu_ms(void) {
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
-  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
 /* The per-kernel profile (--profile): mean ms per run of each kernel call. */
@@ -338,10 +317,10 @@ int main(int argc, char** argv) {
   int nin = api->num_inputs(), nout = api->num_outputs();
   if (nin < 0 || nout < 1) die(EXIT_USAGE, "MODEL.so '%s': reports %d inputs and %d outputs", model_path, nin, nout);
   for (int i = 0; i < nin; i++)
-    if (tensor_size(api->input_info(i)) < 0)
+    if (tt_tensor_size(api->input_info(i)) < 0)
       die(EXIT_USAGE, "MODEL.so '%s': input %d has a malformed description", model_path, i);
   for (int i = 0; i < nout; i++)
-    if (tensor_size(api->output_info(i)) < 0)
+    if (tt_tensor_size(api->output_info(i)) < 0)
       die(EXIT_USAGE, "MODEL.so '%s': output %d has a malformed description", model_path, i);
   for (int k = 0; k < ninput_files; k++) {
     for (int i = 0; i < nin; i++)
@@ -362,7 +341,7 @@ int main(int argc, char** argv) {
   if (!ctx.inputs || !ctx.outputs || !out_sizes) die(EXIT_USAGE, "out of memory");
   for (int i = 0; i < nin; i++) {
     const tt_tensor_info* t = api->input_info(i);
-    long long n = tensor_size(t);
+    long long n = tt_tensor_size(t);
     float* buf = tt_alloc_floats((size_t)n);
     if (!buf) die(EXIT_USAGE, "out of memory for input '%s' (%lld values)", t->name, n);
     const char* file = NULL;
@@ -380,7 +359,7 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < nout; i++) {
     const tt_tensor_info* t = api->output_info(i);
-    long long n = tensor_size(t);
+    long long n = tt_tensor_size(t);
     ctx.outputs[i] = tt_alloc_floats((size_t)n);
     if (!ctx.outputs[i]) die(EXIT_USAGE, "out of memory for output '%s' (%lld values)", t->name, n);
     tt_fill_nan(ctx.outputs[i], (size_t)n);
@@ -461,7 +440,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < ncalls; k++) printf("  %4d  %10.4f  %s\n", k, call_ms[k], call_symbol(k) ? call_symbol(k) : "?");
   }
   if (json_path) {
-    double cpu = cpu_ms();
+    double cpu = tt_cpu_ms();
     if (!strcmp(json_path, "-")) {
       write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu,
                  profile ? &prof : NULL);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -273,6 +274,23 @@ tt_stats tt_compute_stats(const double* v, int n) {
   s.std = sqrt(sq / n);
   free(sorted);
   return s;
+}
+
+double tt_cpu_ms(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+long long tt_tensor_size(const tt_tensor_info* t) {
+  if (!t || !t->name || t->ndim < 0 || t->ndim > 32 || (t->ndim > 0 && !t->shape)) return -1;
+  long long n = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] < 0 || (t->shape[d] > 0 && n > (1LL << 40) / t->shape[d])) return -1;
+    n *= t->shape[d];
+  }
+  return n;
 }
 
 int tt_parse_ull(const char* text, unsigned long long max, unsigned long long* out) {

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tensortune.h"
+
 #define TT_ERR_LEN 1024
 
 /* When the environment names the parent (TT_PARENT_PID, set by the TypeScript driver),
@@ -83,6 +85,13 @@ typedef struct {
 } tt_stats;
 
 tt_stats tt_compute_stats(const double* v, int n);
+
+/* CPU time (user + system, all threads) this process used so far, in ms; -1 if unknown.
+   tensortune subtracts it from the machine's busy time to see what else ran (timing-trust.ts). */
+double tt_cpu_ms(void);
+
+/* Number of elements of a model's input or output, or -1 when its description is malformed. */
+long long tt_tensor_size(const tt_tensor_info* t);
 
 /* ---- the workers' request fields (tt_measure, tt_remote; native/README.md) ---- */
 

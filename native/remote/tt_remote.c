@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -506,18 +505,6 @@ static int run_model(void* p) {
   return c->run(c->inputs, c->outputs);
 }
 
-static long long tensor_size(const tt_tensor_info* t) {
-  long long n = 1;
-  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
-  return n;
-}
-
-static double cpu_ms(void) {
-  struct rusage u;
-  if (getrusage(RUSAGE_SELF, &u) != 0) return -1;
-  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
-}
-
 static void do_bench(request* r) {
   char err[TT_ERR_LEN];
   if (!r->bad[0] && !r->blob[0]) set_bad(r, "missing field 'model'");
@@ -578,14 +565,14 @@ static void do_bench(request* r) {
   double* runs = calloc((size_t)r->timing.repeat, sizeof(double));
   int failed = !ctx.inputs || !ctx.outputs || !lens || !runs;
   for (int i = 0; !failed && i < nin; i++) {
-    size_t n = (size_t)tensor_size(in_info(i));
+    size_t n = (size_t)tt_tensor_size(in_info(i));
     float* b = tt_alloc_floats(n);
     if (!b) failed = 1;
     else tt_fill_uniform(b, n, r->seed, (uint32_t)i);
     ctx.inputs[i] = b;
   }
   for (int i = 0; !failed && i < nout; i++) {
-    lens[i] = (size_t)tensor_size(out_info(i));
+    lens[i] = (size_t)tt_tensor_size(out_info(i));
     if (!(ctx.outputs[i] = tt_alloc_floats(lens[i]))) failed = 1;
     else tt_fill_nan(ctx.outputs[i], lens[i]);
   }
@@ -615,7 +602,7 @@ static void do_bench(request* r) {
         tt_stats st = tt_compute_stats(runs, r->timing.repeat);
         char extra[400];
         snprintf(extra, sizeof extra, ",\"threads\":%d,\"cpu_ms\":%.3f,\"mean_ms\":%.17g,\"median_ms\":%.17g,\"max_ms\":%.17g,"
-                 "\"min_ms\":%.17g,\"std_ms\":%.17g,\"load_before\":%.2f,\"load_after\":%.2f", threads, cpu_ms(), st.mean,
+                 "\"min_ms\":%.17g,\"std_ms\":%.17g,\"load_before\":%.2f,\"load_after\":%.2f", threads, tt_cpu_ms(), st.mean,
                  st.median, st.max, st.min, st.std, load_before, load_after);
         reply_ok(r, runs, r->timing.repeat, number, extra, ctx.outputs, lens, nout);
       }
