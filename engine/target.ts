@@ -243,39 +243,58 @@ function parseGpuHost(hostText: string | undefined, hostWhere: string): Target {
   return parseTarget(hostParts.join(' '), hostWhere);
 }
 
-function parseOpencl(text: string, parts: readonly string[], where: string, hostText: string | undefined, hostWhere: string): Target {
-  let device: string | undefined;
+/**
+ * The options of GPU target `text` (`parts`: its tokens, the kind first): the hardware
+ * parameters of GPU_OPTIONS, checked, into the result; the kind's own options (`own`, by
+ * name) to their handler. Anything else, or an option given twice, is a UserError naming
+ * `expected` (the own options) beside the parameters.
+ */
+function gpuOptions(text: string, parts: readonly string[], where: string, own: Readonly<Record<string, (value: string) => void>>, expected: string): Partial<GpuParams> {
   const overrides: Partial<GpuParams> = {};
   const seen = new Set<string>();
   for (const opt of parts.slice(1)) {
     const m = /^-([a-z_]+)=(.*)$/.exec(opt);
     const name = m?.[1];
     const spec = GPU_OPTIONS.find((o) => o.option === name);
-    if (!m || (name !== 'device' && !spec)) {
+    const handler = name !== undefined && Object.hasOwn(own, name) ? own[name] : undefined;
+    if (!m || (!handler && !spec)) {
       const cpu = m && ['mcpu', 'mattr', 'mtriple'].includes(m[1]) ? ` (-${m[1]} belongs to the host: --host or targets.<name>.host, e.g. "llvm -mtriple=aarch64-linux-gnu")` : '';
-      throw new UserError(`${where}: unknown option '${opt}' in "${text}"${cpu}; expected -device=mali or ${gpuOptionsList()}`);
+      throw new UserError(`${where}: unknown option '${opt}' in "${text}"${cpu}; expected ${expected} or ${gpuOptionsList()}`);
     }
     if (seen.has(m[1])) throw new UserError(`${where}: -${m[1]} is given twice in "${text}"; give it once`);
     seen.add(m[1]);
     const value = m[2];
-    if (!spec) {
+    if (handler) {
+      handler(value);
+      continue;
+    }
+    const problem = paramProblem(spec!, /^[1-9]\d*$/.test(value) ? Number(value) : NaN);
+    if (problem) throw new UserError(`${where}: bad -${spec!.option} '${value}' in "${text}"; ${problem}`);
+    overrides[spec!.key] = Number(value);
+  }
+  return overrides;
+}
+
+/** The GPU_OPTIONS of `overrides` as target options, in a normalised target string. */
+const gpuOptionsText = (overrides: Partial<GpuParams>): string[] =>
+  GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`);
+
+function parseOpencl(text: string, parts: readonly string[], where: string, hostText: string | undefined, hostWhere: string): Target {
+  let device: string | undefined;
+  const overrides = gpuOptions(text, parts, where, {
+    device: (value) => {
       if (!(OPENCL_DEVICES as readonly string[]).includes(value)) {
         throw new UserError(`${where}: unknown OpenCL device '-device=${value}' in "${text}"; known: ${OPENCL_DEVICES.map((d) => `-device=${d}`).join(', ')}, or no -device for any other OpenCL device (its parameters: ${gpuOptionsList()})`);
       }
       device = value;
-      continue;
-    }
-    const problem = paramProblem(spec, /^[1-9]\d*$/.test(value) ? Number(value) : NaN);
-    if (problem) throw new UserError(`${where}: bad -${spec.option} '${value}' in "${text}"; ${problem}`);
-    overrides[spec.key] = Number(value);
-  }
+    },
+  }, '-device=mali');
   const threads = overrides.maxThreadsPerBlock ?? (device === 'mali' ? MALI_GPU_PARAMS.maxThreadsPerBlock : undefined);
   if (overrides.warpSize !== undefined && threads !== undefined && overrides.warpSize > threads) {
     throw new UserError(`${where}: -thread_warp_size=${overrides.warpSize} is more than the ${threads} threads per block of "${text}"`);
   }
   const host = parseGpuHost(hostText, hostWhere);
-  const normalised = ['opencl', ...(device ? [`-device=${device}`] : []),
-    ...GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`)].join(' ');
+  const normalised = ['opencl', ...(device ? [`-device=${device}`] : []), ...gpuOptionsText(overrides)].join(' ');
   // Plain `opencl` lowers its pinned threads and shared memory to the device's limits: asked
   // on first use (not at parse time: config validation and Nx graph construction parse targets).
   const needsDevice = device === undefined && (overrides.maxThreadsPerBlock === undefined || overrides.maxSharedMemoryPerBlock === undefined);
@@ -323,34 +342,17 @@ export const cudaDevice: CudaProbe = () => cudaDeviceSync();
 function parseCuda(text: string, parts: readonly string[], where: string, hostText: string | undefined, hostWhere: string, probe: CudaProbe = cudaDevice): Target {
   let arch: string | undefined;
   let registers: number | undefined;
-  const overrides: Partial<GpuParams> = {};
-  const seen = new Set<string>();
-  for (const opt of parts.slice(1)) {
-    const m = /^-([a-z_]+)=(.*)$/.exec(opt);
-    const name = m?.[1];
-    const spec = GPU_OPTIONS.find((o) => o.option === name);
-    if (!m || (name !== 'arch' && name !== 'max_registers_per_block' && !spec)) {
-      const cpu = m && ['mcpu', 'mattr', 'mtriple'].includes(m[1]) ? ` (-${m[1]} belongs to the host: --host or targets.<name>.host, e.g. "llvm -mtriple=aarch64-linux-gnu")` : '';
-      throw new UserError(`${where}: unknown option '${opt}' in "${text}"${cpu}; expected -arch=sm_XX, -max_registers_per_block=N or ${gpuOptionsList()}`);
-    }
-    if (seen.has(m[1])) throw new UserError(`${where}: -${m[1]} is given twice in "${text}"; give it once`);
-    seen.add(m[1]);
-    const value = m[2];
-    if (name === 'arch') {
+  const overrides = gpuOptions(text, parts, where, {
+    arch: (value) => {
       if (!/^sm_[1-9]\d{1,2}[af]?$/.test(value)) throw new UserError(`${where}: bad -arch '${value}' in "${text}"; expected sm_XX, the compute capability without its dot (e.g. sm_80 for 8.0, sm_90 for 9.0)`);
       arch = value;
-      continue;
-    }
-    const number = /^[1-9]\d*$/.test(value) ? Number(value) : NaN;
-    if (name === 'max_registers_per_block') {
+    },
+    max_registers_per_block: (value) => {
+      const number = /^[1-9]\d*$/.test(value) ? Number(value) : NaN;
       if (!Number.isSafeInteger(number) || number < 256 || number > 1048576) throw new UserError(`${where}: bad -max_registers_per_block '${value}' in "${text}"; expected an integer from 256 to 1048576`);
       registers = number;
-      continue;
-    }
-    const problem = paramProblem(spec!, number);
-    if (problem) throw new UserError(`${where}: bad -${spec!.option} '${value}' in "${text}"; ${problem}`);
-    overrides[spec!.key] = number;
-  }
+    },
+  }, '-arch=sm_XX, -max_registers_per_block=N');
   if (arch === undefined) {
     // The local GPU's architecture, as TVM's cuda target takes it from the device.
     const found = probe();
@@ -372,7 +374,7 @@ function parseCuda(text: string, parts: readonly string[], where: string, hostTe
     maxRegistersPerThread: CUDA_REGISTERS_PER_THREAD,
   };
   const normalised = ['cuda', `-arch=${arch}`,
-    ...GPU_OPTIONS.filter((o) => overrides[o.key] !== undefined).map((o) => `-${o.option}=${overrides[o.key]}`),
+    ...gpuOptionsText(overrides),
     ...(registers !== undefined ? [`-max_registers_per_block=${registers}`] : [])].join(' ');
   return {
     text: normalised, kind: 'cuda', mattr: [], vectorLanes: gpu.vectorUnitBytes / 4,
