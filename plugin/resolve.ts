@@ -22,6 +22,8 @@ export const DEFAULT_RECORDS_DIR = '.tensortune/records';
 export const DEFAULT_OUT_DIR = 'dist/tensortune';
 
 export interface ResolvedRun {
+  /** The config it was resolved from. */
+  loaded: LoadedConfig;
   network: string;
   net: NetworkConfig;
   spec: ModelSpec;
@@ -101,7 +103,7 @@ export function resolveRun(
   const store = storeDir(loaded);
   const out = path.join(outDir(loaded), network);
   return {
-    network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget, budgets: loaded.config.budgets ?? {},
+    loaded, network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget, budgets: loaded.config.budgets ?? {},
     storeDir: store,
     recordsFile: storeLogFile(store, network, tName),
     tuneOutput: tuneOutputFile(store, network, tName, bName),

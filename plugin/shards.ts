@@ -155,11 +155,11 @@ const engine = {
  * The tasks tune searches for a graph on any of `targets` (tuningTasks: CPU targets add
  * Winograd alternatives), each once, in order. The plan covers them all, so that every
  * configuration (-c <target>) of a shard target has the same plan and cache input; a run
- * tunes those of its own target.
+ * tunes those of its own target. `known` supplies the tasks of targets already extracted.
  */
-export function tasksForTargets(graph: Graph, targets: readonly string[]): Task[] {
+export function tasksForTargets(graph: Graph, targets: readonly string[], known: ReadonlyMap<string, readonly Task[]> = new Map()): Task[] {
   const out = new Map<string, Task>();
-  for (const t of targets) for (const task of engine.tuningTasks(graph, t)) if (!out.has(task.key)) out.set(task.key, task);
+  for (const t of targets) for (const task of known.get(t) ?? engine.tuningTasks(graph, t)) if (!out.has(task.key)) out.set(task.key, task);
   return [...out.values()];
 }
 
@@ -177,10 +177,13 @@ export function networkGraph(loaded: LoadedConfig, workspaceRoot: string, networ
   }
 }
 
-/** The tasks a network's shards are planned over: those tune searches on any of its targets. */
-export function networkTasks(loaded: LoadedConfig, workspaceRoot: string, network: string, graph?: Graph): Task[] {
+/**
+ * The tasks a network's shards are planned over: those tune searches on any of its targets,
+ * of `graph` when it is loaded already, and with the tasks of targets in `known`.
+ */
+export function networkTasks(loaded: LoadedConfig, workspaceRoot: string, network: string, graph?: Graph, known?: ReadonlyMap<string, readonly Task[]>): Task[] {
   // Shapes are what the keys depend on: a builtin network's weights are left zero (its tasks are the same).
-  return tasksForTargets(graph ?? networkGraph(loaded, workspaceRoot, network, { weights: 'zeros' }), targetStrings(loaded, network));
+  return tasksForTargets(graph ?? networkGraph(loaded, workspaceRoot, network, { weights: 'zeros' }), targetStrings(loaded, network), known);
 }
 
 /** planShards over the models of the config; `known` supplies the tasks of networks already loaded. */

@@ -57,7 +57,7 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
     const run = resolveFor('tune', options, ctx, options.budget);
     const rel = workspaceRelative(ctx);
     // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
-    const sharding = shardingOf(run, options.shard, options.config, ctx.root);
+    const sharding = shardingOf(run, options.shard, ctx.root);
     if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && sharding?.shard !== undefined) {
       throw new UserError(`${run.network}: no cached tune for shard ${sharding.shard.index} (${run.network}:tune--${sharding.shard.index}), target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} ` +
         'on a machine of this kind (local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run it on such a machine with the shared remote cache, or unset it');

@@ -6,7 +6,6 @@
 // merged into the store, it writes the best valid record per task of the network into its
 // own output (distill: the fastest record whose steps still replay on the task).
 
-import path from 'node:path';
 import { UserError } from '../../engine/errors';
 import { loadModel } from '../../engine/frontend/load';
 import type { Task } from '../../engine/graph/extract';
@@ -14,9 +13,9 @@ import { distillEntries } from '../../engine/records/distill';
 import { readStore, writeRecordsFile } from '../../engine/records/store';
 import { tuneNetwork, tuneTasks, tuningTasks, type TuneResult } from '../../engine/search/tune';
 import type { TuneNetworkOptions } from '../../engine/search/types';
-import { ConfigError, configLabel, loadConfig } from '../../plugin/config';
-import { networkTargets, shardOutputFile, type ResolvedRun } from '../../plugin/resolve';
-import { loadShardPlans, shardBudget, tasksForTargets, type NetworkShardPlan, type Shard } from '../../plugin/shards';
+import { ConfigError, configLabel } from '../../plugin/config';
+import { shardOutputFile, type ResolvedRun } from '../../plugin/resolve';
+import { loadShardPlans, networkTasks, shardBudget, type NetworkShardPlan, type Shard } from '../../plugin/shards';
 
 /** How a run of the tune executor takes part in a sharded network's tuning. */
 export interface Sharding {
@@ -33,8 +32,8 @@ export interface Sharding {
  * The sharding of a run: undefined for a network without shards (the tune executor then
  * works as it always did). `shard` is the executor's option, set on `tune--<k>` targets.
  */
-export function shardingOf(run: ResolvedRun, shard: number | undefined, config: string, root: string): Sharding | undefined {
-  const label = configLabel(path.resolve(root, config), root);
+export function shardingOf(run: ResolvedRun, shard: number | undefined, root: string): Sharding | undefined {
+  const label = configLabel(run.loaded.file, root);
   if (run.net.shards === undefined) {
     if (shard === undefined) return undefined;
     throw new ConfigError(label, `networks.${run.network}.shards`, `is not set, so ${run.network} has no shard ${shard} (--shard applies to networks tuned in shards)`);
@@ -43,11 +42,10 @@ export function shardingOf(run: ResolvedRun, shard: number | undefined, config: 
     throw new UserError(`--shard ${shard}: ${run.network} has ${run.net.shards} shard(s) (networks.${run.network}.shards in ${label}): expected 0 to ${run.net.shards - 1}`);
   }
   // The plan covers the tasks of all the network's targets (as the plugin planned it); this run tunes its own target's.
-  const loaded = loadConfig(config, root);
   const graph = loadModel(run.spec).graph;
   const tasks = tuningTasks(graph, run.target.target);
-  const all = tasksForTargets(graph, networkTargets(loaded, run.network).map((t) => loaded.config.targets[t].target));
-  const plan = loadShardPlans(loaded, root, new Map([[run.network, all]])).get(run.network)!;
+  const all = networkTasks(run.loaded, root, run.network, graph, new Map([[run.target.target, tasks]]));
+  const plan = loadShardPlans(run.loaded, root, new Map([[run.network, all]])).get(run.network)!;
   if (shard === undefined) return { tasks, plan, output: run.tuneOutput };
   const mine = new Set(plan.shards[shard].tasks.map((t) => t.key));
   return {
