@@ -1,6 +1,6 @@
 // The host side of a GPU program as C, over either device runtime of native/ (tt_opencl.h,
 // tt_cuda.h): the program's code embedded in the library, its buffer and launch tables, and
-// a measurement candidate's hooks. Both runtimes take the same tables and make the same
+// a measurement candidate's hooks or a compiled model's ABI. Both runtimes take the same tables and make the same
 // calls (tt_<api>_create, _write, _run, _read, _destroy); what differs is described by a
 // DeviceRuntime (opencl-host.ts, cuda-host.ts).
 
@@ -15,6 +15,8 @@ export type HostRole = BufferRole | 'param';
 export interface DeviceRuntime<L = never> {
   /** `cl` or `cu`: tt_<api>_create, tt_<api>_program, TT_<API>_IN, ... */
   readonly api: 'cl' | 'cu';
+  /** The runtime's name in the generated comments. */
+  readonly name: 'OpenCL' | 'CUDA';
   /** The runtime's header. */
   readonly header: string;
   /** The fields of tt_<api>_launch after the argument list: OpenCL's global and local sizes, CUDA's grid and block. */
@@ -101,6 +103,68 @@ export function deviceCandidateSource<L>(rt: DeviceRuntime<L>, symbol: string, t
     '  return rc;',
     '}',
     `TT_EXPORT const char* ${symbol}_error(void) { return error; }`,
+    '',
+  ].join('\n');
+}
+
+/** Where a compiled model's tensors are among its buffers: each input's and output's buffer, each params entry's buffer and offset (floats) in the params. */
+export interface ModelBuffers {
+  readonly inputs: readonly number[];
+  readonly outputs: readonly number[];
+  readonly params: readonly { buffer: number; offset: number }[];
+}
+
+/**
+ * model.c of a GPU model: the tensortune ABI (tt_init, tt_run, ...) over `tables`
+ * (deviceTables named `TT`). `heading`: the comment it opens with; `info`: the lines that
+ * describe the model and declare tt_error (compile/model-common.ts, modelInfoSource).
+ * tt_init creates the program and uploads the params; tt_run uploads the inputs, makes
+ * every launch and reads the outputs back.
+ */
+export function deviceModelSource<L>(rt: DeviceRuntime<L>, heading: string, info: readonly string[], tables: string, buffers: ModelBuffers): string {
+  const api = `tt_${rt.api}`;
+  const list = (xs: readonly number[]): string => (xs.length ? xs.join(', ') : '0');
+  return [
+    heading,
+    '#include "tensortune.h"',
+    `#include "${rt.header}"`,
+    '#include <stddef.h>',
+    '#include <stdint.h>',
+    '#include <stdio.h>',
+    ...info,
+    tables,
+    `static const int TT_INPUT_BUFFERS[] = {${list(buffers.inputs)}};`,
+    `static const int TT_OUTPUT_BUFFERS[] = {${list(buffers.outputs)}};`,
+    `static const struct { int buffer; int64_t offset; } TT_PARAMS[] = {${buffers.params.length ? buffers.params.map((p) => `{${p.buffer}, ${p.offset}}`).join(', ') : '{0, 0}'}};`,
+    `#define TT_NPARAMS ${buffers.params.length}`,
+    `static ${api}_program* tt_program = 0;`,
+    `static int fail(int rc) { snprintf(tt_error, sizeof tt_error, "%s", ${api}_error(tt_program)); return rc; }`,
+    `/* ${rt.name} models do not use OpenMP: the device runs the kernels. */`,
+    'TT_EXPORT void tt_set_num_threads(int n) { (void)n; }',
+    'TT_EXPORT int tt_init(const float* params) {',
+    '  if (!params) { snprintf(tt_error, sizeof tt_error, "tt_init: params is NULL"); return 1; }',
+    `  if (tt_program) { ${api}_destroy(tt_program); tt_program = 0; }`,
+    '  int kind = 0;',
+    '  tt_error[0] = 0;',
+    `  tt_program = ${api}_create(${rt.codeArgs('TT')}, TT_BUFFERS, TT_NBUFFERS, TT_LAUNCHES, TT_NLAUNCHES, &kind, tt_error, sizeof tt_error);`,
+    `  if (!tt_program) return kind == ${rt.codeError} ? 3 : 2;`,
+    '  for (int i = 0; i < TT_NPARAMS; i++) {',
+    `    if (${api}_write(tt_program, TT_PARAMS[i].buffer, params + TT_PARAMS[i].offset) != 0) {`,
+    '      fail(2);',
+    `      ${api}_destroy(tt_program);`,
+    '      tt_program = 0;',
+    '      return 2;',
+    '    }',
+    '  }',
+    '  return 0;',
+    '}',
+    'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
+    '  if (!tt_program) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }',
+    `  for (int i = 0; i < ${buffers.inputs.length}; i++) if (${api}_write(tt_program, TT_INPUT_BUFFERS[i], inputs[i]) != 0) return fail(2);`,
+    `  if (${api}_run(tt_program) != 0) return fail(2);`,
+    `  for (int i = 0; i < ${buffers.outputs.length}; i++) if (${api}_read(tt_program, TT_OUTPUT_BUFFERS[i], outputs[i]) != 0) return fail(2);`,
+    '  return 0;',
+    '}',
     '',
   ].join('\n');
 }
