@@ -175,12 +175,7 @@ class GpuBuilder extends StepBuilder {
 
   private tile(x: string, p: Extract<Plan, { k: 'gpu-tile' }>): void {
     const lim = this.gpu.params;
-    let t = x, c = p.consumer;
-    if (p.cacheWrite) {
-      this.emit({ s: 'cache_write', stage: x });
-      t = `${x}.local`;
-      c = x;
-    }
+    const { t, c } = this.tiledStages(x, p);
     const ts = this.state.stage(t);
     const sp = ts.axes, rd = ts.reduceAxes;
     const cs = this.state.stage(c!);

@@ -156,12 +156,7 @@ class Builder extends StepBuilder {
   // ------------------------------------------------------------ multi-level tiling
 
   private tile(x: string, p: Extract<Plan, { k: 'tile' }>): void {
-    let t = x, c = p.consumer;
-    if (p.cacheWrite) {
-      this.emit({ s: 'cache_write', stage: x });
-      t = `${x}.local`;
-      c = x;
-    }
+    const { t, c } = this.tiledStages(x, p);
     const ts = this.state.stage(t);
     const sp = ts.axes, rd = ts.reduceAxes;
     const fs = sp.map((a, i) => this.tileOf(`${x}/S/${a.name}`, a.extent, 4, MAX_INNERMOST_FACTOR, i === sp.length - 1));

@@ -65,6 +65,17 @@ export abstract class StepBuilder {
     return v;
   }
 
+  /**
+   * The stages of a multi-level tiling plan: `t`, the stage tiled (`<x>.local` after the
+   * plan's cache_write, emitted here), and `c`, the stage that follows its tiles (`x` after
+   * the cache_write, else the plan's consumer).
+   */
+  protected tiledStages(x: string, p: { consumer?: string; cacheWrite: boolean }): { t: string; c: string | undefined } {
+    if (!p.cacheWrite) return { t: x, c: p.consumer };
+    this.emit({ s: 'cache_write', stage: x });
+    return { t: `${x}.local`, c: x };
+  }
+
   /** Fuse `loops` (consecutive) into one and return its name. */
   protected fuse(stage: string, loops: readonly string[]): string {
     if (loops.length >= 2) this.emit({ s: 'fuse', stage, iters: [...loops] });
