@@ -28,8 +28,8 @@ export interface OpenclDevice {
   preferredVectorWidthFloat: number;
 }
 
-/** tt_opencl_info's JSON (native/README.md, "tt_opencl_info"). */
-interface Description {
+/** tt_opencl_info's JSON (native/README.md, "tt_opencl_info"); tt_remote's info returns the same. */
+export interface Description {
   platforms: {
     name: string;
     vendor: string;
@@ -101,10 +101,16 @@ function describe(): OpenclAnswer {
   } catch {
     return { error: `tt_opencl_info printed something other than JSON: ${r.stdout.slice(0, 200)}` };
   }
+  return selectedOpenclDevice(d, 'tt_opencl_info');
+}
+
+/** The device a tt_cl_describe description selects (tt_opencl_info's, or a remote device's
+ *  through tt_remote's info), or why there is none; `who` names the describer in messages. */
+export function selectedOpenclDevice(d: Description, who: string): OpenclAnswer {
   if (!d.selected) return { error: d.selection_error ?? 'no OpenCL device selected' };
   const p = d.platforms[d.selected.platform];
-  const v = p?.devices[d.selected.device];
-  if (!p || !v) return { error: `tt_opencl_info selected a device it did not list: ${JSON.stringify(d.selected)}` };
+  const v = p?.devices?.[d.selected.device];
+  if (!p || !v) return { error: `${who} selected a device it did not list: ${JSON.stringify(d.selected)}` };
   return {
     device: {
       platform: p.name,

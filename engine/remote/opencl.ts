@@ -10,7 +10,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { cacheRoot, compilerFailure, findCompiler, loadExeca, memoAsync, nativeDir, nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
-import type { OpenclDevice } from '../native/opencl';
+import { selectedOpenclDevice, type Description, type OpenclAnswer } from '../native/opencl';
 import { UserError } from '../errors';
 import type { Target } from '../target';
 
@@ -45,30 +45,10 @@ export function openclDescribeLibrary(target: Target): Promise<Buffer> {
   });
 }
 
-/** tt_cl_describe's JSON (native/README.md, "tt_opencl_info"). */
-interface Description {
-  platforms?: { name: string; vendor: string; version: string; devices: { name: string; vendor: string; version: string; driver_version: string; type: string;
-    max_compute_units: number; max_work_group_size: number; max_work_item_sizes: number[]; local_mem_size: number; global_mem_size: number;
-    preferred_vector_width_float: number }[] }[];
-  selected?: { platform: number; device: number } | null;
-  selection_error?: string;
-}
-
 /** The OpenCL device the device's runtime selects (what its candidates open), or why there is none. */
-export function describedOpenclDevice(described: unknown, describeError: string | undefined): { device: OpenclDevice } | { error: string } {
+export function describedOpenclDevice(described: unknown, describeError: string | undefined): OpenclAnswer {
   if (described === undefined) return { error: describeError || 'the device did not describe its OpenCL platforms' };
   const d = described as Description;
   if (!d || !Array.isArray(d.platforms)) return { error: `the device's OpenCL description is not tt_cl_describe's: ${JSON.stringify(described).slice(0, 200)}` };
-  if (!d.selected) return { error: d.selection_error ?? 'no OpenCL device selected' };
-  const p = d.platforms[d.selected.platform];
-  const v = p?.devices?.[d.selected.device];
-  if (!p || !v) return { error: `the device's OpenCL runtime selected a device it did not list: ${JSON.stringify(d.selected)}` };
-  return {
-    device: {
-      platform: p.name, platformVendor: p.vendor, platformVersion: p.version, device: v.name, deviceVendor: v.vendor,
-      deviceVersion: v.version, driverVersion: v.driver_version, type: v.type, computeUnits: v.max_compute_units,
-      maxWorkGroupSize: v.max_work_group_size, maxWorkItemSizes: v.max_work_item_sizes, localMemSize: v.local_mem_size,
-      globalMemSize: v.global_mem_size, preferredVectorWidthFloat: v.preferred_vector_width_float,
-    },
-  };
+  return selectedOpenclDevice(d, "the device's OpenCL runtime");
 }
