@@ -10,8 +10,8 @@
 
 import { mkdirSync } from 'node:fs';
 import type { ExecutorContext } from '@nx/devkit';
-import { openRemoteDevices } from '../../engine/remote/open';
-import { hardwareFingerprint, parseTarget, type Target } from '../../engine/target';
+import { openRemoteDevices, remoteFingerprint } from '../../engine/remote/open';
+import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { UserError } from '../../engine/errors';
 import type { MeasureOptions } from '../../engine/search/types';
 import { targetRunners, type BudgetConfig } from '../../plugin/config';
@@ -72,19 +72,19 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
     const warn = (m: string): void => console.warn(`warning: ${m}`);
     const absorbed = await absorbTuneOutputs(run.storeDir, warn);
     if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
+    const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
     // A target measured on a device through its runner(s): the device's fingerprint keys the records (engine/remote).
     const remote = targetRunners(run.target, run.targetName);
-    const device = remote ? await openRemoteDevices(remote.runners, parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host),
-      remote.where, { log: (line) => console.log(line) }) : undefined;
-    const fingerprintOf = (t: Target): string => device?.fingerprint ?? hardwareFingerprint(t);
+    const log = (line: string): void => console.log(line);
     if (sharding && !sharding.shard) {
-      const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
-      await device?.close();
-      const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint: fingerprintOf(target) }, warn);
+      // The merge measures nothing: of the device, only its fingerprint.
+      const fingerprint = remote ? await remoteFingerprint(remote.runners, target, remote.where, { log }) : hardwareFingerprint(target);
+      const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint }, warn);
       console.log(`tensortune tune ${run.network}: ${describeShard(sharding)}; output ${rel(sharding.output)}: best records for ${merged.best} of ${sharding.tasks.length} task(s)` +
         `${merged.missing.length ? `; no valid record yet for: ${merged.missing.map((t) => t.desc).join('; ')}` : ''}`);
       return { success: true };
     }
+    const device = remote ? await openRemoteDevices(remote.runners, target, remote.where, { log }) : undefined;
     const others = await otherLogs(run.storeDir, run.recordsFile);
     const overrides = overridesOf(options);
     console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
@@ -102,11 +102,10 @@ export default async function tuneExecutor(options: TuneExecutorOptions, ctx: Ex
         device,
         ...budgetFor(run.budget, options, run.target.threads),
         budget: run.budgetName,
-        log: (line) => console.log(line),
+        log,
         signal: aborter.signal,
       });
-      const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
-      const match = { target: target.text, fingerprint: fingerprintOf(target) };
+      const match = { target: target.text, fingerprint: device?.fingerprint ?? hardwareFingerprint(target) };
       const output = sharding?.output ?? run.tuneOutput;
       const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
       const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
