@@ -28,7 +28,7 @@ import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
 import type { Step } from '../engine/schedule/steps';
 import { tuneNetwork, tuneTasks } from '../engine/search/tune';
 import { parseTarget } from '../engine/target';
-import { seed002Layer } from './tune-conv';
+import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-bench-opencl-'));
 
   // 1. The seed-002 conv.
-  const task = seed002Layer();
+  const task = seed002Conv();
   const gflops = (ms: number | string): string => (typeof ms === 'number' ? `${(task.flops / (ms * 1e-3) / 1e9).toFixed(1)} GFLOPS` : '-');
   const convLog = path.join(dir, 'conv.jsonl');
   const tuned = await tuneTasks('seed-002 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 16, seed, measure: { threads: 1 } });

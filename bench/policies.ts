@@ -17,13 +17,13 @@ import { tuneTasks } from '../engine/search/tune';
 import type { PolicyName } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
 import { measurePeakGflops } from './peak';
-import { seed002Layer } from './tune-conv';
+import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 
 function taskOf(name: string): Task {
-  if (name === 'seed-002') return seed002Layer();
+  if (name === 'seed-002') return seed002Conv();
   if (name === 'depthwise') {
     const tasks = extractTasks(getNetwork('mobilenet', {}).graph);
     return tasks.find((t) => t.desc.startsWith('depthwise_conv2d_nhwc+add+relu 1x56x56x128'))!;

@@ -9,10 +9,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { NetBuilder } from '../engine/frontend/builder';
-import { extractTasks } from '../engine/graph/extract';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { defaultSchedule } from '../engine/schedule/defaults';
+import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneTasks } from '../engine/search/tune';
 import type { PolicyName, TuneEvent } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
@@ -21,17 +20,6 @@ import { measurePeakGflops } from './peak';
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 
-/** The seed's conv2d_layer(1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1)), in NHWC. */
-export function seed002Layer() {
-  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 7, seed: 0, randomStats: false, weights: 'random' });
-  const x = b.input(512);
-  const y = b.relu(b.bias(b.conv2d(x, 'conv', { channels: 512, kernel: [3, 3], padding: [1, 1] }), 'conv_bias'));
-  b.graph.outputs = [y];
-  const tasks = extractTasks(b.graph);
-  if (tasks.length !== 1) throw new Error(`expected one task, got ${tasks.length}`);
-  return tasks[0];
-}
-
 async function main(): Promise<void> {
   const trials = Number(flag('--trials', '256'));
   const batchSize = Number(flag('--batch-size', '64'));
@@ -39,7 +27,7 @@ async function main(): Promise<void> {
   const seed = Number(flag('--seed', '0'));
   const target = 'llvm -mcpu=native';
   const records = flag('--records', path.join(mkdtempSync(path.join(tmpdir(), 'tt-tune-conv-')), 'conv.jsonl'));
-  const task = seed002Layer();
+  const task = seed002Conv();
   console.log(`task: ${task.desc}  (${(task.flops / 1e6).toFixed(1)} MFLOP)  key ${task.key}`);
   console.log(`budget: ${trials} trials, ${batchSize} per round, policy ${policy}, 1 thread, target "${parseTarget(target).text}"; log ${records}`);
 
