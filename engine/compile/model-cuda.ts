@@ -36,7 +36,7 @@ import {
   kernelFields, modelInfoSource, packParams, sha, startCompile, writeModel,
   type CompileOptions, type CompileResult, type KernelInfo, type TunedSchedule,
 } from './model-common';
-import { planBuffers } from './model-opencl';
+import { modelTable, planBuffers } from './model-opencl';
 
 /** The files beside model.so holding the CUDA source and (a copy of) the cubin. */
 export const CUDA_SOURCE_FILE = 'kernels.cu';
@@ -147,16 +147,8 @@ export async function compileCudaModel(opts: CompileOptions): Promise<CompileRes
 
   const packed = packParams(graph, groups, (group) => groupProgram.get(group.id)!.program.layouts);
   const plan = planBuffers(graph, groups, (group) => groupProgram.get(group.id)!, packed.offsets, packed.entries);
-  const table: CudaLaunchTable = {
-    buffers: plan.buffers.map((b) => ({ name: b.name, size: b.size, role: b.role === 'param' ? 'in' : b.role })),
-    launches: groups.flatMap((group) => {
-      const p = groupProgram.get(group.id)!;
-      const map = plan.groupBuffers.get(group.id)!;
-      return p.table.launches.map((l) => ({ ...l, args: l.args.map((a) => map[a]) }));
-    }),
-  };
+  const { table, roles } = modelTable(plan, groups, (group) => groupProgram.get(group.id)!.table.launches);
   const inputIds = graph.nodes.filter((n) => n.op === 'input').map((n) => n.id);
-  const roles = new Map(plan.buffers.flatMap((b, i) => (b.role === 'param' ? [[i, 'param' as const]] : [])));
   const modelC = cudaModelSource(modelInfoSource(graph, inputIds, names, packed.values.length, ERROR_BYTES), image, table, roles, plan);
   log(`CUDA: ${programs.size} kernel program(s), ${table.launches.length} launches, ${plan.buffers.length} device buffers, one cubin for ${arch} (${image.length} bytes)`);
 

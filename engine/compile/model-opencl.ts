@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { GpuProgram } from '../codegen/gpu';
 import { lowerGpu } from '../codegen/gpu';
 import { openclModelSource } from '../codegen/opencl-host';
-import { launchTable, OPENCL_PRELUDE, renderOpenclKernels, type OpenclLaunchTable } from '../codegen/opencl';
+import { launchTable, OPENCL_PRELUDE, renderOpenclKernels, type BufferRole, type OpenclLaunchTable } from '../codegen/opencl';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
@@ -134,6 +134,25 @@ export function planBuffers(
   return { buffers, inputs, outputs, params, groupBuffers, intermediateFloats };
 }
 
+/**
+ * The model's tables over its buffer plan: every group's launches in order, their arguments
+ * the model's buffers; and the buffers that hold params (their role in the host's tables).
+ */
+export function modelTable<L extends { args: readonly number[] }>(
+  plan: BufferPlan, groups: readonly FusedGroup[], launchesOf: (group: FusedGroup) => readonly L[],
+): { table: { buffers: { name: string; size: number; role: BufferRole }[]; launches: L[] }; roles: Map<number, 'param'> } {
+  return {
+    table: {
+      buffers: plan.buffers.map((b) => ({ name: b.name, size: b.size, role: b.role === 'param' ? 'in' : b.role })),
+      launches: groups.flatMap((group) => {
+        const map = plan.groupBuffers.get(group.id)!;
+        return launchesOf(group).map((l) => ({ ...l, args: l.args.map((a) => map[a]) }));
+      }),
+    },
+    roles: new Map(plan.buffers.flatMap((b, i) => (b.role === 'param' ? [[i, 'param' as const]] : []))),
+  };
+}
+
 export async function compileOpenclModel(opts: CompileOptions): Promise<CompileResult> {
   const target = opts.target;
   if (!isGpu(target)) throw new Error(`compileOpenclModel: "${target.text}" is not an OpenCL target`);
@@ -186,16 +205,8 @@ export async function compileOpenclModel(opts: CompileOptions): Promise<CompileR
   const packed = packParams(graph, groups, (group) => groupProgram.get(group.id)!.program.layouts);
   const plan = planBuffers(graph, groups, (group) => groupProgram.get(group.id)!, packed.offsets, packed.entries);
   const source = `${OPENCL_PRELUDE}\n${[...programs.values()].map((p) => p.code).join('\n')}`;
-  const table: OpenclLaunchTable = {
-    buffers: plan.buffers.map((b) => ({ name: b.name, size: b.size, role: b.role === 'param' ? 'in' : b.role })),
-    launches: groups.flatMap((group) => {
-      const p = groupProgram.get(group.id)!;
-      const map = plan.groupBuffers.get(group.id)!;
-      return p.table.launches.map((l) => ({ ...l, args: l.args.map((a) => map[a]) }));
-    }),
-  };
+  const { table, roles } = modelTable(plan, groups, (group) => groupProgram.get(group.id)!.table.launches);
   const inputIds = graph.nodes.filter((n) => n.op === 'input').map((n) => n.id);
-  const roles = new Map(plan.buffers.flatMap((b, i) => (b.role === 'param' ? [[i, 'param' as const]] : [])));
   const modelC = openclModelSource(modelInfoSource(graph, inputIds, names, packed.values.length, ERROR_BYTES), source, table, roles, plan);
   log(`OpenCL: ${programs.size} kernel program(s), ${table.launches.length} launches, ${plan.buffers.length} device buffers`);
 
