@@ -36,11 +36,12 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     const run = resolveFor('benchmark', options, ctx);
     // A target with runner(s) runs its model on the device (engine/remote/bench.ts), with random input.
     const remote = targetRunners(run.target, run.targetName);
-    if (!remote) checkRunsHere(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), 'benchmark', `targets.${run.targetName}.host`);
+    const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
+    if (!remote) checkRunsHere(target, 'benchmark', `targets.${run.targetName}.host`);
     if (remote && (options.input !== undefined || options.saveOutputs !== undefined)) {
       throw new UserError(`${remote.where}: a model benchmarked on a device gets random input: drop --input and --save-outputs`);
     }
-    if (options.profile && (remote || parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host).kind !== 'llvm')) {
+    if (options.profile && (remote || target.kind !== 'llvm')) {
       throw new UserError(`--profile: per-kernel profiles are for CPU models run on this machine; targets.${run.targetName} is ${remote ? 'measured through a runner' : `"${run.target.target}"`}`);
     }
     const rel = workspaceRelative(ctx);
