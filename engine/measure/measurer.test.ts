@@ -4,31 +4,15 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { getNetwork } from '../frontend/networks';
-import { extractTasks, type Task } from '../graph/extract';
-import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { parseTarget } from '../target';
-import { renderCandidate, wrapKernel } from './builder';
+import { renderCandidate } from './builder';
+import { convKernels } from './conv-kernels.fixture';
 import { LocalMeasurer } from './measurer';
 import { compareOutput, computeReference } from './verify';
 
 const target = parseTarget('llvm -mcpu=native');
-const tasks = extractTasks(getNetwork('mobilenet', { imageSize: 32, weights: 'zeros' }).graph);
-// A plain (not depthwise) conv with a small output: conv2d_nhwc+add+relu 1x16x16x32 -> 1x16x16x64 or the like.
-const conv: Task = tasks.find((t) => t.desc.startsWith('conv2d_nhwc') && t.dag.flops < 5e6)!;
-const defaults = defaultSchedule(conv.dag, { vectorLanes: target.vectorLanes });
-const nargs = conv.dag.inputs.length + conv.dag.outputs.length;
-const params = Array.from({ length: nargs }, (_, i) => `float* a${i}`).join(', ');
-const outSize = conv.dag.outputs[0].shape.reduce((a, b) => a * b, 1);
-
-const crashing = wrapKernel(`int32_t tt_candidate_kernel(${params}) { volatile float* volatile p = 0; p[(int)a0[0]] = 1.0f; return 0; }`, nargs);
-const hanging = wrapKernel(`int32_t tt_candidate_kernel(${params}) { volatile int spin = 1; while (spin) a${nargs - 1}[0] = 0.0f; return 0; }`, nargs);
-const good = renderCandidate(conv.dag, defaults, target);
-if (!good.ok) throw new Error(good.message);
-// Correct everywhere but one element.
-const wrong = good.code.replace(/return tt_candidate_kernel\(([^)]*)\);/, (_, args: string) =>
-  `int r = tt_candidate_kernel(${args}); args[${nargs - 1}][${outSize >> 1}] += 0.5f; return r;`);
+const { tasks, conv, defaults, outSize, good, crashing, hanging, wrong } = convKernels(target);
 const broken = 'int tt_candidate(float* const* args) { return args[0] +; }';
 
 test('the reference evaluator is deterministic and the comparison has a stated tolerance', () => {
