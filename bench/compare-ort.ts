@@ -13,10 +13,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compareWithOnnxRuntime, withoutSoftmax, type CompareReport } from '../engine/compare/compare';
+import { compareWithOnnxRuntime, type CompareReport } from '../engine/compare/compare';
 import { compileNetwork } from '../engine/compile/network';
-import { getNetwork } from '../engine/frontend/networks';
-import { writeOnnxFile } from '../engine/frontend/onnx/export';
+import { writeNetworkOnnx } from './onnx-network';
 
 function flag(name: string, dflt: string): string {
   const i = process.argv.indexOf(name);
@@ -34,9 +33,7 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     for (const name of networks) {
-      const net = getNetwork(name, { layout: 'NCHW', imageSize, randomStats: true });
-      const onnx = path.join(work, `${name}.onnx`);
-      writeOnnxFile(onnx, withoutSoftmax(net.graph), { name });
+      const onnx = writeNetworkOnnx(work, name, imageSize);
       const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
       if (records) variants.push({ schedules: `tuned (${path.basename(records)})`, records: [records] });
       for (const v of variants) {
