@@ -12,8 +12,8 @@ import { compileNetwork } from '../engine/compile/network';
 import { loadModel } from '../engine/frontend/load';
 import { extractTasks } from '../engine/graph/extract';
 import { runBench } from '../engine/native/bench';
+import { measurePeakGflops } from '../engine/native/peak';
 import { parseTarget } from '../engine/target';
-import { measurePeakGflops } from './peak';
 
 function flag(name: string, dflt: string): string {
   const i = process.argv.indexOf(name);

@@ -8,8 +8,6 @@
 import { measurePeakGflops } from '../engine/native/peak';
 import { parseTarget } from '../engine/target';
 
-export { measurePeakGflops };
-
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string): string | undefined => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };

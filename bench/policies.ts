@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { getNetwork } from '../engine/frontend/networks';
 import { extractTasks, type Task } from '../engine/graph/extract';
+import { measurePeakGflops } from '../engine/native/peak';
+import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { POLICY_NAMES } from '../engine/search/policy';
 import { tuneTasks } from '../engine/search/tune';
 import type { PolicyName } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
-import { measurePeakGflops } from './peak';
-import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };

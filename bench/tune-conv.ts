@@ -10,12 +10,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LocalMeasurer } from '../engine/measure/measurer';
+import { measurePeakGflops } from '../engine/native/peak';
 import { defaultSchedule } from '../engine/schedule/defaults';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneTasks } from '../engine/search/tune';
 import type { PolicyName, TuneEvent } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
-import { measurePeakGflops } from './peak';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
