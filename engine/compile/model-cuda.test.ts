@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { main } from '../cli';
 import { withoutSoftmax } from '../compare/compare';
 import { UserError } from '../errors';
 import { getNetwork } from '../frontend/networks';
@@ -34,6 +33,7 @@ import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
 import { readManifest } from './manifest';
 import { compileModel } from './model';
+import { argmax, cli } from './gpu-model.fixture';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-cuda-model-test-'));
 const cache = path.join(work, 'cache');
@@ -41,18 +41,6 @@ const cache = path.join(work, 'cache');
 const EM_CUDA = 190;
 /** What the runtime says when the driver cannot be opened or initialised (tt_cuda.c). */
 const NO_DRIVER = /(no CUDA driver: .*libcuda\.so\.1|cuInit failed: )/;
-
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '', err = '';
-  const code = await main(args, { out: (t) => { out += t; }, err: (t) => { err += t; } });
-  return { code, out, err };
-}
-
-const argmax = (xs: ArrayLike<number>): number => {
-  let best = 0;
-  for (let i = 1; i < xs.length; i++) if (xs[i] > xs[best]) best = i;
-  return best;
-};
 
 test('resnet-18 compiled for "cuda -arch=sm_80" here: model.so with one embedded cubin, kernels.cu, the cubin, a manifest with launches', async () => {
   const why = nvccMissing();

@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { main } from '../cli';
 import { cSourceLiteral } from '../codegen/opencl-host';
 import { loadOnnx } from '../frontend/onnx/import';
 import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
@@ -34,24 +33,13 @@ import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
 import { readManifest } from './manifest';
 import { compileModel } from './model';
+import { argmax, cli } from './gpu-model.fixture';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-opencl-model-test-'));
 const cache = path.join(work, 'cache');
 const IMAGE = 32;
 const CROSS_CC = 'aarch64-linux-gnu-gcc';
 const EM_AARCH64 = 183;
-
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '', err = '';
-  const code = await main(args, { out: (t) => { out += t; }, err: (t) => { err += t; } });
-  return { code, out, err };
-}
-
-const argmax = (xs: ArrayLike<number>): number => {
-  let best = 0;
-  for (let i = 1; i < xs.length; i++) if (xs[i] > xs[best]) best = i;
-  return best;
-};
 
 // MobileNet with random weights and batch-norm statistics, its logits as the output (so that
 // the top-1 class is a clear winner), as an ONNX file.
