@@ -90,6 +90,9 @@ test('a network compiled for sm_90 runs, where there is a GPU, and matches the r
   const r = await cli('compile', onnx, '--target', 'cuda -arch=sm_90', '--out', out, '--cache', cache);
   assert.is(r.code, 0, r.err);
   assert.is(readManifest(out).cubin, 'kernels.sm_90.cubin');
+  // Compiling again into the same folder replaces it: kernels.cu and the cubin are compile's own files.
+  const again = await cli('compile', onnx, '--target', 'cuda -arch=sm_90', '--out', out, '--cache', cache);
+  assert.is(again.code, 0, again.err);
   const reference = loadOnnx(onnx);
   const [{ name, shape }] = reference.inputs;
   const x = uniform(shape.reduce((a, b) => a * b, 1), 11, 0);

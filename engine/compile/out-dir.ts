@@ -12,7 +12,7 @@ import { UserError } from '../errors';
 import { pidAlive } from '../temp-dirs';
 
 /** What compile writes into its folder, and the temp files older versions left there. */
-const OWN_FILE = /^(model\.c|model\.so|params\.bin|manifest\.json|kernels\.cl)(\.tmp[-.\w]*)?$/;
+const OWN_FILE = /^(model\.c|model\.so|params\.bin|manifest\.json|kernels\.cl|kernels\.cu|kernels\.sm_\d+\.cubin)(\.tmp[-.\w]*)?$/;
 
 /** The part of a sibling's name after `.<name>.`: `new-<pid>-XXXXXX` or `old-<pid>-XXXXXX`. */
 const LEFTOVER = /^(new|old)-(\d+)-[A-Za-z0-9]{6}$/;
