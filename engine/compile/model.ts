@@ -186,16 +186,12 @@ function renderEntryPoint(
     '  }',
     '  return 0;',
     '}',
-    // The per-kernel profile (tensortune.h): call i's symbol, and tt_run timing each call
-    // into tt_profile_ms when it is set (a predictable branch per call otherwise).
+    // The per-kernel profile (tensortune.h): call i's symbol; tt_run_profiled (below) is
+    // tt_run's call sequence with each call timed, so tt_run itself carries no timing.
     `static const char* const tt_call_symbols[${Math.max(1, groups.length)}] = { ${groups.length ? groups.map((gr) => `"${symbols.get(gr.id)!}"`).join(', ') : '0'} };`,
     `TT_EXPORT int tt_num_calls(void) { return ${groups.length}; }`,
     `TT_EXPORT const char* tt_call_symbol(int i) { return i >= 0 && i < ${groups.length} ? tt_call_symbols[i] : 0; }`,
-    'static double* tt_profile_ms = 0;',
     'static double tt_now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec * 1e-6; }',
-    'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
-    '  if (!tt_params) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }',
-    '  double tt_t0 = tt_profile_ms ? tt_now_ms() : 0, tt_t1 = 0;',
   );
   const pointer = (id: number, param?: number): string => {
     const outIdx = g.outputs.indexOf(id);
@@ -207,20 +203,23 @@ function renderEntryPoint(
     if (off === undefined) throw new Error(`memory plan has no buffer for node ${id}`);
     return `tt_arena + ${off}`;
   };
-  groups.forEach((group, i) => {
+  const calls = groups.map((group, i) => {
     const args = [...group.inputs.map((id, input) => pointer(id, paramOffset.get(`${group.id}:${input}`))), pointer(group.output)].join(', ');
-    out.push(`  if (${symbols.get(group.id)}(${args}) != 0) { snprintf(tt_error, sizeof tt_error, "kernel %d failed", ${i}); return 2; }`);
-    out.push(`  if (tt_profile_ms) { tt_t1 = tt_now_ms(); tt_profile_ms[${i}] += tt_t1 - tt_t0; tt_t0 = tt_t1; }`);
+    return `  if (${symbols.get(group.id)}(${args}) != 0) { snprintf(tt_error, sizeof tt_error, "kernel %d failed", ${i}); return 2; }`;
   });
+  const started = '  if (!tt_params) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }';
   out.push(
-    '  (void)tt_t0; (void)tt_t1;',
+    'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
+    started,
+    ...calls,
     '  return 0;',
     '}',
     'TT_EXPORT int tt_run_profiled(const float* const* inputs, float* const* outputs, double* ms) {',
-    '  tt_profile_ms = ms;',
-    '  int rc = tt_run(inputs, outputs);',
-    '  tt_profile_ms = 0;',
-    '  return rc;',
+    started,
+    '  double tt_t0 = tt_now_ms(), tt_t1 = tt_t0;',
+    ...calls.flatMap((call, i) => [call, `  tt_t1 = tt_now_ms(); ms[${i}] += tt_t1 - tt_t0; tt_t0 = tt_t1;`]),
+    '  (void)tt_t0; (void)tt_t1;',
+    '  return 0;',
     '}',
   );
   return out.join('\n') + '\n';
