@@ -360,6 +360,27 @@ export function openclRuntimeObject(compiler: Compiler, opts: { cacheDir?: strin
   });
 }
 
+/** tt_cl_describe as a library of its own (native/opencl/tt_opencl_describe.c), relative to native/. */
+const OPENCL_DESCRIBE = 'opencl/tt_opencl_describe.c';
+
+/**
+ * The OpenCL describe library built by `compiler` (a device's cross compiler, or this
+ * machine's) and linked with openclRuntimeObject: what a remote device loads to list its
+ * OpenCL platforms and devices (engine/remote/opencl.ts). In the native cache, like the rest.
+ */
+export async function openclDescribeLibraryFile(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
+  const cacheDir = opts.cacheDir ?? cacheRoot();
+  const runtime = await openclRuntimeObject(compiler, opts);
+  const flags = [...OPENCL_HOST_CFLAGS, '-shared'];
+  const hash = buildHash('tt_opencl_describe.so', compiler, flags, OPENCL_RUNTIME_LIBS, [OPENCL_DESCRIBE, OPENCL_RUNTIME, OPENCL_HEADER]);
+  return buildIntoCache({
+    compiler,
+    file: path.join(cacheDir, 'native', hash, 'tt_opencl_describe.so'),
+    what: `building the OpenCL describe library (native/${OPENCL_DESCRIBE})`,
+    attempts: [(out) => [...compiler.args, ...flags, `-I${nativeIncludeDir()}`, path.join(nativeDir(), OPENCL_DESCRIBE), runtime, '-o', out, ...OPENCL_RUNTIME_LIBS]],
+  });
+}
+
 /** The CUDA runtime and its header, relative to native/. */
 const CUDA_RUNTIME = 'cuda/tt_cuda.c';
 const CUDA_HEADER = 'include/tt_cuda.h';
