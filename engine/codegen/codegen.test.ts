@@ -61,6 +61,23 @@ test('conv2d NHWC + bias + relu, default schedule, 16 and 8 lanes', () => {
   check(dag, dflt(dag, 8), 'conv 3x3, 8 lanes', 8);
 });
 
+const inlined = (steps: readonly Step[], stage: string): boolean => steps.some((s) => s.s === 'compute_inline' && s.stage === stage);
+
+test('default: a padded conv writes its padding once at root, so no bounds test is left in the reduction', () => {
+  const dag = conv(16, 16, 32, 3, 1, 1);
+  const steps = dflt(dag);
+  assert.not.ok(inlined(steps, 'pad_temp'));
+  assert.ok(steps.some((s) => s.s === 'annotate' && s.stage === 'pad_temp' && s.ann === 'parallel'), 'the copy runs in parallel');
+  const code = check(dag, steps, 'conv 3x3, padding at root');
+  const reduction = code.slice(code.indexOf('for (int32_t ry'));
+  assert.not.match(reduction.slice(0, reduction.indexOf('tt_v16_store(&T_relu')), /\?/, 'no select between the reduce loops and the epilogue');
+  // A 1x1 conv's identity padding and a depthwise conv's padding stay inlined.
+  assert.ok(inlined(dflt(conv(5, 12, 20, 1, 1, 0)), 'pad_temp'));
+  const data = placeholder('data', [1, 10, 10, 24]);
+  const dw = new ComputeDAG([relu(depthwiseConv2dNHWC(data, placeholder('w', [3, 3, 24, 1]), { strides: [1, 1], padding: [1, 1, 1, 1], dilation: [1, 1] }))]);
+  assert.ok(inlined(dflt(dw), 'PaddedInput'));
+});
+
 test('conv2d NHWC, stride 2, three input channels (a first layer)', () => {
   const dag = conv(15, 3, 16, 3, 2, 1);
   check(dag, dflt(dag), 'strided conv');

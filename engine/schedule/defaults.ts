@@ -1,5 +1,9 @@
 // Default schedules: what a task gets before (or without) tuning. Heuristic but real:
-//  - padding and elementwise stages are inlined into their reader;
+//  - elementwise stages are inlined into their reader, and so is padding, except where a
+//    convolution (not depthwise) reads it: there the padded input is written once at root, because
+//    inlined its bounds test sits in the reduction's innermost loop and halves the speed of
+//    every padded conv (resnet-18's 3x3 convs ran at 44-49% of peak inlined, 84-95% with the
+//    padding at root; measured per task, see docs/tuning.md);
 //  - a tiled reduction (conv, depthwise, dense, batch matmul) is computed into a small
 //    register tile held inside the output's loops: the output's last axis is split into a
 //    vector tile, the axis before it into a register block, the outer loops fused and
@@ -10,7 +14,8 @@
 // GPU targets (opts.gpu) get defaults-gpu.ts's schedule instead.
 
 import type { ComputeDAG } from '../ir/dag';
-import { numElements } from '../ir/tensor';
+import { walk } from '../ir/expr';
+import { numElements, type Tensor } from '../ir/tensor';
 import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
 import { winogradDefaultSchedule } from './defaults-winograd';
@@ -34,6 +39,24 @@ export function defaultOptionsOf(target: { readonly vectorLanes: number; readonl
   return target.gpu ? { vectorLanes: target.vectorLanes, gpu: target.gpu } : { vectorLanes: target.vectorLanes };
 }
 
+const tiledTag = (t: Tensor): boolean => TILED_TAGS.has(t.op.kind === 'compute' ? t.op.tag : '');
+
+/**
+ * Convolutions whose padded input pays to write once at root: each input element is read
+ * by many output channels. Not depthwise convs: they read each element a few times, are
+ * bound by memory, and ran 1.5x slower with the copy (mobilenet's, same A/B).
+ */
+const PAD_AT_ROOT_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw']);
+const readsPaddingOnce = (t: Tensor): boolean => PAD_AT_ROOT_TAGS.has(t.op.kind === 'compute' ? t.op.tag : '');
+
+/** A stage with a bounds test in its body (padding: tir.if_then_else). */
+function hasBranch(t: Tensor): boolean {
+  if (t.op.kind !== 'compute') return false;
+  let branch = false;
+  walk(t.op.body, (e) => { if (e.k === 'if' || e.k === 'select') branch = true; });
+  return branch;
+}
+
 function largestDivisorAtMost(n: number, limit: number): number {
   for (let d = Math.min(n, limit); d >= 1; d--) if (n % d === 0) return d;
   return 1;
@@ -50,11 +73,12 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   // 1. Inline cheap stages (no reduction, not an output, read by one stage).
   for (const s of [...state.stages]) {
     if (s.isOutput || s.reduceAxes.length > 0) continue;
+    if (hasBranch(s.tensor) && state.readers(s.name).some((r) => readsPaddingOnce(r.tensor))) continue;
     if (state.readers(s.name).length === 1) apply({ s: 'compute_inline', stage: s.name });
   }
 
   // 2. Tile the main reduction into the output's loops.
-  const main = state.stages.find((s) => TILED_TAGS.has(s.tensor.op.kind === 'compute' ? s.tensor.op.tag : ''));
+  const main = state.stages.find((s) => tiledTag(s.tensor));
   const outputs = state.stages.filter((s) => s.isOutput);
   if (main && outputs.length === 1) {
     const out = outputs[0];
