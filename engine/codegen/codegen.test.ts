@@ -78,6 +78,18 @@ test('default: a padded conv writes its padding once at root, so no bounds test 
   assert.ok(inlined(dflt(dw), 'PaddedInput'));
 });
 
+test('default: where the weights outweigh the input, the channel tile loop goes outermost and joins the parallel loop', () => {
+  const dag = conv(7, 64, 96, 3, 1, 1);
+  const steps = dflt(dag);
+  const parallel = steps.find((s) => s.s === 'annotate' && s.ann === 'parallel' && s.stage === 'T_relu');
+  assert.ok(parallel && parallel.s === 'annotate' && parallel.iter.startsWith('ax3.0@'), JSON.stringify(parallel));
+  const code = check(dag, steps, 'conv 3x3, channels outer');
+  assert.match(code, /conv2d_nhwc_v0/, 'the accumulator tile still lives in named vector variables');
+  // An early layer (input larger than the weights) keeps its channel loop inside.
+  const early = dflt(conv(16, 16, 32, 3, 1, 1)).find((s) => s.s === 'annotate' && s.ann === 'parallel' && s.stage === 'T_relu');
+  assert.ok(early && early.s === 'annotate' && !early.iter.includes('ax3'), JSON.stringify(early));
+});
+
 test('conv2d NHWC, stride 2, three input channels (a first layer)', () => {
   const dag = conv(15, 3, 16, 3, 2, 1);
   check(dag, dflt(dag), 'strided conv');

@@ -57,6 +57,8 @@ export function foldExpr(e: Expr): Expr {
         if (e.op === '-' && isInt(b, 0)) return a;
         if (e.op === '*' && (isInt(b, 1) || isInt(a, 0))) return a;
         if (e.op === '*' && (isInt(a, 1) || isInt(b, 0))) return b;
+        if (e.op === 'floordiv' && isInt(b, 1)) return a;
+        if (e.op === 'floormod' && isInt(b, 1)) return C(0, 'int32');
         // (x + c1) + c2 -> x + (c1 + c2): keeps unrolled offsets together.
         if (e.op === '+' && b.k === 'const' && a.k === 'bin' && a.op === '+' && a.b.k === 'const') {
           return foldExpr({ ...e, a: a.a, b: C(a.b.value + b.value, 'int32') });

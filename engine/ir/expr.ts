@@ -95,6 +95,7 @@ function arith(op: BinOp, x: ExprLike, y: ExprLike): Expr {
     if (op === '*' && isConst(b, 1)) return a;
     if (op === '*' && isConst(a, 1)) return b;
     if ((op === 'floordiv') && isConst(b, 1)) return a;
+    if (op === 'floormod' && isConst(b, 1)) return int(0);
   }
   return { k: 'bin', op, a, b, dtype };
 }

@@ -14,7 +14,7 @@
 // GPU targets (opts.gpu) get defaults-gpu.ts's schedule instead.
 
 import type { ComputeDAG } from '../ir/dag';
-import { walk } from '../ir/expr';
+import { freeVars, walk } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
 import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
@@ -57,6 +57,28 @@ function hasBranch(t: Tensor): boolean {
   return branch;
 }
 
+/**
+ * The reduction's inputs indexed by the output's last (channel) axis, the weights, hold
+ * more elements than the others, the input it slides over.
+ */
+function weightsOutweighInput(t: Tensor): boolean {
+  if (t.op.kind !== 'compute') return false;
+  const channel = t.op.axes[t.op.axes.length - 1].name;
+  let weights = 0, input = 0;
+  const seen = new Set<string>();
+  walk(t.op.body, (e) => {
+    if (e.k !== 'load' || seen.has(e.tensor.name)) return;
+    seen.add(e.tensor.name);
+    const size = numElements(e.tensor.shape);
+    if (e.indices.some((i) => freeVars(i).has(channel))) weights += size;
+    else input += size;
+  });
+  return weights > input;
+}
+
+/** Fewest parallel iterations for an even share among a few cores: below it, the tile's channel loop joins the parallel loop. */
+const MIN_PARALLEL_CHUNKS = 32;
+
 function largestDivisorAtMost(n: number, limit: number): number {
   for (let d = Math.min(n, limit); d >= 1; d--) if (n % d === 0) return d;
   return 1;
@@ -95,21 +117,28 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     const vec = last.extent % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(last.extent, lanes);
     const rows = block ? largestDivisorAtMost(block.extent, vec > lanes ? 7 : 14) : 1;
     apply({ s: 'split', stage: out.name, iter: last.name, lengths: [vec] });
-    const order: string[] = axes.slice(0, Math.max(0, n - 2)).map((a) => a.name);
+    // Loop order of the tiles: by default the channel tiles run inside each block of rows,
+    // which re-reads all the weights per block. Where the weights outweigh the input (the
+    // late layers: 3x3x512x512 is 9.4 MB against a 7x7x512 input of 100 KB) the channel
+    // tile goes outermost instead, so one slice of the weights serves every row from cache.
+    const spatialOuter: string[] = axes.slice(0, Math.max(0, n - 2)).map((a) => a.name);
     if (block) {
       apply({ s: 'split', stage: out.name, iter: block.name, lengths: [rows] });
-      order.push(`${block.name}.0`);
+      spatialOuter.push(`${block.name}.0`);
     }
-    order.push(`${last.name}.0`);
-    const outer = [...order];
-    if (block) order.push(`${block.name}.1`);
-    order.push(`${last.name}.1`);
+    const channelTiles = Math.ceil(last.extent / vec);
+    const channelsOuter = block !== undefined && channelTiles > 1 && weightsOutweighInput(main.tensor);
+    const outer = channelsOuter ? [`${last.name}.0`, ...spatialOuter] : [...spatialOuter, `${last.name}.0`];
+    const order = [...outer, ...(block ? [`${block.name}.1`] : []), `${last.name}.1`];
     apply({ s: 'reorder', stage: out.name, order });
-    // Parallel over the fused outer loops (all but the vector tile's outer loop).
-    const fusable = outer.slice(0, -1);
-    const attachIter = `${last.name}.0`;
+    // Parallel over the fused outer loops: all but the channel tile's loop when it is
+    // innermost, unless those are too few to share evenly among cores (a 7x7 output has 7
+    // rows: 4 + 3 on two cores); the register tile is computed at the last of the outer loops.
+    const spread = numElements(axes.slice(0, Math.max(0, n - 2)).map((a) => a.extent)) * (block ? Math.ceil(block.extent / rows) : 1);
+    const fusable = channelsOuter || (spread < MIN_PARALLEL_CHUNKS && channelTiles > 1) ? outer : outer.slice(0, -1);
     if (fusable.length >= 2) apply({ s: 'fuse', stage: out.name, iters: fusable });
     const parallelIter = fusable.length >= 2 ? fusable.join('@') : fusable[0];
+    const attachIter = fusable === outer ? parallelIter : `${last.name}.0`;
     if (numElements(out.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: out.name, iter: parallelIter || attachIter, ann: 'parallel' });
     // Unrolling around a vector loop that is not a whole number of vectors makes GCC's
     // compile time explode (50 s for one conv), so only whole vectors are unrolled.
