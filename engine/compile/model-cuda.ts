@@ -36,7 +36,7 @@ import {
   kernelFields, modelInfoSource, packParams, sha, startCompile, writeModel,
   type CompileOptions, type CompileResult, type KernelInfo, type TunedSchedule,
 } from './model-common';
-import { modelTable, planBuffers } from './model-opencl';
+import { modelTable, placeGpuGroups, planBuffers } from './model-opencl';
 
 /** The files beside model.so holding the CUDA source and (a copy of) the cubin. */
 export const CUDA_SOURCE_FILE = 'kernels.cu';
@@ -92,24 +92,7 @@ export async function compileCudaModel(opts: CompileOptions): Promise<CompileRes
   const placeAll = (): void => {
     programs.clear();
     groupProgram.clear();
-    for (const group of groups) {
-      const key = group.dag.workloadKey;
-      const tuned = opts.schedules?.get(key);
-      if (tuned && !refused.has(key)) {
-        try {
-          place(group, tuned);
-          continue;
-        } catch (e) {
-          refused.add(key);
-          warn(`the tuned schedule of ${describeGroup(graph, group)} from ${tuned.source} does not lower for "${target.text}" (${(e as Error).message}); its task uses the default schedule`);
-        }
-      }
-      try {
-        place(group, undefined);
-      } catch (e) {
-        throw new UserError(`the default GPU schedule of ${describeGroup(graph, group)} does not lower for "${target.text}": ${(e as Error).message}`);
-      }
-    }
+    placeGpuGroups(graph, groups, opts.schedules, refused, target.text, warn, place);
   };
 
   // nvcc once for the whole model; a tuned kernel ptxas finds over the limits falls back to

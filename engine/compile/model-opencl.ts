@@ -182,25 +182,7 @@ export async function compileOpenclModel(opts: CompileOptions): Promise<CompileR
     planned.groups.push(group.id);
     groupProgram.set(group.id, planned);
   };
-  const refused = new Set<string>(); // tasks whose tuned schedule did not lower (one warning each)
-  for (const group of groups) {
-    const key = group.dag.workloadKey;
-    const tuned = opts.schedules?.get(key);
-    if (tuned && !refused.has(key)) {
-      try {
-        place(group, tuned);
-        continue;
-      } catch (e) {
-        refused.add(key);
-        warn(`the tuned schedule of ${describeGroup(graph, group)} from ${tuned.source} does not lower for "${target.text}" (${(e as Error).message}); its task uses the default schedule`);
-      }
-    }
-    try {
-      place(group, undefined);
-    } catch (e) {
-      throw new UserError(`the default GPU schedule of ${describeGroup(graph, group)} does not lower for "${target.text}": ${(e as Error).message}`);
-    }
-  }
+  placeGpuGroups(graph, groups, opts.schedules, new Set<string>(), target.text, warn, place);
 
   const packed = packParams(graph, groups, (group) => groupProgram.get(group.id)!.program.layouts);
   const plan = planBuffers(graph, groups, (group) => groupProgram.get(group.id)!, packed.offsets, packed.entries);
@@ -238,4 +220,34 @@ export function checkModelRunsHere(m: Pick<Manifest, 'target' | 'host'>, command
   if (m.host === undefined) return;
   const target = parseTarget(m.target, `${where} target`, m.host, `${where} host`);
   checkRunsHere(target, command, `${where} host`);
+}
+
+/**
+ * Places every group of a GPU model: with its task's tuned schedule, else the default
+ * GPU schedule. A tuned schedule that does not lower is refused (added to `refused`, one
+ * warning per task) and its task falls back to the default; a default that does not lower
+ * is a UserError. Shared by the OpenCL and CUDA models.
+ */
+export function placeGpuGroups(
+  graph: Graph, groups: readonly FusedGroup[], schedules: ReadonlyMap<string, TunedSchedule> | undefined, refused: Set<string>,
+  target: string, warn: (message: string) => void, place: (group: FusedGroup, tuned: TunedSchedule | undefined) => void,
+): void {
+  for (const group of groups) {
+    const key = group.dag.workloadKey;
+    const tuned = schedules?.get(key);
+    if (tuned && !refused.has(key)) {
+      try {
+        place(group, tuned);
+        continue;
+      } catch (e) {
+        refused.add(key);
+        warn(`the tuned schedule of ${describeGroup(graph, group)} from ${tuned.source} does not lower for "${target}" (${(e as Error).message}); its task uses the default schedule`);
+      }
+    }
+    try {
+      place(group, undefined);
+    } catch (e) {
+      throw new UserError(`the default GPU schedule of ${describeGroup(graph, group)} does not lower for "${target}": ${(e as Error).message}`);
+    }
+  }
 }

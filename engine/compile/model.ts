@@ -189,8 +189,8 @@ function renderEntryPoint(
     // again: resnet-18 with a tuned Winograd layer ran 18.0 ms instead of 16.0 (session 7).
     // Keeping such buffers on the heap makes each call reuse the last one's pages.
     '#ifdef __GLIBC__',
-    '  static int tt_malloc_tuned = 0;',
-    '  if (!tt_malloc_tuned) { tt_malloc_tuned = 1; mallopt(M_MMAP_THRESHOLD, 32 << 20); mallopt(M_TRIM_THRESHOLD, 256 << 20); }',
+    '  mallopt(M_MMAP_THRESHOLD, 32 << 20);',
+    '  mallopt(M_TRIM_THRESHOLD, 256 << 20);',
     '#endif',
     `  if (!tt_arena && ${plan.size} > 0) {`,
     `    tt_arena = (float*)aligned_alloc(64, ${Math.ceil(plan.size / 16) * 64});`,

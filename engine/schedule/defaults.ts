@@ -39,7 +39,7 @@ export function defaultOptionsOf(target: { readonly vectorLanes: number; readonl
   return target.gpu ? { vectorLanes: target.vectorLanes, gpu: target.gpu } : { vectorLanes: target.vectorLanes };
 }
 
-const tiledTag = (t: Tensor): boolean => TILED_TAGS.has(t.op.kind === 'compute' ? t.op.tag : '');
+const tagOf = (t: Tensor): string => (t.op.kind === 'compute' ? t.op.tag : '');
 
 /**
  * Convolutions whose padded input pays to write once at root: each input element is read
@@ -47,7 +47,6 @@ const tiledTag = (t: Tensor): boolean => TILED_TAGS.has(t.op.kind === 'compute' 
  * bound by memory, and ran 1.5x slower with the copy (mobilenet's, same A/B).
  */
 const PAD_AT_ROOT_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw']);
-const readsPaddingOnce = (t: Tensor): boolean => PAD_AT_ROOT_TAGS.has(t.op.kind === 'compute' ? t.op.tag : '');
 
 /** A stage with a bounds test in its body (padding: tir.if_then_else). */
 function hasBranch(t: Tensor): boolean {
@@ -95,12 +94,12 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   // 1. Inline cheap stages (no reduction, not an output, read by one stage).
   for (const s of [...state.stages]) {
     if (s.isOutput || s.reduceAxes.length > 0) continue;
-    if (hasBranch(s.tensor) && state.readers(s.name).some((r) => readsPaddingOnce(r.tensor))) continue;
+    if (hasBranch(s.tensor) && state.readers(s.name).some((r) => PAD_AT_ROOT_TAGS.has(tagOf(r.tensor)))) continue;
     if (state.readers(s.name).length === 1) apply({ s: 'compute_inline', stage: s.name });
   }
 
   // 2. Tile the main reduction into the output's loops.
-  const main = state.stages.find((s) => tiledTag(s.tensor));
+  const main = state.stages.find((s) => TILED_TAGS.has(tagOf(s.tensor)));
   const outputs = state.stages.filter((s) => s.isOutput);
   if (main && outputs.length === 1) {
     const out = outputs[0];

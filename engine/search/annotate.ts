@@ -167,12 +167,24 @@ class Builder extends StepBuilder {
     else if (p.k === 'simple') this.simple(x);
   }
 
-  /** Fuse the first `n` of `loops` (consecutive, outermost) and mark the result parallel; returns its name. */
-  private parallel(stage: string, loops: readonly string[], n: number): string | undefined {
-    if (n <= 0) return undefined;
-    const name = this.fuse(stage, loops.slice(0, n));
+  /**
+   * Fuse the outer `loops` (consecutive, outermost first, with these `extents`) into one
+   * parallel loop: the `chosen` count raised by parallelCount. Returns the count and the
+   * fused loop's name (none for a count of 0).
+   */
+  private parallel(stage: string, loops: readonly string[], chosen: number, extents: readonly number[]): { count: number; name?: string } {
+    const count = parallelCount(chosen, extents);
+    if (count <= 0) return { count };
+    const name = this.fuse(stage, loops.slice(0, count));
     this.emit({ s: 'annotate', stage, iter: name, ann: 'parallel' });
-    return name;
+    return { count, name };
+  }
+
+  /** The parallel loop of tiled stage `x`'s tiles (at least one outer loop), refused when too small for its work. */
+  private tileParallel(x: string, stage: string, loops: readonly string[], extents: readonly number[]): { count: number; name?: string } {
+    const p = this.parallel(stage, loops, this.choiceOf(`${x}/parallel`, 'parallel', loops.length) + 1, extents);
+    this.requireParallelism(x, numElements(extents.slice(0, p.count)));
+    return p;
   }
 
   /**
@@ -214,9 +226,7 @@ class Builder extends StepBuilder {
       this.emit({ s: 'reorder', stage: t, order: [...lvl(sn, 0), ...lvl(sn, 1), ...lvl(rn, 0), ...lvl(sn, 2), ...lvl(rn, 1), ...lvl(sn, 3)] });
       const outer = [...lvl(sn, 0), ...lvl(sn, 1)];
       const extents = [...fs.map((f) => f[0]), ...fs.map((f) => f[1])];
-      const n0 = parallelCount(this.choiceOf(`${x}/parallel`, 'parallel', outer.length) + 1, extents);
-      this.requireParallelism(x, numElements(extents.slice(0, n0)));
-      this.parallel(t, outer, n0);
+      this.tileParallel(x, t, outer, extents);
       this.unroll(t, `${x}/unroll`);
       this.vectorize(t, `${sn[last]}.3`, fs[last][3]);
       return;
@@ -238,10 +248,8 @@ class Builder extends StepBuilder {
     if (region > MAX_LOCAL_FLOATS) throw new ScheduleError(`${t}: a tile of ${region} floats is too large for a local buffer`);
     // The consumer's outer levels k < L have the extents f[k] of the tiles.
     const outerExtents = Array.from({ length: L }, (_, k) => fs.map((f) => f[k])).flat();
-    const n = parallelCount(this.choiceOf(`${x}/parallel`, 'parallel', outer.length) + 1, outerExtents);
-    this.requireParallelism(x, numElements(outerExtents.slice(0, n)));
-    const fused = this.parallel(c!, outer, n);
-    const attach = n === outer.length ? fused! : outer[outer.length - 1];
+    const fused = this.tileParallel(x, c!, outer, outerExtents);
+    const attach = fused.count === outer.length ? fused.name! : outer[outer.length - 1];
     this.vectorize(c!, `${cn[last]}.${L}`, numElements(fs[last].slice(L)));
     this.emit({ s: 'compute_at', stage: t, target: c!, iter: attach });
     sp.forEach((a, i) => this.emit({ s: 'split', stage: t, iter: a.name, lengths: fs[i].slice(L + 1) }));
@@ -274,10 +282,10 @@ class Builder extends StepBuilder {
     if (inner) {
       const outer = spatial.slice(0, -1);
       this.emit({ s: 'reorder', stage: rf, order: [...outer, rest, factor] });
-      if (!attached) this.parallel(rf, outer, parallelCount(this.choiceOf(`${rf}/parallel`, 'parallel', outer.length + 1), this.extentsOf(rf, outer)));
+      if (!attached) this.parallel(rf, outer, this.choiceOf(`${rf}/parallel`, 'parallel', outer.length + 1), this.extentsOf(rf, outer));
       this.vectorize(rf, factor, g1);
     } else if (!attached) {
-      this.parallel(rf, spatial, parallelCount(this.choiceOf(`${rf}/parallel`, 'parallel', spatial.length + 1), this.extentsOf(rf, spatial)));
+      this.parallel(rf, spatial, this.choiceOf(`${rf}/parallel`, 'parallel', spatial.length + 1), this.extentsOf(rf, spatial));
     }
     this.unroll(rf, `${rf}/unroll`);
   }
@@ -342,7 +350,7 @@ class Builder extends StepBuilder {
     if (order.join() !== s.leaves.join()) this.emit({ s: 'reorder', stage: x, order });
     const lastOuterExtent = lastOuter === last.name ? last.extent : Math.ceil(last.extent / inner);
     const outerExtents = [...sp.slice(0, -1).map((a) => a.extent), ...(lastOuter ? [lastOuterExtent] : [])];
-    this.parallel(x, outer, parallelCount(this.choiceOf(`${x}/parallel`, 'parallel', outer.length + 1), outerExtents));
+    this.parallel(x, outer, this.choiceOf(`${x}/parallel`, 'parallel', outer.length + 1), outerExtents);
     if (lastInner && (!hasReduce || reduceOutside)) this.vectorize(x, lastInner, inner);
     if (hasReduce) this.unroll(x, `${x}/unroll`);
   }
