@@ -17,6 +17,9 @@ const CUDA_RUNTIME: DeviceRuntime<CudaLaunchTable['launches'][number]> = {
   codeError: 'TT_CU_LOAD_ERROR',
   // A fault leaves the CUDA context unusable: it ends the worker (see cudaCandidateSource).
   candidateSetup: ['tt_cu_set_fatal_on_fault(program, 1);'],
+  // Runs are timed between two CUDA events around the launches (tt_cu_run), so a
+  // candidate's time is the device's, without the launch and synchronisation overhead.
+  elapsedMs: 'tt_cu_elapsed_ms',
 };
 
 /** `bytes` as the initialiser lines of a C `unsigned char` array (24 bytes a line). */

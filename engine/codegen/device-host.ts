@@ -27,6 +27,8 @@ export interface DeviceRuntime<L = never> {
   readonly codeError: string;
   /** Lines a candidate's setup hook adds once the program is created. */
   readonly candidateSetup?: readonly string[];
+  /** The runtime's device time of a program's last run in ms (CUDA events), where it has one: candidates export it as `<symbol>_elapsed_ms`, and tt_measure times their runs with it instead of the host clock. */
+  readonly elapsedMs?: string;
 }
 
 /** What the tables hold of a program: its buffers and its launches. */
@@ -103,6 +105,7 @@ export function deviceCandidateSource<L>(rt: DeviceRuntime<L>, symbol: string, t
     '  return rc;',
     '}',
     `TT_EXPORT const char* ${symbol}_error(void) { return error; }`,
+    ...(rt.elapsedMs ? [`TT_EXPORT double ${symbol}_elapsed_ms(void) { return ${rt.elapsedMs}(program); }`] : []),
     '',
   ].join('\n');
 }

@@ -24,6 +24,7 @@ import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
 import { extractTasks } from '../graph/extract';
 import { runGraph } from '../graph/run';
 import { runBench } from '../native/bench';
+import { cudaTestTarget } from '../native/cuda-target.fixture';
 import { nvccMissing } from '../native/nvcc';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
@@ -42,18 +43,20 @@ const EM_CUDA = 190;
 /** What the runtime says when the driver cannot be opened or initialised (tt_cuda.c). */
 const NO_DRIVER = /(no CUDA driver: .*libcuda\.so\.1|cuInit failed: )/;
 
-test('resnet-18 compiled for "cuda -arch=sm_80" here: model.so with one embedded cubin, kernels.cu, the cubin, a manifest with launches', async () => {
+test('resnet-18 compiled for cuda (sm_80, or the GPU\'s architecture where there is one): model.so with one embedded cubin, kernels.cu, the cubin, a manifest with launches; it runs on the GPU', async () => {
   const why = nvccMissing();
   if (why) { skip('resnet-18 for cuda', why); return; }
   const out = path.join(work, 'resnet-18-cuda');
-  const r = await cli('compile', 'resnet-18', '--target', 'cuda -arch=sm_80', '--out', out, '--cache', cache);
+  const target = cudaTestTarget();
+  const arch = target.split('=')[1];
+  const r = await cli('compile', 'resnet-18', '--target', target, '--out', out, '--cache', cache);
   assert.is(r.code, 0, r.err);
   assert.match(r.out, /compiled \d+ CUDA kernel program\(s\) into one cubin \(\d+ launches/);
   const m = readManifest(out);
-  assert.is(m.target, 'cuda -arch=sm_80');
+  assert.is(m.target, target);
   assert.is(m.host, 'llvm');
   assert.is(m.cuda_source, 'kernels.cu');
-  assert.is(m.cubin, 'kernels.sm_80.cubin');
+  assert.is(m.cubin, `kernels.${arch}.cubin`);
   assert.ok(m.kernels.every((k) => k.schedule === 'default' && k.launches !== undefined && k.launches.length > 0));
   const source = readFileSync(path.join(out, 'kernels.cu'), 'utf8');
   for (const k of m.kernels) {
@@ -63,7 +66,7 @@ test('resnet-18 compiled for "cuda -arch=sm_80" here: model.so with one embedded
       assert.is(source.split(` ${l.kernel}(`).length, 2, `${l.kernel} defined once in kernels.cu`);
     }
   }
-  const cubin = readFileSync(path.join(out, 'kernels.sm_80.cubin'));
+  const cubin = readFileSync(path.join(out, `kernels.${arch}.cubin`));
   assert.equal([...cubin.subarray(0, 4)], [0x7f, 0x45, 0x4c, 0x46], 'the cubin is an ELF file');
   assert.is(cubin.readUInt16LE(18), EM_CUDA, 'machine: CUDA');
   const modelC = readFileSync(path.join(out, 'model.c'), 'utf8');
@@ -80,18 +83,19 @@ test('resnet-18 compiled for "cuda -arch=sm_80" here: model.so with one embedded
   assert.is(bench.code, 0, bench.err);
 });
 
-test('a network compiled for sm_90 runs, where there is a GPU, and matches the reference (1e-4 of the largest logit, same top-1)', async () => {
+test('a network compiled for sm_90 (or the GPU\'s architecture) runs, where there is a GPU, and matches the reference (1e-4 of the largest logit, same top-1)', async () => {
   const why = nvccMissing();
   if (why) { skip('mobilenet for cuda sm_90', why); return; }
+  const target = cudaTestTarget('sm_90');
   const net = getNetwork('mobilenet', { imageSize: 32, randomStats: true, seed: 7 });
   const onnx = path.join(work, 'mobilenet.onnx');
   writeOnnxFile(onnx, withoutSoftmax(net.graph));
   const out = path.join(work, 'mobilenet-sm90');
-  const r = await cli('compile', onnx, '--target', 'cuda -arch=sm_90', '--out', out, '--cache', cache);
+  const r = await cli('compile', onnx, '--target', target, '--out', out, '--cache', cache);
   assert.is(r.code, 0, r.err);
-  assert.is(readManifest(out).cubin, 'kernels.sm_90.cubin');
+  assert.is(readManifest(out).cubin, `kernels.${target.split('=')[1]}.cubin`);
   // Compiling again into the same folder replaces it: kernels.cu and the cubin are compile's own files.
-  const again = await cli('compile', onnx, '--target', 'cuda -arch=sm_90', '--out', out, '--cache', cache);
+  const again = await cli('compile', onnx, '--target', target, '--out', out, '--cache', cache);
   assert.is(again.code, 0, again.err);
   const reference = loadOnnx(onnx);
   const [{ name, shape }] = reference.inputs;

@@ -16,6 +16,7 @@ import { Rng } from '../search/rng';
 import { generateGpuSketches } from '../search/sketch-gpu';
 import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
+import { cudaTestTarget } from './cuda-target.fixture';
 import { nvccMissing } from './nvcc';
 
 /** What the runtime says when the driver cannot be opened or initialised (tt_cuda.c). */
@@ -24,7 +25,7 @@ const NO_DRIVER = /^(no CUDA driver: .*libcuda\.so\.1.*|cuInit failed: .*)$/;
 test('CUDA candidates of the seed-002 conv: verified on the GPU where there is one, else a runtime_error naming the missing driver', async () => {
   const why = nvccMissing();
   if (why) { skip('CUDA candidates in the measurement worker', why); return; }
-  const target = parseTarget('cuda -arch=sm_80');
+  const target = parseTarget(cudaTestTarget());
   const task = seed002Conv();
   const rng = new Rng(5);
   const sketches = generateGpuSketches(task.dag, { gpu: target.gpu!, mali: false });

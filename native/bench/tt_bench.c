@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
   double* runs = calloc((size_t)timing.repeat, sizeof(double));
   if (!runs) die(EXIT_USAGE, "out of memory");
   int number = timing.number;
-  int rc = tt_time_runs(run_once, NULL, &ctx, &timing, runs, &number);
+  int rc = tt_time_runs(run_once, NULL, NULL, &ctx, &timing, runs, &number);
   if (rc != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_run failed (code %d): %s", model_path, rc, model_error(api));
 
   if (save_dir) {

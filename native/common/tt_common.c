@@ -212,8 +212,8 @@ int tt_load_params(const char* path, int64_t expected, float** out, char* err) {
   return 0;
 }
 
-int tt_time_runs(tt_run_fn run, tt_prep_fn prep, void* ctx, const tt_timing* t, double* runs_ms,
-                 int* number_used) {
+int tt_time_runs(tt_run_fn run, tt_prep_fn prep, tt_clock_fn clock, void* ctx, const tt_timing* t,
+                 double* runs_ms, int* number_used) {
   int rc;
   for (int w = 0; w < t->warmup; w++) {
     if (prep) prep(ctx);
@@ -224,7 +224,13 @@ int tt_time_runs(tt_run_fn run, tt_prep_fn prep, void* ctx, const tt_timing* t, 
     double total;
     for (;;) {
       total = 0;
-      if (prep) {
+      if (clock) {
+        for (int k = 0; k < number; k++) {
+          if (prep) prep(ctx);
+          if ((rc = run(ctx)) != 0) return rc;
+          total += clock(ctx);
+        }
+      } else if (prep) {
         for (int k = 0; k < number; k++) {
           prep(ctx);
           double t0 = tt_now_ms();
@@ -385,6 +391,17 @@ int tt_find_device_hooks(void* lib, const char* symbol, tt_device_hooks* h, char
   *(void**)&h->setup = found[0];
   *(void**)&h->finish = found[1];
   *(void**)&h->error = found[2];
+  h->elapsed_ms = NULL;
+  if (count == 3) {
+    name = malloc(n + 8);
+    if (!name) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    snprintf(name, n + 8, "%s_elapsed_ms", symbol);
+    *(void**)&h->elapsed_ms = dlsym(lib, name);
+    free(name);
+  }
   return count == 3;
 }
 
@@ -399,11 +416,16 @@ typedef struct {
   float* const* bufs;
   tt_prep_fn flush;
   void* flush_ctx;
+  double (*elapsed_ms)(void);
 } measure_ctx;
 
 static int measure_run(void* p) {
   measure_ctx* c = (measure_ctx*)p;
   return c->fn(c->bufs);
+}
+
+static double measure_clock(void* p) {
+  return ((measure_ctx*)p)->elapsed_ms();
 }
 
 static void measure_flush(void* p) {
@@ -414,7 +436,7 @@ static void measure_flush(void* p) {
 const char* tt_measure_kernel(void* lib, const char* symbol, tt_hook_fn fn, float* const* bufs, tt_timing* t,
                               tt_prep_fn flush, void* flush_ctx, double* runs_ms, int* number_used, char* err,
                               size_t errlen) {
-  tt_device_hooks hooks = {NULL, NULL, NULL};
+  tt_device_hooks hooks = {NULL, NULL, NULL, NULL};
   int device = tt_find_device_hooks(lib, symbol, &hooks, err, errlen);
   if (device < 0) return "runtime_error";
   /* Flushing the CPU caches means nothing to a device, whose buffers live in its own
@@ -433,9 +455,10 @@ const char* tt_measure_kernel(void* lib, const char* symbol, tt_hook_fn fn, floa
       return rc == 2 ? "compile_error" : "runtime_error";
     }
   }
-  measure_ctx ctx = {fn, bufs, flush, flush_ctx};
+  measure_ctx ctx = {fn, bufs, flush, flush_ctx, hooks.elapsed_ms};
   *number_used = t->number;
-  int rc = tt_time_runs(measure_run, flush ? measure_flush : NULL, &ctx, t, runs_ms, number_used);
+  int rc = tt_time_runs(measure_run, flush ? measure_flush : NULL, hooks.elapsed_ms ? measure_clock : NULL, &ctx, t,
+                        runs_ms, number_used);
   if (rc != 0) {
     const char* m = device ? hook_message(&hooks) : "";
     snprintf(err, errlen, "kernel '%s' returned %d%s%s", symbol, rc, *m ? ": " : "", m);

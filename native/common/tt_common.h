@@ -64,7 +64,9 @@ int tt_load_params(const char* path, int64_t expected, float** out, char* err);
    than min_repeat_ms, it is discarded and `number` grows (to at least 1.618x, and
    to the count the last measurement predicts would reach min_repeat_ms); the grown
    number is kept for later measurements. With a `prep` hook (cache flush), prep runs
-   before every run and only the runs themselves are timed. */
+   before every run and only the runs themselves are timed. With a `clock` (a device's own
+   timer, CUDA events), each run counts what clock returns after it instead of the host's
+   time around it: the launch and the wait for the device are then not counted. */
 typedef struct {
   int number;
   int repeat;
@@ -74,11 +76,12 @@ typedef struct {
 
 typedef int (*tt_run_fn)(void* ctx);
 typedef void (*tt_prep_fn)(void* ctx);
+typedef double (*tt_clock_fn)(void* ctx);
 
 /* runs_ms[r] = duration of measurement r / number, in ms. Returns 0, or the first
    non-zero value `run` returned (the loop stops there). */
-int tt_time_runs(tt_run_fn run, tt_prep_fn prep, void* ctx, const tt_timing* t, double* runs_ms,
-                 int* number_used);
+int tt_time_runs(tt_run_fn run, tt_prep_fn prep, tt_clock_fn clock, void* ctx, const tt_timing* t,
+                 double* runs_ms, int* number_used);
 
 typedef struct {
   double mean, median, max, min, std; /* std: population standard deviation */
@@ -113,11 +116,14 @@ void tt_json_number(FILE* f, double v);
 /* ---- device libraries (native/README.md, "Device libraries"), both workers ---- */
 
 /* The optional hooks of a kernel library that runs on a device (an OpenCL candidate):
-   <symbol>_setup, <symbol>_finish and <symbol>_error, all three or none. */
+   <symbol>_setup, <symbol>_finish and <symbol>_error, all three or none; and, beside them,
+   <symbol>_elapsed_ms when the device times its own runs (CUDA events): the device time of
+   the last run in ms, which the timing loop then counts instead of the host clock. */
 typedef int (*tt_hook_fn)(float* const* args);
 typedef struct {
   tt_hook_fn setup, finish;
   const char* (*error)(void);
+  double (*elapsed_ms)(void); /* NULL: timed by the host clock */
 } tt_device_hooks;
 
 /* 1: `lib` exports all three hooks of `symbol`; 0: none; -1: some but not all (err says which). */
@@ -128,7 +134,8 @@ int tt_find_device_hooks(void* lib, const char* symbol, tt_device_hooks* h, char
    warm-up (2: "compile_error", else "runtime_error", the hook's message), the timed runs
    call `fn` alone, then finish (the outputs are then the device's); after a failed run
    finish is still called to release the device. `flush`, when not NULL, runs before every
-   run of a CPU kernel (number 1, min_repeat_ms 0 in *t); a device library ignores it.
+   run of a CPU kernel (number 1, min_repeat_ms 0 in *t); a device library ignores it. A
+   device library's runs are timed by its <symbol>_elapsed_ms where it exports one.
    Returns NULL with runs_ms / *number_used set, or the error class with err set. */
 const char* tt_measure_kernel(void* lib, const char* symbol, tt_hook_fn fn, float* const* bufs, tt_timing* t,
                               tt_prep_fn flush, void* flush_ctx, double* runs_ms, int* number_used, char* err,

@@ -58,7 +58,6 @@ typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2: 64-bit hosts only */
   X(cuDeviceGetName, (char*, int, CUdevice))                                                       \
   X(cuDeviceGetAttribute, (int*, int, CUdevice))                                                   \
   X(cuDevicePrimaryCtxRetain, (CUcontext*, CUdevice))                                              \
-  X(cuDevicePrimaryCtxRelease_v2, (CUdevice))                                                      \
   X(cuCtxSetCurrent, (CUcontext))                                                                  \
   X(cuModuleLoadData, (CUmodule*, const void*))                                                    \
   X(cuModuleUnload, (CUmodule))                                                                    \
@@ -382,7 +381,10 @@ void tt_cu_destroy(tt_cu_program* p) {
   if (p->params)
     for (int i = 0; i < p->nlaunches; i++) free(p->params[i]);
   if (p->module) cu.cuModuleUnload(p->module);
-  if (p->context) cu.cuDevicePrimaryCtxRelease_v2(p->device);
+  /* The device's primary context is not released: it stays retained for the life of the
+     process. Releasing the last reference destroys the context, and the next program would
+     create it again (a tenth of a second or more on a large GPU), once per candidate in a
+     measurement worker that loads hundreds of them. The driver frees it at exit. */
   free(p->specs);
   free(p->buffers);
   free(p->launches);

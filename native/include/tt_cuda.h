@@ -13,7 +13,8 @@
  * load; it fails at tt_cu_create, with a message, where there is no driver.
  *
  * The device: TT_CUDA_DEVICE (environment), an index (0, 1, ...), default 0. Programs use
- * the device's primary context (retained at create, released at destroy).
+ * the device's primary context, retained at create and kept for the life of the process
+ * (a measurement worker that loads hundreds of candidates creates it once).
  */
 #ifndef TT_CUDA_H
 #define TT_CUDA_H

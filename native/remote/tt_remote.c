@@ -591,7 +591,7 @@ static void do_bench(request* r) {
       double load_before = -1, load_after = -1;
       if (getloadavg(&load_before, 1) != 1) load_before = -1;
       int number = r->timing.number;
-      int rc = tt_time_runs(run_model, NULL, &ctx, &r->timing, runs, &number);
+      int rc = tt_time_runs(run_model, NULL, NULL, &ctx, &r->timing, runs, &number);
       if (getloadavg(&load_after, 1) != 1) load_after = -1;
       disarm();
       if (rc != 0) {
