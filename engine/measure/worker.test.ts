@@ -48,6 +48,9 @@ FAMILY(dev_build, message = "build log: 1:7: error: expected ';'"; return 2, , )
 FAMILY(dev_nodevice, message = "no OpenCL device"; return 1, , )
 FAMILY(dev_launch, , message = "launch 0 (kernel 'k') failed"; return 5, )
 FAMILY(dev_readback, , , finish(args); message = "reading buffer 2 failed"; return 3)
+/* A device that times its own runs (as CUDA events do): run k took 0.25 * k ms by its clock. */
+FAMILY(dev_clocked, , , )
+TT_EXPORT double dev_clocked_elapsed_ms(void) { return 0.25 * runs; }
 TT_EXPORT int dev_partial(float* const* args) { (void)args; return 0; }
 TT_EXPORT int dev_partial_setup(float* const* args) { (void)args; return 0; }
 `;
@@ -172,6 +175,17 @@ test('a device library: setup once before the warm-up, finish before the outputs
   const flushed = await worker.run(deviceRequest('dev_ok', { flush: true, number: 4, repeat: 2 }, undefined, counts));
   assert.ok('number' in flushed && flushed.number === 4, JSON.stringify(flushed)); // not forced to 1
   assert.equal(Array.from(await readFloat32File(counts, 2)), [1, 1 + 2 * 4]);
+});
+
+test('a device library with <symbol>_elapsed_ms is timed by the device\'s clock: each run counts what it returns, not the host time around it', async () => {
+  const counts = path.join(dir, 'clocked-counts.bin');
+  const r = await worker.run(deviceRequest('dev_clocked', { number: 2, repeat: 3, warmup: 1, minRepeatMs: 0 }, undefined, counts));
+  // Runs 2..7 are timed (run 1 is the warm-up), two per repeat: (0.5 + 0.75) / 2, (1 + 1.25) / 2, (1.5 + 1.75) / 2.
+  assert.equal(costs(r), [0.625, 1.125, 1.625]);
+  assert.equal(Array.from(await readFloat32File(counts, 2)), [1, 7]);
+  // number grows by the device's time too: 0.25 ms runs reach min_repeat_ms 1 after a few.
+  const grown = await worker.run(deviceRequest('dev_clocked', { number: 1, repeat: 1, warmup: 0, minRepeatMs: 1 }));
+  assert.ok('number' in grown && grown.number > 1, JSON.stringify(grown));
 });
 
 test('a device library: setup 2 is a compile_error, other failures are runtime_errors with its message', async () => {
