@@ -10,7 +10,12 @@ import { placeholder } from '../ir/tensor';
 import { defaultSchedule } from '../schedule/defaults';
 import { parseTarget } from '../target';
 import { binary, relu } from '../topi/elemwise';
-import { conv2dWinogradNHWC } from '../topi/winograd';
+import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
+import { buildState, RandomSource } from '../search/annotate';
+import { Rng } from '../search/rng';
+import { generateSketches } from '../search/sketch';
+import { CONST_INDEXED_TAGS, conv2dWinogradNHWC } from '../topi/winograd';
 import { LocalMeasurer } from './measurer';
 import { DEFAULT_TOLERANCE, WINOGRAD_TOLERANCE, toleranceFor } from './verify';
 
@@ -38,6 +43,38 @@ test('default Winograd candidates (F(2x2, 3x3) and F(4x4, 3x3)) are measured and
       assert.is(o.error, null, `F(${m}) ${h}x${h}: ${o.message}`);
       assert.is(o.costs_ms.length, 1);
     }
+  } finally {
+    await measurer.close();
+  }
+});
+
+test('random states of every sketch unroll the transforms\' matrix axes (TVM\'s const-tensor rule) and verify', async () => {
+  const dag = winogradDag(4, 14, 16, 32);
+  const sketches = generateSketches(dag, { numCores: 2 });
+  const rng = new Rng(9);
+  const candidates: Step[][] = [];
+  for (let i = 0; i < sketches.length; i++) {
+    for (let n = 0, attempt = 0; n < 2 && attempt < 100; attempt++) {
+      let steps: Step[];
+      try { steps = buildState(dag, sketches, i, new RandomSource(rng)).steps; } catch { continue; }
+      n++;
+      candidates.push(steps);
+      const state = State.replay(dag, steps);
+      for (const stage of state.stages.filter((x) => x.tensor.op.kind === 'compute' && CONST_INDEXED_TAGS.has(x.tensor.op.tag) && x.attach.k === 'root')) {
+        const [t0, t1] = stage.axes.map((a) => a.name);
+        for (const axis of [t0, t1]) {
+          assert.ok(steps.some((st) => st.s === 'annotate' && st.stage === stage.name && st.iter === `${axis}.1` && st.ann === 'unroll'), `${sketches[i].name}: ${stage.name}'s ${axis} unrolled`);
+        }
+        const leaves = stage.leaves;
+        assert.ok(leaves.indexOf(`${t1}.1`) >= leaves.length - 2, `${stage.name}: the matrix axes are the innermost loops but the vector one (${leaves.join(' ')})`);
+      }
+    }
+  }
+  assert.ok(candidates.length >= sketches.length, `a valid state of each of the ${sketches.length} sketches`);
+  const measurer = new LocalMeasurer(target, { timeoutMs: 20000, repeat: 1, minRepeatMs: 1, buildJobs: 2, seed: 3 });
+  try {
+    const outcomes = await measurer.measure({ dag, constInputs: ['p1'] }, candidates);
+    outcomes.forEach((o, i) => assert.is(o.error, null, `candidate ${i}: ${o.error}: ${o.message ?? ''}`));
   } finally {
     await measurer.close();
   }

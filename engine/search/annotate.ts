@@ -15,6 +15,7 @@ import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
 import { MAX_LOCAL_FLOATS } from '../codegen/lower';
 import { buildGpuState } from './annotate-gpu';
 import { StepBuilder } from './step-builder';
+import { CONST_INDEXED_TAGS } from '../topi/winograd';
 import type { Rng } from './rng';
 import type { Plan, Sketch } from './sketch';
 
@@ -320,6 +321,11 @@ class Builder extends StepBuilder {
   }
 
   private simple(x: string): void {
+    const op = this.state.stage(x).tensor.op;
+    if (op.kind === 'compute' && CONST_INDEXED_TAGS.has(op.tag) && this.state.stage(x).reduceAxes.length === 0) {
+      this.constIndexed(x);
+      return;
+    }
     if (!this.locate(x)) return;
     const s = this.state.stage(x);
     const sp = s.axes;
@@ -353,5 +359,37 @@ class Builder extends StepBuilder {
     this.parallel(x, outer, this.choiceOf(`${x}/parallel`, 'parallel', outer.length + 1), outerExtents);
     if (lastInner && (!hasReduce || reduceOutside)) this.vectorize(x, lastInner, inner);
     if (hasReduce) this.unroll(x, `${x}/unroll`);
+  }
+
+  /**
+   * A stage whose first two axes index constant matrices (a Winograd transform,
+   * CONST_INDEXED_TAGS), after TVM's SimplifyComputeWithConstTensor rule: it stays at root
+   * (TVM does not move a stage that rule tiled), and those two axes are unrolled inside the
+   * other loops, outside the vector loop, so that the selects on them fold to the non-zero
+   * terms of each output. Without it every element
+   * evaluates the whole chain (36 branches of up to 36 terms for F(4x4)), and GCC took 12 to
+   * 25 s to compile one such candidate. The other axes: parallel outer loops, a vector loop.
+   */
+  private constIndexed(x: string): void {
+    const sp = this.state.stage(x).axes;
+    const [t0, t1, ...rest] = sp;
+    const last = rest[rest.length - 1];
+    const [, inner] = this.tileOf(`${x}/vec`, last.extent, 2, MAX_INNERMOST_FACTOR, true);
+    const outer = rest.slice(0, -1).map((a) => a.name);
+    const outerExtents = rest.slice(0, -1).map((a) => a.extent);
+    let lastInner = last.name;
+    if (inner < last.extent) {
+      this.emit({ s: 'split', stage: x, iter: last.name, lengths: [inner] });
+      outer.push(`${last.name}.0`);
+      outerExtents.push(Math.ceil(last.extent / inner));
+      lastInner = `${last.name}.1`;
+    }
+    // A loop unrolled at root must have an extent the steps fix: each constant axis is split
+    // by its whole extent, its outer part (one iteration) left outside.
+    for (const a of [t0, t1]) this.emit({ s: 'split', stage: x, iter: a.name, lengths: [a.extent] });
+    this.emit({ s: 'reorder', stage: x, order: [...outer, `${t0.name}.0`, `${t1.name}.0`, `${t0.name}.1`, `${t1.name}.1`, lastInner] });
+    this.parallel(x, outer, this.choiceOf(`${x}/parallel`, 'parallel', outer.length + 1), outerExtents);
+    for (const a of [t0, t1]) this.emit({ s: 'annotate', stage: x, iter: `${a.name}.1`, ann: 'unroll' });
+    if (inner > 1) this.vectorize(x, lastInner, inner);
   }
 }

@@ -165,6 +165,14 @@ export function conv2dWinogradNHWC(data: Tensor, kernelPack: Tensor, p: Winograd
 
 const STAGE_TAGS = ['winograd_data_pack', 'winograd_bgemm', 'winograd_inverse'];
 
+/**
+ * The stages whose first two axes index the transform matrices: a loop nest that unrolls
+ * those two axes sees constants and keeps only the non-zero terms of each output; one that
+ * does not evaluates the whole chain of selects for every element (TVM marks such stages
+ * with `auto_scheduler_simplify_const_tensor_indices`).
+ */
+export const CONST_INDEXED_TAGS: ReadonlySet<string> = new Set(['winograd_data_pack', 'winograd_inverse']);
+
 /** Whether `dag` is a Winograd conv task (it has the stages conv2dWinogradNHWC declares). */
 export function isWinogradDag(dag: ComputeDAG): boolean {
   const tags = new Set(dag.computeStages.map((t) => t.op.tag));
