@@ -2,7 +2,8 @@
 // initial population of random annotations of the sketches, adds the best states measured
 // so far, evolves it for a few generations with the cost model as fitness, and proposes
 // mostly the model's best states plus a few random ones (ε-greedy), never a program that
-// was measured or proposed before.
+// was measured or proposed before. A batch's search stops early once it has worked
+// searchBudgetMs (then it is not deterministic for a seed: where it stops depends on speed).
 
 import type { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -23,10 +24,18 @@ export interface EvolutionOptions extends SpaceOptions {
   epsGreedy?: number;
   /** At most this share of the population is seeded with the best measured states (TVM: 0.2). */
   measuredRatio?: number;
+  /**
+   * Milliseconds of work (building and scoring states, not the pauses of the async search)
+   * after which a batch's evolution stops and proposes the best states scored so far. Not
+   * TVM's: its population is fixed. A state of a Winograd task takes ~150 ms to lower and
+   * describe for the model (a direct conv's a few ms), so a full evolution of one batch
+   * took 6 minutes on a 2-core box, longer than the whole batch's compiling and timing.
+   */
+  searchBudgetMs?: number;
 }
 
 export const EVOLUTION_DEFAULTS = {
-  population: 512, generations: 4, mutationProb: 0.85, epsGreedy: 0.05, measuredRatio: 0.2,
+  population: 512, generations: 4, mutationProb: 0.85, epsGreedy: 0.05, measuredRatio: 0.2, searchBudgetMs: 20_000,
 } as const;
 
 interface Scored { built: Built; key: string; score: number }
@@ -80,6 +89,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
       mutationProb: opts.mutationProb ?? EVOLUTION_DEFAULTS.mutationProb,
       epsGreedy: opts.epsGreedy ?? EVOLUTION_DEFAULTS.epsGreedy,
       measuredRatio: opts.measuredRatio ?? EVOLUTION_DEFAULTS.measuredRatio,
+      searchBudgetMs: opts.searchBudgetMs ?? EVOLUTION_DEFAULTS.searchBudgetMs,
     };
     this.rng = new Rng(ctx.seed);
     // Resuming: the best states of earlier runs seed the population, where their records
@@ -116,9 +126,27 @@ export class EvolutionaryPolicy extends SpacePolicy {
     }
   }
 
+  /** Work done by the current batch's search so far (ms), and when it last resumed. */
+  private worked = 0;
+  private resumed = 0;
+
+  /** A point where the search may pause: the work since it last resumed is counted. */
+  private *pausePoint(): Generator<void, void> {
+    this.worked += performance.now() - this.resumed;
+    yield;
+    this.resumed = performance.now();
+  }
+
+  /** Whether the current batch's search has used its budget (searchBudgetMs). */
+  private get spent(): boolean {
+    return this.worked + (performance.now() - this.resumed) > this.opts.searchBudgetMs;
+  }
+
   /** The search of one batch, as a generator that yields between slices of a few milliseconds' work. */
   private *search(n: number): Generator<void, Step[][]> {
     if (n <= 0) return [];
+    this.worked = 0;
+    this.resumed = performance.now();
     const init = yield* this.initialPopulation();
     const seeds = [...this.measuredSeeds].sort((a, b) => a.cost - b.cost).slice(0, this.seedLimit).map((s) => s.built);
     const best = yield* this.evolve([...init, ...seeds]);
@@ -159,8 +187,8 @@ export class EvolutionaryPolicy extends SpacePolicy {
     const out: Built[] = [];
     const keys = new Set<string>();
     const target = this.opts.population;
-    for (let attempt = 0; attempt < target * 3 && out.length < target; attempt++) {
-      if (attempt % SLICE === SLICE - 1) yield;
+    for (let attempt = 0; attempt < target * 3 && out.length < target && !this.spent; attempt++) {
+      if (attempt % SLICE === SLICE - 1) yield* this.pausePoint();
       const b = this.space.sample(this.rng);
       if (!b) continue;
       const key = stepsKey(b.steps);
@@ -177,21 +205,26 @@ export class EvolutionaryPolicy extends SpacePolicy {
     const best = new Map<string, Scored>();
     let pop = population;
     for (let g = 0; ; g++) {
-      const keys = pop.map((b) => stepsKey(b.steps));
+      let keys = pop.map((b) => stepsKey(b.steps));
       const fresh = new Map<string, Built>();
       keys.forEach((k, i) => { if (!scores.has(k)) fresh.set(k, pop[i]); });
       const freshKeys = [...fresh.keys()];
-      for (let at = 0; at < freshKeys.length; at += SLICE) {
+      for (let at = 0; at < freshKeys.length && !this.spent; at += SLICE) {
         const slice = freshKeys.slice(at, at + SLICE);
         const predicted = predictSafely(this.ctx.costModel, this.ctx, slice.map((k) => fresh.get(k)!.state));
         slice.forEach((k, i) => scores.set(k, predicted[i]));
-        yield;
+        yield* this.pausePoint();
+      }
+      // Over the budget, states left unscored are dropped: the best scored so far are proposed.
+      if (this.spent) {
+        pop = pop.filter((_, i) => scores.has(keys[i]));
+        keys = keys.filter((k) => scores.has(k));
       }
       pop.forEach((b, i) => {
         const key = keys[i], score = scores.get(key)!;
         if (score > -Infinity && !this.space.isSeen(key) && !best.has(key)) best.set(key, { built: b, key, score });
       });
-      if (g >= this.opts.generations || pop.length === 0) break;
+      if (g >= this.opts.generations || pop.length === 0 || this.spent) break;
       // Fitness-proportional selection on scores shifted to be positive.
       const raw = keys.map((k) => scores.get(k)!);
       const finite = raw.filter((x) => x > -Infinity);
@@ -200,7 +233,7 @@ export class EvolutionaryPolicy extends SpacePolicy {
       if (weights.every((w) => w === 0)) break;
       const next: Built[] = [];
       for (let attempt = 0; next.length < this.opts.population && attempt < this.opts.population * 3; attempt++) {
-        if (attempt % SLICE === SLICE - 1) yield;
+        if (attempt % SLICE === SLICE - 1) yield* this.pausePoint();
         const parent = pop[this.rng.weighted(weights)];
         if (this.rng.float() < this.opts.mutationProb) {
           const child = this.space.tryBuild(() => mutate(this.space.dag, this.space.sketches, parent, this.rng));

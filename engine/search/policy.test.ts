@@ -128,6 +128,29 @@ test('evolutionary: the sliced search (nextBatchAsync) proposes exactly what nex
   assert.ok(pauses > 10, `${pauses} pauses`);
 });
 
+test('evolutionary: a search over its work budget stops early and still proposes a full batch of new states', async () => {
+  // A model that spends at least 5 ms a state: 128 states x 4 generations would be over 2.5 s
+  // of work; a 200 ms budget lets it score at most 200 / 5 states, plus the slice in flight (16).
+  let scored = 0;
+  const slow: CostModel = {
+    update: () => undefined,
+    predict: (task, states) => {
+      scored += states.length;
+      const until = performance.now() + 5 * states.length;
+      while (performance.now() < until);
+      return analytical.predict(task, states);
+    },
+  };
+  const ctx = { ...ctxOf(5), costModel: slow };
+  const batch = createPolicy('evolutionary', ctx, { ...opts, searchBudgetMs: 200 }).nextBatch(16);
+  assert.is(batch.length, 16);
+  assert.is(new Set(batch.map(stepsKey)).size, 16);
+  assert.ok(scored <= 200 / 5 + 16, `${scored} states scored`);
+  // The sliced search, paused between slices (a measurement in flight), ends the same way.
+  const paused = await createPolicy('evolutionary', ctx, { ...opts, searchBudgetMs: 200 }).nextBatchAsync!(16, () => new Promise((r) => setTimeout(r, 20)));
+  assert.is(paused.length, 16);
+});
+
 test('grid enumerates a small space completely, without repeats, then stops', () => {
   // Row sums of a 4x16 matrix: no tiling, rfactor variants, a handful of values each.
   const x = placeholder('x', [4, 16]);
