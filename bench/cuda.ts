@@ -24,14 +24,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compareWithOnnxRuntime } from '../engine/compare/compare';
+import { compareWithOnnxRuntime, top1 } from '../engine/compare/compare';
 import { readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
 import { cudaDeviceSync } from '../engine/native/cuda';
-import { bestRecords } from '../engine/records/best';
-import { readRecordFiles } from '../engine/records/log';
 import { outputFileName } from '../engine/runtime/abi';
 import { readFloat32File } from '../engine/runtime/rawfile';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
@@ -39,12 +37,11 @@ import type { Step } from '../engine/schedule/steps';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneNetwork, tuneTasks } from '../engine/search/tune';
 import { parseTarget, type Target } from '../engine/target';
+import { bestSteps, interleaved } from './interleaved';
 import { writeNetworkOnnx } from './onnx-network';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
-const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-const argmax = (xs: ArrayLike<number>): number => { let b = 0; for (let i = 1; i < xs.length; i++) if (xs[i] > xs[b]) b = i; return b; };
 
 interface TorchTimes { device: string; torch: string; cudnn: number; conv_ms: number; resnet18_device_ms: number; resnet18_host_ms: number }
 
@@ -91,18 +88,11 @@ async function benchConv(target: Target, dir: string, torch: TorchTimes | { erro
   const gflops = (ms: number | string): string => (typeof ms === 'number' ? `${(task.flops / (ms * 1e-3) / 1e9).toFixed(0)} GFLOP/s` : '');
   const convLog = path.join(dir, 'conv.jsonl');
   const tuned = await tuneTasks('seed-002 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 32, seed, log: (l) => console.error(l) });
-  const [best] = bestRecords(await readRecordFiles([convLog])).values();
+  const best = await bestSteps(convLog);
   const schedules: Step[][] = [defaultSchedule(task.dag, defaultOptionsOf(target))];
-  if (best) schedules.push(best.record.steps);
+  if (best) schedules.push(best);
   const measurer = new LocalMeasurer(target, { seed, repeat: 5, minRepeatMs: 50 });
-  const conv: (number | string)[] = schedules.map(() => Infinity);
-  for (let r = 0; r < 3; r++) {
-    for (let i = 0; i < schedules.length; i++) {
-      const [o] = await measurer.measure(task, [schedules[i]]);
-      if (o.error !== null) conv[i] = `${o.error}: ${o.message ?? ''}`;
-      else if (typeof conv[i] === 'number') conv[i] = Math.min(conv[i] as number, mean(o.costs_ms));
-    }
-  }
+  const conv = await interleaved(measurer, task, schedules);
   await measurer.close();
   const fmt = (ms: number | string | undefined): string => (typeof ms === 'number' ? `${ms.toFixed(4)} ms` : String(ms ?? '-'));
   console.log(`\nseed-002 conv (${(task.flops / 1e6).toFixed(0)} MFLOP), ${tuned.trials} tuning trials in ${tuned.wallS.toFixed(0)} s:`);
@@ -112,7 +102,6 @@ async function benchConv(target: Target, dir: string, torch: TorchTimes | { erro
   summary.conv = { trials: tuned.trials, wall_s: tuned.wallS, first_generation_ms: conv[0], tuned_ms: conv[1], torch_ms: 'error' in torch ? null : torch.conv_ms };
   if (typeof conv[1] === 'number' && typeof conv[0] === 'number') console.log(`  ratio tuned / first-generation: ${(conv[1] / conv[0]).toFixed(3)}`);
   if (typeof conv[1] === 'number' && !('error' in torch)) console.log(`  ratio tuned / PyTorch cuDNN: ${(conv[1] / torch.conv_ms).toFixed(3)}`);
-
 }
 
 /** 2. resnet-18: tuned and default builds checked against ONNX Runtime and our CPU build, timed against PyTorch eager. */
@@ -145,7 +134,7 @@ async function benchResnet18(target: Target, dir: string, torch: TorchTimes | { 
     const o = ort.outputs[0];
     const line = {
       ort_max_abs_err: o.max_abs_err, ort_max_abs_logit: o.max_abs_value, ort_within_1e4: o.max_abs_err <= 1e-4 * o.max_abs_value, ort_top1_agrees: ort.top1.agree,
-      cpu_max_abs_err: err, cpu_max_abs_logit: peak, cpu_within_1e4: err <= 1e-4 * peak, cpu_top1_agrees: argmax(mine) === argmax(cpuOut),
+      cpu_max_abs_err: err, cpu_max_abs_logit: peak, cpu_within_1e4: err <= 1e-4 * peak, cpu_top1_agrees: top1(mine, mine.length)[0] === top1(cpuOut, cpuOut.length)[0],
     };
     check[which] = line;
     console.log(`  ${which.padEnd(7)} vs ONNX Runtime (CPU): max abs err ${o.max_abs_err.toExponential(2)} of ${o.max_abs_value.toExponential(2)} (${line.ort_within_1e4 ? 'within' : 'NOT within'} 1e-4 of it), top-1 ${ort.top1.agree ? 'agrees' : 'DIFFERS'}; ` +

@@ -22,37 +22,14 @@ import { compileNetwork } from '../engine/compile/network';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
 import { openclDeviceSync } from '../engine/native/opencl';
-import { bestRecords } from '../engine/records/best';
-import { readRecordFiles } from '../engine/records/log';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
-import type { Step } from '../engine/schedule/steps';
 import { tuneNetwork, tuneTasks } from '../engine/search/tune';
 import { parseTarget } from '../engine/target';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
+import { bestSteps, interleaved } from './interleaved';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
-const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-
-/** The steps of the fastest valid record of a one-task log. */
-async function bestSteps(log: string): Promise<Step[] | undefined> {
-  const [best] = bestRecords(await readRecordFiles([log])).values();
-  return best?.record.steps;
-}
-
-/** Each schedule timed in `rounds` interleaved rounds by `measurer`; the lowest mean per schedule. */
-async function interleaved(measurer: LocalMeasurer, task: Parameters<LocalMeasurer['measure']>[0], schedules: Step[][], rounds = 3): Promise<(number | string)[]> {
-  const out: (number | string)[] = schedules.map(() => Infinity);
-  for (let r = 0; r < rounds; r++) {
-    for (let i = 0; i < schedules.length; i++) {
-      const [o] = await measurer.measure(task, [schedules[i]]);
-      if (o.error !== null) out[i] = `${o.error}: ${o.message ?? ''}`;
-      else if (typeof out[i] === 'number') out[i] = Math.min(out[i] as number, mean(o.costs_ms));
-    }
-  }
-  return out;
-}
-
 async function main(): Promise<void> {
   const targetText = flag('--target', 'opencl');
   const convTrials = Number(flag('--conv-trials', '64'));

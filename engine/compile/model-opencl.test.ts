@@ -24,7 +24,7 @@ import { extractTasks } from '../graph/extract';
 import { runGraph } from '../graph/run';
 import { runBench } from '../native/bench';
 import { findCompiler, nativeIncludeDir, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
-import { openclAvailable } from '../native/opencl';
+import { OPENCL_HEADERS_MISSING, openclAvailable } from '../native/opencl';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
@@ -48,17 +48,6 @@ const onnx = path.join(work, 'mobilenet.onnx');
 writeOnnxFile(onnx, withoutSoftmax(net.graph));
 const reference = loadOnnx(onnx);
 
-/** Why OpenCL models cannot be compiled here (the OpenCL headers are missing), or undefined. */
-async function cannotCompile(): Promise<string | undefined> {
-  try {
-    await openclRuntimeObject(await findCompiler());
-    return undefined;
-  } catch (e) {
-    if ((e as Error).message.includes('CL/cl.h')) return "the OpenCL headers (CL/cl.h) are missing: install them, e.g. Debian's opencl-headers";
-    throw e;
-  }
-}
-
 /** Runs `library` once through tt_bench on a seeded input and checks it against the reference evaluator. */
 async function runAndCompare(library: string, params: string, what: string): Promise<void> {
   const [{ name, shape }] = reference.inputs;
@@ -77,8 +66,7 @@ async function runAndCompare(library: string, params: string, what: string): Pro
 }
 
 test('mobilenet compiled for opencl: model.so, params, kernels.cl and a manifest with launches; it runs on the OpenCL device and matches the reference', async () => {
-  const missing = await cannotCompile();
-  if (missing) { skip('mobilenet compiled for opencl', missing); return; }
+  if (openclAvailable() === OPENCL_HEADERS_MISSING) { skip('mobilenet compiled for opencl', OPENCL_HEADERS_MISSING); return; }
   const out = path.join(work, 'mobilenet-opencl');
   const r = await cli('compile', onnx, '--target', 'opencl', '--out', out, '--cache', cache);
   assert.is(r.code, 0, r.err);
@@ -111,8 +99,7 @@ test('opencl -device=mali with an aarch64 host: an aarch64 model.so that benchma
     skip('mali model with an aarch64 host', `${CROSS_CC} not installed (Debian: apt-get install gcc-aarch64-linux-gnu)`);
     return;
   }
-  const missing = await cannotCompile();
-  if (missing) { skip('mali model with an aarch64 host', missing); return; }
+  if (openclAvailable() === OPENCL_HEADERS_MISSING) { skip('mali model with an aarch64 host', OPENCL_HEADERS_MISSING); return; }
   const out = path.join(work, 'mobilenet-mali');
   const host = 'llvm -mtriple=aarch64-linux-gnu';
   const r = await cli('compile', onnx, '--target', 'opencl -device=mali', '--host', host, '--out', out, '--cache', cache);
@@ -142,8 +129,7 @@ test('opencl -device=mali with an aarch64 host: an aarch64 model.so that benchma
 });
 
 test('a tuned schedule that does not lower for the device falls back to the default schedule with a warning; one that lowers is used', async () => {
-  const missing = await cannotCompile();
-  if (missing) { skip('opencl tuned-schedule fallback', missing); return; }
+  if (openclAvailable() === OPENCL_HEADERS_MISSING) { skip('opencl tuned-schedule fallback', OPENCL_HEADERS_MISSING); return; }
   const onnx = path.join(work, 'conv.onnx');
   writeFileSync(onnx, new OnnxModelBuilder().input('x', [1, 8, 10, 10]).float('w', [16, 8, 3, 3], uniform(16 * 8 * 9, 5, 0))
     .node('Conv', ['x', 'w'], ['c'], { pads: [1, 1, 1, 1], kernel_shape: [3, 3] }).node('Relu', ['c'], ['y']).output('y').build());

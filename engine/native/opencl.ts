@@ -72,6 +72,9 @@ export function openclDeviceSync(): OpenclAnswer {
   return answer;
 }
 
+/** openclAvailable's answer where the OpenCL headers are missing (nothing OpenCL builds here). */
+export const OPENCL_HEADERS_MISSING = "the OpenCL headers (CL/cl.h) are missing: install them, e.g. Debian's opencl-headers";
+
 /** undefined when an OpenCL device is usable here, else the reason (for tests' skip()). */
 export function openclAvailable(): string | undefined {
   const answer = openclDeviceSync();
@@ -85,7 +88,7 @@ function describe(): OpenclAnswer {
   } catch (e) {
     // One line: the answer is shown as a reason (a skipped test, the fingerprint's note).
     const message = (e as Error).message;
-    if (message.includes('CL/cl.h')) return { error: "the OpenCL headers (CL/cl.h) are missing: install them, e.g. Debian's opencl-headers" };
+    if (message.includes('CL/cl.h')) return { error: OPENCL_HEADERS_MISSING };
     const line = message.split('\n').map((l) => l.trim()).filter(Boolean).join('; ');
     return { error: `cannot build tt_opencl_info: ${line.length > 400 ? `${line.slice(0, 400)}...` : line}` };
   }

@@ -321,8 +321,8 @@ class Builder extends StepBuilder {
   }
 
   private simple(x: string): void {
-    const op = this.state.stage(x).tensor.op;
-    if (op.kind === 'compute' && CONST_INDEXED_TAGS.has(op.tag) && this.state.stage(x).reduceAxes.length === 0) {
+    const { tensor, reduceAxes } = this.state.stage(x);
+    if (tensor.op.kind === 'compute' && CONST_INDEXED_TAGS.has(tensor.op.tag) && reduceAxes.length === 0) {
       this.constIndexed(x);
       return;
     }
@@ -366,9 +366,8 @@ class Builder extends StepBuilder {
    * CONST_INDEXED_TAGS), after TVM's SimplifyComputeWithConstTensor rule: it stays at root
    * (TVM does not move a stage that rule tiled), and those two axes are unrolled inside the
    * other loops, outside the vector loop, so that the selects on them fold to the non-zero
-   * terms of each output. Without it every element
-   * evaluates the whole chain (36 branches of up to 36 terms for F(4x4)), and GCC took 12 to
-   * 25 s to compile one such candidate. The other axes: parallel outer loops, a vector loop.
+   * terms of each output. Without it every element evaluates the whole chain (36 branches
+   * of up to 36 terms for F(4x4)), and GCC took 12 to 25 s to compile one such candidate. The other axes: parallel outer loops, a vector loop.
    */
   private constIndexed(x: string): void {
     const sp = this.state.stage(x).axes;

@@ -224,18 +224,12 @@ int tt_time_runs(tt_run_fn run, tt_prep_fn prep, tt_clock_fn clock, void* ctx, c
     double total;
     for (;;) {
       total = 0;
-      if (clock) {
+      if (prep || clock) { /* each run timed alone */
         for (int k = 0; k < number; k++) {
           if (prep) prep(ctx);
-          if ((rc = run(ctx)) != 0) return rc;
-          total += clock(ctx);
-        }
-      } else if (prep) {
-        for (int k = 0; k < number; k++) {
-          prep(ctx);
           double t0 = tt_now_ms();
           if ((rc = run(ctx)) != 0) return rc;
-          total += tt_now_ms() - t0;
+          total += clock ? clock(ctx) : tt_now_ms() - t0;
         }
       } else {
         double t0 = tt_now_ms();
@@ -367,19 +361,20 @@ void tt_json_number(FILE* f, double v) {
 /* ---- device libraries ---------------------------------------------------------------- */
 
 int tt_find_device_hooks(void* lib, const char* symbol, tt_device_hooks* h, char* err, size_t errlen) {
-  static const char* suffixes[3] = {"_setup", "_finish", "_error"};
-  void* found[3];
+  /* The three required hooks, then the optional device clock. */
+  static const char* suffixes[4] = {"_setup", "_finish", "_error", "_elapsed_ms"};
+  void* found[4];
   int count = 0;
-  size_t n = strlen(symbol) + 8;
+  size_t n = strlen(symbol) + 16;
   char* name = malloc(n);
   if (!name) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     snprintf(name, n, "%s%s", symbol, suffixes[i]);
     found[i] = dlsym(lib, name);
-    count += found[i] != NULL;
+    if (i < 3) count += found[i] != NULL;
   }
   free(name);
   if (count != 0 && count != 3) {
@@ -391,17 +386,7 @@ int tt_find_device_hooks(void* lib, const char* symbol, tt_device_hooks* h, char
   *(void**)&h->setup = found[0];
   *(void**)&h->finish = found[1];
   *(void**)&h->error = found[2];
-  h->elapsed_ms = NULL;
-  if (count == 3) {
-    name = malloc(n + 8);
-    if (!name) {
-      snprintf(err, errlen, "out of memory");
-      return -1;
-    }
-    snprintf(name, n + 8, "%s_elapsed_ms", symbol);
-    *(void**)&h->elapsed_ms = dlsym(lib, name);
-    free(name);
-  }
+  *(void**)&h->elapsed_ms = count == 3 ? found[3] : NULL;
   return count == 3;
 }
 
