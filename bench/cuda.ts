@@ -65,7 +65,11 @@ async function main(): Promise<void> {
   const jsonFile = flag('--json', '');
   const parts = flag('--parts', 'conv,resnet-18').split(',');
   const found = cudaDeviceSync();
-  if ('error' in found) throw new Error(`no CUDA GPU here: ${found.error}`);
+  if ('error' in found) {
+    console.error(`bench/cuda.ts: no CUDA GPU here: ${found.error}`);
+    process.exitCode = 1;
+    return;
+  }
   const target = parseTarget('cuda');
   const dir = flag('--keep', '') || mkdtempSync(path.join(tmpdir(), 'tt-bench-cuda-'));
   mkdirSync(dir, { recursive: true });
