@@ -1,7 +1,8 @@
-// compile --records picks direct conv or Winograd per layer by the best records: on a small
-// network of two 3x3 stride-1 conv layers with hand-made records, the layer whose Winograd
-// record is faster runs as Winograd (its weight transformed into params.bin), the other
-// stays direct, compile says which, and the compiled model computes the network.
+// compile picks direct conv or Winograd per layer: on small networks of two 3x3 stride-1
+// conv layers with hand-made records, the layer whose Winograd record is faster runs as
+// Winograd (its weight transformed into params.bin), the other stays direct; a layer with
+// one record runs that implementation; without records TVM's channel rule decides. Compile
+// says which, and the compiled model computes the network.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
@@ -21,7 +22,8 @@ import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { defaultSchedule } from '../schedule/defaults';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { compareOutput, DEFAULT_TOLERANCE } from '../measure/verify';
+import { compareOutput, DEFAULT_TOLERANCE, WINOGRAD_TOLERANCE } from '../measure/verify';
+import { winogradByDefault } from './choose-winograd';
 import { compileNetwork } from './network';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-choose-winograd-'));
@@ -84,6 +86,51 @@ test('compile: Winograd for the layer whose record is faster, direct for the oth
   // --no winograd (the option off): both layers direct.
   const direct = await compileNetwork({ model, target: target.text, outDir: out, cacheDir: path.join(dir, 'cache'), records: [records], winograd: false });
   assert.equal(direct.kernels.map((k) => k.key).sort(), [d1.key, d2.key].sort());
+});
+
+// data 1x6x6x8 -> conv 3x3 (96) + relu -> conv 3x3 (16): TVM's rule picks the 96-channel layer only.
+const b2 = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 5, randomStats: false, weights: 'random' });
+let y = b2.input(8);
+y = b2.relu(b2.conv2d(y, 'wide', { channels: 96, kernel: [3, 3], padding: [1, 1] }));
+y = b2.conv2d(y, 'narrow', { channels: 16, kernel: [3, 3], padding: [1, 1] });
+b2.graph.outputs = [y];
+const model2 = path.join(dir, 'wide-narrow.onnx');
+writeOnnxFile(model2, b2.graph);
+
+test('no records: Winograd by TVM\'s rule (64 < output channels < 512), and the model computes the network', async () => {
+  assert.equal([64, 65, 128, 256, 511, 512].map(winogradByDefault), [false, true, true, true, true, false]);
+  const graph = loadModel({ model: model2 }).graph;
+  const [, d2, w1] = extractTasks(graph, { winograd: true });
+  const logs: string[] = [];
+  const out = path.join(dir, 'model2');
+  const compiled = await compileNetwork({ model: model2, target: target.text, outDir: out, cacheDir: path.join(dir, 'cache'), log: (l) => logs.push(l) });
+  const line = logs.find((l) => l.startsWith('winograd: '));
+  assert.ok(line, logs.join('\n'));
+  assert.match(line!, /^winograd: 1 of 2 eligible layer\(s\) use Winograd\n {2}conv2d_winograd_nhwc\+relu 1x6x6x8 -> 1x6x6x96 \(x1\): no records, 96 output channels/);
+  assert.equal(compiled.kernels.map((k) => k.key).sort(), [w1.key, d2.key].sort());
+  assert.ok(compiled.kernels.every((k) => k.schedule === 'default'));
+
+  const input = uniform(6 * 6 * 8, 11, 0);
+  const inFile = path.join(dir, 'input2.bin');
+  await writeFloat32File(inFile, input);
+  const saved = path.join(dir, 'saved2');
+  await runBench({ model: compiled.library, params: compiled.params, repeat: 1, number: 1, threads: 1, inputs: { [graph.nodes[0].name]: inFile }, saveOutputs: saved });
+  const got = await readFloat32File(path.join(saved, (await fs.readdir(saved))[0]));
+  const [want] = runGraph(graph, new Map([[graph.nodes[0].name, input]]));
+  const cmp = compareOutput(got, want, WINOGRAD_TOLERANCE);
+  assert.ok(cmp.ok, cmp.ok ? '' : cmp.message);
+});
+
+test('one record of a layer\'s two: that implementation runs, whatever the rule says', async () => {
+  const graph = loadModel({ model: model2 }).graph;
+  const [d1, , , w2] = extractTasks(graph, { winograd: true });
+  const records = path.join(dir, 'records2.jsonl');
+  // The 96-channel layer (Winograd by the rule) has only a direct record, the 16-channel one only a Winograd record.
+  await appendRecords(records, [rec(d1, 1), rec(w2, 1)]);
+  const logs: string[] = [];
+  const compiled = await compileNetwork({ model: model2, target: target.text, outDir: path.join(dir, 'model3'), cacheDir: path.join(dir, 'cache'), records: [records], log: (l) => logs.push(l) });
+  assert.equal(compiled.kernels.map((k) => k.key).sort(), [d1.key, w2.key].sort());
+  assert.match(logs.find((l) => l.startsWith('winograd: '))!, /^winograd: 1 of 2 eligible layer\(s\) use Winograd\n {2}conv2d_winograd_nhwc 1x6x6x96 -> 1x6x6x16 \(x1\): 1\.000 ms, the direct conv has no record$/);
 });
 
 test.after(() => rmSync(dir, { recursive: true, force: true }));

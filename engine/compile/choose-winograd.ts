@@ -1,13 +1,17 @@
 // Per layer, direct conv or Winograd: a layer whose conv can run as Winograd
 // (graph/winograd.ts) runs as Winograd when the best record of its Winograd task is faster
-// than the best record of its direct task, both measured for this target and machine;
-// without both records it stays direct (a default Winograd schedule is not known to be
-// faster). The chosen convs are rewritten in the graph (their weights transformed once)
-// and the graph is partitioned again: the same groups, the chosen ones now Winograd.
+// than the best record of its direct task, both measured for this target and machine.
+// Where only one of the two has a record, that one runs: a measured schedule over a guess
+// (so that with `--strict`, which wants a record for every direct task, every kernel that
+// runs has its record). Where neither has one, TVM's rule decides
+// (winogradByDefault). The chosen convs are rewritten in the graph (their weights
+// transformed once) and the graph is partitioned again: the same groups, the chosen ones
+// now Winograd.
 
 import { winogradConvOf, winogradTasks, type Task } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
+import { constantOf } from '../graph/rewrite';
 import { useWinograd } from '../graph/winograd';
 import { applyRecords, type ApplyRecordsOptions } from './apply-records';
 import type { TunedSchedule } from './model';
@@ -15,9 +19,9 @@ import type { TunedSchedule } from './model';
 export interface WinogradChoice {
   graph: Graph;
   groups: readonly FusedGroup[];
-  /** The tuned schedules of the Winograd tasks chosen, by workload key. */
+  /** The tuned schedules of the Winograd tasks chosen, by workload key (none for those TVM's rule chose). */
   schedules: Map<string, TunedSchedule>;
-  /** One line per chosen task: its description, weight and both times. */
+  /** One line per chosen task: its description, weight and why (both times, or the rule). */
   chosen: string[];
   /** Eligible layers (groups) and how many went Winograd. */
   eligible: number;
@@ -25,8 +29,26 @@ export interface WinogradChoice {
 }
 
 /**
+ * Whether an eligible conv with `outChannels` output channels runs as Winograd when neither
+ * implementation has a record: TVM's rule for x86 with the auto-scheduler (relay op strategy
+ * x86.py, conv2d NHWC: the Winograd implementation gets the higher priority when
+ * 64 < CO < 512, a range TVM took from profiling ResNets on AVX-512). On our AVX2 box the
+ * default schedules agree (`bench/winograd.ts`, resnet-18, Winograd / direct): 0.43 to 0.69
+ * on the 128- and 256-channel layers, 0.88 to 1.54 on the 64- and 512-channel ones.
+ */
+export function winogradByDefault(outChannels: number): boolean {
+  return outChannels > 64 && outChannels < 512;
+}
+
+/** The output channels of the conv of a Winograd task's layer (its HWIO weight's O). */
+function outChannelsOf(graph: Graph, groups: readonly FusedGroup[], task: Task): number {
+  const conv = graph.node(winogradConvOf(graph, groups[task.groups[0]])!);
+  return constantOf(graph, conv.inputs[1])!.shape[3];
+}
+
+/**
  * Chooses per layer. `directCosts`: the mean time of the best record of each direct task
- * (applyRecords' `costs`); `records`: what applyRecords read them from.
+ * (applyRecords' `costs`; empty without records); `records`: what applyRecords read them from.
  */
 export async function chooseWinograd(
   graph: Graph, groups: readonly FusedGroup[], directCosts: ReadonlyMap<string, number>,
@@ -36,19 +58,25 @@ export async function chooseWinograd(
   const eligible = alternatives.reduce((a, t) => a + t.weight, 0);
   const none: WinogradChoice = { graph, groups, schedules: new Map(), chosen: [], eligible, used: 0 };
   if (alternatives.length === 0) return none;
-  const applied = await applyRecords({ ...records, tasks: alternatives });
+  const tuned = records.files.length > 0 ? await applyRecords({ ...records, tasks: alternatives }) : undefined;
+  const applied: ReadonlyMap<string, number> = tuned?.costs ?? new Map();
+  const chosen: string[] = [];
   const faster: Task[] = alternatives.filter((t) => {
-    const w = applied.costs.get(t.key), d = directCosts.get(t.alternative!.of);
-    return w !== undefined && d !== undefined && w < d;
+    const w = applied.get(t.key), d = directCosts.get(t.alternative!.of);
+    if (w !== undefined && d !== undefined) {
+      if (w < d) chosen.push(`${t.desc} (x${t.weight}): ${w.toFixed(3)} ms vs direct ${d.toFixed(3)} ms`);
+      return w < d;
+    }
+    if (w !== undefined) chosen.push(`${t.desc} (x${t.weight}): ${w.toFixed(3)} ms, the direct conv has no record`);
+    if (w !== undefined || d !== undefined) return w !== undefined;
+    const co = outChannelsOf(graph, groups, t);
+    if (winogradByDefault(co)) chosen.push(`${t.desc} (x${t.weight}): no records, ${co} output channels (Winograd without records when 64 < channels < 512)`);
+    return winogradByDefault(co);
   });
   if (faster.length === 0) return none;
   const convs = faster.flatMap((t) => t.groups.map((id) => winogradConvOf(graph, groups[id])!));
   const wg = useWinograd(graph, convs);
   const wgroups = partition(wg);
-  const schedules = new Map(faster.map((t) => [t.key, applied.schedules.get(t.key)!]));
-  const chosen = faster.map((t) => {
-    const w = applied.costs.get(t.key)!, d = directCosts.get(t.alternative!.of)!;
-    return `${t.desc} (x${t.weight}): ${w.toFixed(3)} ms vs direct ${d.toFixed(3)} ms`;
-  });
+  const schedules = new Map(faster.filter((t) => applied.has(t.key)).map((t) => [t.key, tuned!.schedules.get(t.key)!]));
   return { graph: wg, groups: wgroups, schedules, chosen, eligible, used: faster.reduce((a, t) => a + t.weight, 0) };
 }

@@ -26,7 +26,7 @@ export interface CompileNetworkOptions extends ModelSpec {
   records?: string[];
   /** Fail when a task has no record instead of using its default schedule. */
   strict?: boolean;
-  /** CPU targets with records: run a 3x3 stride-1 conv as Winograd where its best record beats the direct conv's (default true; choose-winograd.ts). */
+  /** CPU targets: run a 3x3 stride-1 conv as Winograd where its best record beats the direct conv's, or by TVM's rule without records (default true; choose-winograd.ts). */
   winograd?: boolean;
   /** Time limit of each compiler call (default COMPILER_TIMEOUT_MS); a tuned kernel past it falls back to its default schedule. */
   timeoutMs?: number;
@@ -45,21 +45,26 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   let groups: readonly FusedGroup[] = partition(graph);
   const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
   let schedules;
+  let directCosts: ReadonlyMap<string, number> = new Map();
   if (opts.records?.length || opts.strict) {
     const applied = await applyRecords({
       tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
       files: opts.records ?? [], strict: opts.strict, log: opts.log, warn: opts.warn,
     });
     schedules = applied.schedules;
-    // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster.
-    if (!isGpu(target) && opts.winograd !== false) {
-      const choice = await chooseWinograd(graph, groups, applied.costs, { target: target.text, fingerprint, files: opts.records ?? [], warn: opts.warn });
-      ({ graph, groups } = choice);
+    directCosts = applied.costs;
+  }
+  // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster, or
+  // without records where TVM's rule says so (choose-winograd.ts).
+  if (!isGpu(target) && opts.winograd !== false) {
+    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, files: opts.records ?? [], warn: opts.warn });
+    ({ graph, groups } = choice);
+    if (choice.schedules.size > 0) {
+      schedules ??= new Map();
       for (const [key, s] of choice.schedules) schedules.set(key, s);
-      if (choice.eligible > 0) {
-        opts.log?.(`winograd: ${choice.used} of ${choice.eligible} eligible layer(s) use Winograd (its best record faster than the direct conv's)` +
-          choice.chosen.map((line) => `\n  ${line}`).join(''));
-      }
+    }
+    if (choice.eligible > 0) {
+      opts.log?.(`winograd: ${choice.used} of ${choice.eligible} eligible layer(s) use Winograd` + choice.chosen.map((line) => `\n  ${line}`).join(''));
     }
   }
   // The manifest names an ONNX file by its base name, its path relative to the output and its
