@@ -133,6 +133,22 @@ test('dense + bias, pooling, softmax: default schedules', () => {
   check(ew, dflt(ew), 'elementwise');
 });
 
+test('default: a pool read only by its fused epilogue is reduced in a register inside the epilogue\'s vector tile, its small window unrolled', () => {
+  const img = placeholder('img', [1, 12, 12, 32]);
+  const scale = placeholder('scale', [1, 1, 1, 32]);
+  for (const kind of ['max', 'avg'] as const) {
+    const pool = pool2d(img, { kind, kernel: [3, 3], strides: [2, 2], padding: [1, 1, 1, 1], layout: 'NHWC', countIncludePad: false });
+    const dag = new ComputeDAG([relu(binary('multiply', pool, scale))]);
+    const steps = dflt(dag, 8);
+    const held = steps.find((st) => st.s === 'compute_at');
+    assert.ok(held && held.s === 'compute_at' && held.target === 'T_relu', `${kind}: ${JSON.stringify(steps)}`);
+    const src = check(dag, steps, `${kind} pool + epilogue`, 8);
+    assert.not.match(src, /aligned_alloc/, `${kind}: no temporary for the pool`);
+    assert.match(src, /tt_v8 pool_(max|sum)_v0;/, `${kind}: the window is reduced in a register`);
+    assert.not.match(src, /for \(int32_t rv0/, `${kind}: the 3x3 window is unrolled`);
+  }
+});
+
 test('hand-written conv schedules: non-dividing splits, reorder, compute_at, unroll, vectorize, parallel', () => {
   const dag = conv(7, 6, 20, 3, 1, 1);
   const base: Step[] = [{ s: 'compute_inline', stage: 'pad_temp' }, { s: 'compute_inline', stage: 'T_add' }];
