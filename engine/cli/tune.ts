@@ -9,7 +9,7 @@ import { loadModel, type ModelSpec } from '../frontend/load';
 import { NETWORK_NAMES } from '../frontend/networks';
 import type { Task } from '../graph/extract';
 import { ProgressReporter } from '../search/progress';
-import { DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
+import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { openRemoteDevices, type OpenedDevices } from '../remote/open';
 import { parseTarget } from '../target';
@@ -56,6 +56,10 @@ Search:
   --measures-per-round N  candidates measured per round (default ${DEFAULT_BATCH_SIZE}); TVM's num_measures_per_round,
                         formerly --batch-size (not to be confused with --batch, the model's batch)
   --seed S              seed of the search and of the measured inputs (default 0)
+  --confirm N           at the end of a run, time each task's N fastest schedules and its
+                        default twice more, in both orders (default ${CONFIRM_TOP}; 0: none).
+                        Compile ranks a schedule by the mean of all its timings, so a lucky
+                        measurement on a busy machine does not make it the best
   --read-records FILE   another log to resume from without writing to it (repeatable)
   --workload KEY        tune only this task (repeatable): its workload key as 'tensortune tasks
                         --json' prints it, or the hash that starts it (when no other task's key
@@ -111,7 +115,7 @@ export const tuneCommand: Command = {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, host: { type: 'string' }, records: { type: 'string' }, runner: { type: 'string', multiple: true }, 'read-records': { type: 'string', multiple: true },
       trials: { type: 'string' }, 'trials-per-task': { type: 'string' }, 'time-limit': { type: 'string' },
-      'early-stopping': { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
+      'early-stopping': { type: 'string' }, confirm: { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
       threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
       timeout: { type: 'string' }, flush: { type: 'boolean' }, 'no-flush': { type: 'boolean' }, 'build-jobs': { type: 'string' },
@@ -182,6 +186,7 @@ export const tuneCommand: Command = {
         batchSize: optionalInt(values['batch-size'] === undefined ? '--measures-per-round' : '--batch-size', aliased(values, 'measures-per-round', 'batch-size')),
         policy: oneOf('--policy', values.policy, POLICY_NAMES, 'evolutionary'),
         seed: optionalNonNegativeInt('--seed', values.seed),
+        confirm: optionalNonNegativeInt('--confirm', values.confirm),
         measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
       });
       reporter.finish(result);

@@ -1,5 +1,6 @@
-// "Apply history best": the valid record with the lowest mean cost, per (workload key,
-// target, hardware fingerprint). A record counts when it ran and was verified (error null).
+// "Apply history best": the valid schedule with the lowest mean cost, per (workload key,
+// target, hardware fingerprint), a schedule's cost being the mean of all the timings its
+// records hold. A record counts when it ran and was verified (error null).
 // Unlike TVM, which matches records on the target's keys (any `cpu`), a record applies only
 // to the exact target string and fingerprint it was measured on.
 
@@ -18,21 +19,39 @@ export const isValidRecord = (r: TuningRecord): boolean =>
 /** The identity distill and compile group records by. */
 export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint'>): string => JSON.stringify([r.key, r.target, r.fingerprint]);
 
+/** The identity of a schedule: records of the same steps measured the same schedule. */
+const scheduleOf = (r: TuningRecord): string => JSON.stringify(r.steps);
+
 /**
- * Valid entries per (key, target, fingerprint), fastest first (of equal costs, the first
- * read), in order of each group's first valid entry.
+ * Valid entries per (key, target, fingerprint), one per schedule, fastest first (of equal
+ * costs, the first read), in order of each group's first valid entry. Records of the same
+ * steps are one schedule measured more than once (the default in every tune, the
+ * confirmation pass at the end of a tune): its entry is the latest of them, with costs_ms
+ * holding all their measurements, so a schedule ranks by the mean of every timing it got.
+ * Ranking by single records instead rewards the luckiest measurement: on a noisy machine,
+ * re-timed against its default, the "best" record of 10 of 14 tuned resnet-18 tasks was
+ * slower (README, "Measured").
  */
 export function rankedRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E[]> {
-  const groups = new Map<string, { entry: E; cost: number }[]>();
+  const groups = new Map<string, Map<string, E[]>>();
   for (const entry of entries) {
     if (!isValidRecord(entry.record)) continue;
     const group = recordGroup(entry.record);
-    const item = { entry, cost: meanCost(entry.record) };
-    const list = groups.get(group);
-    if (list) list.push(item);
-    else groups.set(group, [item]);
+    let schedules = groups.get(group);
+    if (!schedules) groups.set(group, (schedules = new Map()));
+    const key = scheduleOf(entry.record);
+    const same = schedules.get(key);
+    if (same) same.push(entry);
+    else schedules.set(key, [entry]);
   }
-  return new Map([...groups].map(([group, list]) => [group, list.sort((a, b) => a.cost - b.cost).map((i) => i.entry)]));
+  const merged = (same: E[]): E => {
+    const latest = same[same.length - 1];
+    return same.length === 1 ? latest : { ...latest, record: { ...latest.record, costs_ms: same.flatMap((e) => e.record.costs_ms) } };
+  };
+  return new Map([...groups].map(([group, schedules]) => {
+    const items = [...schedules.values()].map((same) => { const entry = merged(same); return { entry, cost: meanCost(entry.record) }; });
+    return [group, items.sort((a, b) => a.cost - b.cost).map((i) => i.entry)];
+  }));
 }
 
 /** The best valid entry per (key, target, fingerprint), in order of each group's first record. */

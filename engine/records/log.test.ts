@@ -19,6 +19,8 @@ const work = mkdtempSync(path.join(tmpdir(), 'tt-records-test-'));
 const KEY_A = '["0123456789abcdef0123456789abcdef", [1, 8, 8, 4], [3, 3, 4, 4], [1, 8, 8, 4]]';
 const KEY_B = '["fedcba9876543210fedcba9876543210", [1, 16], [1, 16]]';
 
+const OTHER_STEPS: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [2] }];
+
 function rec(over: Partial<TuningRecord> = {}): TuningRecord {
   return {
     v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: KEY_A, desc: 'conv2d_nhwc 1x8x8x4 -> 1x8x8x4', target: 'llvm -mcpu=native',
@@ -161,7 +163,7 @@ test('a lock left by a dead process is broken; a live one is waited for', async 
 test('best keeps the fastest valid record per (key, target, fingerprint); distill writes them', async () => {
   const records = [
     rec({ costs_ms: [3] }),
-    rec({ costs_ms: [1, 3] }), // mean 2: best of A on this machine
+    rec({ costs_ms: [1, 3], steps: OTHER_STEPS }), // mean 2: best of A on this machine
     rec({ costs_ms: [], error: 'wrong_answer' }),
     rec({ costs_ms: [0.5], fingerprint: 'ffffffffffffffff' }), // another machine
     rec({ key: KEY_B, costs_ms: [4] }),
@@ -183,10 +185,23 @@ test('best keeps the fastest valid record per (key, target, fingerprint); distil
   assert.equal({ read: result.read, kept: result.kept }, { read: 7, kept: 4 });
   assert.equal((await readRecords(out)).entries.map((e) => e.record), best);
   // Distilling again into the same output changes nothing; a better record replaces one.
-  await appendRecords(input, [rec({ costs_ms: [0.25] })]);
+  await appendRecords(input, [rec({ costs_ms: [0.25], steps: [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [8] }] })]);
   const again = await distillFiles([input], out);
   assert.is(again.kept, 4);
   assert.equal((await readRecords(out)).entries[0].record.costs_ms, [0.25]);
+});
+
+test('records of the same steps are one schedule: it ranks by the mean of all their timings, as its latest record', () => {
+  const lucky = rec({ costs_ms: [1], steps: OTHER_STEPS, time: '2024-05-01T10:00:00.000Z' });
+  const steady = rec({ costs_ms: [2, 2] });
+  const again = rec({ costs_ms: [5, 5], steps: OTHER_STEPS, time: '2024-05-01T11:00:00.000Z' }); // the lucky one timed again
+  const entries = [lucky, steady, again].map((record, i) => ({ record, file: 'x', line: i + 1 }));
+  assert.equal(rankedByWorkload(entries.slice(0, 2), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!.map((e) => e.line), [1, 2], 'one timing each: the lucky one first');
+  const ranked = rankedByWorkload(entries, 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  assert.equal(ranked.map((e) => e.line), [2, 3], 'timed again, the lucky one (mean 3.67) falls behind; one entry per schedule');
+  assert.equal(ranked[1].record.costs_ms, [1, 5, 5]);
+  assert.is(ranked[1].record.time, again.time);
+  assert.equal(distill([lucky, steady, again]), [steady]);
 });
 
 test('openLog groups this machine\'s measurements by workload key', async () => {

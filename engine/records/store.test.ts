@@ -22,7 +22,8 @@ const MATCH = { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' };
 function rec(cost: number, over: Partial<TuningRecord> = {}): TuningRecord {
   return {
     v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: KEY_A, desc: 'conv2d_nhwc 1x8x8x4 -> 1x8x8x4', ...MATCH,
-    steps: [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [4] }],
+    // One schedule per cost (records of the same steps are one schedule measured again: best.ts).
+    steps: [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [Math.round(cost * 100) + 1] }],
     costs_ms: [cost], error: null, seed: 7, time: `2024-05-01T10:00:${String(Math.round(cost * 10) % 60).padStart(2, '0')}.000Z`, ...over,
   };
 }

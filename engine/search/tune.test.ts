@@ -69,17 +69,42 @@ test('the policy fills the rest of each batch (its states with their genome); th
   b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
   const [task] = extractTasks(b.graph);
   const log = path.join(dir, 'conv.jsonl');
-  const first = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3 });
+  const first = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3, confirm: 0 });
   assert.is(first.trials, 6);
   const { entries } = await readRecords(log);
   assert.equal(entries.map((e) => e.record.policy), ['default', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary']);
   assert.ok(entries.every((e) => e.record.error === null), entries.map((e) => e.record.message ?? '').join('\n'));
   assert.equal(entries.map((e) => e.record.genome !== undefined), [false, true, true, true, true, true], 'searched states record their genome');
-  const more = await tuneTasks('conv', [task], { target, records: log, trials: 9, batchSize: 3, policy: 'random' });
+  const more = await tuneTasks('conv', [task], { target, records: log, trials: 9, batchSize: 3, policy: 'random', confirm: 0 });
   assert.is(more.trials, 3);
   const all = (await readRecords(log)).entries;
   assert.equal(all.slice(6).map((e) => e.record.policy), ['random', 'random', 'random']);
   assert.is(new Set(all.map((e) => JSON.stringify(e.record.steps))).size, 9, 'nothing measured twice, the default included');
+});
+
+test('the confirmation pass: the top schedules and the default timed twice more, in both orders; a run that measures nothing confirms nothing', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 1, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  const log = path.join(dir, 'confirm.jsonl');
+  const out: string[] = [];
+  const run = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3, confirm: 2, log: (l) => out.push(l) });
+  assert.is(run.trials, 6, 'the confirmation is not part of the budget');
+  const entries = (await readRecords(log)).entries.map((e) => e.record);
+  const searched = entries.slice(0, 6);
+  const key = (r: { steps: unknown }): string => JSON.stringify(r.steps);
+  const mean = (r: { costs_ms: number[] }): number => r.costs_ms.reduce((a, c) => a + c, 0) / r.costs_ms.length;
+  // The two fastest of the run (ranked as compile ranks them), then the default: forward, then reversed.
+  const top = [...searched].sort((x, y) => mean(x) - mean(y)).slice(0, 2).map(key);
+  const dflt = key(searched.find((r) => r.policy === 'default')!);
+  const order = top.includes(dflt) ? top : [...top, dflt];
+  assert.equal(entries.slice(6).map(key), [...order, ...[...order].reverse()]);
+  assert.ok(entries.slice(6).every((r) => r.error === null && r.costs_ms.length > 0));
+  assert.ok(out.some((l) => l.startsWith(`confirmed: ${order.length} schedule(s) of 1 task(s) timed twice more`)), out.join('\n'));
+
+  const again = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3, confirm: 2 });
+  assert.is(again.trials, 0);
+  assert.is((await readRecords(log)).entries.length, entries.length, 'nothing appended');
 });
 
 test('the log: one line per round with the run\'s progress against its budget; the table once when the run ends after the warm-up', async () => {

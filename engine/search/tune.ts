@@ -12,6 +12,7 @@ import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
+import { rankedByWorkload } from '../records/best';
 import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -30,6 +31,8 @@ import type {
   CostModel, MeasureDevice, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
 } from './types';
 
+/** Schedules per task the confirmation pass times again, besides the default. */
+export const CONFIRM_TOP = 3;
 /** TVM's num_measures_per_round. */
 export const DEFAULT_BATCH_SIZE = 64;
 /** TVM's tutorials budget about 800 trials per task on CPU (tune_network_x86.py); used when no budget is given. */
@@ -105,6 +108,7 @@ function checkOptions(opts: Omit<TuneNetworkOptions, 'model'>): void {
   checkCount('earlyStopping', opts.earlyStopping, 1);
   checkCount('batchSize', opts.batchSize, 1);
   checkCount('seed', opts.seed, 0);
+  checkCount('confirm', opts.confirm, 0);
   if (opts.timeLimitS !== undefined && !(opts.timeLimitS > 0 && Number.isFinite(opts.timeLimitS))) {
     throw new UserError(`tuneNetwork: timeLimitS must be a positive number of seconds, got ${String(opts.timeLimitS)}`);
   }
@@ -260,6 +264,19 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
     result = await scheduler.run();
     await append(gate.finish(result.reason === 'aborted'));
+    const confirm = opts.confirm ?? CONFIRM_TOP;
+    if (result.reason !== 'aborted' && result.trials > 0 && confirm > 0) {
+      const t0 = Date.now();
+      const timed = await confirmBest({
+        tasks, defaults, top: confirm, measurer, match, files: [...extra, records], warn,
+        measuredNow: result.tasks.map((t) => t.runTrials > 0),
+        record: (i, outcomes) => append(outcomes.map((o) => toRecord(i, o))),
+      });
+      if (timed.schedules > 0) {
+        log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
+          'compile ranks each schedule by the mean of all its timings');
+      }
+    }
   } finally {
     await parts.measurer.close();
   }
@@ -271,4 +288,33 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     tasks: result.tasks.map((t) => ({ key: t.key, desc: t.desc, weight: t.weight, trials: t.trials, best_ms: t.best_ms })),
     trials: result.trials, estimatedMs: result.estimatedMs, wallS, reason: result.reason, timing,
   };
+}
+
+/**
+ * The confirmation pass. A task's best record is the minimum of many noisy timings, so it
+ * is biased low: on a busy machine the "best" of most tasks was a lucky measurement and
+ * lost to the default when both were timed again (README, "Measured"). At the end of a run,
+ * for each task it measured, the `top` fastest schedules (by the mean of all their timings
+ * so far, as compile ranks them: records/best.ts) and the default are timed again, once in
+ * that order and once reversed, so that drift over the pass hits each about equally. The
+ * new records join their schedules' earlier ones in compile's ranking. The builds are
+ * reused from this run's work directory where they are still there.
+ */
+async function confirmBest(opts: {
+  tasks: readonly Task[]; defaults: readonly Step[][]; top: number; measurer: Measurer;
+  match: { target: string; fingerprint: string }; files: string[]; warn?: (message: string) => void;
+  measuredNow: readonly boolean[]; record: (task: number, outcomes: MeasureOutcome[]) => Promise<void>;
+}): Promise<{ tasks: number; schedules: number }> {
+  const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
+  let tasks = 0, schedules = 0;
+  for (let i = 0; i < opts.tasks.length; i++) {
+    if (!opts.measuredNow[i]) continue;
+    const best = (ranked.get(opts.tasks[i].key) ?? []).slice(0, opts.top).map((e) => e.record.steps);
+    const candidates = best.some((st) => sameSteps(st, opts.defaults[i])) ? best : [...best, opts.defaults[i]];
+    if (candidates.length < 2) continue; // nothing to compare
+    for (const order of [candidates, [...candidates].reverse()]) await opts.record(i, await opts.measurer.measure(opts.tasks[i], order));
+    tasks += 1;
+    schedules += candidates.length;
+  }
+  return { tasks, schedules };
 }

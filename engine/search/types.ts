@@ -146,6 +146,12 @@ export interface TuneNetworkOptions {
   signal?: AbortSignal;
   /** Search the next task's batch while this one is built (task-scheduler.ts; default true). */
   prefetch?: boolean;
+  /**
+   * The confirmation pass (tune.ts confirmBest): at the end of a run that measured something,
+   * each task's this many fastest schedules and its default are timed twice more (default
+   * CONFIRM_TOP, 3; 0: none).
+   */
+  confirm?: number;
 }
 
 export type TuneEvent =
