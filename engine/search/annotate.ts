@@ -12,6 +12,15 @@ import { numElements } from '../ir/tensor';
 import { ScheduleError, type State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
+
+/**
+ * The longest vector loop of a Winograd transform (a CONST_INDEXED stage): its taps are
+ * unrolled around it (36 for F(4x4)), so its length multiplies the C. Up to 64 (the
+ * innermost factor of other stages) random resnet-18 candidates rendered 67 to 657 KB of C,
+ * took 0.7 to 8 s to lower and 1 to 14 s of GCC each, and the transforms are bound by
+ * memory, not by the vector width: 16 floats is one AVX-512 register or two AVX2 ones.
+ */
+export const CONST_INDEXED_MAX_VECTOR = 16;
 import { MAX_LOCAL_FLOATS } from '../codegen/lower';
 import { buildGpuState } from './annotate-gpu';
 import { StepBuilder } from './step-builder';
@@ -368,12 +377,14 @@ class Builder extends StepBuilder {
    * other loops, outside the vector loop, so that the selects on them fold to the non-zero
    * terms of each output. Without it every element evaluates the whole chain (36 branches
    * of up to 36 terms for F(4x4)), and GCC took 12 to 25 s to compile one such candidate. The other axes: parallel outer loops, a vector loop.
+   * That vector loop is at most CONST_INDEXED_MAX_VECTOR long: every element of it is
+   * repeated for each of the unrolled taps.
    */
   private constIndexed(x: string): void {
     const sp = this.state.stage(x).axes;
     const [t0, t1, ...rest] = sp;
     const last = rest[rest.length - 1];
-    const [, inner] = this.tileOf(`${x}/vec`, last.extent, 2, MAX_INNERMOST_FACTOR, true);
+    const [, inner] = this.tileOf(`${x}/vec`, last.extent, 2, CONST_INDEXED_MAX_VECTOR, true);
     const outer = rest.slice(0, -1).map((a) => a.name);
     const outerExtents = rest.slice(0, -1).map((a) => a.extent);
     let lastInner = last.name;
