@@ -131,6 +131,13 @@ export class Builder {
   private readonly jobs: number;
   private compiler?: Promise<Compiler>;
   private runtime?: Promise<string>;
+  /**
+   * CPU and OpenCL candidates built before, by DAG and steps: their library and layouts, so
+   * that the same schedule measured again (tune's confirmation pass) skips lowering and
+   * rendering too, not only the compiler (a Winograd state takes ~1.5 s to lower). Used only
+   * while the library still matches its seal.
+   */
+  private readonly built = new WeakMap<ComputeDAG, Map<string, { lib: string; layouts: readonly BlockedLayout[] }>>();
 
   constructor(private readonly target: Target, private readonly opts: BuilderOptions) {
     this.jobs = Math.max(1, opts.jobs ?? availableParallelism());
@@ -138,12 +145,21 @@ export class Builder {
 
   /** Renders and compiles each candidate; results in the order of `candidates`. */
   build(dag: ComputeDAG, candidates: readonly Step[][], packable: ReadonlySet<string> = new Set()): Promise<BuiltCandidate[]> {
+    let memo = this.built.get(dag);
+    if (!memo) this.built.set(dag, (memo = new Map()));
+    const known = memo;
     return this.pool(candidates, async (steps) => {
       const started = performance.now();
+      const key = JSON.stringify([steps, [...packable].sort()]);
+      const before = known.get(key);
+      if (before && await cachedFileOk(before.lib)) {
+        return { steps, lib: before.lib, symbol: CANDIDATE_SYMBOL, layouts: before.layouts, build_ms: performance.now() - started };
+      }
       const rendered = renderCandidate(dag, steps, this.target, packable);
       if (!rendered.ok) return { steps, error: 'invalid_schedule', message: rendered.message, build_ms: performance.now() - started };
       if (rendered.cuda) return this.compileCuda(steps, rendered.code, rendered.cuda, rendered.layouts, started);
       const built = await this.compileNow(steps, rendered.code, started);
+      if ('lib' in built) known.set(key, { lib: built.lib, layouts: rendered.layouts });
       return 'lib' in built ? { ...built, layouts: rendered.layouts } : built;
     });
   }
