@@ -60,19 +60,19 @@ export async function chooseWinograd(
   if (alternatives.length === 0) return none;
   const tuned = records.files.length > 0 ? await applyRecords({ ...records, tasks: alternatives }) : undefined;
   const applied: ReadonlyMap<string, number> = tuned?.costs ?? new Map();
-  const chosen: string[] = [];
-  const faster: Task[] = alternatives.filter((t) => {
+  // Per Winograd task, why it runs (undefined: the layer stays direct).
+  const why = (t: Task): string | undefined => {
     const w = applied.get(t.key), d = directCosts.get(t.alternative!.of);
-    if (w !== undefined && d !== undefined) {
-      if (w < d) chosen.push(`${t.desc} (x${t.weight}): ${w.toFixed(3)} ms vs direct ${d.toFixed(3)} ms`);
-      return w < d;
-    }
-    if (w !== undefined) chosen.push(`${t.desc} (x${t.weight}): ${w.toFixed(3)} ms, the direct conv has no record`);
-    if (w !== undefined || d !== undefined) return w !== undefined;
+    const head = `${t.desc} (x${t.weight}): `;
+    if (w !== undefined && d !== undefined) return w < d ? `${head}${w.toFixed(3)} ms vs direct ${d.toFixed(3)} ms` : undefined;
+    if (w !== undefined) return `${head}${w.toFixed(3)} ms, the direct conv has no record`;
+    if (d !== undefined) return undefined;
     const co = outChannelsOf(graph, groups, t);
-    if (winogradByDefault(co)) chosen.push(`${t.desc} (x${t.weight}): no records, ${co} output channels (Winograd without records when 64 < channels < 512)`);
-    return winogradByDefault(co);
-  });
+    return winogradByDefault(co) ? `${head}no records, ${co} output channels (Winograd without records when 64 < channels < 512)` : undefined;
+  };
+  const reasons = alternatives.map(why);
+  const faster = alternatives.filter((_, i) => reasons[i] !== undefined);
+  const chosen = reasons.filter((r): r is string => r !== undefined);
   if (faster.length === 0) return none;
   const convs = faster.flatMap((t) => t.groups.map((id) => winogradConvOf(graph, groups[id])!));
   const wg = useWinograd(graph, convs);

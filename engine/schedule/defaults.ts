@@ -171,8 +171,9 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     const reader = readers.length === 1 ? state.stage(readers[0]) : undefined;
     if (reader?.isOutput && reader.axes.length >= 2 && reader.reduceAxes.length === 0 && reader.relations.length === 0 && sameShape(reader, s)) heldBy.set(reader.name, s.name);
   }
+  const held = new Set(heldBy.values());
   for (const s of state.stages) {
-    if (s.attach.k !== 'root' || s.relations.length > 0 || [...heldBy.values()].includes(s.name)) continue;
+    if (s.attach.k !== 'root' || s.relations.length > 0 || held.has(s.name)) continue;
     const axes = s.axes;
     if (axes.length === 0) continue;
     const last = axes[axes.length - 1];
@@ -191,15 +192,15 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     if (fused && numElements(s.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: s.name, iter: fused, ann: 'parallel' });
     const vectorized = inner !== last.name || last.extent <= 4 * opts.vectorLanes;
     if (vectorized) apply({ s: 'annotate', stage: s.name, iter: inner, ann: 'vectorize' });
-    const held = heldBy.get(s.name);
-    if (held && fused) {
-      const r = state.stage(held);
-      apply({ s: 'compute_at', stage: held, target: s.name, iter: fused });
+    const pool = heldBy.get(s.name);
+    if (pool && fused) {
+      const r = state.stage(pool);
+      apply({ s: 'compute_at', stage: pool, target: s.name, iter: fused });
       const spatial = r.axes.map((a) => a.name);
-      apply({ s: 'reorder', stage: held, order: [...spatial.slice(0, -1), ...r.reduceAxes.map((a) => a.name), spatial[spatial.length - 1]] });
+      apply({ s: 'reorder', stage: pool, order: [...spatial.slice(0, -1), ...r.reduceAxes.map((a) => a.name), spatial[spatial.length - 1]] });
       // A small window (3x3) unrolled: its bounds tests fold per tap.
-      if (numElements(r.reduceAxes.map((a) => a.extent)) <= 16) for (const a of r.reduceAxes) apply({ s: 'annotate', stage: held, iter: a.name, ann: 'unroll' });
-      if (vectorized) apply({ s: 'annotate', stage: held, iter: spatial[spatial.length - 1], ann: 'vectorize' });
+      if (numElements(r.reduceAxes.map((a) => a.extent)) <= 16) for (const a of r.reduceAxes) apply({ s: 'annotate', stage: pool, iter: a.name, ann: 'unroll' });
+      if (vectorized) apply({ s: 'annotate', stage: pool, iter: spatial[spatial.length - 1], ann: 'vectorize' });
     }
   }
   state.validate();

@@ -100,6 +100,8 @@ test('the confirmation pass: the top schedules and the default timed twice more,
   const order = top.includes(dflt) ? top : [...top, dflt];
   assert.equal(entries.slice(6).map(key), [...order, ...[...order].reverse()]);
   assert.ok(entries.slice(6).every((r) => r.error === null && r.costs_ms.length > 0));
+  const proposer = new Map(searched.map((r) => [key(r), r.policy]));
+  assert.equal(entries.slice(6).map((r) => r.policy), entries.slice(6).map((r) => proposer.get(key(r))), 'a record keeps the policy that proposed its schedule');
   assert.ok(out.some((l) => l.startsWith(`confirmed: ${order.length} schedule(s) of 1 task(s) timed twice more`)), out.join('\n'));
 
   const again = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3, confirm: 2 });

@@ -224,8 +224,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       close: async () => undefined, // the parts' measurer is closed once, after the run
       ...(parts.measurer.whenIdle ? { whenIdle: () => parts.measurer.whenIdle!() } : {}),
     };
-    const toRecord = (i: number, o: MeasureOutcome): TuningRecord => makeRecord(o, {
-      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: sameSteps(o.steps, defaults[i]) ? 'default' : policyName,
+    const toRecord = (i: number, o: MeasureOutcome, proposer?: string): TuningRecord => makeRecord(o, {
+      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: sameSteps(o.steps, defaults[i]) ? 'default' : proposer ?? policyName,
     }, entries[i].policy.genomeOf?.(o.steps));
 
     // What this run may still measure, for the progress and ETA of each round's line.
@@ -270,7 +270,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       const timed = await confirmBest({
         tasks, defaults, top: confirm, measurer, match, files: [...extra, records], warn,
         measuredNow: result.tasks.map((t) => t.runTrials > 0),
-        record: (i, outcomes) => append(outcomes.map((o) => toRecord(i, o))),
+        record: (i, outcomes, proposers) => append(outcomes.map((o, k) => toRecord(i, o, proposers[k]))),
       });
       if (timed.schedules > 0) {
         log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
@@ -303,16 +303,20 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 async function confirmBest(opts: {
   tasks: readonly Task[]; defaults: readonly Step[][]; top: number; measurer: Measurer;
   match: { target: string; fingerprint: string }; files: string[]; warn?: (message: string) => void;
-  measuredNow: readonly boolean[]; record: (task: number, outcomes: MeasureOutcome[]) => Promise<void>;
+  measuredNow: readonly boolean[];
+  /** Appends the outcomes; `proposers[k]`: the policy that first proposed outcome k's schedule, which its record keeps. */
+  record: (task: number, outcomes: MeasureOutcome[], proposers: (string | undefined)[]) => Promise<void>;
 }): Promise<{ tasks: number; schedules: number }> {
   const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
   let tasks = 0, schedules = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
     if (!opts.measuredNow[i]) continue;
-    const best = (ranked.get(opts.tasks[i].key) ?? []).slice(0, opts.top).map((e) => e.record.steps);
-    const candidates = best.some((st) => sameSteps(st, opts.defaults[i])) ? best : [...best, opts.defaults[i]];
+    const best = (ranked.get(opts.tasks[i].key) ?? []).slice(0, opts.top).map((e) => ({ steps: e.record.steps, policy: e.record.policy }));
+    const candidates = best.some((c) => sameSteps(c.steps, opts.defaults[i])) ? best : [...best, { steps: opts.defaults[i], policy: 'default' }];
     if (candidates.length < 2) continue; // nothing to compare
-    for (const order of [candidates, [...candidates].reverse()]) await opts.record(i, await opts.measurer.measure(opts.tasks[i], order));
+    for (const order of [candidates, [...candidates].reverse()]) {
+      await opts.record(i, await opts.measurer.measure(opts.tasks[i], order.map((c) => c.steps)), order.map((c) => c.policy));
+    }
     tasks += 1;
     schedules += candidates.length;
   }
