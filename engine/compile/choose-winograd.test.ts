@@ -14,6 +14,7 @@ import { NetBuilder } from '../frontend/builder';
 import { loadModel } from '../frontend/load';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { extractTasks, type Task } from '../graph/extract';
+import type { Graph } from '../graph/graph';
 import { runGraph } from '../graph/run';
 import { runBench } from '../native/bench';
 import { appendRecords } from '../records/log';
@@ -22,8 +23,9 @@ import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { defaultSchedule } from '../schedule/defaults';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { compareOutput, DEFAULT_TOLERANCE, WINOGRAD_TOLERANCE } from '../measure/verify';
+import { compareOutput, WINOGRAD_TOLERANCE } from '../measure/verify';
 import { winogradByDefault } from './choose-winograd';
+import type { CompileResult } from './model';
 import { compileNetwork } from './network';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-choose-winograd-'));
@@ -43,6 +45,19 @@ const rec = (task: Task, ms: number): TuningRecord => ({
   v: RECORD_FORMAT_VERSION, engine: '0.1.0', key: task.key, desc: task.desc, target: target.text, fingerprint,
   steps: defaultSchedule(task.dag, { vectorLanes: target.vectorLanes }), costs_ms: [ms], error: null, seed: 0, time: new Date().toISOString(),
 });
+
+/** The compiled model against the graph's reference runner (its convs direct), on a seeded input of `size` floats. */
+async function assertComputesGraph(compiled: CompileResult, graph: Graph, size: number, name: string): Promise<void> {
+  const input = uniform(size, 9, 0);
+  const inFile = path.join(dir, `${name}-input.bin`);
+  await writeFloat32File(inFile, input);
+  const saved = path.join(dir, `${name}-saved`);
+  await runBench({ model: compiled.library, params: compiled.params, repeat: 1, number: 1, threads: 1, inputs: { [graph.nodes[0].name]: inFile }, saveOutputs: saved });
+  const got = await readFloat32File(path.join(saved, (await fs.readdir(saved))[0]));
+  const [want] = runGraph(graph, new Map([[graph.nodes[0].name, input]]));
+  const cmp = compareOutput(got, want, WINOGRAD_TOLERANCE);
+  assert.ok(cmp.ok, cmp.ok ? '' : cmp.message);
+}
 
 test('extraction: one Winograd alternative per eligible layer, only when asked', () => {
   const graph = loadModel({ model }).graph;
@@ -72,16 +87,7 @@ test('compile: Winograd for the layer whose record is faster, direct for the oth
   assert.equal(compiled.kernels.map((k) => k.key).sort(), [w1.key, d2.key].sort());
   assert.ok(compiled.kernels.every((k) => k.schedule === 'tuned'));
 
-  // The compiled model against the graph's reference runner (the direct convs).
-  const input = uniform(10 * 10 * 8, 9, 0);
-  const inFile = path.join(dir, 'input.bin');
-  await writeFloat32File(inFile, input);
-  const saved = path.join(dir, 'saved');
-  await runBench({ model: compiled.library, params: compiled.params, repeat: 1, number: 1, threads: 1, inputs: { [graph.nodes[0].name]: inFile }, saveOutputs: saved });
-  const got = await readFloat32File(path.join(saved, (await fs.readdir(saved))[0]));
-  const [want] = runGraph(graph, new Map([[graph.nodes[0].name, input]]));
-  const cmp = compareOutput(got, want, DEFAULT_TOLERANCE);
-  assert.ok(cmp.ok, cmp.ok ? '' : cmp.message);
+  await assertComputesGraph(compiled, graph, 10 * 10 * 8, 'first');
 
   // --no winograd (the option off): both layers direct.
   const direct = await compileNetwork({ model, target: target.text, outDir: out, cacheDir: path.join(dir, 'cache'), records: [records], winograd: false });
@@ -109,16 +115,7 @@ test('no records: Winograd by TVM\'s rule (64 < output channels < 512), and the 
   assert.match(line!, /^winograd: 1 of 2 eligible layer\(s\) use Winograd\n {2}conv2d_winograd_nhwc\+relu 1x6x6x8 -> 1x6x6x96 \(x1\): no records, 96 output channels/);
   assert.equal(compiled.kernels.map((k) => k.key).sort(), [w1.key, d2.key].sort());
   assert.ok(compiled.kernels.every((k) => k.schedule === 'default'));
-
-  const input = uniform(6 * 6 * 8, 11, 0);
-  const inFile = path.join(dir, 'input2.bin');
-  await writeFloat32File(inFile, input);
-  const saved = path.join(dir, 'saved2');
-  await runBench({ model: compiled.library, params: compiled.params, repeat: 1, number: 1, threads: 1, inputs: { [graph.nodes[0].name]: inFile }, saveOutputs: saved });
-  const got = await readFloat32File(path.join(saved, (await fs.readdir(saved))[0]));
-  const [want] = runGraph(graph, new Map([[graph.nodes[0].name, input]]));
-  const cmp = compareOutput(got, want, WINOGRAD_TOLERANCE);
-  assert.ok(cmp.ok, cmp.ok ? '' : cmp.message);
+  await assertComputesGraph(compiled, graph, 6 * 6 * 8, 'second');
 });
 
 test('one record of a layer\'s two: that implementation runs, whatever the rule says', async () => {
