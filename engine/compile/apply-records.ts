@@ -13,7 +13,7 @@
 import path from 'node:path';
 import { UserError } from '../errors';
 import type { Task } from '../graph/extract';
-import { meanCost, rankedByWorkload } from '../records/best';
+import { rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
 import { firstThatReplays } from '../records/replay';
 import { recordId } from '../records/store';
@@ -64,13 +64,15 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const untuned: Task[] = [];
   const rejected: string[] = [];
   for (const task of opts.tasks) {
-    const best = pick(task, ranked.get(task.key) ?? [], rejected);
+    const list = ranked.get(task.key) ?? [];
+    const best = pick(task, list.map((s) => s.entry), rejected);
     if (!best) { untuned.push(task); continue; }
     schedules.set(task.key, {
       steps: best.record.steps, source: `${path.basename(best.file)}:${best.line}`, record: recordId(best.record),
       ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}),
     });
-    tunedMs.set(task.key, meanCost(best.record));
+    // The schedule's cost: the mean of all the timings its records hold (records/best.ts).
+    tunedMs.set(task.key, list.find((s) => s.entry === best)!.cost);
   }
   if (rejected.length > 0) {
     warn(`${rejected.length} record(s) no longer apply to their task and were passed over (first: ${rejected[0]})`);

@@ -22,17 +22,23 @@ export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprin
 /** The identity of a schedule: records of the same steps measured the same schedule. */
 const scheduleOf = (r: TuningRecord): string => JSON.stringify(r.steps);
 
+/** A schedule of a task: its latest valid record (a real line of a log) and the mean of every timing its records hold. */
+export interface RankedSchedule<E> {
+  entry: E;
+  cost: number;
+}
+
 /**
- * Valid entries per (key, target, fingerprint), one per schedule, fastest first (of equal
- * costs, the first read), in order of each group's first valid entry. Records of the same
- * steps are one schedule measured more than once (the default in every tune, the
- * confirmation pass at the end of a tune): its entry is the latest of them, with costs_ms
- * holding all their measurements, so a schedule ranks by the mean of every timing it got.
- * Ranking by single records instead rewards the luckiest measurement: on a noisy machine,
- * re-timed against its default, the "best" record of 10 of 14 tuned resnet-18 tasks was
- * slower (README, "Measured").
+ * Valid schedules per (key, target, fingerprint), fastest first (of equal costs, the first
+ * read), in order of each group's first valid entry. Records of the same steps are one
+ * schedule measured more than once (the default in every tune, the confirmation pass at the
+ * end of a tune): it ranks by the mean of every timing its records hold, and stands for its
+ * latest record. Ranking single records instead rewards the luckiest timing: on a noisy
+ * machine, re-timed against its default, the "best" record of 10 of 14 tuned resnet-18
+ * tasks was slower (README, "Measured"). The entry is a real record, never a merged one:
+ * what distill or an Nx output writes back into a store must not count timings twice.
  */
-export function rankedRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E[]> {
+export function rankedSchedules<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, RankedSchedule<E>[]> {
   const groups = new Map<string, Map<string, E[]>>();
   for (const entry of entries) {
     if (!isValidRecord(entry.record)) continue;
@@ -44,14 +50,15 @@ export function rankedRecords<E extends { record: TuningRecord }>(entries: Itera
     if (same) same.push(entry);
     else schedules.set(key, [entry]);
   }
-  const merged = (same: E[]): E => {
-    const latest = same[same.length - 1];
-    return same.length === 1 ? latest : { ...latest, record: { ...latest.record, costs_ms: same.flatMap((e) => e.record.costs_ms) } };
-  };
   return new Map([...groups].map(([group, schedules]) => {
-    const items = [...schedules.values()].map((same) => { const entry = merged(same); return { entry, cost: meanCost(entry.record) }; });
-    return [group, items.sort((a, b) => a.cost - b.cost).map((i) => i.entry)];
+    const items = [...schedules.values()].map((same) => ({ entry: same[same.length - 1], cost: meanCost({ costs_ms: same.flatMap((e) => e.record.costs_ms) }) }));
+    return [group, items.sort((a, b) => a.cost - b.cost)];
   }));
+}
+
+/** rankedSchedules' entries: one per schedule, fastest first. */
+export function rankedRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E[]> {
+  return new Map([...rankedSchedules(entries)].map(([group, list]) => [group, list.map((s) => s.entry)]));
 }
 
 /** The best valid entry per (key, target, fingerprint), in order of each group's first record. */
@@ -60,12 +67,12 @@ export function bestRecords<E extends { record: TuningRecord }>(entries: Iterabl
 }
 
 /**
- * Valid entries for one target and fingerprint, per workload key, fastest first (so a
+ * Valid schedules for one target and fingerprint, per workload key, fastest first (so a
  * caller can fall back to the next one when the best no longer applies).
  */
-export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string): Map<string, LogEntry[]> {
+export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string): Map<string, RankedSchedule<LogEntry>[]> {
   const here = [...entries].filter((e) => e.record.target === target && e.record.fingerprint === fingerprint);
-  return new Map([...rankedRecords(here).values()].map((list) => [list[0].record.key, list]));
+  return new Map([...rankedSchedules(here).values()].map((list) => [list[0].entry.record.key, list]));
 }
 
 /** Entries measured for one target string and fingerprint, per workload key, in log order. */

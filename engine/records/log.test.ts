@@ -174,8 +174,8 @@ test('best keeps the fastest valid record per (key, target, fingerprint); distil
   assert.equal(best, [records[1], records[3], records[4], records[5]]);
   assert.is(meanCost(records[1]), 2);
   const ranked = rankedByWorkload(records.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef');
-  assert.equal(ranked.get(KEY_A)!.map((e) => e.line), [2, 1]);
-  assert.equal(ranked.get(KEY_B)!.map((e) => e.line), [5]);
+  assert.equal(ranked.get(KEY_A)!.map((s) => s.entry.line), [2, 1]);
+  assert.equal(ranked.get(KEY_B)!.map((s) => s.entry.line), [5]);
   assert.is(bestRecords(records.map((record) => ({ record }))).size, 4);
 
   const input = file('big.jsonl');
@@ -191,17 +191,19 @@ test('best keeps the fastest valid record per (key, target, fingerprint); distil
   assert.equal((await readRecords(out)).entries[0].record.costs_ms, [0.25]);
 });
 
-test('records of the same steps are one schedule: it ranks by the mean of all their timings, as its latest record', () => {
+test('records of the same steps are one schedule: it ranks by the mean of all their timings, and stands for its latest record', () => {
   const lucky = rec({ costs_ms: [1], steps: OTHER_STEPS, time: '2024-05-01T10:00:00.000Z' });
   const steady = rec({ costs_ms: [2, 2] });
   const again = rec({ costs_ms: [5, 5], steps: OTHER_STEPS, time: '2024-05-01T11:00:00.000Z' }); // the lucky one timed again
-  const entries = [lucky, steady, again].map((record, i) => ({ record, file: 'x', line: i + 1 }));
-  assert.equal(rankedByWorkload(entries.slice(0, 2), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!.map((e) => e.line), [1, 2], 'one timing each: the lucky one first');
-  const ranked = rankedByWorkload(entries, 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
-  assert.equal(ranked.map((e) => e.line), [2, 3], 'timed again, the lucky one (mean 3.67) falls behind; one entry per schedule');
-  assert.equal(ranked[1].record.costs_ms, [1, 5, 5]);
-  assert.is(ranked[1].record.time, again.time);
+  const entries = [lucky, steady, again].map((record) => ({ record }));
+  const at = (list: readonly { record: TuningRecord }[]) => rankedByWorkload(list.map((e, i) => ({ ...e, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  assert.equal(at(entries.slice(0, 2)).map((s) => s.entry.line), [1, 2], 'one timing each: the lucky one first');
+  const ranked = at(entries);
+  assert.equal(ranked.map((s) => s.entry.line), [2, 3], 'timed again, the lucky one falls behind; one entry per schedule');
+  assert.equal(ranked.map((s) => s.cost), [2, 11 / 3], 'the mean of every timing of the schedule');
+  assert.is(ranked[1].entry.record, again, 'a real record (its latest), never a merged one');
   assert.equal(distill([lucky, steady, again]), [steady]);
+  assert.equal(distill([lucky, again, steady]), [steady], 'order does not matter');
 });
 
 test('openLog groups this machine\'s measurements by workload key', async () => {

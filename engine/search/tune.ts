@@ -311,7 +311,7 @@ async function confirmBest(opts: {
   let tasks = 0, schedules = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
     if (!opts.measuredNow[i]) continue;
-    const best = (ranked.get(opts.tasks[i].key) ?? []).slice(0, opts.top).map((e) => ({ steps: e.record.steps, policy: e.record.policy }));
+    const best = (ranked.get(opts.tasks[i].key) ?? []).slice(0, opts.top).map(({ entry }) => ({ steps: entry.record.steps, policy: entry.record.policy }));
     const candidates = best.some((c) => sameSteps(c.steps, opts.defaults[i])) ? best : [...best, { steps: opts.defaults[i], policy: 'default' }];
     if (candidates.length < 2) continue; // nothing to compare
     for (const order of [candidates, [...candidates].reverse()]) {
