@@ -74,7 +74,7 @@ test('opencl through ssh: the device names its OpenCL device, a dense task tuned
     const records = path.join(dir, 'r.jsonl');
     const dense = mobilenetTask('dense', 32);
     const tune = await spawnCli(['tune', 'mobilenet', '--image-size', '32', '--target', 'opencl', '--runner', sshd.runner, '--records', records,
-      '--workload', dense.key, '--trials-per-task', '4', '--repeat', '1', '--min-repeat-ms', '0', '--json']).done;
+      '--workload', dense.key, '--trials-per-task', '4', '--repeat', '1', '--min-repeat-ms', '0', '--confirm', '0', '--json']).done;
     assert.is(tune.code, 0, tune.err);
     const recs = readFileSync(records, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { error: string | null; fingerprint: string });
     assert.is(recs.length, 4, 'one record per trial');
