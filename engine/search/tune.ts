@@ -31,7 +31,11 @@ import type {
   CostModel, MeasureDevice, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
 } from './types';
 
-/** Schedules per task the confirmation pass times again, besides the default. */
+/**
+ * Schedules per task the confirmation pass times again (besides the default) when asked for
+ * one (`--confirm`). Off by default: its records count as resumed trials, so a larger budget
+ * tuned later on the same log (an Nx `full` after `tiny`) would find its tasks spent.
+ */
 export const CONFIRM_TOP = 3;
 /** TVM's num_measures_per_round. */
 export const DEFAULT_BATCH_SIZE = 64;
@@ -264,7 +268,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
     result = await scheduler.run();
     await append(gate.finish(result.reason === 'aborted'));
-    const confirm = opts.confirm ?? CONFIRM_TOP;
+    const confirm = opts.confirm ?? 0;
     if (result.reason !== 'aborted' && result.trials > 0 && confirm > 0) {
       const t0 = Date.now();
       const timed = await confirmBest({
