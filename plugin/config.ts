@@ -57,6 +57,8 @@ export interface BudgetConfig {
   trialsPerTask?: number;
   earlyStopping?: number;
   timeLimit?: number;
+  /** Schedules per task the confirmation pass at the end of a tune times again (tune --confirm). */
+  confirm?: number;
   /** Candidates measured per round (batchSize: its former name). */
   measuresPerRound?: number;
   batchSize?: number;

@@ -57,9 +57,9 @@ Search:
                         formerly --batch-size (not to be confused with --batch, the model's batch)
   --seed S              seed of the search and of the measured inputs (default 0)
   --confirm N           at the end of a run, time each task's N fastest schedules and its
-                        default twice more, in both orders (default 0: none; ${CONFIRM_TOP} on a busy
-                        machine). Compile ranks a schedule by the mean of all its timings, so
-                        a lucky measurement does not make it the best
+                        default twice more, in both orders (default ${CONFIRM_TOP}; 0: none). Compile
+                        ranks a schedule by the mean of all its timings, so a lucky
+                        measurement does not make it the best
   --read-records FILE   another log to resume from without writing to it (repeatable)
   --workload KEY        tune only this task (repeatable): its workload key as 'tensortune tasks
                         --json' prints it, or the hash that starts it (when no other task's key

@@ -6,6 +6,7 @@
 
 import type { LogEntry } from './log';
 import type { TuningRecord } from './record';
+import { stepsKey } from '../schedule/steps';
 
 export const meanCost = (r: { costs_ms: readonly number[] }): number => r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length;
 
@@ -20,7 +21,7 @@ export const isValidRecord = (r: TuningRecord): boolean =>
 export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint'>): string => JSON.stringify([r.key, r.target, r.fingerprint]);
 
 /** The identity of a schedule: records of the same steps measured the same schedule. */
-const scheduleOf = (r: TuningRecord): string => JSON.stringify(r.steps);
+const scheduleOf = (r: TuningRecord): string => stepsKey(r.steps);
 
 /** A schedule of a task: its latest valid record (a real line of a log) and the mean of every timing its records hold. */
 export interface RankedSchedule<E> {

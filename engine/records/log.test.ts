@@ -20,6 +20,7 @@ const KEY_A = '["0123456789abcdef0123456789abcdef", [1, 8, 8, 4], [3, 3, 4, 4], 
 const KEY_B = '["fedcba9876543210fedcba9876543210", [1, 16], [1, 16]]';
 
 const OTHER_STEPS: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [2] }];
+const THIRD_STEPS: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [1] }];
 
 function rec(over: Partial<TuningRecord> = {}): TuningRecord {
   return {
@@ -208,12 +209,27 @@ test('records of the same steps are one schedule: it ranks by the mean of all th
 
 test('openLog groups this machine\'s measurements by workload key', async () => {
   const f = file('resume.jsonl');
-  await appendRecords(f, [rec({ costs_ms: [2, 4] }), rec({ costs_ms: [], error: 'timeout' }), rec({ fingerprint: 'ffffffffffffffff' }), rec({ key: KEY_B })]);
+  await appendRecords(f, [rec({ costs_ms: [2, 4] }), rec({ costs_ms: [], error: 'timeout', steps: OTHER_STEPS }), rec({ fingerprint: 'ffffffffffffffff' }), rec({ key: KEY_B })]);
   const opened = await openLog(f, { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' });
   assert.is(opened.entries.length, 4);
   assert.equal(opened.measured.get(KEY_A)!.map((m) => m.cost_ms), [3, null]);
   assert.is(opened.measured.get(KEY_B)!.length, 1);
   assert.is((await openLog(file('fresh.jsonl'), { target: 't', fingerprint: 'f' })).measured.size, 0);
+});
+
+test('openLog counts a schedule timed again as one measured state, with the mean of its valid timings', async () => {
+  const f = file('resume-again.jsonl');
+  // The default measured by two tune runs, one of them failing; another schedule; then both re-timed by a confirmation pass.
+  await appendRecords(f, [
+    rec({ costs_ms: [2, 4] }), rec({ costs_ms: [1], steps: OTHER_STEPS }), rec({ costs_ms: [], error: 'timeout' }),
+    rec({ costs_ms: [6] }), rec({ costs_ms: [3, 5], steps: OTHER_STEPS }),
+  ]);
+  const states = (await openLog(f, { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' })).measured.get(KEY_A)!;
+  assert.equal(states.map((m) => m.steps), [rec().steps, OTHER_STEPS], 'one state per schedule, in order of its first record');
+  assert.equal(states.map((m) => m.cost_ms), [4, 3], 'the mean of every valid timing; the failed run adds none');
+  await appendRecords(f, [rec({ costs_ms: [], error: 'timeout', steps: THIRD_STEPS }), rec({ costs_ms: [], error: 'runtime_error', steps: THIRD_STEPS })]);
+  const after = (await openLog(f, { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' })).measured.get(KEY_A)!;
+  assert.equal(after.map((m) => m.cost_ms), [4, 3, null], 'a schedule that never ran is one error state');
 });
 
 test('makeRecord turns measurement outcomes into valid records', async () => {

@@ -2,7 +2,8 @@
 // the target and machine being tuned (records of other targets or machines would mislead
 // the search and the cost model, so they are left out).
 
-import { byWorkload, measuredCost } from './best';
+import { byWorkload, meanCost, measuredCost } from './best';
+import { stepsKey } from '../schedule/steps';
 import { readRecords, type LogEntry, type ReadOptions } from './log';
 import type { MeasuredState } from '../search/types';
 
@@ -23,14 +24,29 @@ export async function openLog(
   return { entries, measured: measuredStates(entries, match), skipped };
 }
 
+/**
+ * One state per schedule a task measured, in order of its first record: records of the same
+ * steps are one schedule timed more than once (the default, re-measured by every tune run;
+ * the confirmation pass at the end of a tune). Its cost is the mean of every valid timing,
+ * as compile ranks it (records/best.ts), or null when none of its records ran. So a resumed
+ * search counts distinct schedules as its trials: re-timing what was already measured
+ * spends none of a later, larger budget.
+ */
 export function measuredStates(entries: Iterable<LogEntry>, match: { target: string; fingerprint: string }): Map<string, MeasuredState[]> {
   const out = new Map<string, MeasuredState[]>();
   for (const [key, list] of byWorkload(entries, match)) {
-    out.set(key, list.map(({ record: r }) => {
-      const state: MeasuredState = { steps: r.steps, cost_ms: measuredCost(r) };
-      if (r.genome) state.genome = r.genome;
-      return state;
-    }));
+    const schedules = new Map<string, { state: MeasuredState; timings: number[] }>();
+    for (const { record: r } of list) {
+      const id = stepsKey(r.steps);
+      let seen = schedules.get(id);
+      if (!seen) {
+        seen = { state: { steps: r.steps, cost_ms: null }, timings: [] };
+        schedules.set(id, seen);
+      }
+      if (r.genome && !seen.state.genome) seen.state.genome = r.genome;
+      if (measuredCost(r) !== null) seen.timings.push(...r.costs_ms);
+    }
+    out.set(key, [...schedules.values()].map(({ state, timings }) => ({ ...state, cost_ms: timings.length > 0 ? meanCost({ costs_ms: timings }) : null })));
   }
   return out;
 }

@@ -74,3 +74,12 @@ export const STEP_KINDS: readonly StepKind[] = [
   'split', 'fuse', 'reorder', 'compute_at', 'compute_inline', 'compute_root', 'cache_write', 'annotate', 'pragma', 'rfactor',
   'bind', 'cache_read', 'storage_align',
 ];
+
+/**
+ * The identity of a schedule: a canonical string of its step list. Equal strings, equal
+ * programs. The search deduplicates candidates by it; the record logs group the timings of
+ * one schedule measured more than once by it (records/best.ts, records/open.ts).
+ */
+export function stepsKey(steps: readonly Step[]): string {
+  return JSON.stringify(steps);
+}

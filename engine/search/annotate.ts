@@ -153,10 +153,6 @@ export const NO_FALLBACK: ParamSource = {
   choice(key) { throw new ScheduleError(`genome has no value for ${key}`); },
 };
 
-/** A canonical string of a step list: equal strings, equal programs. Used to deduplicate. */
-export function stepsKey(steps: readonly Step[]): string {
-  return JSON.stringify(steps);
-}
 
 /**
  * Build the steps of `sketches[index]` with values from `src`. Throws ScheduleError when

@@ -7,7 +7,8 @@
 
 import type { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { stepsKey, type Built } from './annotate';
+import type { Built } from './annotate';
+import { stepsKey } from '../schedule/steps';
 import { SpacePolicy, type SpaceOptions } from './candidates';
 import { mutate } from './mutate';
 import { Rng } from './rng';

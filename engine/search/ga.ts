@@ -15,8 +15,8 @@
 // (python/tvm/autotvm/tuner/ga_tuner.py). The population here is the batch the task
 // scheduler asks for; the parents are the `poolSize` fittest measured states.
 
-import type { Step } from '../schedule/steps';
-import { GenomeSource, RandomSource, stepsKey, buildState, type Built, type ParamValue } from './annotate';
+import { stepsKey, type Step } from '../schedule/steps';
+import { GenomeSource, RandomSource, buildState, type Built, type ParamValue } from './annotate';
 import { SpacePolicy, type SpaceOptions } from './candidates';
 import { mutate } from './mutate';
 import { Rng } from './rng';

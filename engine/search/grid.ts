@@ -3,8 +3,8 @@
 // deterministic, so it suits small spaces; on large ones it only explores the innermost
 // parameters within the budget.
 
-import type { Step } from '../schedule/steps';
-import { buildState, stepsKey, tileChoices, type ParamKind, type ParamSource, type TileFits } from './annotate';
+import { stepsKey, type Step } from '../schedule/steps';
+import { buildState, tileChoices, type ParamKind, type ParamSource, type TileFits } from './annotate';
 import { SpacePolicy } from './candidates';
 
 /** Reads the i-th value of the i-th request from `digits` and records each request's domain size. */

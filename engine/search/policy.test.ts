@@ -11,7 +11,7 @@ import { load, reduceAxis, sum, v } from '../ir/expr';
 import { compute, placeholder } from '../ir/tensor';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { stepsKey } from './annotate';
+import { stepsKey } from '../schedule/steps';
 import type { EvolutionaryPolicy } from './evolutionary';
 import { createPolicy } from './policy';
 import type { CostModel, MeasuredState, PolicyContext } from './types';

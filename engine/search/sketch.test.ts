@@ -8,7 +8,8 @@ import { getNetwork } from '../frontend/networks';
 import { ComputeDAG } from '../ir/dag';
 import { extractTasks } from '../graph/extract';
 import { State } from '../schedule/state';
-import { buildState, RandomSource, stepsKey } from './annotate';
+import { buildState, RandomSource } from './annotate';
+import { stepsKey } from '../schedule/steps';
 import { generateSketches } from './sketch';
 import { Rng } from './rng';
 

@@ -107,6 +107,12 @@ test('the confirmation pass: the top schedules and the default timed twice more,
   const again = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3, confirm: 2 });
   assert.is(again.trials, 0);
   assert.is((await readRecords(log)).entries.length, entries.length, 'nothing appended');
+
+  // A larger budget later on the same log (Nx's `full` after `tiny`): the re-timings spent none of it.
+  const larger = await tuneTasks('conv', [task], { target, records: log, trials: 9, batchSize: 3, confirm: 0 });
+  assert.is(larger.trials, 3, 'six schedules measured so far, however often each was timed');
+  const all = (await readRecords(log)).entries.map((e) => e.record);
+  assert.is(new Set(all.map(key)).size, 9, 'three new schedules');
 });
 
 test('the log: one line per round with the run\'s progress against its budget; the table once when the run ends after the warm-up', async () => {

@@ -22,7 +22,7 @@ import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, isGpu, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { LocalMeasurer } from '../measure/measurer';
-import { stepsKey } from './annotate';
+import { stepsKey } from '../schedule/steps';
 import { FailFastGate } from './fail-fast';
 import { createPolicy, POLICY_NAMES } from './policy';
 import { formatEstimate, formatProgress, formatTaskTable, runBudget } from './progress';
@@ -32,9 +32,9 @@ import type {
 } from './types';
 
 /**
- * Schedules per task the confirmation pass times again (besides the default) when asked for
- * one (`--confirm`). Off by default: its records count as resumed trials, so a larger budget
- * tuned later on the same log (an Nx `full` after `tiny`) would find its tasks spent.
+ * Schedules per task the confirmation pass times again (besides the default) by default
+ * (`--confirm N`, 0: none). Its records spend no trials of a later, larger budget: resume
+ * counts distinct schedules (records/open.ts measuredStates).
  */
 export const CONFIRM_TOP = 3;
 /** TVM's num_measures_per_round. */
@@ -268,7 +268,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
     result = await scheduler.run();
     await append(gate.finish(result.reason === 'aborted'));
-    const confirm = opts.confirm ?? 0;
+    const confirm = opts.confirm ?? CONFIRM_TOP;
     if (result.reason !== 'aborted' && result.trials > 0 && confirm > 0) {
       const t0 = Date.now();
       const timed = await confirmBest({

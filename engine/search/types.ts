@@ -148,8 +148,8 @@ export interface TuneNetworkOptions {
   prefetch?: boolean;
   /**
    * The confirmation pass (tune.ts confirmBest): at the end of a run that measured something,
-   * each task's this many fastest schedules and its default are timed twice more (default 0:
-   * none; CONFIRM_TOP, 3, is what the CLI's help suggests on a busy machine).
+   * each task's this many fastest schedules and its default are timed twice more (default
+   * CONFIRM_TOP, 3; 0: none).
    */
   confirm?: number;
 }

@@ -37,6 +37,7 @@ export function budgetFor(b: BudgetConfig, o: TuneExecutorOptions, targetThreads
     trialsPerTask: counted ? o.trialsPerTask : b.trialsPerTask,
     timeLimitS: o.timeLimit ?? b.timeLimit,
     earlyStopping: o.earlyStopping ?? b.earlyStopping,
+    confirm: o.confirm ?? b.confirm,
     batchSize: o.measuresPerRound ?? b.measuresPerRound ?? b.batchSize,
     policy: o.policy ?? b.policy,
     seed: o.seed ?? b.seed,

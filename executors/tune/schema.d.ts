@@ -13,6 +13,8 @@ export interface TuneExecutorOptions extends NetworkExecutorOptions {
   /** Seconds. */
   timeLimit?: number;
   earlyStopping?: number;
+  /** Schedules per task the confirmation pass times again (0: none). */
+  confirm?: number;
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   /** Candidates measured per round. */
   measuresPerRound?: number;
