@@ -331,4 +331,29 @@ test('a task and its alternative (a Winograd task of the same layers) count once
   assert.is(result.estimatedMs, direct.weight * 1 + other.weight * 2);
 });
 
+test('the gradient of a layer\'s slower implementation counts only the gain that would pass the layer\'s best', () => {
+  const [direct, other] = TASKS;
+  const wino: Task = { ...TASKS[2], key: 'wino', alternative: { of: direct.key, impl: 'winograd' } };
+  const cost = (ms: number): MeasuredState => ({ steps: [], cost_ms: ms });
+  const gradientsOf = (directMs: number[], winoMs: number[]): (number | null)[] => {
+    const entries: SchedulerTask[] = [[direct, directMs], [other, [3, 3, 3, 3]], [wino, winoMs]].map(([task, ms]) => ({
+      task: task as Task, policy: new CountingPolicy(0), prior: (ms as number[]).map(cost),
+    }));
+    return new TaskScheduler(entries, { batchSize: 4, seed: 1, trials: 1000 }, { measurer: new TableMeasurer(falling), costModel: new RecordingModel(), record: () => undefined }).gradients();
+  };
+  const w = direct.weight;
+  // Two rounds each (t = 2): the optimistic target is g / 2.
+  // Winograd 10 ms against direct 4: its target 5 stays above 4, so it moves nothing; direct keeps TVM's gradient.
+  let g = gradientsOf([4, 4, 4, 4, 4, 4, 4, 4], [10, 10, 10, 10, 10, 10, 10, 10]);
+  assert.is(g[2], 0, 'a slower alternative that cannot pass the layer\'s best');
+  assert.ok(Math.abs(g[0]! - w * (1 - ALPHA) * (2 - 4)) < 1e-12, 'the layer\'s best: TVM\'s forward term');
+  // Winograd 6 ms: its target 3 passes direct's 4 by 1 ms; only that counts.
+  g = gradientsOf([4, 4, 4, 4, 4, 4, 4, 4], [6, 6, 6, 6, 6, 6, 6, 6]);
+  assert.ok(Math.abs(g[2]! - w * (1 - ALPHA) * (3 - 4)) < 1e-12, String(g[2]));
+  // The alternative not yet measured: nothing bounds the direct task's gain.
+  g = gradientsOf([4, 4, 4, 4, 4, 4, 4, 4], []);
+  assert.ok(Math.abs(g[0]! - w * (1 - ALPHA) * (2 - 4)) < 1e-12);
+  assert.is(g[2], null);
+});
+
 test.run();

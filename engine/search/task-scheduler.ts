@@ -171,10 +171,12 @@ export class TaskScheduler {
   /** Batches searched ahead of their task's round (prefetch), by task. */
   private readonly prefetched = new Map<number, Promise<Step[][]>>();
   /**
-   * Layer groups, for estimatedMs: a task and its alternatives (a Winograd task of the same
-   * layers), with the weight of the task they are alternatives of.
+   * Layer groups, for estimatedMs and the gradient: a task and its alternatives (a Winograd
+   * task of the same layers), with the weight of the task they are alternatives of.
    */
   private readonly layers: { weight: number; members: TaskState[] }[];
+  /** Each task's layer group (an index into `layers`). */
+  private readonly layerOf: number[];
 
   constructor(tasks: readonly SchedulerTask[], private readonly opts: SchedulerOptions, private readonly hooks: SchedulerHooks) {
     this.perRound = perRoundTrials(opts, tasks.length);
@@ -197,6 +199,7 @@ export class TaskScheduler {
       layers.set(head, [...(layers.get(head) ?? []), s]);
     }
     this.layers = [...layers].map(([head, members]) => ({ weight: byKey.get(head)!.entry.task.weight, members }));
+    this.layerOf = this.states.map((s) => this.layers.findIndex((l) => l.members.includes(s)));
   }
 
   /** Trials per round this scheduler uses. */
@@ -393,20 +396,32 @@ export class TaskScheduler {
     });
   }
 
-  /** Gradient of the objective for each live task (TVM's "gradient" strategy); lower = more promising. */
+  /**
+   * Gradient of the objective for each live task (TVM's "gradient" strategy); lower = more
+   * promising. The objective counts a layer once, at its fastest implementation (a conv and
+   * its Winograd alternative: compile runs the faster), so a task's latency enters it as
+   * min(its best, its alternatives' best): TVM's terms are taken through that min. An
+   * alternative that stays slower than the layer's best moves nothing, and only the part
+   * of its predicted gain that would pass that best counts (our addition: TVM has no
+   * alternatives within one scheduler).
+   */
   gradients(): (number | null)[] {
     return this.states.map((s, i) => {
       if (s.stop || s.best === null) return null;
+      const layer = this.layers[this.layerOf[i]];
+      // The fastest of the other implementations of the layer (+∞: none, or none measured).
+      const others = Math.min(...layer.members.filter((m) => m !== s).map((m) => m.best ?? Infinity));
+      const seen = (latency: number): number => Math.min(latency, others);
       const g = s.best;
       const t = Math.max(1, s.rounds);
-      const chain = s.entry.task.weight; // ∂(Σ w·g)/∂g_i
+      const chain = layer.weight; // ∂(Σ w·g)/∂g_i
       const h = s.history;
       const backward = h.length > this.window && h[h.length - 1] !== null && h[h.length - 1 - this.window] !== null
-        ? (h[h.length - 1]! - h[h.length - 1 - this.window]!) / this.window
+        ? (seen(h[h.length - 1]!) - seen(h[h.length - 1 - this.window]!)) / this.window
         : 0;
       const optimistic = g - g / t;
       const similar = this.similarBound(i);
-      const forward = Math.min(optimistic, similar) - g;
+      const forward = seen(Math.min(optimistic, similar)) - seen(g);
       return chain * (this.alpha * backward + (1 - this.alpha) * forward);
     });
   }
