@@ -7,7 +7,8 @@
 // lowering began to fold floormod(x, 1) to 0, and the sketch fills to raise or refuse
 // parallel loops of fewer than 32 iterations (session 7), and the default schedules to
 // reduce a pool inside its epilogue's vector tile (session 9: mobilenet's global average
-// pool). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
+// pool), and to give a depthwise conv its own register tile, with its channel tiles inside
+// the spatial loops (session 10). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
 // the digest: check the new output, then update EXPECTED below with the digest the failure
 // prints.
 
@@ -25,7 +26,7 @@ import { parseTarget } from '../target';
 import { renderKernel } from './c';
 import { lower } from './lower';
 
-const EXPECTED = '9479bf6900dbf8164c19f18eb5b6b2f8660627c337c164d119a3a8f8e1527436';
+const EXPECTED = '2df2fa1b767ee07cdcff824569c4850b31a68bb16859cd07e25db10f046ec833';
 
 /** The rendered C of every state this test pins, in a fixed order. */
 function cpuSources(): { sources: string[]; states: number } {

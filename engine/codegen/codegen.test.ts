@@ -107,6 +107,26 @@ test('depthwise conv NHWC, stride 2', () => {
   check(dag, dflt(dag), 'depthwise');
 });
 
+test('default: a depthwise conv keeps its channel tiles inside the spatial loops, in a tile of at most 8 accumulators of up to 4 vectors', () => {
+  const dw = (h: number, c: number, stride: number): ComputeDAG => new ComputeDAG([relu(depthwiseConv2dNHWC(
+    placeholder('data', [1, h, h, c]), placeholder('w', [3, 3, c, 1]), { strides: [stride, stride], padding: [1, 1, 1, 1], dilation: [1, 1] }))]);
+  const tile = (steps: readonly Step[]): number[] => steps.flatMap((s) => (s.s === 'split' && s.stage === 'T_relu' ? s.lengths : []));
+  const parallelIter = (steps: readonly Step[]): string => {
+    const p = steps.find((s) => s.s === 'annotate' && s.ann === 'parallel');
+    return p && p.s === 'annotate' ? p.iter : '';
+  };
+  // 64 channels at 8 lanes: 4 vectors (32 channels) by 2 columns; at 16 lanes: 4 vectors (64) by 2.
+  const s8 = dflt(dw(16, 64, 2), 8);
+  assert.equal(tile(s8), [32, 2]);
+  assert.not.match(parallelIter(s8), /ax3/, 'the input is slid over, not weights: the channel tiles stay inside');
+  check(dw(16, 64, 2), s8, 'depthwise, stride 2, 8 lanes', 8);
+  assert.equal(tile(dflt(dw(16, 64, 2), 16)), [64, 2]);
+  // 24 channels at 8 lanes: 3 vectors, 2 columns; a 7-wide output: 1 column.
+  assert.equal(tile(dflt(dw(10, 24, 1), 8)), [24, 2]);
+  assert.equal(tile(dflt(dw(7, 64, 1), 8)), [32, 1]);
+  check(dw(10, 24, 1), dflt(dw(10, 24, 1), 8), 'depthwise, 24 channels, 8 lanes', 8);
+});
+
 test('conv2d NCHW, default schedule', () => {
   const data = placeholder('data', [1, 6, 8, 8]);
   const w = placeholder('w', [10, 6, 3, 3]);
