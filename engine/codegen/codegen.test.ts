@@ -127,6 +127,13 @@ test('default: a depthwise conv keeps its channel tiles inside the spatial loops
   check(dw(10, 24, 1), dflt(dw(10, 24, 1), 8), 'depthwise, 24 channels, 8 lanes', 8);
 });
 
+test('default: a reduction runs in parallel by its multiply-adds, not its outputs (a classifier\'s dense layer)', () => {
+  const fc = new ComputeDAG([binary('add', dense(placeholder('x', [1, 1024]), placeholder('w', [1000, 1024])), placeholder('b', [1, 1000]))]);
+  assert.ok(dflt(fc, 8).some((s) => s.s === 'annotate' && s.ann === 'parallel'), '1000 outputs, 1M multiply-adds');
+  const small = new ComputeDAG([binary('add', dense(placeholder('x', [1, 16]), placeholder('w', [32, 16])), placeholder('b', [1, 32]))]);
+  assert.not.ok(dflt(small, 8).some((s) => s.s === 'annotate' && s.ann === 'parallel'), '512 multiply-adds: not worth a fork');
+});
+
 test('conv2d NCHW, default schedule', () => {
   const data = placeholder('data', [1, 6, 8, 8]);
   const w = placeholder('w', [10, 6, 3, 3]);

@@ -28,7 +28,7 @@ const TILED_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', 'depthwise_conv2d_nhwc
 export interface DefaultOptions {
   /** float32 lanes of the target's vector unit: 16 for AVX-512, 8 for AVX2/NEON. */
   vectorLanes: number;
-  /** Parallelise only loops with at least this many output elements. */
+  /** Parallelise only loops with at least this much work: output elements (times the multiply-adds per output, for a tiled reduction). */
   minParallelElements?: number;
   /** A GPU target's limits (target.ts `gpu`): the first-generation GPU schedule (defaults-gpu.ts) instead. */
   gpu?: DefaultGpuLimits;
@@ -171,7 +171,10 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     if (fusable.length >= 2) apply({ s: 'fuse', stage: out.name, iters: fusable });
     const parallelIter = fusable.length >= 2 ? fusable.join('@') : fusable[0];
     const attachIter = fusable === outer ? parallelIter : `${last.name}.0`;
-    if (numElements(out.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: out.name, iter: parallelIter || attachIter, ann: 'parallel' });
+    // Parallel where there is work to share: the multiply-adds, not the outputs (a classifier's
+    // dense layer has 1000 outputs and 1M multiply-adds, and ran on one core of two).
+    const work = numElements(out.tensor.shape) * numElements(main.reduceAxes.map((a) => a.extent));
+    if (work >= minParallel) apply({ s: 'annotate', stage: out.name, iter: parallelIter || attachIter, ann: 'parallel' });
     // Unrolling around a vector loop that is not a whole number of vectors makes GCC's
     // compile time explode (50 s for one conv), so only whole vectors are unrolled.
     const wholeVectors = vec % lanes === 0;
