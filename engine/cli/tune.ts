@@ -56,10 +56,11 @@ Search:
   --measures-per-round N  candidates measured per round (default ${DEFAULT_BATCH_SIZE}); TVM's num_measures_per_round,
                         formerly --batch-size (not to be confused with --batch, the model's batch)
   --seed S              seed of the search and of the measured inputs (default 0)
-  --confirm N           at the end of a run, time each task's N fastest schedules and its
-                        default twice more, in both orders (default ${CONFIRM_TOP}; 0: none). Compile
-                        ranks a schedule by the mean of all its timings, so a lucky
-                        measurement does not make it the best
+  --confirm N           at the end of a run, time each task's N fastest schedules (and its
+                        default) together twice more, in both orders (default ${CONFIRM_TOP}; 0: none).
+                        Compile picks among the schedules so confirmed, by those timings,
+                        so a lucky measurement or a slow phase of the machine does not
+                        decide
   --read-records FILE   another log to resume from without writing to it (repeatable)
   --workload KEY        tune only this task (repeatable): its workload key as 'tensortune tasks
                         --json' prints it, or the hash that starts it (when no other task's key

@@ -1,6 +1,7 @@
-// "Apply history best": the valid schedule with the lowest mean cost, per (workload key,
-// target, hardware fingerprint), a schedule's cost being the mean of all the timings its
-// records hold. A record counts when it ran and was verified (error null).
+// "Apply history best": the valid schedule with the lowest cost, per (workload key, target,
+// hardware fingerprint): the confirmed schedules first, by the mean of their confirmation
+// timings, then the others by the mean of all the timings their records hold (see
+// rankedSchedules). A record counts when it ran and was verified (error null).
 // Unlike TVM, which matches records on the target's keys (any `cpu`), a record applies only
 // to the exact target string and fingerprint it was measured on.
 
@@ -23,21 +24,39 @@ export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprin
 /** The identity of a schedule: records of the same steps measured the same schedule. */
 const scheduleOf = (r: TuningRecord): string => stepsKey(r.steps);
 
-/** A schedule of a task: its latest valid record (a real line of a log) and the mean of every timing its records hold. */
+/**
+ * The policy of the records the confirmation pass appends (search/tune.ts confirmBest): a
+ * schedule timed again beside its rivals, not a trial. The schedule's first record keeps the
+ * policy that proposed it.
+ */
+export const CONFIRM_POLICY = 'confirm';
+
+/** A schedule of a task: its latest valid record (a real line of a log) and what it costs. */
 export interface RankedSchedule<E> {
   entry: E;
+  /** What the ranking compares: the mean of its confirmation timings when it has some, else of all its timings. */
   cost: number;
+  /** The mean of every timing its records hold. */
+  mean: number;
+  /** Whether a confirmation pass timed it. */
+  confirmed: boolean;
 }
 
 /**
  * Valid schedules per (key, target, fingerprint), fastest first (of equal costs, the first
  * read), in order of each group's first valid entry. Records of the same steps are one
- * schedule measured more than once (the default in every tune, the confirmation pass at the
- * end of a tune): it ranks by the mean of every timing its records hold, and stands for its
- * latest record. Ranking single records instead rewards the luckiest timing: on a noisy
- * machine, re-timed against its default, the "best" record of 10 of 14 tuned resnet-18
- * tasks was slower (README, "Measured"). The entry is a real record, never a merged one:
- * what distill or an Nx output writes back into a store must not count timings twice.
+ * schedule measured more than once; it stands for its latest record.
+ *
+ * Schedules a confirmation pass timed rank first, by the mean of their confirmation
+ * timings; the others follow, by the mean of all their timings. A task's best record is
+ * the minimum of many noisy timings, biased low, and a busy machine drifts: on the AVX2 box
+ * a mobilenet conv's schedules timed at 1.42-1.50 ms during the search re-timed at 1.8-2.1
+ * minutes later, the default with them. Ranked by the mean of all timings, each schedule
+ * the pass re-timed fell behind the ones it had not, and compile took a lucky one (slower
+ * than the default in the network). The pass times its candidates together, forward and
+ * reversed, so drift hits them alike, and only those timings decide among them.
+ * The entry is a real record, never a merged one: what distill or an Nx output writes back
+ * into a store must not count timings twice.
  */
 export function rankedSchedules<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, RankedSchedule<E>[]> {
   const groups = new Map<string, Map<string, E[]>>();
@@ -51,9 +70,15 @@ export function rankedSchedules<E extends { record: TuningRecord }>(entries: Ite
     if (same) same.push(entry);
     else schedules.set(key, [entry]);
   }
+  const timingsOf = (list: readonly E[]): number[] => list.flatMap((e) => e.record.costs_ms);
   return new Map([...groups].map(([group, schedules]) => {
-    const items = [...schedules.values()].map((same) => ({ entry: same[same.length - 1], cost: meanCost({ costs_ms: same.flatMap((e) => e.record.costs_ms) }) }));
-    return [group, items.sort((a, b) => a.cost - b.cost)];
+    const items = [...schedules.values()].map((same): RankedSchedule<E> => {
+      const mean = meanCost({ costs_ms: timingsOf(same) });
+      const confirmations = timingsOf(same.filter((e) => e.record.policy === CONFIRM_POLICY));
+      const confirmed = confirmations.length > 0;
+      return { entry: same[same.length - 1], cost: confirmed ? meanCost({ costs_ms: confirmations }) : mean, mean, confirmed };
+    });
+    return [group, items.sort((a, b) => Number(b.confirmed) - Number(a.confirmed) || a.cost - b.cost)];
   }));
 }
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UserError } from '../errors';
-import { bestRecords, meanCost, rankedByWorkload } from './best';
+import { bestRecords, CONFIRM_POLICY, meanCost, rankedByWorkload, recordGroup } from './best';
 import { distill, distillFiles } from './distill';
 import { appendRecords, readRecords, withFileLock } from './log';
 import { makeRecord } from './make';
@@ -205,6 +205,19 @@ test('records of the same steps are one schedule: it ranks by the mean of all th
   assert.is(ranked[1].entry.record, again, 'a real record (its latest), never a merged one');
   assert.equal(distill([lucky, steady, again]), [steady]);
   assert.equal(distill([lucky, again, steady]), [steady], 'order does not matter');
+});
+
+test('confirmed schedules rank first, by their confirmation timings only: drift between the search and the pass does not pick an unconfirmed lucky one', () => {
+  const at = (list: readonly TuningRecord[]) => rankedByWorkload(list.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  // During the search (a fast phase): A 1.5, B 1.4, C 1.3 (never re-timed). The pass (a slow phase) times A and B: 2.0 and 2.4.
+  const a = rec({ costs_ms: [1.5] }), b = rec({ costs_ms: [1.4], steps: OTHER_STEPS }), c = rec({ costs_ms: [1.3], steps: THIRD_STEPS });
+  const passA = rec({ costs_ms: [2, 2], policy: CONFIRM_POLICY }), passB = rec({ costs_ms: [2.4, 2.4], steps: OTHER_STEPS, policy: CONFIRM_POLICY });
+  assert.equal(at([a, b, c]).map((s) => s.entry.record.costs_ms[0]), [1.3, 1.4, 1.5], 'nothing confirmed: by the mean of all timings');
+  const ranked = at([a, b, c, passA, passB]);
+  assert.equal(ranked.map((s) => s.entry.record.steps), [a.steps, OTHER_STEPS, THIRD_STEPS], 'A beat B in the pass; C was not timed by it');
+  assert.equal(ranked.map((s) => [s.confirmed, s.cost]), [[true, 2], [true, 2.4], [false, 1.3]]);
+  assert.equal(ranked.map((s) => s.mean.toFixed(4)), ['1.8333', '2.0667', '1.3000'], 'the mean of all timings, kept beside');
+  assert.is(bestRecords([a, b, c, passA, passB].map((record) => ({ record }))).get(recordGroup(a))!.record, passA, 'its latest record, a real line');
 });
 
 test('openLog groups this machine\'s measurements by workload key', async () => {

@@ -14,6 +14,7 @@ import { loadModel } from '../frontend/load';
 import { extractTasks } from '../graph/extract';
 import { runBench } from '../native/bench';
 import { readRecords } from '../records/log';
+import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
 import { hardwareFingerprint, parseTarget } from '../target';
 import { tuneNetwork, tuneTasks } from './tune';
 import type { TuneEvent } from './types';
@@ -82,7 +83,7 @@ test('the policy fills the rest of each batch (its states with their genome); th
   assert.is(new Set(all.map((e) => JSON.stringify(e.record.steps))).size, 9, 'nothing measured twice, the default included');
 });
 
-test('the confirmation pass: the top schedules and the default timed twice more, in both orders; a run that measures nothing confirms nothing', async () => {
+test('the confirmation pass: the top schedules and the default timed twice more, in both orders, and compile picks among them by those timings; a run that measures nothing confirms nothing', async () => {
   const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 1, randomStats: false, weights: 'random' });
   b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
   const [task] = extractTasks(b.graph);
@@ -94,24 +95,20 @@ test('the confirmation pass: the top schedules and the default timed twice more,
   const searched = entries.slice(0, 6);
   const key = (r: { steps: unknown }): string => JSON.stringify(r.steps);
   const mean = (r: { costs_ms: number[] }): number => r.costs_ms.reduce((a, c) => a + c, 0) / r.costs_ms.length;
-  // The two fastest of the run (ranked as compile ranks them), then the default: forward, then reversed.
+  // The two fastest of the run by mean (compile's ranking is the same while nothing is confirmed), then the default: forward, then reversed.
   const top = [...searched].sort((x, y) => mean(x) - mean(y)).slice(0, 2).map(key);
   const dflt = key(searched.find((r) => r.policy === 'default')!);
   const order = top.includes(dflt) ? top : [...top, dflt];
-  const first = entries.slice(6, 6 + 2 * order.length);
-  assert.equal(first.map(key), [...order, ...[...order].reverse()], 'the first round');
+  assert.equal(entries.slice(6).map(key), [...order, ...[...order].reverse()]);
   assert.ok(entries.slice(6).every((r) => r.error === null && r.costs_ms.length > 0));
-  const proposer = new Map(searched.map((r) => [key(r), r.policy]));
-  assert.equal(entries.slice(6).map((r) => r.policy), entries.slice(6).map((r) => proposer.get(key(r))), 'a record keeps the policy that proposed its schedule');
-  // Later rounds (if any) re-time only schedules the first did not, and stop once the best by mean was re-timed.
-  const later = entries.slice(6 + 2 * order.length);
-  assert.ok(later.every((r) => !order.includes(key(r))), 'nothing timed twice by the pass');
-  const timings = new Map<string, number[]>();
-  for (const r of entries) timings.set(key(r), [...(timings.get(key(r)) ?? []), ...r.costs_ms]);
-  const best = [...timings].sort((a, b) => mean({ costs_ms: a[1] }) - mean({ costs_ms: b[1] }))[0][0];
-  assert.ok(entries.filter((r) => key(r) === best).length >= 3, 'the schedule compile picks was timed again by the pass');
-  const schedules = new Set(entries.slice(6).map(key)).size;
-  assert.ok(out.some((l) => l.startsWith(`confirmed: ${schedules} schedule(s) of 1 task(s) timed twice more`)), out.join('\n'));
+  assert.ok(entries.slice(6).every((r) => r.policy === CONFIRM_POLICY), 'confirmation records say so');
+  assert.equal(searched.map((r) => r.policy), ['default', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary'], 'the first record keeps the proposer');
+  // Compile picks among the confirmed schedules, by their confirmation timings.
+  const [best] = rankedByWorkload((await readRecords(log)).entries, target, searched[0].fingerprint).get(task.key)!;
+  assert.ok(best.confirmed && order.includes(key(best.entry.record)));
+  const confirmations = entries.slice(6).filter((r) => key(r) === key(best.entry.record)).flatMap((r) => r.costs_ms);
+  assert.is(best.cost, mean({ costs_ms: confirmations }));
+  assert.ok(out.some((l) => l.startsWith(`confirmed: ${order.length} schedule(s) of 1 task(s) timed twice more`)), out.join('\n'));
 
   const again = await tuneTasks('conv', [task], { target, records: log, trials: 6, batchSize: 3, confirm: 2 });
   assert.is(again.trials, 0);

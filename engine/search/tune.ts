@@ -12,7 +12,7 @@ import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
-import { rankedByWorkload } from '../records/best';
+import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
 import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -37,8 +37,6 @@ import type {
  * counts distinct schedules (records/open.ts measuredStates).
  */
 export const CONFIRM_TOP = 3;
-/** Rounds of the confirmation pass at most: the first, then re-timing a task's new best while it is one the pass has not timed. */
-export const CONFIRM_ROUNDS = 3;
 /** TVM's num_measures_per_round. */
 export const DEFAULT_BATCH_SIZE = 64;
 /** TVM's tutorials budget about 800 trials per task on CPU (tune_network_x86.py); used when no budget is given. */
@@ -230,8 +228,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       close: async () => undefined, // the parts' measurer is closed once, after the run
       ...(parts.measurer.whenIdle ? { whenIdle: () => parts.measurer.whenIdle!() } : {}),
     };
-    const toRecord = (i: number, o: MeasureOutcome, proposer?: string): TuningRecord => makeRecord(o, {
-      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: sameSteps(o.steps, defaults[i]) ? 'default' : proposer ?? policyName,
+    const toRecord = (i: number, o: MeasureOutcome, policy?: string): TuningRecord => makeRecord(o, {
+      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: policy ?? (sameSteps(o.steps, defaults[i]) ? 'default' : policyName),
     }, entries[i].policy.genomeOf?.(o.steps));
 
     // What this run may still measure, for the progress and ETA of each round's line.
@@ -276,7 +274,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       const timed = await confirmBest({
         tasks, defaults, top: confirm, measurer, match, files: [...extra, records], warn,
         measuredNow: result.tasks.map((t) => t.runTrials > 0),
-        record: (i, outcomes, proposers) => append(outcomes.map((o, k) => toRecord(i, o, proposers[k]))),
+        record: (i, outcomes) => append(outcomes.map((o) => toRecord(i, o, CONFIRM_POLICY))),
       });
       if (timed.schedules > 0) {
         log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
@@ -298,48 +296,36 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
 /**
  * The confirmation pass. A task's best record is the minimum of many noisy timings, so it
- * is biased low: on a busy machine the "best" of most tasks was a lucky measurement and
- * lost to the default when both were timed again (README, "Measured"). At the end of a run,
- * for each task it measured, the `top` fastest schedules (by the mean of all their timings
- * so far, as compile ranks them: records/best.ts) and the default are timed again, once in
- * that order and once reversed, so that drift over the pass hits each about equally. The
- * new records join their schedules' earlier ones in compile's ranking.
- *
- * Re-timed, the lucky ones fall back, and the next schedule in line, timed once, can become
- * the best: a tuned mobilenet's 7x7x1024 conv was compiled with such a fourth schedule
- * (1.93 ms in its one record, 3.0-3.4 timed again; the default 2.0-2.2). So the pass goes
- * on, up to CONFIRM_ROUNDS rounds, for each task whose best is a schedule it has not timed
- * yet. The builds are reused from this run's work directory where they are still there.
+ * is biased low, and a busy machine drifts between the search's timings of two schedules:
+ * on the AVX2 box the "best" of most tuned resnet-18 tasks was a lucky measurement and lost
+ * to the default when both were timed again (README, "Measured"). At the end of a run, for
+ * each task it measured, the pass times together, once in order and once reversed (so that
+ * drift over the pass hits each alike): the `top` schedules by the mean of all their
+ * timings, the `top` of compile's ranking (which may hold the winners of an earlier pass)
+ * and the default. Its records carry the policy CONFIRM_POLICY, and compile ranks the
+ * schedules a pass timed first, by those timings only (records/best.ts rankedSchedules).
+ * The builds are reused from this run's work directory where they are still there.
  */
 async function confirmBest(opts: {
   tasks: readonly Task[]; defaults: readonly Step[][]; top: number; measurer: Measurer;
   match: { target: string; fingerprint: string }; files: string[]; warn?: (message: string) => void;
   measuredNow: readonly boolean[];
-  /** Appends the outcomes; `proposers[k]`: the policy that first proposed outcome k's schedule, which its record keeps. */
-  record: (task: number, outcomes: MeasureOutcome[], proposers: (string | undefined)[]) => Promise<void>;
+  record: (task: number, outcomes: MeasureOutcome[]) => Promise<void>;
 }): Promise<{ tasks: number; schedules: number }> {
-  const timed = opts.tasks.map(() => new Set<string>()); // schedules this pass timed, per task
-  let schedules = 0;
-  for (let round = 0; round < CONFIRM_ROUNDS; round++) {
-    const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
-    let more = false;
-    for (let i = 0; i < opts.tasks.length; i++) {
-      if (!opts.measuredNow[i]) continue;
-      const list = (ranked.get(opts.tasks[i].key) ?? []).map(({ entry }) => ({ steps: entry.record.steps, policy: entry.record.policy }));
-      const fresh = (c: { steps: Step[] }): boolean => !timed[i].has(stepsKey(c.steps));
-      // The first round: the top schedules and the default. Later rounds: a task whose best was not timed by this pass.
-      if (round > 0 && (list.length === 0 || !fresh(list[0]))) continue;
-      const best = list.slice(0, opts.top);
-      const candidates = (round > 0 || best.some((c) => sameSteps(c.steps, opts.defaults[i])) ? best : [...best, { steps: opts.defaults[i], policy: 'default' }]).filter(fresh);
-      if (round === 0 && candidates.length < 2) continue; // nothing to compare
-      for (const order of [candidates, [...candidates].reverse()]) {
-        await opts.record(i, await opts.measurer.measure(opts.tasks[i], order.map((c) => c.steps)), order.map((c) => c.policy));
-      }
-      for (const c of candidates) timed[i].add(stepsKey(c.steps));
-      schedules += candidates.length;
-      more = true;
-    }
-    if (!more) break;
+  const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
+  let tasks = 0, schedules = 0;
+  for (let i = 0; i < opts.tasks.length; i++) {
+    if (!opts.measuredNow[i]) continue;
+    const list = ranked.get(opts.tasks[i].key) ?? [];
+    const byMean = [...list].sort((a, b) => a.mean - b.mean);
+    const candidates = new Map<string, Step[]>();
+    for (const s of [...byMean.slice(0, opts.top), ...list.slice(0, opts.top)]) candidates.set(stepsKey(s.entry.record.steps), s.entry.record.steps);
+    candidates.set(stepsKey(opts.defaults[i]), opts.defaults[i]);
+    if (candidates.size < 2) continue; // nothing to compare
+    const order = [...candidates.values()];
+    for (const steps of [order, [...order].reverse()]) await opts.record(i, await opts.measurer.measure(opts.tasks[i], steps));
+    tasks += 1;
+    schedules += order.length;
   }
-  return { tasks: timed.filter((t) => t.size > 0).length, schedules };
+  return { tasks, schedules };
 }

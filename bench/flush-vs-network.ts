@@ -1,0 +1,100 @@
+// Which way of timing a kernel alone tracks the network (issue 13, item 7): for each task of
+// a network, its default schedule and compile's choice from a record log are timed by the
+// measurer with the caches flushed before each run (tune's default on CPUs) and without,
+// and in the two compiled networks (default and tuned) by the per-kernel profile, all at 1
+// thread, in interleaved rounds; medians. A timing mode agrees on a task when it orders the
+// two schedules as the network does.
+//
+//   npx tsx bench/flush-vs-network.ts --records LOG [--network mobilenet] [--rounds 3]
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { compileNetwork } from '../engine/compile/network';
+import { getNetwork } from '../engine/frontend/networks';
+import { LocalMeasurer } from '../engine/measure/measurer';
+import { runBench } from '../engine/native/bench';
+import { rankedByWorkload } from '../engine/records/best';
+import { readRecordFiles } from '../engine/records/log';
+import { defaultSchedule } from '../engine/schedule/defaults';
+import { stepsKey, type Step } from '../engine/schedule/steps';
+import { tuningTasks } from '../engine/search/tune';
+import { hardwareFingerprint, parseTarget } from '../engine/target';
+
+const { values } = parseArgs({ options: { records: { type: 'string' }, network: { type: 'string', default: 'mobilenet' }, rounds: { type: 'string', default: '3' } } });
+if (!values.records) throw new Error('--records LOG: the tuned log to compare with the defaults');
+const records = path.resolve(values.records);
+const target = parseTarget('llvm -mcpu=native');
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+const median = (xs: readonly number[] | undefined): number => (xs?.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : NaN);
+const COLUMNS = ['flush default', 'flush tuned', 'no flush default', 'no flush tuned', 'network default', 'network tuned'] as const;
+
+/** Per-call ms of each kernel of a compiled network, by workload key (one profiled bench run). */
+async function networkTimes(dir: string): Promise<Map<string, number>> {
+  const manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { kernels: { symbol: string; key: string }[] };
+  const run = await runBench({ model: path.join(dir, 'model.so'), params: path.join(dir, 'params.bin'), threads: 1, profile: true, repeat: 5 });
+  const sum = new Map<string, { ms: number; calls: number }>();
+  for (const c of run.profile ?? []) {
+    const s = sum.get(c.symbol) ?? { ms: 0, calls: 0 };
+    sum.set(c.symbol, { ms: s.ms + c.ms, calls: s.calls + 1 });
+  }
+  return new Map(manifest.kernels.flatMap((k) => {
+    const s = sum.get(k.symbol);
+    return s ? [[k.key, s.ms / s.calls] as const] : [];
+  }));
+}
+
+async function main(): Promise<void> {
+  const graph = getNetwork(values.network!, { weights: 'zeros' }).graph;
+  const tasks = tuningTasks(graph, target.text).filter((t) => !t.alternative);
+  const ranked = rankedByWorkload(await readRecordFiles([records]), target.text, hardwareFingerprint(target));
+  const work = mkdtempSync(path.join(tmpdir(), 'tt-flush-vs-network-'));
+  const flushed = new LocalMeasurer(target, { flush: true, threads: 1 });
+  const warm = new LocalMeasurer(target, { flush: false, threads: 1 });
+  const times = new Map<string, Map<string, number[]>>();
+  const add = (key: string, column: string, ms: number): void => {
+    const row = times.get(key) ?? new Map<string, number[]>();
+    row.set(column, [...(row.get(column) ?? []), ms]);
+    times.set(key, row);
+  };
+  try {
+    const dirs = { default: path.join(work, 'default'), tuned: path.join(work, 'tuned') };
+    await compileNetwork({ model: values.network!, target: target.text, outDir: dirs.default, log: () => undefined });
+    await compileNetwork({ model: values.network!, target: target.text, outDir: dirs.tuned, records: [records], log: () => undefined });
+    for (let round = 0; round < Number(values.rounds); round++) {
+      for (const task of tasks) {
+        const dflt = defaultSchedule(task.dag, { vectorLanes: target.vectorLanes });
+        const best = ranked.get(task.key)?.[0]?.entry.record.steps;
+        const schedules: [string, Step[]][] = [['default', dflt], ...(best && stepsKey(best) !== stepsKey(dflt) ? [['tuned', best] as [string, Step[]]] : [])];
+        for (const [measurer, mode] of [[flushed, 'flush'], [warm, 'no flush']] as const) {
+          for (const [which, steps] of schedules) {
+            const [o] = await measurer.measure(task, [steps]);
+            if (o.error === null) add(task.key, `${mode} ${which}`, mean(o.costs_ms));
+          }
+        }
+      }
+      for (const which of ['default', 'tuned'] as const) for (const [key, ms] of await networkTimes(dirs[which])) add(key, `network ${which}`, ms);
+    }
+  } finally {
+    await flushed.close();
+    await warm.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+  console.log(`${values.network}, ${path.basename(records)}: ms per call at 1 thread, medians of ${values.rounds} interleaved rounds`);
+  console.log(`| task | ${COLUMNS.join(' | ')} |`);
+  console.log(`|---|${COLUMNS.map(() => '---').join('|')}|`);
+  let compared = 0, flushAgrees = 0, warmAgrees = 0;
+  for (const task of tasks) {
+    const row = COLUMNS.map((c) => median(times.get(task.key)?.get(c)));
+    console.log(`| ${task.desc} | ${row.map((x) => (Number.isNaN(x) ? '-' : x.toFixed(3))).join(' | ')} |`);
+    if (Number.isNaN(row[1])) continue; // compile's choice is the default
+    compared += 1;
+    const network = Math.sign(row[5] - row[4]);
+    if (Math.sign(row[1] - row[0]) === network) flushAgrees += 1;
+    if (Math.sign(row[3] - row[2]) === network) warmAgrees += 1;
+  }
+  console.log(`tasks whose tuned schedule is not the default: ${compared}; ordered as in the network: flush ${flushAgrees}, no flush ${warmAgrees}`);
+}
+
+void main();
