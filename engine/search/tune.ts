@@ -278,7 +278,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       });
       if (timed.schedules > 0) {
         log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
-          'compile ranks each schedule by the mean of all its timings');
+          'compile picks among the confirmed schedules by these timings');
       }
     }
   } finally {
