@@ -27,8 +27,9 @@ export async function openLog(
 /**
  * One state per schedule a task measured, in order of its first record: records of the same
  * steps are one schedule timed more than once (the default, re-measured by every tune run;
- * the confirmation pass at the end of a tune). Its cost is the mean of every valid timing,
- * as compile ranks it (records/best.ts), or null when none of its records ran. So a resumed
+ * the confirmation pass at the end of a tune). Its cost is the mean of every valid timing
+ * (compile ranks confirmed schedules by their confirmation timings: records/best.ts), or
+ * null when none of its records ran. So a resumed
  * search counts distinct schedules as its trials: re-timing what was already measured
  * spends none of a later, larger budget.
  */
