@@ -18,7 +18,7 @@
 // layer group that counts once, with the best of its members. The estimate, the shares and
 // default against tuned are per layer group; trials, errors and curves stay per task.
 
-import { isValidRecord, meanCost } from '../records/best';
+import { CONFIRM_POLICY, isValidRecord, meanCost } from '../records/best';
 import type { LogEntry } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import { recordId } from '../records/store';
@@ -118,13 +118,14 @@ export interface TuningFiguresInput {
 /** How records without a budget are named (as the manifest's records summary names them). */
 export const CLI_ORIGIN = 'tensortune tune';
 
-/** The records of `keys` for one target and fingerprint, each measurement once, in trial order. */
+/** The records of `keys` for one target and fingerprint, each measurement once, in trial order (a confirmation re-timing is not a trial). */
 export function trialOrder(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys: ReadonlySet<string>): TuningRecord[] {
   const seen = new Set<string>();
   const picked: { record: TuningRecord; time: number; index: number }[] = [];
   entries.forEach((e, index) => {
     const r = e.record;
     if (r.target !== match.target || r.fingerprint !== match.fingerprint || !keys.has(r.key)) return;
+    if (r.policy === CONFIRM_POLICY) return; // a re-timing at the end of a tune, not a trial
     const id = recordId(r);
     if (seen.has(id)) return;
     seen.add(id);
