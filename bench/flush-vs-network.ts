@@ -7,11 +7,13 @@
 //
 //   npx tsx bench/flush-vs-network.ts --records LOG [--network mobilenet] [--rounds 3]
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
+import { kernelProfile } from '../engine/compile/profile';
 import { getNetwork } from '../engine/frontend/networks';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
@@ -30,19 +32,12 @@ const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / 
 const median = (xs: readonly number[] | undefined): number => (xs?.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : NaN);
 const COLUMNS = ['flush default', 'flush tuned', 'no flush default', 'no flush tuned', 'network default', 'network tuned'] as const;
 
-/** Per-call ms of each kernel of a compiled network, by workload key (one profiled bench run). */
+/** Per-call ms of each kernel of a compiled network, by workload key (one profiled bench run, summed per kernel as `benchmark --profile` does). */
 async function networkTimes(dir: string): Promise<Map<string, number>> {
-  const manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { kernels: { symbol: string; key: string }[] };
+  const manifest = readManifest(dir);
   const run = await runBench({ model: path.join(dir, 'model.so'), params: path.join(dir, 'params.bin'), threads: 1, profile: true, repeat: 5 });
-  const sum = new Map<string, { ms: number; calls: number }>();
-  for (const c of run.profile ?? []) {
-    const s = sum.get(c.symbol) ?? { ms: 0, calls: 0 };
-    sum.set(c.symbol, { ms: s.ms + c.ms, calls: s.calls + 1 });
-  }
-  return new Map(manifest.kernels.flatMap((k) => {
-    const s = sum.get(k.symbol);
-    return s ? [[k.key, s.ms / s.calls] as const] : [];
-  }));
+  const keyOf = new Map(manifest.kernels.map((k) => [k.symbol, k.key]));
+  return new Map(kernelProfile(run.profile ?? [], manifest).map((row) => [keyOf.get(row.symbol)!, row.ms / row.calls]));
 }
 
 async function main(): Promise<void> {

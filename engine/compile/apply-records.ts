@@ -39,7 +39,7 @@ export interface AppliedRecords {
   untuned: Task[];
   /** Share of the estimated latency (Σ weight × latency) of the untuned tasks, in [0, 1]. */
   untunedShare: number;
-  /** By workload key: the mean time (ms) of the record each tuned task got. */
+  /** By workload key: the cost (ms) of the schedule each tuned task got, as the ranking compares it (records/best.ts). */
   costs: Map<string, number>;
 }
 
@@ -71,7 +71,7 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
       steps: best.record.steps, source: `${path.basename(best.file)}:${best.line}`, record: recordId(best.record),
       ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}),
     });
-    // The schedule's cost: the mean of all the timings its records hold (records/best.ts).
+    // The schedule's cost as the ranking compares it: its confirmation timings, else all its timings (records/best.ts).
     tunedMs.set(task.key, list.find((s) => s.entry === best)!.cost);
   }
   if (rejected.length > 0) {
