@@ -34,6 +34,7 @@ budgets:
   tiny:
     trialsPerTask: 2
     batchSize: 2
+    confirm: 0
   full:
     trialsPerTask: 6
     batchSize: 2
