@@ -25,6 +25,11 @@ export interface ApplyRecordsOptions {
   target: string;
   fingerprint: string;
   files: readonly string[];
+  /**
+   * The records of `files`, already read: compile reads them once for both of its choices
+   * (here, then Winograd's), so a broken line is reported once. Unset: `files` are read.
+   */
+  entries?: readonly LogEntry[];
   /** Fail (UserError naming the untuned tasks) instead of compiling them with default schedules. */
   strict?: boolean;
   log?: (line: string) => void;
@@ -55,7 +60,7 @@ const LISTED = 12;
 export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRecords> {
   const log = opts.log ?? (() => undefined);
   const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
-  const entries = await readRecordFiles(opts.files, { warn });
+  const entries = opts.entries ?? await readRecordFiles(opts.files, { warn });
   const ranked = rankedByWorkload(entries, opts.target, opts.fingerprint);
   const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
 

@@ -94,6 +94,18 @@ test('compile: Winograd for the layer whose record is faster, direct for the oth
   assert.equal(direct.kernels.map((k) => k.key).sort(), [d1.key, d2.key].sort());
 });
 
+test('compile reads the records once: a broken line is reported once, not once per choice', async () => {
+  const [d1, d2, w1, w2] = extractTasks(loadModel({ model }).graph, { winograd: true });
+  const records = path.join(dir, 'broken.jsonl');
+  await appendRecords(records, [rec(d1, 2), rec(w1, 1), rec(d2, 1), rec(w2, 3)]);
+  await fs.appendFile(records, '{"key": "torn\n');
+  const warnings: string[] = [];
+  const compiled = await compileNetwork({ model, target: target.text, outDir: path.join(dir, 'broken'), cacheDir: path.join(dir, 'cache'), records: [records], warn: (m) => warnings.push(m) });
+  assert.equal(compiled.kernels.map((k) => k.key).sort(), [w1.key, d2.key].sort(), 'the readable records still decide');
+  assert.is(warnings.filter((w) => /broken line/.test(w)).length, 1, warnings.join('\n'));
+  assert.match(warnings[0], /broken\.jsonl: skipped 1 broken line\(s\) \(line 5\)/);
+});
+
 // data 1x6x6x8 -> conv 3x3 (96) + relu -> conv 3x3 (16): TVM's rule picks the 96-channel layer only.
 const b2 = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 5, randomStats: false, weights: 'random' });
 let y = b2.input(8);

@@ -52,7 +52,7 @@ function outChannelsOf(graph: Graph, groups: readonly FusedGroup[], task: Task):
  */
 export async function chooseWinograd(
   graph: Graph, groups: readonly FusedGroup[], directCosts: ReadonlyMap<string, number>,
-  records: Pick<ApplyRecordsOptions, 'target' | 'fingerprint' | 'files' | 'warn'>,
+  records: Pick<ApplyRecordsOptions, 'target' | 'fingerprint' | 'files' | 'entries' | 'warn'>,
 ): Promise<WinogradChoice> {
   const alternatives = winogradTasks(graph, groups);
   const eligible = alternatives.reduce((a, t) => a + t.weight, 0);

@@ -9,6 +9,7 @@ import { tasksOfGroups } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
 import { cacheRoot } from '../native/build';
+import { readRecordFiles } from '../records/log';
 import { hardwareFingerprint, isGpu, parseTarget } from '../target';
 import { applyRecords } from './apply-records';
 import { chooseWinograd } from './choose-winograd';
@@ -46,10 +47,13 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
   let schedules;
   let directCosts: ReadonlyMap<string, number> = new Map();
-  if (opts.records?.length || opts.strict) {
+  // Read once: both the direct schedules and the Winograd choice rank these records.
+  const files = opts.records ?? [];
+  const entries = files.length > 0 ? await readRecordFiles(files, { warn: opts.warn }) : [];
+  if (files.length > 0 || opts.strict) {
     const applied = await applyRecords({
       tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
-      files: opts.records ?? [], strict: opts.strict, log: opts.log, warn: opts.warn,
+      files, entries, strict: opts.strict, log: opts.log, warn: opts.warn,
     });
     schedules = applied.schedules;
     directCosts = applied.costs;
@@ -57,7 +61,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster, or
   // without records where TVM's rule says so (choose-winograd.ts).
   if (!isGpu(target) && opts.winograd !== false) {
-    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, files: opts.records ?? [], warn: opts.warn });
+    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, files, entries, warn: opts.warn });
     ({ graph, groups } = choice);
     if (choice.schedules.size > 0) {
       schedules ??= new Map();
