@@ -29,9 +29,8 @@ export async function openLog(
  * steps are one schedule timed more than once (the default, re-measured by every tune run;
  * the confirmation pass at the end of a tune). Its cost is the mean of every valid timing
  * (compile ranks confirmed schedules by their confirmation timings: records/best.ts), or
- * null when none of its records ran. So a resumed
- * search counts distinct schedules as its trials: re-timing what was already measured
- * spends none of a later, larger budget.
+ * null when none of its records ran. So a resumed search counts distinct schedules as its
+ * trials: re-timing what was already measured spends none of a later, larger budget.
  */
 export function measuredStates(entries: Iterable<LogEntry>, match: { target: string; fingerprint: string }): Map<string, MeasuredState[]> {
   const out = new Map<string, MeasuredState[]>();

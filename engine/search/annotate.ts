@@ -153,7 +153,6 @@ export const NO_FALLBACK: ParamSource = {
   choice(key) { throw new ScheduleError(`genome has no value for ${key}`); },
 };
 
-
 /**
  * Build the steps of `sketches[index]` with values from `src`. Throws ScheduleError when
  * the values make an invalid state (a local buffer too large, a bad compute location).

@@ -6,9 +6,8 @@
 // searchBudgetMs (then it is not deterministic for a seed: where it stops depends on speed).
 
 import type { State } from '../schedule/state';
-import type { Step } from '../schedule/steps';
+import { stepsKey, type Step } from '../schedule/steps';
 import type { Built } from './annotate';
-import { stepsKey } from '../schedule/steps';
 import { SpacePolicy, type SpaceOptions } from './candidates';
 import { mutate } from './mutate';
 import { Rng } from './rng';
