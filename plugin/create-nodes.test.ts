@@ -69,6 +69,7 @@ test('one project per network with tune, compile and benchmark', async () => {
   const digest = compile.inputs?.filter((i) => typeof i === 'object' && 'runtime' in i).map((i) => (i as { runtime: string }).runtime);
   assert.equal(digest?.[1], `node ${bin} best-digest ".tensortune/records" ".tensortune/records/nx/mobilenet" --keys-from ".tensortune/records/nx/mobilenet" ` +
     '--target "llvm -mcpu=native" --target "llvm -mattr=+avx2"');
+  assert.equal(digest?.[2], `node ${bin} best-digest ".tensortune/records/nx/mobilenet" --files`, 'which budgets tuned the network is an input too');
   assert.equal(compile.outputs, ['{workspaceRoot}/dist/tensortune/mobilenet/{options.configTarget}']);
   assert.equal(compile.configurations?.full, {}, 'budget configurations exist on compile so -c full flows through dependsOn');
   assert.equal(benchmark.dependsOn, ['compile']);

@@ -109,6 +109,8 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
     // for the workloads this network's tune outputs mention (see `tensortune best-digest`).
     const bestDigest = `${ctx.cliCommand} best-digest ${quote(storeRel)} ${quote(`${outputsRel}/${network}`)} --keys-from ${quote(`${outputsRel}/${network}`)} ` +
       targetStrings.map((t) => `--target ${quote(t)}`).join(' ');
+    // ...and which budgets have tuned the network: compile's note on the others depends on it.
+    const tunedOutputs = `${ctx.cliCommand} best-digest ${quote(`${outputsRel}/${network}`)} --files`;
     const what = `${net.model}${net.imageSize ? ` ${net.imageSize}x${net.imageSize}` : ''}, batch ${net.batch ?? 1}, ${net.layout ?? 'NHWC'}`;
     const help = (cmd: string, example: Record<string, unknown>) => ({
       command: `npx tensortune ${cmd} --help`,
@@ -136,7 +138,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         configurations: configurationsFor(loaded, network, false),
         dependsOn: [tune],
         cache: true,
-        inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }, { runtime: bestDigest }],
+        inputs: [...shared, { dependentTasksOutputFiles: '**/*.jsonl', transitive: false }, { runtime: bestDigest }, { runtime: tunedOutputs }],
         outputs: [`{workspaceRoot}/${outRel}/${network}/{options.configTarget}`],
         metadata: {
           description: `Compile ${network} with the best record of each task in the store ${storeRel}, whichever budget or machine tuned it (defaults where none), into ${outRel}/${network}/<target>/ (model.so, params.bin, manifest.json). --watch recompiles on changes, never re-tunes.`,

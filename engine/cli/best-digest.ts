@@ -5,6 +5,11 @@
 // files or directories (a directory stands for its *.jsonl); --keys-from restricts the
 // workloads to those its records mention (the network's own tune outputs). Missing paths
 // read as empty: before the first tune there is nothing to digest.
+// `--files` prints instead the names of the record files RECORDS hold, one line: the Nx
+// compile target hashes that too, because what compile prints depends on which budgets
+// have tuned the network (its note on the budgets never tuned), not only on the best
+// records: a `-c full` tune that measured nothing new must still not replay a compile
+// saying 'full' never ran.
 
 import path from 'node:path';
 import { UserError } from '../errors';
@@ -14,6 +19,7 @@ import { hardwareFingerprint, parseTarget } from '../target';
 import { parseFlags, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune best-digest RECORDS... --target TARGET [--target ...] [--keys-from PATH ...]
+       tensortune best-digest RECORDS... --files
 
 Print, per target, this machine's hardware fingerprint, the number of workloads with a valid
 record and a digest of the best record of each. RECORDS and --keys-from are record logs or
@@ -22,6 +28,7 @@ directories of them; --keys-from restricts the workloads to those its records me
 Options:
   --target T      a target string (repeatable)
   --keys-from P   only workloads that P's records mention (repeatable)
+  --files         print the base names of the record files of RECORDS instead, on one line
   -h, --help      show this help
 `;
 
@@ -32,9 +39,14 @@ export const bestDigestCommand: Command = {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string', multiple: true },
       'keys-from': { type: 'string', multiple: true },
+      files: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
+    if (values.files) {
+      io.out(`${(await recordFilesOf(positionals)).map((f) => path.basename(f)).sort().join(' ')}\n`);
+      return 0;
+    }
     if (!values.target?.length) throw new UserError('expected at least one --target');
     const warn = (m: string): void => io.err(`tensortune best-digest: warning: ${m}\n`);
     // Each file is read once, though --keys-from names files of RECORDS (the tune outputs).

@@ -109,6 +109,10 @@ test('tensortune best-digest: one line per target; missing paths read as empty; 
   assert.match(lines[0], /^[0-9a-f]{16} 0 [0-9a-f]{32} llvm -mcpu=native$/);
   const empty = await run('best-digest', path.join(dir, 'nowhere'), '--target', 'llvm -mcpu=native');
   assert.is(empty.out.split(' ').slice(1, 3).join(' '), lines[0].split(' ').slice(1, 3).join(' '));
+  // --files: the record files' names, one line (which budgets tuned the network), no --target needed.
+  const files = await run('best-digest', path.join(dir, 'store', 'nx', 'net'), path.join(dir, 'nowhere'), '--files');
+  assert.is(files.code, 0, files.err);
+  assert.is(files.out, 'cpu.tiny.jsonl\n');
   const bad = await run('best-digest', dir, '--target', 'tpu');
   assert.is(bad.code, 2);
   assert.is(bad.err.trim().split('\n').length, 1);
