@@ -18,6 +18,7 @@ import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
+import { partitionTails } from './partition';
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
@@ -523,7 +524,7 @@ export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   }
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
-  out.push(...renderBody(k.body, lanes, C_DIALECT, '  '));
+  out.push(...renderBody(partitionTails(k.body), lanes, C_DIALECT, '  '));
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
   return out.join('\n') + '\n';

@@ -100,6 +100,30 @@ test('1x1 conv with an extent the vector width does not divide', () => {
   check(dag, dflt(dag), '1x1 conv, 20 channels');
 });
 
+test('default: a 1x1 conv at 8 lanes tiles 6 output positions of the fused rows and columns; the short last tile keeps its guards, the whole ones have none', () => {
+  // 5x5 = 25 positions: four whole tiles of 6 and one of 1; 32 channels: 2 vectors.
+  for (const [h, co] of [[5, 32], [7, 48], [14, 16]] as const) {
+    const dag = conv(h, 24, co, 1, 1, 0);
+    const steps = dflt(dag, 8);
+    assert.ok(steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2'), `${h}x${h}: rows and columns fused`);
+    assert.ok(steps.some((s) => s.s === 'split' && s.iter === 'ax1@ax2' && s.lengths[0] === 6), `${h}x${h}: a run of 6 positions`);
+    const c = check(dag, steps, `1x1 conv, ${h}x${h}x${co}, 8 lanes`, 8, ['weight']);
+    // The tile's 6 x 2 accumulators live in registers (not a local buffer of two whole rows).
+    assert.not.match(c, /float conv2d_nhwc\[/, `${h}x${h}: no local array`);
+    assert.match(c, /conv2d_nhwc_v11\b/);
+    // Two versions of the tile: whole (no test in its reduction loop) and the tail.
+    const loops = c.split(/for \(int32_t rc_\d+ = 0;/).slice(1).map((rest) => rest.slice(0, rest.indexOf('tt_v8_store(&T_relu')));
+    assert.is(loops.length, 2, `${h}x${h}: whole and tail versions of the reduction`);
+    assert.not.match(loops[0], /if \(/, `${h}x${h}: the whole tiles run without guards`);
+    assert.match(loops[1], /if \(/, `${h}x${h}: the tail tile keeps its guards`);
+  }
+  // Not for a strided or 3x3 conv, nor at 16 lanes (32 registers hold the 7 x 2 row tile).
+  const fused = (steps: readonly Step[]): boolean => steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2');
+  assert.not.ok(fused(dflt(conv(10, 24, 32, 1, 2, 0), 8)), 'stride 2');
+  assert.not.ok(fused(dflt(conv(7, 24, 32, 3, 1, 1), 8)), '3x3');
+  assert.not.ok(fused(dflt(conv(7, 24, 32, 1, 1, 0), 16)), '16 lanes');
+});
+
 test('depthwise conv NHWC, stride 2', () => {
   const data = placeholder('data', [1, 10, 10, 24]);
   const w = placeholder('w', [3, 3, 24, 1]);

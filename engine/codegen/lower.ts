@@ -3,8 +3,10 @@
 // Per stage: loop extents follow from the root extents through the split/fuse relations;
 // root indices are rebuilt from the loop variables; a stage computed at a consumer's loop
 // covers only the region that consumer reads below that loop (bound inference on affine
-// index expressions, the whole tensor otherwise) and lives in a local buffer there;
-// inlined stages are substituted into their readers; non-dividing splits get guards.
+// index expressions, the whole tensor otherwise; or a run of positions of two fused axes,
+// see FlatSpan) and lives in a local buffer there; inlined stages are substituted into
+// their readers; non-dividing splits get guards (the C renderer versions split tails out
+// of whole tiles, partition.ts).
 
 import {
   add, all, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Combiner, type Expr,
@@ -57,7 +59,17 @@ export interface LowerOptions {
 export const MAX_LOCAL_FLOATS = 1 << 16;
 
 /** What a stage computed at a loop covers: `len` elements from `base` per axis; `strides` lay its buffer out (row-major, padded by storage_align), `size` floats. */
-interface Region { base: Expr[]; len: number[]; guard: Expr | undefined; strides: number[]; size: number }
+interface Region { base: Expr[]; len: number[]; guard: Expr | undefined; strides: number[]; size: number; flat?: FlatSpan }
+
+/**
+ * A region that covers two adjacent axes `d` and `d + 1` as a run of their row-major
+ * positions (`axis_d * width + axis_d+1`), `len` of them from `base`, not as a box: what a
+ * consumer reads below a split of its fused (h, w) loop, such as a 1x1 conv's register tile
+ * of 6 output positions of a 14x14 image (a box would be two whole rows). The stage walks
+ * the run with its own fused loop `child` of those two axes; its buffer holds the run in
+ * axis `d + 1` (axis `d` has length 1). `guard`: the run may pass the image's end.
+ */
+interface FlatSpan { d: number; width: number; base: Expr; child: string; guard: boolean }
 
 /**
  * Row-major strides of a buffer of lengths `len`, the stride of each axis named in `align`
@@ -167,13 +179,57 @@ function linear(e: Expr, hasInner: (e: Expr) => boolean, opaque = false): Linear
   return atom();
 }
 
-/** Collect like terms of an affine index (so `a*7 + x - a*7` becomes `x`); others unchanged. */
-function simplifyAffine(e: Expr): Expr {
-  const l = linear(e, (x) => x.k === 'bin' && (x.op === '+' || x.op === '-' || x.op === '*'));
-  if (!l) return e;
+const isArith = (x: Expr): boolean => x.k === 'bin' && (x.op === '+' || x.op === '-' || x.op === '*');
+
+/**
+ * Folds `floordiv(x, k) * c*k + floormod(x, k) * c` into `x * c` in an affine form, until no
+ * such pair is left (a fused loop split back into its axes and flattened again, as in a
+ * buffer index). Returns whether it folded any.
+ */
+function foldDivModPairs(l: Linear): boolean {
+  let folded = false;
+  for (let again = true; again;) {
+    again = false;
+    for (const [key, c] of l.terms) {
+      const atom = l.atoms.get(key)!;
+      if (c === 0 || atom.k !== 'bin' || atom.op !== 'floormod' || atom.b.k !== 'const' || atom.b.value <= 0) continue;
+      const k = atom.b.value;
+      const divKey = printExpr(floordiv(atom.a, k));
+      if (l.terms.get(divKey) !== c * k) continue;
+      const x = linear(atom.a, isArith);
+      if (!x) continue;
+      l.terms.delete(key);
+      l.terms.delete(divKey);
+      l.c += c * x.c;
+      for (const [n, xc] of x.terms) {
+        l.terms.set(n, (l.terms.get(n) ?? 0) + c * xc);
+        l.atoms.set(n, x.atoms.get(n)!);
+      }
+      folded = again = true;
+      break;
+    }
+  }
+  return folded;
+}
+
+function affineExpr(l: Linear): Expr {
   let out: Expr = int(0);
   for (const [name, c] of l.terms) if (c !== 0) out = add(out, mul(l.atoms.get(name)!, c));
   return add(out, l.c);
+}
+
+/** Collect like terms of an affine index (so `a*7 + x - a*7` becomes `x`, and `floordiv(p, 14)*14 + floormod(p, 14)` becomes `p`); others unchanged. */
+function simplifyAffine(e: Expr): Expr {
+  const l = linear(e, isArith);
+  if (!l) return e;
+  foldDivModPairs(l);
+  return affineExpr(l);
+}
+
+/** `e` with its floordiv/floormod pairs folded (see foldDivModPairs), or `e` itself where it has none. */
+function withDivModFolded(e: Expr): Expr {
+  const l = linear(e, isArith);
+  return l && foldDivModPairs(l) ? affineExpr(l) : e;
 }
 
 /** Bounds [lo, hi] of an integer index expression given loop extents; null if unknown. */
@@ -199,6 +255,49 @@ function interval(e: Expr, extent: (v: string) => number | undefined): [number, 
   }
 }
 const scale = (l: Linear, k: number): Linear => ({ c: l.c * k, terms: new Map([...l.terms].map(([n, c]) => [n, c * k])), atoms: l.atoms });
+
+/** What reads of one index cover below the attach point: `len` values from `base` (an expression of the outer loops), which ranges over [minBase, maxBase]. */
+interface Span { base: Expr; len: number; minBase: number; maxBase: number }
+
+/**
+ * The span of `indices` (one per read) over the loops below the attach point (`hasInner`):
+ * each must be affine in those loops, with the same outer terms; null otherwise.
+ */
+function readSpan(indices: readonly Expr[], hasInner: (e: Expr) => boolean, extentOf: (name: string) => number | undefined): Span | null {
+  const forms = indices.map((i) => linear(i, hasInner, true));
+  if (forms.some((f) => f === null)) return null;
+  const split = (forms as Linear[]).map((f) => {
+    let lo = f.c, span = 0;
+    const outer = new Map<string, number>();
+    for (const [name, c] of f.terms) {
+      if (c === 0) continue;
+      const atom = f.atoms.get(name)!;
+      if (hasInner(atom)) {
+        // A loop below the attach point (or a function of some, such as the floormod
+        // of a fused loop): the region spans its whole range.
+        const range = interval(atom, extentOf);
+        if (!range) return null;
+        lo += Math.min(c * range[0], c * range[1]); span += Math.abs(c) * (range[1] - range[0]);
+      } else outer.set(name, c);
+    }
+    return { lo, hi: lo + span, outer };
+  });
+  if (split.some((x) => x === null)) return null;
+  const spans = split as { lo: number; hi: number; outer: Map<string, number> }[];
+  const key = (m: Map<string, number>): string => [...m].sort().map(([n, c]) => `${n}*${c}`).join('+');
+  if (spans.some((x) => key(x.outer) !== key(spans[0].outer))) return null;
+  const lo = Math.min(...spans.map((x) => x.lo)), hi = Math.max(...spans.map((x) => x.hi));
+  let base: Expr = int(lo);
+  let minBase = lo, maxBase = lo;
+  const atoms = (forms[0] as Linear).atoms;
+  for (const [name, c] of spans[0].outer) {
+    const atom = atoms.get(name)!;
+    base = add(base, mul(atom, c));
+    const range = interval(atom, extentOf) ?? [-Infinity, Infinity];
+    minBase += Math.min(c * range[0], c * range[1]); maxBase += Math.max(c * range[0], c * range[1]);
+  }
+  return { base, len: hi - lo + 1, minBase, maxBase };
+}
 
 class Lowerer {
   private readonly state: State;
@@ -382,6 +481,14 @@ class Lowerer {
     const region = this.regions.get(s.name);
     const roots = new Map<string, Expr>();
     s.axes.forEach((a, i) => roots.set(a.name, region ? add(region.base[i], values.get(a.name)!) : values.get(a.name)!));
+    const flat = region?.flat;
+    if (flat) {
+      // The run's position p: the two axes are its row and column.
+      const p = add(flat.base, values.get(flat.child)!);
+      roots.set(s.axes[flat.d].name, floordiv(p, flat.width));
+      roots.set(s.axes[flat.d + 1].name, floormod(p, flat.width));
+      if (flat.guard) guards.push({ cond: lt(p, s.tensor.shape[flat.d] * flat.width), reduce: false });
+    }
     s.reduceAxes.forEach((a) => roots.set(a.name, values.get(a.name)!));
     if (region?.guard) guards.push({ cond: substitute(region.guard, roots), reduce: false });
     rv = { roots, guards };
@@ -433,48 +540,55 @@ class Lowerer {
     const base: Expr[] = [], len: number[] = [], guards: Expr[] = [];
     const hasInner = (e: Expr): boolean => [...freeVars(e)].some((x) => inner.has(x));
     const extentOf = (name: string): number | undefined => this.varExtent.get(name);
+    const spanOf = (indices: readonly Expr[]): Span | null => readSpan(indices, hasInner, extentOf);
+    const flat = this.flatSpan(s, reads, spanOf);
     for (let d = 0; d < shape.length; d++) {
-      const forms = reads.map((r) => linear(r[d], hasInner, true));
-      if (forms.some((f) => f === null)) { base.push(int(0)); len.push(shape[d]); continue; }
-      const split = (forms as Linear[]).map((f) => {
-        let lo = f.c, span = 0;
-        const outer = new Map<string, number>();
-        for (const [name, c] of f.terms) {
-          if (c === 0) continue;
-          const atom = f.atoms.get(name)!;
-          if (hasInner(atom)) {
-            // A loop below the attach point (or a function of some, such as the floormod
-            // of a fused loop): the region spans its whole range.
-            const range = interval(atom, extentOf);
-            if (!range) return null;
-            lo += Math.min(c * range[0], c * range[1]); span += Math.abs(c) * (range[1] - range[0]);
-          } else outer.set(name, c);
-        }
-        return { lo, hi: lo + span, outer };
-      });
-      if (split.some((x) => x === null)) { base.push(int(0)); len.push(shape[d]); continue; }
-      const spans = split as { lo: number; hi: number; outer: Map<string, number> }[];
-      const key = (m: Map<string, number>): string => [...m].sort().map(([n, c]) => `${n}*${c}`).join('+');
-      if (spans.some((x) => key(x.outer) !== key(spans[0].outer))) { base.push(int(0)); len.push(shape[d]); continue; }
-      const lo = Math.min(...spans.map((x) => x.lo)), hi = Math.max(...spans.map((x) => x.hi));
-      const length = hi - lo + 1;
-      if (length >= shape[d]) { base.push(int(0)); len.push(shape[d]); continue; }
-      let b: Expr = int(lo);
-      let minBase = lo, maxBase = lo;
-      const atoms = (forms[0] as Linear).atoms;
-      for (const [name, c] of spans[0].outer) {
-        const atom = atoms.get(name)!;
-        b = add(b, mul(atom, c));
-        const range = interval(atom, extentOf) ?? [-Infinity, Infinity];
-        minBase += Math.min(c * range[0], c * range[1]); maxBase += Math.max(c * range[0], c * range[1]);
+      if (flat && (d === flat.d || d === flat.d + 1)) {
+        base.push(int(0));
+        len.push(d === flat.d ? 1 : flat.len);
+        continue;
       }
-      base.push(b); len.push(length);
+      const span = spanOf(reads.map((r) => r[d]));
+      if (!span || span.len >= shape[d]) { base.push(int(0)); len.push(shape[d]); continue; }
+      base.push(span.base); len.push(span.len);
       // The region may stick out of the tensor when the consumer's tiles do not divide it.
       const axis = v(s.axes[d].name);
-      if (maxBase + length > shape[d]) guards.push(lt(axis, shape[d]));
-      if (minBase < 0) guards.push(ge(axis, 0));
+      if (span.maxBase + span.len > shape[d]) guards.push(lt(axis, shape[d]));
+      if (span.minBase < 0) guards.push(ge(axis, 0));
     }
-    return this.regionOf(s, base, len, guards);
+    const region = this.regionOf(s, base, len, guards);
+    return flat ? { ...region, flat: flat.span } : region;
+  }
+
+  /**
+   * A run of positions over two adjacent axes (FlatSpan), where the stage walks them with a
+   * fused loop of its own and every read indexes them as `floordiv(p, width)` and
+   * `floormod(p, width)` of one affine `p` whose run is shorter than the two axes: the
+   * register tile of a split fused (h, w) loop. Undefined otherwise (the region is a box).
+   */
+  private flatSpan(s: StageState, reads: readonly Expr[][], spanOf: (indices: readonly Expr[]) => Span | null): { d: number; len: number; span: FlatSpan } | undefined {
+    const names = s.axes.map((a) => a.name);
+    for (const r of s.relations) {
+      if (r.k !== 'fuse' || r.parents.length !== 2) continue;
+      const d = names.indexOf(r.parents[0]);
+      if (d < 0 || names[d + 1] !== r.parents[1]) continue;
+      const width = s.tensor.shape[d + 1];
+      const positions: Expr[] = [];
+      for (const idx of reads) {
+        const [q, m] = [idx[d], idx[d + 1]];
+        const divides = (e: Expr, op: string): boolean => e.k === 'bin' && e.op === op && e.b.k === 'const' && e.b.value === width;
+        if (!divides(q, 'floordiv') || !divides(m, 'floormod')) break;
+        const p = (q as { a: Expr }).a;
+        if (printExpr(p) !== printExpr((m as { a: Expr }).a)) break;
+        positions.push(p);
+      }
+      if (positions.length !== reads.length) continue;
+      const span = spanOf(positions);
+      const total = s.tensor.shape[d] * width;
+      if (!span || span.len >= total || span.minBase < 0) continue;
+      return { d, len: span.len, span: { d, width, base: span.base, child: r.child, guard: span.maxBase + span.len > total } };
+    }
+    return undefined;
   }
 
   /** The region `len` from `base`, laid out with the stage's storage_align; refused when too large for a local buffer. */
@@ -502,9 +616,15 @@ class Lowerer {
     }
     const region = this.regions.get(t.name);
     if (region) {
-      return { buf: cName(t.name), index: (idx) => flattenStrided(idx.map((x, d) => simplifyAffine(add(x, mul(region.base[d], -1)))), region.len, region.strides) };
+      const flat = region.flat;
+      const local = (idx: readonly Expr[], d: number): Expr => {
+        if (!flat || (d !== flat.d && d !== flat.d + 1)) return simplifyAffine(add(idx[d], mul(region.base[d], -1)));
+        if (d === flat.d) return int(0);
+        return simplifyAffine(add(add(mul(idx[flat.d], flat.width), idx[d]), mul(flat.base, -1)));
+      };
+      return { buf: cName(t.name), index: (idx) => flattenStrided(idx.map((_, d) => local(idx, d)), region.len, region.strides) };
     }
-    return { buf: cName(t.name), index: (idx) => flatten(idx, t.shape) };
+    return { buf: cName(t.name), index: (idx) => withDivModFolded(flatten(idx, t.shape)) };
   }
 
   /** Turn tensor loads into flat buffer loads. */
