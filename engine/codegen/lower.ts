@@ -543,9 +543,9 @@ class Lowerer {
     const spanOf = (indices: readonly Expr[]): Span | null => readSpan(indices, hasInner, extentOf);
     const flat = this.flatSpan(s, reads, spanOf);
     for (let d = 0; d < shape.length; d++) {
-      if (flat && (d === flat.d || d === flat.d + 1)) {
+      if (flat && (d === flat.span.d || d === flat.span.d + 1)) {
         base.push(int(0));
-        len.push(d === flat.d ? 1 : flat.len);
+        len.push(d === flat.span.d ? 1 : flat.len);
         continue;
       }
       const span = spanOf(reads.map((r) => r[d]));
@@ -566,27 +566,26 @@ class Lowerer {
    * `floormod(p, width)` of one affine `p` whose run is shorter than the two axes: the
    * register tile of a split fused (h, w) loop. Undefined otherwise (the region is a box).
    */
-  private flatSpan(s: StageState, reads: readonly Expr[][], spanOf: (indices: readonly Expr[]) => Span | null): { d: number; len: number; span: FlatSpan } | undefined {
+  private flatSpan(s: StageState, reads: readonly Expr[][], spanOf: (indices: readonly Expr[]) => Span | null): { span: FlatSpan; len: number } | undefined {
     const names = s.axes.map((a) => a.name);
     for (const r of s.relations) {
       if (r.k !== 'fuse' || r.parents.length !== 2) continue;
       const d = names.indexOf(r.parents[0]);
       if (d < 0 || names[d + 1] !== r.parents[1]) continue;
       const width = s.tensor.shape[d + 1];
-      const positions: Expr[] = [];
-      for (const idx of reads) {
+      // The position p of each read: its index d is floordiv(p, width), its index d + 1 floormod(p, width).
+      const positionOf = (idx: readonly Expr[]): Expr | undefined => {
         const [q, m] = [idx[d], idx[d + 1]];
-        const divides = (e: Expr, op: string): boolean => e.k === 'bin' && e.op === op && e.b.k === 'const' && e.b.value === width;
-        if (!divides(q, 'floordiv') || !divides(m, 'floormod')) break;
-        const p = (q as { a: Expr }).a;
-        if (printExpr(p) !== printExpr((m as { a: Expr }).a)) break;
-        positions.push(p);
-      }
-      if (positions.length !== reads.length) continue;
-      const span = spanOf(positions);
+        if (q.k !== 'bin' || q.op !== 'floordiv' || m.k !== 'bin' || m.op !== 'floormod') return undefined;
+        if (q.b.k !== 'const' || q.b.value !== width || m.b.k !== 'const' || m.b.value !== width) return undefined;
+        return printExpr(q.a) === printExpr(m.a) ? q.a : undefined;
+      };
+      const positions = reads.map(positionOf);
+      if (positions.some((p) => p === undefined)) continue;
+      const span = spanOf(positions as Expr[]);
       const total = s.tensor.shape[d] * width;
       if (!span || span.len >= total || span.minBase < 0) continue;
-      return { d, len: span.len, span: { d, width, base: span.base, child: r.child, guard: span.maxBase + span.len > total } };
+      return { len: span.len, span: { d, width, base: span.base, child: r.child, guard: span.maxBase + span.len > total } };
     }
     return undefined;
   }

@@ -16,21 +16,21 @@
 
 import { all, freeVars, not, substitute, int, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
-import { constValue, foldExpr } from './fold';
+import { constValue, foldExpr, mentions } from './fold';
 import type { Stmt } from './lower';
 
 type For = Extract<Stmt, { k: 'for' }>;
 
 /** `e` never decreases as `x` grows (the other variables held). */
 function nonDecreasingIn(e: Expr, x: string): boolean {
-  if (!freeVars(e).has(x)) return true;
+  if (!mentions(e, x)) return true;
   switch (e.k) {
     case 'var': return true;
     case 'bin': {
       const c = (f: Expr): number | undefined => constValue(f);
       switch (e.op) {
         case '+': case 'min': case 'max': return nonDecreasingIn(e.a, x) && nonDecreasingIn(e.b, x);
-        case '-': return nonDecreasingIn(e.a, x) && !freeVars(e.b).has(x);
+        case '-': return nonDecreasingIn(e.a, x) && !mentions(e.b, x);
         case '*': {
           const ca = c(e.a), cb = c(e.b);
           return (ca !== undefined && ca >= 0 && nonDecreasingIn(e.b, x)) || (cb !== undefined && cb >= 0 && nonDecreasingIn(e.a, x));

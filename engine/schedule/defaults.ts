@@ -118,13 +118,13 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
  */
 const POSITION_TILE_ROWS = 6;
 
-/** The output's (h, w) axes to fuse into one run of positions, and the tile's length in it, for a 1x1 stride-1 NHWC conv on an 8-lane target; undefined for any other. */
-function positionTile(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): { fuse: string[]; rows: number } | undefined {
-  if (lanes !== 8 || tagOf(conv) !== 'conv2d_nhwc' || conv.op.kind !== 'compute' || outAxes.length !== 4) return undefined;
+/** Whether a 1x1 stride-1 NHWC conv on an 8-lane target, with output axes `outAxes`, gets the tile of positions (its (h, w) fused, POSITION_TILE_ROWS of them by 2 vectors). */
+function tilesPositions(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): boolean {
+  if (lanes !== 8 || tagOf(conv) !== 'conv2d_nhwc' || conv.op.kind !== 'compute' || outAxes.length !== 4) return false;
   const body = conv.op.body;
-  if (body.k !== 'reduce' || body.axes.slice(0, -1).some((a) => a.extent !== 1)) return undefined;
+  if (body.k !== 'reduce' || body.axes.slice(0, -1).some((a) => a.extent !== 1)) return false;
   const [, h, w, c] = outAxes;
-  if (c.extent % (2 * lanes) !== 0 || h.extent * w.extent <= POSITION_TILE_ROWS) return undefined;
+  if (c.extent % (2 * lanes) !== 0 || h.extent * w.extent <= POSITION_TILE_ROWS) return false;
   // Stride 1, no padding: the data input (the load indexed by the output's rows) has the output's rows and columns.
   const [, hv, wv] = conv.op.axes.map((a) => a.name);
   let same = false;
@@ -132,7 +132,7 @@ function positionTile(conv: Tensor, outAxes: readonly { name: string; extent: nu
     if (e.k !== 'load' || e.indices.length !== 4) return;
     if (freeVars(e.indices[1]).has(hv) && freeVars(e.indices[2]).has(wv)) same = e.tensor.shape[1] === h.extent && e.tensor.shape[2] === w.extent;
   });
-  return same ? { fuse: [h.name, w.name], rows: POSITION_TILE_ROWS } : undefined;
+  return same;
 }
 
 /** NHWC axes with (h, w) replaced by the loop a `fuse` step makes of them (named `h@w`). */
@@ -181,18 +181,15 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     }
     const lanes = opts.vectorLanes;
     // A 1x1 conv on a 16-register target tiles runs of output positions (rows x columns
-    // fused into one loop), not columns of one row: see positionTile.
-    const positions = positionTile(main.tensor, out.axes, lanes);
-    if (positions) {
-      apply({ s: 'fuse', stage: out.name, iters: positions.fuse });
-      apply({ s: 'fuse', stage: local.name, iters: local.axes.slice(-3, -1).map((a) => a.name) });
-    }
+    // fused into one loop), not columns of one row: see POSITION_TILE_ROWS.
+    const positions = tilesPositions(main.tensor, out.axes, lanes);
+    if (positions) for (const st of [out, local]) apply({ s: 'fuse', stage: st.name, iters: st.axes.slice(1, 3).map((a) => a.name) });
     const axes = positions ? fusePositions(out.axes) : out.axes;
     const n = axes.length;
     const last = axes[n - 1], block = n >= 2 ? axes[n - 2] : undefined;
     const tile = registerTile(tagOf(main.tensor), last.extent, block?.extent, lanes);
     const vec = tile.vec;
-    const rows = positions && block ? Math.min(positions.rows, block.extent) : tile.rows;
+    const rows = positions ? POSITION_TILE_ROWS : tile.rows;
     apply({ s: 'split', stage: out.name, iter: last.name, lengths: [vec] });
     // Loop order of the tiles: by default the channel tiles run inside each block of rows,
     // which re-reads all the weights per block. Where the weights outweigh the input (the
