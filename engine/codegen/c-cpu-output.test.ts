@@ -12,7 +12,9 @@
 // outputs (session 10), and to tile a 1x1 conv at 8 lanes over 6 fused output positions,
 // the lowering to fold floordiv(p, k)*k + floormod(p, k) to p in buffer indices (it also
 // simplified the global pool's rfactor sketch) and the renderer to version split tails
-// (session 12). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
+// (session 12), and to tile every NHWC conv at 8 lanes over output positions (mobilenet's
+// first, 3x3 stride-2, conv) with the renderer naming an unrolled tile's per-position index
+// terms outside its reduction loops (session 13). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
 // the digest: check the new output, then update EXPECTED below with the digest the failure
 // prints.
 
@@ -30,7 +32,7 @@ import { parseTarget } from '../target';
 import { renderKernel } from './c';
 import { lower } from './lower';
 
-const EXPECTED = '98459ae12d6e16b0a17a6fa4b7b3a634f25a63a861b571ed42bd4ece5868ab8a';
+const EXPECTED = 'a6ab9e341877cc0c95ef4f8568376c7d378580214145eff162f4149f04964cf2';
 
 /** The rendered C of every state this test pins, in a fixed order. */
 function cpuSources(): { sources: string[]; states: number } {

@@ -231,14 +231,20 @@ class Renderer {
       }
       for (const c of children(e)) visit(c);
     };
-    const scan = (stmts: readonly Stmt[]): void => {
+    // An unrolled loop is scanned once per iteration, its variable a constant as it will
+    // be when expanded: a register tile's unrolled positions each have their own terms
+    // (floordiv(6*t + 1, 7)), which depend on the tile loop only and would otherwise be
+    // left inside the reduction loops around them.
+    const scan = (stmts: readonly Stmt[], at: ReadonlyMap<string, number>): void => {
       for (const st of stmts) {
-        if (st.k === 'store') { visit(foldExpr(substConst(st.index, env))); visit(foldExpr(substConst(st.value, env))); }
-        else if (st.k === 'if') { visit(foldExpr(substConst(st.cond, env))); scan(st.body); }
-        else if (st.k === 'for' || st.k === 'thread') scan(st.body);
+        if (st.k === 'store') { visit(foldExpr(substConst(st.index, at))); visit(foldExpr(substConst(st.value, at))); }
+        else if (st.k === 'if') { visit(foldExpr(substConst(st.cond, at))); scan(st.body, at); }
+        else if (st.k === 'for' && (st.extent === 1 || st.kind === 'unroll') && st.extent <= MAX_UNROLL) {
+          for (let i = 0; i < st.extent; i++) scan(st.body, new Map([...at, [st.v, i]]));
+        } else if (st.k === 'for' || st.k === 'thread') scan(st.body, at);
       }
     };
-    scan(body);
+    scan(body, env);
     for (const [key, e] of found) {
       const name = `h${this.hoistCount++}`;
       out.push(`${indent}const int32_t ${name} = ${this.scalar(e)};`);

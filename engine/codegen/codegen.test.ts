@@ -4,7 +4,9 @@
 //
 // Tolerance: the kernels accumulate in float32, in another order than the float64
 // reference; |got - ref| <= 1e-5 + 1e-4 * |ref| elementwise (these reductions are at
-// most a few hundred terms of values in [0, 1)).
+// most a few hundred terms of values in [0, 1)). Winograd kernels are checked as the
+// measurer checks them (verify.ts WINOGRAD_TOLERANCE: the absolute part relative to the
+// largest output, which the transforms' cancellations call for).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -13,16 +15,18 @@ import { evaluate } from '../ir/evaluate';
 import { placeholder, type Tensor } from '../ir/tensor';
 import { uniform } from '../runtime/random';
 import { defaultSchedule } from '../schedule/defaults';
+import { WINOGRAD_TOLERANCE, compareOutput, type Tolerance } from '../measure/verify';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { binary, relu } from '../topi/elemwise';
 import { conv2dNCHW, conv2dNHWC, dense, depthwiseConv2dNHWC, pool2d, softmax } from '../topi/nn';
+import { conv2dWinogradNHWC } from '../topi/winograd';
 import { renderKernel } from './c';
 import { blockedShape, packBlocked, unpackBlocked } from './layout';
 import { lower } from './lower';
 import { runKernel } from './run-c';
 
-function check(dag: ComputeDAG, steps: readonly Step[], what: string, vectorLanes = 16, packable: readonly string[] = []): string {
+function check(dag: ComputeDAG, steps: readonly Step[], what: string, vectorLanes = 16, packable: readonly string[] = [], tolerance?: Tolerance): string {
   const kernel = lower(State.replay(dag, steps), 'kernel', { packable: new Set(packable) });
   const inputs = dag.inputs.map((t, i) => uniform(t.shape.reduce((a, b) => a * b, 1), 7, i));
   // Inputs the kernel reads in a blocked layout get their data packed, as compile does for weights.
@@ -35,6 +39,11 @@ function check(dag: ComputeDAG, steps: readonly Step[], what: string, vectorLane
   dag.outputs.forEach((out, o) => {
     const want = ref.get(out.name)!;
     assert.is(got[o].length, want.length, `${what}: output size`);
+    if (tolerance) {
+      const c = compareOutput(got[o], want, tolerance);
+      assert.ok(c.ok, `${what}: ${c.ok ? '' : c.message}`);
+      return;
+    }
     for (let i = 0; i < want.length; i++) {
       const tol = 1e-5 + 1e-4 * Math.abs(want[i]);
       if (!(Math.abs(got[o][i] - want[i]) <= tol)) assert.unreachable(`${what}: ${out.name}[${i}] = ${got[o][i]}, reference ${want[i]}`);
@@ -100,28 +109,49 @@ test('1x1 conv with an extent the vector width does not divide', () => {
   check(dag, dflt(dag), '1x1 conv, 20 channels');
 });
 
-test('default: a 1x1 conv at 8 lanes tiles 6 output positions of the fused rows and columns; the short last tile keeps its guards, the whole ones have none', () => {
-  // 5x5 = 25 positions: four whole tiles of 6 and one of 1; 32 channels: 2 vectors.
-  for (const [h, co] of [[5, 32], [7, 48], [14, 16]] as const) {
-    const dag = conv(h, 24, co, 1, 1, 0);
+test('default: a conv at 8 lanes tiles 6 output positions of the fused rows and columns; the short last tile keeps its guards, the whole ones have none', () => {
+  // [image, in channels, out channels, kernel, stride, padding]: 1x1 convs at stride 1 and 2,
+  // 3x3 convs at stride 1 and 2 (their padding written at root). A 5x5 output has 25
+  // positions: four whole tiles of 6 and one of 1; 32 channels: 2 vectors.
+  const cases = [[5, 24, 32, 1, 1, 0], [7, 24, 48, 1, 1, 0], [14, 24, 16, 1, 1, 0], [10, 24, 32, 1, 2, 0], [7, 16, 32, 3, 1, 1], [15, 8, 16, 3, 2, 1]] as const;
+  for (const [h, ci, co, k, stride, pad] of cases) {
+    const name = `${k}x${k} stride ${stride} conv, ${h}x${h}x${ci} -> ${co}`;
+    const dag = conv(h, ci, co, k, stride, pad);
     const steps = dflt(dag, 8);
-    assert.ok(steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2'), `${h}x${h}: rows and columns fused`);
-    assert.ok(steps.some((s) => s.s === 'split' && s.iter === 'ax1@ax2' && s.lengths[0] === 6), `${h}x${h}: a run of 6 positions`);
-    const c = check(dag, steps, `1x1 conv, ${h}x${h}x${co}, 8 lanes`, 8, ['weight']);
+    assert.ok(steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2'), `${name}: rows and columns fused`);
+    assert.ok(steps.some((s) => s.s === 'split' && s.iter === 'ax1@ax2' && s.lengths[0] === 6), `${name}: a run of 6 positions`);
+    const c = check(dag, steps, `${name}, 8 lanes`, 8, ['weight']);
     // The tile's 6 x 2 accumulators live in registers (not a local buffer of two whole rows).
-    assert.not.match(c, /float conv2d_nhwc\[/, `${h}x${h}: no local array`);
+    assert.not.match(c, /float conv2d_nhwc\[/, `${name}: no local array`);
     assert.match(c, /conv2d_nhwc_v11\b/);
-    // Two versions of the tile: whole (no test in its reduction loop) and the tail.
-    const loops = c.split(/for \(int32_t rc_\d+ = 0;/).slice(1).map((rest) => rest.slice(0, rest.indexOf('tt_v8_store(&T_relu')));
-    assert.is(loops.length, 2, `${h}x${h}: whole and tail versions of the reduction`);
-    assert.not.match(loops[0], /if \(/, `${h}x${h}: the whole tiles run without guards`);
-    assert.match(loops[1], /if \(/, `${h}x${h}: the tail tile keeps its guards`);
+    // Two versions of the tile: whole (no test in its reduction loop) and the tail. Each
+    // position's row and column (floordiv, floormod of its index) are named once per tile,
+    // outside the reduction loops.
+    const loops = c.split(/for \(int32_t r[xyc]_\d+ = 0;/).slice(1).map((rest) => rest.slice(0, rest.indexOf('tt_v8_store(&T_relu')));
+    assert.ok(loops.length >= 2, `${name}: whole and tail versions of the reduction`);
+    const tail = loops.findIndex((l) => /if \(/.test(l));
+    assert.ok(tail > 0, `${name}: the tail tile keeps its guards`);
+    for (const l of loops.slice(0, tail)) {
+      assert.not.match(l, /if \(/, `${name}: the whole tiles run without guards`);
+      assert.not.match(l, /tt_floor(div|mod)/, `${name}: no index division inside the reduction`);
+    }
   }
-  // Not for a strided or 3x3 conv, nor at 16 lanes (32 registers hold the 7 x 2 row tile).
+  // Not at 16 lanes (32 registers hold the 7 x 2 row tile), nor for a depthwise conv (its own tile).
   const fused = (steps: readonly Step[]): boolean => steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2');
-  assert.not.ok(fused(dflt(conv(10, 24, 32, 1, 2, 0), 8)), 'stride 2');
-  assert.not.ok(fused(dflt(conv(7, 24, 32, 3, 1, 1), 8)), '3x3');
   assert.not.ok(fused(dflt(conv(7, 24, 32, 1, 1, 0), 16)), '16 lanes');
+  const dw = new ComputeDAG([relu(depthwiseConv2dNHWC(placeholder('data', [1, 7, 7, 32]), placeholder('w', [3, 3, 32, 1]), { strides: [1, 1], padding: [1, 1, 1, 1], dilation: [1, 1] }))]);
+  assert.not.ok(dflt(dw, 8).some((s) => s.s === 'fuse' && s.iters.length === 2 && s.iters.join().endsWith('ax2')), 'depthwise');
+});
+
+test('default: a Winograd conv\'s batched product at 8 lanes tiles 6 tiles x 2 vectors, the last block short', () => {
+  // 9x9 with F(2x2): 25 tiles (4 blocks of 6 and 1); 14x14 with F(4x4): 16 tiles (6, 6, 4).
+  for (const [m, h] of [[2, 9], [4, 14]] as const) {
+    const data = placeholder('data', [1, h, h, 16]), bias = placeholder('bias', [1, 1, 1, 32]);
+    const dag = new ComputeDAG([relu(binary('add', conv2dWinogradNHWC(data, placeholder('weight', [m + 2, m + 2, 16, 32]), { padding: [1, 1, 1, 1], tileSize: m }), bias))]);
+    const steps = dflt(dag, 8);
+    assert.ok(steps.some((s) => s.s === 'split' && s.stage.includes('bgemm') && s.lengths[0] === 6), `F(${m}) ${h}x${h}: 6 tiles per block`);
+    check(dag, steps, `Winograd F(${m}) ${h}x${h}, 8 lanes`, 8, [], WINOGRAD_TOLERANCE);
+  }
 });
 
 test('depthwise conv NHWC, stride 2', () => {

@@ -11,7 +11,7 @@
 
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
-import type { DefaultOptions } from './defaults';
+import { POSITION_TILE_ROWS, type DefaultOptions } from './defaults';
 import { State } from './state';
 import type { Step } from './steps';
 
@@ -58,7 +58,9 @@ export function winogradDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): 
   const local = `${gemm}.local`;
   const [eps, nu, p, co] = state.stage(gemm).axes.map((a) => ({ name: a.name, extent: a.extent }));
   const vec = co.extent % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(co.extent, lanes);
-  const rows = largestDivisorAtMost(p.extent, vec > lanes ? 7 : 14);
+  // Two vectors of channels on an 8-lane target: 6 tiles (15 of 16 registers, as the direct
+  // conv's position tile, defaults.ts), the last block cut short; 7 spilled.
+  const rows = vec === 2 * lanes && lanes === 8 && p.extent > POSITION_TILE_ROWS ? POSITION_TILE_ROWS : largestDivisorAtMost(p.extent, vec > lanes ? 7 : 14);
   apply({ s: 'split', stage: gemm, iter: co.name, lengths: [vec] });
   apply({ s: 'split', stage: gemm, iter: p.name, lengths: [rows] });
   apply({ s: 'reorder', stage: gemm, order: [eps.name, nu.name, `${p.name}.0`, `${co.name}.0`, `${p.name}.1`, `${co.name}.1`] });

@@ -106,33 +106,25 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
 }
 
 /**
- * Output positions per register tile of a 1x1 conv on a target with 8-lane vectors (AVX2:
- * 16 vector registers): 6 positions x 2 vectors is 12 accumulators, 2 weight vectors and a
- * broadcast input. The columns-of-one-row tile (7 x 2 for mobilenet's 7-multiple widths)
- * needs 17 registers, so GCC read one weight vector from memory in every other FMA. No
- * width is a multiple of 6, so the tile runs over the row-major positions of the image, a
- * 1x1 stride-1 conv's input being contiguous there too; the last tile is cut short (its
- * guards are versioned out of the whole tiles, codegen/partition.ts). Mobilenet's
- * 14x14x512 one, 1 thread, on the AVX2 box (session 12): 1.13-1.47 ms against 1.31-1.65
- * for 7 x 2 in the same interleaved runs.
+ * Output positions per register tile of a conv on a target with 8-lane vectors (AVX2: 16
+ * vector registers): 6 positions x 2 vectors is 12 accumulators, 2 weight vectors and a
+ * broadcast input. The columns-of-one-row tile (7 x 2 for the 7-multiple widths of
+ * mobilenet and ResNet) needs 17 registers, so GCC read one weight vector from memory in
+ * every other FMA. No width is a multiple of 6, so the tile runs over the row-major
+ * positions of the image; the last tile is cut short (its guards are versioned out of the
+ * whole tiles, codegen/partition.ts). Each position reads its own input window, whose row
+ * and column the renderer computes once per tile (c.ts, hoist). On the AVX2 box, 1 thread:
+ * mobilenet's 14x14x512 1x1 conv 1.13-1.47 ms against 1.31-1.65 for 7 x 2 (session 12);
+ * resnet-18's 3x3 and strided convs 5 to 30% faster, its 7x7x512 3x3 ones unchanged
+ * (session 13; docs/tuning.md).
  */
-const POSITION_TILE_ROWS = 6;
+export const POSITION_TILE_ROWS = 6;
 
-/** Whether a 1x1 stride-1 NHWC conv on an 8-lane target, with output axes `outAxes`, gets the tile of positions (its (h, w) fused, POSITION_TILE_ROWS of them by 2 vectors). */
+/** Whether an NHWC conv on an 8-lane target, with output axes `outAxes`, gets the tile of positions (its (h, w) fused, POSITION_TILE_ROWS of them by 2 vectors). */
 function tilesPositions(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): boolean {
-  if (lanes !== 8 || tagOf(conv) !== 'conv2d_nhwc' || conv.op.kind !== 'compute' || outAxes.length !== 4) return false;
-  const body = conv.op.body;
-  if (body.k !== 'reduce' || body.axes.slice(0, -1).some((a) => a.extent !== 1)) return false;
+  if (lanes !== 8 || tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return false;
   const [, h, w, c] = outAxes;
-  if (c.extent % (2 * lanes) !== 0 || h.extent * w.extent <= POSITION_TILE_ROWS) return false;
-  // Stride 1, no padding: the data input (the load indexed by the output's rows) has the output's rows and columns.
-  const [, hv, wv] = conv.op.axes.map((a) => a.name);
-  let same = false;
-  walk(body.source, (e) => {
-    if (e.k !== 'load' || e.indices.length !== 4) return;
-    if (freeVars(e.indices[1]).has(hv) && freeVars(e.indices[2]).has(wv)) same = e.tensor.shape[1] === h.extent && e.tensor.shape[2] === w.extent;
-  });
-  return same;
+  return c.extent % (2 * lanes) === 0 && h.extent * w.extent > POSITION_TILE_ROWS;
 }
 
 /** NHWC axes with (h, w) replaced by the loop a `fuse` step makes of them (named `h@w`). */
@@ -180,8 +172,8 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
       local = state.stage(`${main.name}.local`);
     }
     const lanes = opts.vectorLanes;
-    // A 1x1 conv on a 16-register target tiles runs of output positions (rows x columns
-    // fused into one loop), not columns of one row: see POSITION_TILE_ROWS.
+    // A conv on a 16-register target tiles runs of output positions (rows x columns fused
+    // into one loop), not columns of one row: see POSITION_TILE_ROWS.
     const positions = tilesPositions(main.tensor, out.axes, lanes);
     if (positions) for (const st of [out, local]) apply({ s: 'fuse', stage: st.name, iters: st.axes.slice(1, 3).map((a) => a.name) });
     const axes = positions ? fusePositions(out.axes) : out.axes;
