@@ -115,7 +115,7 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
  * whole tiles, codegen/partition.ts). Each position reads its own input window, whose row
  * and column the renderer computes once per tile (c.ts, hoist). On the AVX2 box, 1 thread:
  * mobilenet's 14x14x512 1x1 conv 1.13-1.47 ms against 1.31-1.65 for 7 x 2 (session 12);
- * resnet-18's 3x3 and strided convs 5 to 30% faster, its 7x7x512 3x3 ones unchanged
+ * most of resnet-18's 3x3 and strided convs 8 to 30% faster, its 7x7x512 3x3 ones unchanged
  * (session 13; docs/tuning.md).
  */
 export const POSITION_TILE_ROWS = 6;
