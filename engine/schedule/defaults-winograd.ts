@@ -11,14 +11,10 @@
 
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
-import { POSITION_TILE_ROWS, type DefaultOptions } from './defaults';
+import type { DefaultOptions } from './defaults';
 import { State } from './state';
+import { largestDivisorAtMost, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
-
-function largestDivisorAtMost(n: number, limit: number): number {
-  for (let d = Math.min(n, limit); d >= 1; d--) if (n % d === 0) return d;
-  return 1;
-}
 
 export function winogradDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   const steps: Step[] = [];
@@ -58,9 +54,9 @@ export function winogradDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): 
   const local = `${gemm}.local`;
   const [eps, nu, p, co] = state.stage(gemm).axes.map((a) => ({ name: a.name, extent: a.extent }));
   const vec = co.extent % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(co.extent, lanes);
-  // Two vectors of channels on an 8-lane target: 6 tiles (15 of 16 registers, as the direct
-  // conv's position tile, defaults.ts), the last block cut short; 7 spilled.
-  const rows = vec === 2 * lanes && lanes === 8 && p.extent > POSITION_TILE_ROWS ? POSITION_TILE_ROWS : largestDivisorAtMost(p.extent, vec > lanes ? 7 : 14);
+  // Two vectors of channels on an 8-lane target: 6 tiles, as the direct conv's position tile
+  // (tile-rows.ts); 7 spilled.
+  const rows = positionTileRows(p.extent, vec, lanes) ?? largestDivisorAtMost(p.extent, vec > lanes ? 7 : 14);
   apply({ s: 'split', stage: gemm, iter: co.name, lengths: [vec] });
   apply({ s: 'split', stage: gemm, iter: p.name, lengths: [rows] });
   apply({ s: 'reorder', stage: gemm, order: [eps.name, nu.name, `${p.name}.0`, `${co.name}.0`, `${p.name}.1`, `${co.name}.1`] });

@@ -20,6 +20,7 @@ import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
 import { winogradDefaultSchedule } from './defaults-winograd';
 import { State } from './state';
+import { POSITION_TILE_ROWS, largestDivisorAtMost, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
 
 /** Reductions that the multi-level tiling rule (and this default) tiles. */
@@ -105,26 +106,11 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
   return { vec, rows: blockExtent === undefined ? 1 : largestDivisorAtMost(blockExtent, vec > lanes ? 7 : 14) };
 }
 
-/**
- * Output positions per register tile of a conv on a target with 8-lane vectors (AVX2: 16
- * vector registers): 6 positions x 2 vectors is 12 accumulators, 2 weight vectors and a
- * broadcast input. The columns-of-one-row tile (7 x 2 for the 7-multiple widths of
- * mobilenet and ResNet) needs 17 registers, so GCC read one weight vector from memory in
- * every other FMA. No width is a multiple of 6, so the tile runs over the row-major
- * positions of the image; the last tile is cut short (its guards are versioned out of the
- * whole tiles, codegen/partition.ts). Each position reads its own input window, whose row
- * and column the renderer computes once per tile (c.ts, hoist). On the AVX2 box, 1 thread:
- * mobilenet's 14x14x512 1x1 conv 1.13-1.47 ms against 1.31-1.65 for 7 x 2 (session 12);
- * most of resnet-18's 3x3 and strided convs 8 to 30% faster, its 7x7x512 3x3 ones unchanged
- * (session 13; docs/tuning.md).
- */
-export const POSITION_TILE_ROWS = 6;
-
-/** Whether an NHWC conv on an 8-lane target, with output axes `outAxes`, gets the tile of positions (its (h, w) fused, POSITION_TILE_ROWS of them by 2 vectors). */
+/** Whether an NHWC conv with output axes `outAxes` gets the tile of positions (its (h, w) fused, positionTileRows of them by 2 vectors). */
 function tilesPositions(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): boolean {
-  if (lanes !== 8 || tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return false;
+  if (tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return false;
   const [, h, w, c] = outAxes;
-  return c.extent % (2 * lanes) === 0 && h.extent * w.extent > POSITION_TILE_ROWS;
+  return positionTileRows(h.extent * w.extent, registerTile(tagOf(conv), c.extent, undefined, lanes).vec, lanes) !== undefined;
 }
 
 /** NHWC axes with (h, w) replaced by the loop a `fuse` step makes of them (named `h@w`). */
@@ -138,11 +124,6 @@ const MIN_PARALLEL_CHUNKS = 32;
 
 function sameShape(a: { tensor: Tensor }, b: { tensor: Tensor }): boolean {
   return a.tensor.shape.length === b.tensor.shape.length && a.tensor.shape.every((d, i) => d === b.tensor.shape[i]);
-}
-
-function largestDivisorAtMost(n: number, limit: number): number {
-  for (let d = Math.min(n, limit); d >= 1; d--) if (n % d === 0) return d;
-  return 1;
 }
 
 export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
@@ -173,7 +154,7 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     }
     const lanes = opts.vectorLanes;
     // A conv on a 16-register target tiles runs of output positions (rows x columns fused
-    // into one loop), not columns of one row: see POSITION_TILE_ROWS.
+    // into one loop), not columns of one row: see POSITION_TILE_ROWS (tile-rows.ts).
     const positions = tilesPositions(main.tensor, out.axes, lanes);
     if (positions) for (const st of [out, local]) apply({ s: 'fuse', stage: st.name, iters: st.axes.slice(1, 3).map((a) => a.name) });
     const axes = positions ? fusePositions(out.axes) : out.axes;

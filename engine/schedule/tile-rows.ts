@@ -1,0 +1,31 @@
+// The rows of a CPU register tile that the default schedules share: the direct conv's
+// (defaults.ts) and Winograd's batched product's (defaults-winograd.ts).
+
+/**
+ * Output positions per register tile of a conv on a target with 8-lane vectors (AVX2: 16
+ * vector registers): 6 positions x 2 vectors is 12 accumulators, 2 weight vectors and a
+ * broadcast input. The columns-of-one-row tile (7 x 2 for the 7-multiple widths of
+ * mobilenet and ResNet) needs 17 registers, so GCC read one weight vector from memory in
+ * every other FMA. No width is a multiple of 6, so the tile runs over the row-major
+ * positions of the image; the last tile is cut short (its guards are versioned out of the
+ * whole tiles, codegen/partition.ts). Each position reads its own input window, whose row
+ * and column the renderer computes once per tile (codegen/c.ts, hoist). On the AVX2 box,
+ * 1 thread: mobilenet's 14x14x512 1x1 conv 1.13-1.47 ms against 1.31-1.65 for 7 x 2 (session 12);
+ * most of resnet-18's 3x3 and strided convs 8 to 30% faster, its 7x7x512 3x3 ones unchanged
+ * (session 13; docs/tuning.md).
+ */
+export const POSITION_TILE_ROWS = 6;
+
+/**
+ * POSITION_TILE_ROWS where a register tile of `vec` channels is two 8-lane vectors (AVX2's
+ * 16 registers, where 7 rows spill) and `positions` exceeds it; undefined otherwise (the
+ * caller keeps its own rows).
+ */
+export function positionTileRows(positions: number, vec: number, lanes: number): number | undefined {
+  return lanes === 8 && vec === 2 * lanes && positions > POSITION_TILE_ROWS ? POSITION_TILE_ROWS : undefined;
+}
+
+export function largestDivisorAtMost(n: number, limit: number): number {
+  for (let d = Math.min(n, limit); d >= 1; d--) if (n % d === 0) return d;
+  return 1;
+}
