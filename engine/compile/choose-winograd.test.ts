@@ -1,7 +1,8 @@
 // compile picks direct conv or Winograd per layer: on small networks of two 3x3 stride-1
 // conv layers with hand-made records, the layer whose Winograd record is faster runs as
 // Winograd (its weight transformed into params.bin), the other stays direct; a layer with
-// one record runs that implementation; without records TVM's channel rule decides. Compile
+// a Winograd record only runs Winograd; without records, or with a direct record only (and
+// no --strict), TVM's channel rule decides. Compile
 // says which, and the compiled model computes the network.
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -130,16 +131,30 @@ test('no records: Winograd by TVM\'s rule (64 < output channels < 512), and the 
   await assertComputesGraph(compiled, graph, 6 * 6 * 8, 'second');
 });
 
-test('one record of a layer\'s two: that implementation runs, whatever the rule says', async () => {
+test('a Winograd record only: Winograd runs, whatever the rule says; a direct record only: the rule decides, and --strict keeps it direct', async () => {
   const graph = loadModel({ model: model2 }).graph;
-  const [d1, , , w2] = extractTasks(graph, { winograd: true });
+  const [d1, d2, w1, w2] = extractTasks(graph, { winograd: true });
   const records = path.join(dir, 'records2.jsonl');
-  // The 96-channel layer (Winograd by the rule) has only a direct record, the 16-channel one only a Winograd record.
+  // The 96-channel layer (Winograd by the rule) has only a direct record, the 16-channel one (direct by the rule) only a Winograd record.
   await appendRecords(records, [rec(d1, 1), rec(w2, 1)]);
   const logs: string[] = [];
   const compiled = await compileNetwork({ model: model2, target: target.text, outDir: path.join(dir, 'model3'), cacheDir: path.join(dir, 'cache'), records: [records], log: (l) => logs.push(l) });
-  assert.equal(compiled.kernels.map((k) => k.key).sort(), [d1.key, w2.key].sort());
-  assert.match(logs.find((l) => l.startsWith('winograd: '))!, /^winograd: 1 of 2 eligible layer\(s\) use Winograd\n {2}conv2d_winograd_nhwc 1x6x6x96 -> 1x6x6x16 \(x1\): 1\.000 ms, the direct conv has no record$/);
+  assert.equal(compiled.kernels.map((k) => k.key).sort(), [w1.key, w2.key].sort());
+  assert.equal(compiled.kernels.find((k) => k.key === w1.key)!.schedule, 'default');
+  assert.match(logs.find((l) => l.startsWith('winograd: '))!, new RegExp(
+    '^winograd: 2 of 2 eligible layer\\(s\\) use Winograd\n' +
+    ' {2}conv2d_winograd_nhwc\\+relu 1x6x6x8 -> 1x6x6x96 \\(x1\\): no Winograd record \\(direct 1\\.000 ms\\), 96 output channels \\(Winograd without its record when 64 < channels < 512\\)\n' +
+    ' {2}conv2d_winograd_nhwc 1x6x6x96 -> 1x6x6x16 \\(x1\\): 1\\.000 ms, the direct conv has no record$'));
+  await assertComputesGraph(compiled, graph, 6 * 6 * 8, 'direct-only');
+
+  // --strict wants a record for every kernel that runs: with records for both layers' direct tasks, both stay direct.
+  const strictRecords = path.join(dir, 'records2-strict.jsonl');
+  await appendRecords(strictRecords, [rec(d1, 1), rec(d2, 1)]);
+  const strictLogs: string[] = [];
+  const strict = await compileNetwork({ model: model2, target: target.text, outDir: path.join(dir, 'model3-strict'), cacheDir: path.join(dir, 'cache'), records: [strictRecords], strict: true, log: (l) => strictLogs.push(l) });
+  assert.equal(strict.kernels.map((k) => k.key).sort(), [d1.key, d2.key].sort());
+  assert.ok(strict.kernels.every((k) => k.schedule !== 'default'), JSON.stringify(strict.kernels));
+  assert.match(strictLogs.find((l) => l.startsWith('winograd: '))!, /^winograd: 0 of 2 eligible layer\(s\) use Winograd$/);
 });
 
 test.after(() => rmSync(dir, { recursive: true, force: true }));
