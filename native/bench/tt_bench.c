@@ -285,6 +285,17 @@ int main(int argc, char** argv) {
   const char* model_path = positional[0];
   const char* params_path = positional[1];
 
+  /* A CPU model's kernels run their parallel loops on libgomp's threads, which by default
+     spin at each loop's end waiting for the next. With another process busy on one of two
+     cores that spinning takes the time slices our other thread needs: resnet-18 at 2
+     threads ran 2.9x slower than on a quiet machine, where ONNX Runtime ran 2.1x slower
+     (bench/contention.ts). Waiting passively (threads sleep on a futex) made it 1.9-2.1x,
+     below ONNX Runtime's slowdown for resnet-18, resnet-50 and mobilenet, at the cost of a
+     few percent on mobilenet's ~30 short parallel loops on a quiet machine (docs/tuning.md,
+     "Threads"). libgomp reads the policy once, when it loads, i.e. at dlopen below: set it
+     here unless the user chose one. */
+  setenv("OMP_WAIT_POLICY", "passive", 0);
+
   /* Load the library; a path without '/' would make dlopen search the library path. */
   char libpath[4096];
   snprintf(libpath, sizeof libpath, "%s%s", strchr(model_path, '/') ? "" : "./", model_path);
