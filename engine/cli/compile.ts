@@ -29,7 +29,11 @@ model.so; DIR/kernels.cu and DIR/kernels.sm_80.cubin are copies for reading.
 
 With --records, each task uses the fastest verified record measured for this target on
 this kind of machine (same hardware fingerprint); tasks without one keep their default
-schedule, and one summary says which and their share of the estimated latency.
+schedule, and one summary says which and their share of the estimated latency. On CPU
+targets a 3x3 stride-1 conv runs as Winograd where its Winograd record beats its direct
+one, or where only Winograd has a record; without a Winograd record, by TVM's rule:
+Winograd when 64 < output channels < 512 (with --strict, a conv with a direct record stays
+direct). Compile lists each Winograd layer and why.
 
 Options:
   --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple; or
