@@ -59,7 +59,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     directCosts = applied.costs;
   }
   // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster, or
-  // without records where TVM's rule says so (choose-winograd.ts).
+  // without a Winograd record where TVM's rule says so (choose-winograd.ts).
   if (!isGpu(target) && opts.winograd !== false) {
     const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, files, entries, warn: opts.warn, strict: opts.strict });
     ({ graph, groups } = choice);
