@@ -290,9 +290,9 @@ int main(int argc, char** argv) {
      cores that spinning takes the time slices our other thread needs: resnet-18 at 2
      threads ran 2.9x slower than on a quiet machine, where ONNX Runtime ran 2.1x slower
      (bench/contention.ts). Waiting passively (threads sleep on a futex) made it 1.9-2.1x,
-     below ONNX Runtime's slowdown for resnet-18, resnet-50 and mobilenet, at the cost of a
-     few percent on mobilenet's ~30 short parallel loops on a quiet machine (docs/tuning.md,
-     "Threads"). libgomp reads the policy once, when it loads, i.e. at dlopen below: set it
+     below ONNX Runtime's slowdown for resnet-18, resnet-50 and mobilenet. On a quiet
+     machine it cost mobilenet's ~30 short parallel loops 3% and 11% in two runs, and the
+     ResNets nothing (docs/tuning.md, "Threads"). libgomp reads the policy once, when it loads, i.e. at dlopen below: set it
      here unless the user chose one. */
   setenv("OMP_WAIT_POLICY", "passive", 0);
 
