@@ -14,7 +14,8 @@
 // simplified the global pool's rfactor sketch) and the renderer to version split tails
 // (session 12), and to tile every NHWC conv at 8 lanes over output positions (mobilenet's
 // first, 3x3 stride-2, conv) with the renderer naming an unrolled tile's per-position index
-// terms outside its reduction loops (session 13). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
+// terms outside its reduction loops (session 13), and to give parallel loops a guided
+// OpenMP schedule instead of a static one (session 14). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
 // the digest: check the new output, then update EXPECTED below with the digest the failure
 // prints.
 

@@ -13,7 +13,7 @@ import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
 import type { DefaultOptions } from './defaults';
 import { State } from './state';
-import { largestDivisorAtMost, positionTileRows } from './tile-rows';
+import { channelTile, largestDivisorAtMost, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
 
 export function winogradDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
@@ -53,10 +53,11 @@ export function winogradDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): 
   apply({ s: 'cache_write', stage: gemm });
   const local = `${gemm}.local`;
   const [eps, nu, p, co] = state.stage(gemm).axes.map((a) => ({ name: a.name, extent: a.extent }));
-  const vec = co.extent % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(co.extent, lanes);
+  const tile = channelTile(co.extent, p.extent, lanes);
+  const vec = tile.vec;
   // Two vectors of channels on an 8-lane target: 6 tiles, as the direct conv's position tile
   // (tile-rows.ts); 7 spilled.
-  const rows = positionTileRows(p.extent, vec, lanes) ?? largestDivisorAtMost(p.extent, vec > lanes ? 7 : 14);
+  const rows = positionTileRows(p.extent, vec, lanes) ?? tile.rows;
   apply({ s: 'split', stage: gemm, iter: co.name, lengths: [vec] });
   apply({ s: 'split', stage: gemm, iter: p.name, lengths: [rows] });
   apply({ s: 'reorder', stage: gemm, order: [eps.name, nu.name, `${p.name}.0`, `${co.name}.0`, `${p.name}.1`, `${co.name}.1`] });

@@ -20,7 +20,7 @@ import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
 import { winogradDefaultSchedule } from './defaults-winograd';
 import { State } from './state';
-import { POSITION_TILE_ROWS, largestDivisorAtMost, positionTileRows } from './tile-rows';
+import { POSITION_TILE_ROWS, channelTile, largestDivisorAtMost, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
 
 /** Reductions that the multi-level tiling rule (and this default) tiles. */
@@ -102,8 +102,7 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
     const rows = blockExtent === undefined ? 1 : largestDivisorAtMost(blockExtent, Math.max(1, Math.floor(DEPTHWISE_ACCUMULATORS / vectors)));
     return { vec: vectors * lanes, rows };
   }
-  const vec = channels % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(channels, lanes);
-  return { vec, rows: blockExtent === undefined ? 1 : largestDivisorAtMost(blockExtent, vec > lanes ? 7 : 14) };
+  return channelTile(channels, blockExtent, lanes);
 }
 
 /** Whether an NHWC conv with output axes `outAxes` gets the tile of positions (its (h, w) fused, positionTileRows of them by 2 vectors). */

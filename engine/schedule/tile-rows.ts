@@ -1,5 +1,5 @@
-// The rows of a CPU register tile that the default schedules share: the direct conv's
-// (defaults.ts) and Winograd's batched product's (defaults-winograd.ts).
+// The CPU register tile that the default schedules share: the direct conv's and other
+// tiled reductions' (defaults.ts) and Winograd's batched product's (defaults-winograd.ts).
 
 /**
  * Output positions per register tile of a conv on a target with 8-lane vectors (AVX2: 16
@@ -23,6 +23,18 @@ export const POSITION_TILE_ROWS = 6;
  */
 export function positionTileRows(positions: number, vec: number, lanes: number): number | undefined {
   return lanes === 8 && vec === 2 * lanes && positions > POSITION_TILE_ROWS ? POSITION_TILE_ROWS : undefined;
+}
+
+/**
+ * The register tile of a reduction whose vector loop runs over `channels`: two vectors of
+ * channels where they divide them, else the largest divisor up to one vector (`vec`); and
+ * the rows of its block axis of `blockExtent` (1 without one), up to 7 at two vectors and 14
+ * at one, so that the accumulators stay within 16 registers. A depthwise conv has its own
+ * (defaults.ts).
+ */
+export function channelTile(channels: number, blockExtent: number | undefined, lanes: number): { vec: number; rows: number } {
+  const vec = channels % (2 * lanes) === 0 ? 2 * lanes : largestDivisorAtMost(channels, lanes);
+  return { vec, rows: blockExtent === undefined ? 1 : largestDivisorAtMost(blockExtent, vec > lanes ? 7 : 14) };
 }
 
 export function largestDivisorAtMost(n: number, limit: number): number {

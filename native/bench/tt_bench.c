@@ -292,8 +292,8 @@ int main(int argc, char** argv) {
      (bench/contention.ts). Waiting passively (threads sleep on a futex) made it 1.9-2.1x,
      below ONNX Runtime's slowdown for resnet-18, resnet-50 and mobilenet. On a quiet
      machine it cost mobilenet's ~30 short parallel loops 3% and 11% in two runs, and the
-     ResNets nothing (docs/tuning.md, "Threads"). libgomp reads the policy once, when it loads, i.e. at dlopen below: set it
-     here unless the user chose one. */
+     ResNets nothing (docs/tuning.md, "Threads"). libgomp reads the policy once, when it
+     loads, i.e. at dlopen below: set it here unless the user chose one. */
   setenv("OMP_WAIT_POLICY", "passive", 0);
 
   /* Load the library; a path without '/' would make dlopen search the library path. */
