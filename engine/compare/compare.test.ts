@@ -24,7 +24,7 @@ import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { skip } from '../skip.fixture';
-import { compareWithOnnxRuntime, formatCompareReport, outputError, top1, withoutSoftmax } from './compare';
+import { compareWithOnnxRuntime, formatCompareReport, minRatio, outputError, top1, withoutSoftmax } from './compare';
 import { openOrtSession, tryLoadOnnxRuntime } from './ort';
 
 const IMAGE = 64;
@@ -115,6 +115,9 @@ test('compareWithOnnxRuntime: finds the ONNX file from the manifest, interleaves
   assert.ok(report.outputs[0].max_abs_err <= 1e-4, `max abs err ${report.outputs[0].max_abs_err}`);
   assert.ok(report.top1.agree);
   assert.match(formatCompareReport(report), /ratio: +\d/);
+  const fastest = Math.min(...report.tensortune_runs_ms).toFixed(3);
+  assert.match(formatCompareReport(report), new RegExp(`spread: +min ${fastest.replace('.', '\\.')} ms, 90% within [\\d.]+ ms \\(tensortune\\)`));
+  assert.is(minRatio(report), Math.min(...report.tensortune_runs_ms) / Math.min(...report.onnxruntime_runs_ms));
 });
 
 test.run();
