@@ -212,9 +212,10 @@ function quantile(xs: readonly number[], q: number): number {
 }
 
 /**
- * Fastest and 90th-percentile measurement: on a shared machine (a VM whose host runs other
- * guests) a measurement can take 1.5x the fastest one, and one engine may be hit more than
- * the other; the median ratio is the figure, this shows how far to trust it.
+ * Fastest and 90th-percentile measurement. On a shared machine (a VM whose host runs other
+ * guests) one run can take 1.8x the fastest (mobilenet at 1 thread, 16.0 to 29.3 ms in 40
+ * runs on the 2-core EPYC, session 15), and one engine may be hit more than the other:
+ * the median ratio is the figure, this says how far to trust it.
  */
 const spread = (xs: readonly number[]): string => `min ${quantile(xs, 0).toFixed(3)} ms, 90% within ${quantile(xs, 0.9).toFixed(3)} ms`;
 
