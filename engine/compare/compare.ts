@@ -110,8 +110,10 @@ async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promis
   return { file, source: 'exported builtin network' };
 }
 
+const ascending = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
+
 const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
+  const s = ascending(xs);
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 };
@@ -205,11 +207,9 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
 
 const fmt = (x: number): string => (x === 0 ? '0' : Math.abs(x) >= 0.01 && Math.abs(x) < 1e4 ? x.toPrecision(4) : x.toExponential(2));
 
-/** The `q` quantile of `xs` (nearest rank). */
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-}
+/** The `q` quantile (nearest rank) of values sorted in ascending order. */
+const quantile = (sorted: readonly number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 
 /**
  * Fastest and 90th-percentile measurement. On a shared machine (a VM whose host runs other
@@ -217,7 +217,10 @@ function quantile(xs: readonly number[], q: number): number {
  * runs on the 2-core EPYC, session 15), and one engine may be hit more than the other:
  * the median ratio is the figure, this says how far to trust it.
  */
-const spread = (xs: readonly number[]): string => `min ${quantile(xs, 0).toFixed(3)} ms, 90% within ${quantile(xs, 0.9).toFixed(3)} ms`;
+function spread(xs: readonly number[]): string {
+  const s = ascending(xs);
+  return `min ${s[0].toFixed(3)} ms, 90% within ${quantile(s, 0.9).toFixed(3)} ms`;
+}
 
 /** Fastest tensortune measurement / fastest ONNX Runtime measurement. */
 export const minRatio = (r: Pick<CompareReport, 'tensortune_runs_ms' | 'onnxruntime_runs_ms'>): number =>
