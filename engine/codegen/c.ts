@@ -19,6 +19,7 @@ import type { Kernel, Stmt } from './lower';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
 import { partitionTails } from './partition';
+import { prefetchNextPanels } from './prefetch';
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
@@ -124,6 +125,8 @@ export interface Dialect {
   barrier?: string;
   /** GPU: the expression of a hardware thread index. */
   threadIndex?(tag: ThreadTag): string;
+  /** CPU: the statement (without `;`) that asks the cache for the line holding byte address `address`. */
+  prefetch?(address: string): string;
   /**
    * GPU: bounded textual expansion. When set, an unrolled or vectorised loop is expanded
    * only while all it would emit stays within this many statements, counting the bodies
@@ -140,6 +143,8 @@ export const C_DIALECT: Dialect = {
   lane: (reg, i) => `${reg}[${i}]`,
   unroll: (n) => `#pragma GCC unroll ${n}`,
   openmp: true,
+  // Read access, high temporal locality: the panel is read by the next T tiles.
+  prefetch: (address) => `__builtin_prefetch(${address}, 0, 3)`,
 };
 
 export interface RenderOptions {
@@ -369,6 +374,12 @@ class Renderer {
         return;
       }
       case 'for': this.loop(s, env, indent, out); return;
+      case 'prefetch': {
+        if (!this.dialect.prefetch) throw new Error('render: a prefetch in a language without one');
+        const index = this.scalar(foldExpr(substConst(s.index, env)));
+        out.push(`${indent}for (int32_t tt_line = 0; tt_line < ${s.lines}; ++tt_line) ${this.dialect.prefetch(`(const char*)&${s.buf}[${index}] + tt_line * 64`)};`);
+        return;
+      }
       case 'sync':
         if (!this.dialect.barrier) throw new Error('render: a barrier in a language without one');
         out.push(`${indent}${this.dialect.barrier}`);
@@ -536,7 +547,7 @@ export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   }
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
-  out.push(...renderBody(partitionTails(k.body), lanes, C_DIALECT, '  '));
+  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  '));
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
   return out.join('\n') + '\n';

@@ -324,6 +324,23 @@ test('weight layout rewrite: conv and dense weights blocked by the tile width, r
   ]), 'k', { packable: new Set(['w']) }).layouts, [{ input: 1, axis: 0, block: 16 }]);
 });
 
+test('weight panel prefetch: a channels-outer conv asks for its share of the next panel, and computes the same', () => {
+  // 7x7x64 -> 256, 1x1, AVX2 lanes: the weights (16K) outweigh the input (3K), so the channel
+  // tiles (16 panels of 64 x 16 floats, 64 lines each) run outermost, 9 tiles of positions
+  // each: every iteration prefetches ceil(64 / 9) = 8 lines of the next panel.
+  const pw = conv(7, 64, 256, 1, 1, 0);
+  const code = check(pw, dflt(pw, 8), 'pointwise conv, channels outer, blocked weight', 8, ['weight']);
+  assert.match(code, /if \(\(\(\(\w+ \+ 1\) < 16\) && \(\(\w+ \* 8\) < 64\)\)\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 8; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&weight\[\(\(\(\w+ \+ 1\) \* 1024\) \+ \(\w+ \* 128\)\)\]/);
+  // No blocked layout (weights in their own layout): nothing to prefetch by panel.
+  assert.not.match(check(pw, dflt(pw, 8), 'pointwise conv, plain weight', 8), /__builtin_prefetch/);
+  // Positions outermost (the input outweighs the weights): each tile reads every panel.
+  const early = conv(14, 32, 32, 1, 1, 0);
+  assert.not.match(check(early, dflt(early, 8), 'pointwise conv, positions outer', 8, ['weight']), /__builtin_prefetch/);
+  // A share longer than MAX_LINES_PER_ITERATION (512-line panels over 9 tiles: 57) is left to the hardware.
+  const wide = conv(7, 512, 64, 1, 1, 0);
+  assert.not.match(check(wide, dflt(wide, 8), 'pointwise conv, long panels', 8, ['weight']), /__builtin_prefetch/);
+});
+
 function namesOf(t: Tensor): string { return t.name; }
 test('stage names used above exist', () => {
   assert.equal(conv(5, 4, 4, 3, 1, 1).computeStages.map(namesOf), ['pad_temp', 'conv2d_nhwc', 'T_add', 'T_relu']);

@@ -29,7 +29,9 @@ export type Stmt =
   /** GPU: every thread of the block waits here, and sees the shared memory the others wrote (emitted around shared copies). */
   | { k: 'sync' }
   /** GPU: `v` is the hardware index `tag` in `body` (gpu.ts makes these from bound loops). */
-  | { k: 'thread'; v: string; tag: ThreadTag; body: Stmt[] };
+  | { k: 'thread'; v: string; tag: ThreadTag; body: Stmt[] }
+  /** CPU C: ask the cache for `lines` 64-byte lines of `buf` from element `index` on (prefetch.ts makes these). */
+  | { k: 'prefetch'; buf: string; index: Expr; lines: number };
 
 export interface KernelArg { readonly buf: string; readonly tensor: Tensor }
 
@@ -148,8 +150,8 @@ function flatten(idx: readonly Expr[], shape: readonly number[]): Expr {
  * says it holds no inner loop variable, any sub-expression (e.g. floormod of a fused
  * outer loop), which is constant while the inner loops run. Null when not affine.
  */
-interface Linear { c: number; terms: Map<string, number>; atoms: Map<string, Expr> }
-function linear(e: Expr, hasInner: (e: Expr) => boolean, opaque = false): Linear | null {
+export interface Linear { c: number; terms: Map<string, number>; atoms: Map<string, Expr> }
+export function linear(e: Expr, hasInner: (e: Expr) => boolean, opaque = false): Linear | null {
   if (e.k === 'const') return e.dtype === 'int32' ? { c: e.value, terms: new Map(), atoms: new Map() } : null;
   if (e.k === 'var' || !hasInner(e)) {
     const key = e.k === 'var' ? e.name : printExpr(e);
