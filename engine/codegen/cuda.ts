@@ -21,10 +21,8 @@
 // never from records.
 
 import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
-import type { GpuKernel, GpuProgram } from './gpu';
-import type { Stmt } from './lower';
+import { storedBuffers, type Dim3, type GpuKernel, type GpuProgram } from './gpu';
 import { launchTable, type BufferRole } from './opencl';
-import type { Dim3 } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
 
 const VECTOR_MATH: Record<string, string> = {
@@ -112,15 +110,6 @@ export interface CudaRenderOptions {
   vectorLanes: number;
   /** Expand unrolled loops under the C dialect's bound instead of GPU_EXPANSION_BUDGET (for comparisons only). */
   unboundedUnroll?: boolean;
-}
-
-/** Buffers a kernel body stores to. */
-function storedBuffers(body: readonly Stmt[], out = new Set<string>()): Set<string> {
-  for (const s of body) {
-    if (s.k === 'store') out.add(s.buf);
-    else if (s.k === 'if' || s.k === 'for' || s.k === 'thread') storedBuffers(s.body, out);
-  }
-  return out;
 }
 
 /** Threads per block of a kernel. */

@@ -13,11 +13,11 @@
 // bound loop, two extents for one thread index, a global store that some thread index
 // does not separate) is a ScheduleError, so the search counts it invalid before building.
 
-import { walk, type Expr } from '../ir/expr';
+import { walk } from '../ir/expr';
 import { ScheduleError, type State } from '../schedule/state';
 import type { ThreadTag } from '../schedule/steps';
 import type { BlockedLayout } from './layout';
-import { lower, type Kernel, type KernelArg, type LowerOptions, type Stmt } from './lower';
+import { forEachExpr, lower, type Kernel, type KernelArg, type LowerOptions, type Stmt } from './lower';
 
 /** The device limits a launch must respect (TVM's HardwareParams; target.ts GpuParams has them). */
 export interface GpuLimits {
@@ -67,12 +67,17 @@ const isThread = (tag: ThreadTag): boolean => tag.startsWith('threadIdx');
 
 /** Buffers a statement list reads or writes. */
 function touched(body: readonly Stmt[], out: Set<string>): void {
-  const visit = (e: Expr): void => walk(e, (x) => { if (x.k === 'load') out.add(x.tensor.name); });
+  forEachExpr(body, (e) => walk(e, (x) => { if (x.k === 'load') out.add(x.tensor.name); }));
+  storedBuffers(body, out);
+}
+
+/** Buffers a statement list stores to. */
+export function storedBuffers(body: readonly Stmt[], out = new Set<string>()): Set<string> {
   for (const s of body) {
-    if (s.k === 'store') { out.add(s.buf); visit(s.index); visit(s.value); }
-    else if (s.k === 'if') { visit(s.cond); touched(s.body, out); }
-    else if (s.k === 'for' || s.k === 'thread') touched(s.body, out);
+    if (s.k === 'store') out.add(s.buf);
+    else if (s.k === 'if' || s.k === 'for' || s.k === 'thread') storedBuffers(s.body, out);
   }
+  return out;
 }
 
 class KernelBuilder {

@@ -33,6 +33,15 @@ export type Stmt =
   /** CPU C: ask the cache for `lines` 64-byte lines of `buf` from element `index` on (prefetch.ts makes these). */
   | { k: 'prefetch'; buf: string; index: Expr; lines: number };
 
+/** Calls `visit` on every expression of `body` (indices, values, conditions), nested statements included. */
+export function forEachExpr(body: readonly Stmt[], visit: (e: Expr) => void): void {
+  for (const s of body) {
+    if (s.k === 'store') { visit(s.index); visit(s.value); }
+    else if (s.k === 'if') { visit(s.cond); forEachExpr(s.body, visit); }
+    else if (s.k === 'for' || s.k === 'thread') forEachExpr(s.body, visit);
+  }
+}
+
 export interface KernelArg { readonly buf: string; readonly tensor: Tensor }
 
 export interface Kernel {

@@ -22,7 +22,7 @@
 import { freeVars, walk, type Expr, add, and, floordiv, floormod, int, lt, mul, v } from '../ir/expr';
 import { numElements } from '../ir/tensor';
 import { blockedShape, type BlockedLayout } from './layout';
-import { linear, type KernelArg, type Stmt } from './lower';
+import { forEachExpr, linear, type KernelArg, type Stmt } from './lower';
 
 /** Longest burst of prefetches per iteration (64-byte lines): see the header. */
 export const MAX_LINES_PER_ITERATION = 32;
@@ -31,19 +31,15 @@ const LINE_FLOATS = 16;
 type For = Extract<Stmt, { k: 'for' }>;
 
 /** Every index with which `body` reads buffer `buf`. */
-function readIndices(body: readonly Stmt[], buf: string, into: Expr[] = []): Expr[] {
-  const visit = (e: Expr): void => walk(e, (x) => { if (x.k === 'load' && x.tensor.name === buf) into.push(x.indices[0]); });
-  for (const s of body) {
-    if (s.k === 'store') { visit(s.index); visit(s.value); }
-    else if (s.k === 'if') { visit(s.cond); readIndices(s.body, buf, into); }
-    else if (s.k === 'for' || s.k === 'thread') readIndices(s.body, buf, into);
-  }
+function readIndices(body: readonly Stmt[], buf: string): Expr[] {
+  const into: Expr[] = [];
+  forEachExpr(body, (e) => walk(e, (x) => { if (x.k === 'load' && x.tensor.name === buf) into.push(x.indices[0]); }));
   return into;
 }
 
 /**
- * T when `index` is `panel * floordiv(f, T) + (terms free of f)` (or `panel * f`: T = 1),
- * undefined for any other form.
+ * T when `index` is `panel * floordiv(f, T) + (terms free of f)`, undefined for any other
+ * form (`panel * f` included: each iteration a panel of its own, nothing to share out).
  */
 function panelPeriod(index: Expr, f: string, panel: number): number | undefined {
   // Atoms: loop variables, floordiv and floormod; sums and products by constants are expanded.
@@ -52,9 +48,8 @@ function panelPeriod(index: Expr, f: string, panel: number): number | undefined 
   const withF = [...l.terms].filter(([key, c]) => c !== 0 && freeVars(l.atoms.get(key)!).has(f));
   if (withF.length !== 1 || withF[0][1] !== panel) return undefined;
   const atom = l.atoms.get(withF[0][0])!;
-  if (atom.k === 'var') return 1;
-  if (atom.k === 'bin' && atom.op === 'floordiv' && atom.a.k === 'var' && atom.a.name === f && atom.b.k === 'const' && atom.b.value > 0) return atom.b.value;
-  return undefined;
+  if (atom.k !== 'bin' || atom.op !== 'floordiv' || atom.a.k !== 'var' || atom.a.name !== f || atom.b.k !== 'const') return undefined;
+  return atom.b.value > 1 ? atom.b.value : undefined;
 }
 
 /** The prefetch for one parallel loop and one blocked input, if the loop walks the input's panels. */
@@ -63,7 +58,7 @@ function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: numb
   if (indices.length === 0) return undefined;
   const periods = new Set(indices.map((i) => panelPeriod(i, loop.v, panelFloats)));
   const [period] = periods;
-  if (periods.size !== 1 || period === undefined || period < 2 || loop.extent % period !== 0) return undefined;
+  if (periods.size !== 1 || period === undefined || loop.extent % period !== 0) return undefined;
   const lines = Math.ceil(panelFloats / LINE_FLOATS);
   const per = Math.ceil(lines / period);
   if (per > MAX_LINES_PER_ITERATION) return undefined;

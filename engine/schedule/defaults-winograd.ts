@@ -53,11 +53,10 @@ export function winogradDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): 
   apply({ s: 'cache_write', stage: gemm });
   const local = `${gemm}.local`;
   const [eps, nu, p, co] = state.stage(gemm).axes.map((a) => ({ name: a.name, extent: a.extent }));
-  const tile = channelTile(co.extent, p.extent, lanes);
-  const vec = tile.vec;
+  const { vec, rows: tileRows } = channelTile(co.extent, p.extent, lanes);
   // Two vectors of channels on an 8-lane target: 6 tiles, as the direct conv's position tile
   // (tile-rows.ts); 7 spilled.
-  const rows = positionTileRows(p.extent, vec, lanes) ?? tile.rows;
+  const rows = positionTileRows(p.extent, vec, lanes) ?? tileRows;
   apply({ s: 'split', stage: gemm, iter: co.name, lengths: [vec] });
   apply({ s: 'split', stage: gemm, iter: p.name, lengths: [rows] });
   apply({ s: 'reorder', stage: gemm, order: [eps.name, nu.name, `${p.name}.0`, `${co.name}.0`, `${p.name}.1`, `${co.name}.1`] });
