@@ -15,9 +15,12 @@
 // (session 12), and to tile every NHWC conv at 8 lanes over output positions (mobilenet's
 // first, 3x3 stride-2, conv) with the renderer naming an unrolled tile's per-position index
 // terms outside its reduction loops (session 13), and to give parallel loops a guided
-// OpenMP schedule instead of a static one (session 14). A deliberate change to CPU code generation (the lowering, the default schedules, the sketches or this renderer) changes
-// the digest: check the new output, then update EXPECTED below with the digest the failure
-// prints.
+// OpenMP schedule instead of a static one (session 14), and the renderer to version bounds
+// tests inside expressions (inlined padding) and floormod guards that do not wrap, with the
+// default schedules inlining an image conv's padding (session 17). A deliberate change to
+// CPU code generation (the lowering, the default schedules, the sketches or this renderer)
+// changes the digest: check the new output, then update EXPECTED below with the digest the
+// failure prints.
 
 import { createHash } from 'node:crypto';
 import { test } from 'uvu';
@@ -33,7 +36,7 @@ import { parseTarget } from '../target';
 import { renderKernel } from './c';
 import { lower } from './lower';
 
-const EXPECTED = 'e5fff2add7a55c8de767e848ead5466d1b9abacb283956674a67f15ba2299fdc';
+const EXPECTED = '3865d6afe4c7690ade553b914939cefd2239e08211bdf9994d1933023dc89667';
 
 /** The rendered C of every state this test pins, in a fixed order. */
 function cpuSources(): { sources: string[]; states: number } {

@@ -104,6 +104,32 @@ test('conv2d NHWC, stride 2, three input channels (a first layer)', () => {
   check(dag, dflt(dag), 'strided conv');
 });
 
+test('default: padding read inline (depthwise convs, a conv over 3 channels) is versioned: whole tiles read the input with no bounds test, border tiles keep theirs', () => {
+  // The kernel's two versions of the tile: whole (its loop body's first `if`) and the border's (`if ((!(`).
+  const versions = (c: string): [string, string] => {
+    const body = c.slice(c.indexOf('#pragma omp parallel for'));
+    const border = body.indexOf('if ((!(');
+    return [body.slice(body.indexOf('if ('), border), border < 0 ? '' : body.slice(border)];
+  };
+  const depthwise = (h: number, c: number, stride: number): ComputeDAG => new ComputeDAG([relu(depthwiseConv2dNHWC(
+    placeholder('data', [1, h, h, c]), placeholder('w', [3, 3, c, 1]), { strides: [stride, stride], padding: [1, 1, 1, 1], dilation: [1, 1] }))]);
+  // [what, dag]: depthwise at stride 1 and 2, and an image conv (3 channels, 3x3 stride 2:
+  // its padding is inlined, and its tiles of 6 positions wrap from one row to the next).
+  const cases: [string, ComputeDAG][] = [
+    ['depthwise 3x3 stride 1, 12x12x32', depthwise(12, 32, 1)],
+    ['depthwise 3x3 stride 2, 13x13x16', depthwise(13, 16, 2)],
+    ['3x3 stride 2 conv, 20x20x3 -> 16', conv(20, 3, 16, 3, 2, 1)],
+  ];
+  for (const [name, dag] of cases) {
+    const steps = dflt(dag, 8);
+    assert.ok(steps.some((st) => st.s === 'compute_inline' && /^(pad_temp|PaddedInput)$/.test(st.stage)), `${name}: padding inlined`);
+    const [whole, border] = versions(check(dag, steps, `${name}, 8 lanes`, 8, ['weight']));
+    assert.match(whole, /\bdata\[/, `${name}: the whole version reads the input`);
+    assert.not.match(whole, /\?/, `${name}: no bounds test in the whole tiles`);
+    assert.match(border, /\? (tt_v8_load\(&)?data\[/, `${name}: the border tiles keep theirs`);
+  }
+});
+
 test('1x1 conv with an extent the vector width does not divide', () => {
   const dag = conv(5, 12, 20, 1, 1, 0);
   check(dag, dflt(dag), '1x1 conv, 20 channels');

@@ -13,34 +13,61 @@
 // does not depend on the inner loops: its worst case over the inner loops is then at
 // their last (for `<`) or first (for `>=`) iteration, a condition on the outer variables
 // only. CPU C only: the GPU renderers keep their guards.
+//
+// The same holds for guards inside expressions: a padded conv whose padding is inlined
+// (depthwise convs, pooling) reads `cond ? load : 0` at every tap, with `cond` a bounds
+// test on the tap's input row and column. Outside the border those tests all hold, so the
+// whole version reads the input directly.
 
-import { all, freeVars, not, substitute, int, type Expr } from '../ir/expr';
+import { all, eq, floordiv, freeVars, int, not, rewrite, substitute, walk, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
 import { constValue, foldExpr, mentions } from './fold';
-import type { Stmt } from './lower';
+import { forEachExpr, type Stmt } from './lower';
 
 type For = Extract<Stmt, { k: 'for' }>;
 
-/** `e` never decreases as `x` grows (the other variables held). */
-function nonDecreasingIn(e: Expr, x: string): boolean {
+/**
+ * `e` never decreases as `x` grows (the other variables held). A `floormod(a, m)` counts
+ * where `a` does, on the condition that it does not wrap inside the tile: its argument is
+ * pushed to `wraps`, and the caller adds that condition (see noWrap).
+ */
+function nonDecreasingIn(e: Expr, x: string, wraps: Expr[]): boolean {
   if (!mentions(e, x)) return true;
   switch (e.k) {
     case 'var': return true;
     case 'bin': {
       const c = (f: Expr): number | undefined => constValue(f);
       switch (e.op) {
-        case '+': case 'min': case 'max': return nonDecreasingIn(e.a, x) && nonDecreasingIn(e.b, x);
-        case '-': return nonDecreasingIn(e.a, x) && !mentions(e.b, x);
+        case '+': case 'min': case 'max': return nonDecreasingIn(e.a, x, wraps) && nonDecreasingIn(e.b, x, wraps);
+        case '-': return nonDecreasingIn(e.a, x, wraps) && !mentions(e.b, x);
         case '*': {
           const ca = c(e.a), cb = c(e.b);
-          return (ca !== undefined && ca >= 0 && nonDecreasingIn(e.b, x)) || (cb !== undefined && cb >= 0 && nonDecreasingIn(e.a, x));
+          return (ca !== undefined && ca >= 0 && nonDecreasingIn(e.b, x, wraps)) || (cb !== undefined && cb >= 0 && nonDecreasingIn(e.a, x, wraps));
         }
-        case 'floordiv': { const cb = c(e.b); return cb !== undefined && cb > 0 && nonDecreasingIn(e.a, x); }
+        case 'floordiv': { const cb = c(e.b); return cb !== undefined && cb > 0 && nonDecreasingIn(e.a, x, wraps); }
+        case 'floormod': {
+          const cb = c(e.b);
+          if (cb === undefined || cb <= 0 || !nonDecreasingIn(e.a, x, wraps)) return false;
+          wraps.push(e);
+          return true;
+        }
         default: return false;
       }
     }
     default: return false;
   }
+}
+
+/**
+ * The condition under which `floormod(a, m)` does not wrap while the inner loops run: `a`
+ * never decreases in them, so it spans [a at their first iteration, a at their last], and
+ * where both ends have the same quotient it is `a - m * quotient` all along, itself never
+ * decreasing. A tile of 6 output positions over a 112-wide row wraps in 2 of 56 tiles.
+ */
+function noWrap(mod: Expr, inner: ReadonlyMap<string, number>): Expr {
+  if (mod.k !== 'bin') throw new Error('noWrap: expected floormod');
+  const at = (last: boolean): Expr => substitute(mod.a, new Map([...freeVars(mod.a)].filter((n) => inner.has(n)).map((n) => [n, int(last ? inner.get(n)! - 1 : 0)])));
+  return foldExpr(eq(floordiv(at(false), mod.b), floordiv(at(true), mod.b)));
 }
 
 function conjuncts(e: Expr): Expr[] {
@@ -56,21 +83,37 @@ function innerLoops(body: readonly Stmt[], into = new Map<string, number>()): Ma
 }
 
 /**
- * The condition on the outer variables under which `guard` holds for every value of the
- * `inner` loop variables, or undefined where there is none (an unsupported form, or a
+ * The conditions on the outer variables under which `guard` holds for every value of the
+ * `inner` loop variables, or undefined where there are none (an unsupported form, or a
  * worst case that does not depend on the outer variables).
  */
-function wholeTileCondition(guard: Expr, inner: ReadonlyMap<string, number>): Expr | undefined {
+function wholeTileConditions(guard: Expr, inner: ReadonlyMap<string, number>): Expr[] | undefined {
   if (guard.k !== 'bin') return undefined;
   const upper = guard.op === '<' || guard.op === '<=';
   const lower = guard.op === '>=' || guard.op === '>';
   if (!upper && !lower) return undefined;
+  let loads = false;
+  walk(guard, (x) => { if (x.k === 'load') loads = true; });
+  if (loads) return undefined; // a test on data (a ReLU's select), not on indices
   const vars = [...freeVars(guard.a)].filter((n) => inner.has(n));
   if ([...freeVars(guard.b)].some((n) => inner.has(n))) return undefined;
-  if (vars.length === 0 || !vars.every((n) => nonDecreasingIn(guard.a, n))) return undefined;
+  const wraps: Expr[] = [];
+  if (vars.length === 0 || !vars.every((n) => nonDecreasingIn(guard.a, n, wraps))) return undefined;
   const worst = new Map(vars.map((n) => [n, int(upper ? inner.get(n)! - 1 : 0)]));
   const cond = foldExpr({ ...guard, a: substitute(guard.a, worst) });
-  return constValue(cond) === undefined ? cond : undefined;
+  if (constValue(cond) !== undefined) return undefined;
+  const sides = wraps.map((m) => noWrap(m, inner));
+  if (sides.some((c) => constValue(c) === 0)) return undefined; // wraps in every tile
+  return [...sides.filter((c) => constValue(c) === undefined), cond];
+}
+
+/** `e` with the guard conjuncts in `whole` (printed) dropped from its selects: where none is left, the select is its true branch. */
+function exprWithoutGuards(e: Expr, whole: ReadonlySet<string>): Expr {
+  return rewrite(e, (x) => {
+    if (x.k !== 'select' && x.k !== 'if') return undefined;
+    const left = all(conjuncts(x.cond).filter((c) => !whole.has(printExpr(c))));
+    return left ? { ...x, cond: left } : x.t;
+  });
 }
 
 /** `body` with the guard conjuncts in `whole` (printed) dropped: they hold everywhere there. */
@@ -82,6 +125,7 @@ function withoutGuards(body: readonly Stmt[], whole: ReadonlySet<string>): Stmt[
       const left = all(conjuncts(s.cond).filter((c) => !whole.has(printExpr(c))));
       return left ? [{ ...s, cond: left, body: inner }] : inner;
     }
+    if (s.k === 'store') return [{ ...s, index: exprWithoutGuards(s.index, whole), value: exprWithoutGuards(s.value, whole) }];
     return [s];
   });
 }
@@ -91,16 +135,20 @@ function versioned(loop: For): Stmt[] | undefined {
   const inner = innerLoops(loop.body);
   const whole = new Map<string, Expr>();
   const conditions = new Map<string, Expr>();
+  const consider = (cond: Expr): void => {
+    for (const c of conjuncts(cond)) {
+      const ws = wholeTileConditions(c, inner);
+      if (!ws) continue;
+      whole.set(printExpr(c), c);
+      for (const w of ws) conditions.set(printExpr(w), w);
+    }
+  };
+  forEachExpr(loop.body, (e) => walk(e, (x) => { if (x.k === 'select' || x.k === 'if') consider(x.cond); }));
   const visit = (body: readonly Stmt[]): void => {
     for (const s of body) {
       if (s.k === 'for' || s.k === 'thread') visit(s.body);
       if (s.k !== 'if') continue;
-      for (const c of conjuncts(s.cond)) {
-        const w = wholeTileCondition(c, inner);
-        if (!w) continue;
-        whole.set(printExpr(c), c);
-        conditions.set(printExpr(w), w);
-      }
+      consider(s.cond);
       visit(s.body);
     }
   };

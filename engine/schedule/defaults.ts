@@ -49,6 +49,28 @@ const tagOf = (t: Tensor): string => (t.op.kind === 'compute' ? t.op.tag : '');
  */
 const PAD_AT_ROOT_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw']);
 
+/**
+ * Whether `pad`, read by `conv`, is written at root. Not where an NHWC input has fewer
+ * channels than a vector (an image's 3) and the conv does little work per element of the
+ * copy: the copy's innermost loop is then the 3 channels of one pixel, and its per-pixel
+ * overhead cost as much as a small conv. Inlined, the conv's bounds tests sit at every
+ * tap, but the renderer versions them out of whole tiles (codegen/partition.ts), and only
+ * the tiles at a border keep them. On the AVX2 box (session 17, one thread, per-kernel
+ * minimum in the network):
+ *  - mobilenet's first conv (3x3 stride 2, 32 channels, 70 multiply-adds per element of
+ *    the padded input): 0.55 ms with the copy (0.25 of it the copy), 0.39 inlined;
+ *  - resnet's (7x7 stride 2, 64 channels, 743 per element): 2.95 ms with the copy, 3.8
+ *    inlined, where 49 taps of 3 channels make the border tiles' tests costly.
+ */
+const INLINE_PAD_MAX_WORK_PER_ELEMENT = 128;
+
+function padAtRoot(pad: Tensor, conv: Tensor, lanes: number): boolean {
+  if (!PAD_AT_ROOT_TAGS.has(tagOf(conv))) return false;
+  if (tagOf(conv) !== 'conv2d_nhwc' || pad.shape.length !== 4 || pad.shape[3] >= lanes || conv.op.kind !== 'compute') return true;
+  const multiplyAdds = numElements(conv.shape) * numElements(conv.op.reduceAxes.map((a) => a.extent));
+  return multiplyAdds / numElements(pad.shape) > INLINE_PAD_MAX_WORK_PER_ELEMENT;
+}
+
 /** A stage with a bounds test in its body (padding: tir.if_then_else). */
 function hasBranch(t: Tensor): boolean {
   if (t.op.kind !== 'compute') return false;
@@ -136,7 +158,7 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   // 1. Inline cheap stages (no reduction, not an output, read by one stage).
   for (const s of [...state.stages]) {
     if (s.isOutput || s.reduceAxes.length > 0) continue;
-    if (hasBranch(s.tensor) && state.readers(s.name).some((r) => PAD_AT_ROOT_TAGS.has(tagOf(r.tensor)))) continue;
+    if (hasBranch(s.tensor) && state.readers(s.name).some((r) => padAtRoot(s.tensor, r.tensor, opts.vectorLanes))) continue;
     if (state.readers(s.name).length === 1) apply({ s: 'compute_inline', stage: s.name });
   }
 
