@@ -128,6 +128,8 @@ test('default: padding read inline (depthwise convs, a conv over 3 channels) is 
     assert.not.match(whole, /\?/, `${name}: no bounds test in the whole tiles`);
     assert.match(border, /\? (tt_v8_load\(&)?data\[/, `${name}: the border tiles keep theirs`);
   }
+  // A conv over 3 channels that does much work per padded element (ResNet's 7x7 first conv) keeps the copy.
+  assert.not.ok(dflt(conv(32, 3, 64, 7, 2, 3), 8).some((st) => st.s === 'compute_inline' && st.stage === 'pad_temp'), '7x7 image conv: padding at root');
 });
 
 test('1x1 conv with an extent the vector width does not divide', () => {

@@ -15,9 +15,9 @@
 // only. CPU C only: the GPU renderers keep their guards.
 //
 // The same holds for guards inside expressions: a padded conv whose padding is inlined
-// (depthwise convs, pooling) reads `cond ? load : 0` at every tap, with `cond` a bounds
-// test on the tap's input row and column. Outside the border those tests all hold, so the
-// whole version reads the input directly.
+// (depthwise convs, pooling, a conv over an image's 3 channels) reads `cond ? load : 0` at
+// every tap, with `cond` a bounds test on the tap's input row and column. Outside the
+// border those tests all hold, so the whole version reads the input directly.
 
 import { all, eq, floordiv, freeVars, int, not, rewrite, substitute, walk, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
