@@ -19,7 +19,7 @@
 // every tap, with `cond` a bounds test on the tap's input row and column. Outside the
 // border those tests all hold, so the whole version reads the input directly.
 
-import { all, eq, floordiv, freeVars, int, not, rewrite, substitute, walk, type Expr } from '../ir/expr';
+import { all, eq, floordiv, freeVars, int, not, readTensors, rewrite, substitute, walk, type Bin, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
 import { constValue, foldExpr, mentions } from './fold';
 import { forEachExpr, type Stmt } from './lower';
@@ -31,7 +31,7 @@ type For = Extract<Stmt, { k: 'for' }>;
  * where `a` does, on the condition that it does not wrap inside the tile: its argument is
  * pushed to `wraps`, and the caller adds that condition (see noWrap).
  */
-function nonDecreasingIn(e: Expr, x: string, wraps: Expr[]): boolean {
+function nonDecreasingIn(e: Expr, x: string, wraps: Bin[]): boolean {
   if (!mentions(e, x)) return true;
   switch (e.k) {
     case 'var': return true;
@@ -64,8 +64,7 @@ function nonDecreasingIn(e: Expr, x: string, wraps: Expr[]): boolean {
  * where both ends have the same quotient it is `a - m * quotient` all along, itself never
  * decreasing. A tile of 6 output positions over a 112-wide row wraps in 2 of 56 tiles.
  */
-function noWrap(mod: Expr, inner: ReadonlyMap<string, number>): Expr {
-  if (mod.k !== 'bin') throw new Error('noWrap: expected floormod');
+function noWrap(mod: Bin, inner: ReadonlyMap<string, number>): Expr {
   const at = (last: boolean): Expr => substitute(mod.a, new Map([...freeVars(mod.a)].filter((n) => inner.has(n)).map((n) => [n, int(last ? inner.get(n)! - 1 : 0)])));
   return foldExpr(eq(floordiv(at(false), mod.b), floordiv(at(true), mod.b)));
 }
@@ -92,12 +91,10 @@ function wholeTileConditions(guard: Expr, inner: ReadonlyMap<string, number>): E
   const upper = guard.op === '<' || guard.op === '<=';
   const lower = guard.op === '>=' || guard.op === '>';
   if (!upper && !lower) return undefined;
-  let loads = false;
-  walk(guard, (x) => { if (x.k === 'load') loads = true; });
-  if (loads) return undefined; // a test on data (a ReLU's select), not on indices
+  if (readTensors(guard).length > 0) return undefined; // a test on data (a ReLU's select), not on indices
   const vars = [...freeVars(guard.a)].filter((n) => inner.has(n));
   if ([...freeVars(guard.b)].some((n) => inner.has(n))) return undefined;
-  const wraps: Expr[] = [];
+  const wraps: Bin[] = [];
   if (vars.length === 0 || !vars.every((n) => nonDecreasingIn(guard.a, n, wraps))) return undefined;
   const worst = new Map(vars.map((n) => [n, int(upper ? inner.get(n)! - 1 : 0)]));
   const cond = foldExpr({ ...guard, a: substitute(guard.a, worst) });
