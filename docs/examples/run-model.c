@@ -8,7 +8,7 @@
    input.bin holds the first input as raw little-endian float32 values (for mobilenet NHWC:
    1*224*224*3 of them); without it the input is all zeros. The ABI is described in
    native/README.md and native/include/tensortune.h. Error handling is kept short. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,10 +46,6 @@ int main(int argc, char** argv) {
   if (argc < 2) fail("usage", "run-model DIR [input.bin]");
   char path[4096];
 
-  /* OpenMP threads that sleep while they wait, not spin: on a machine where another
-     process is busy the spinning costs more than the wake-ups (docs/compiled-model.md).
-     libgomp reads this when it loads, with model.so; a policy the user set stays. */
-  setenv("OMP_WAIT_POLICY", "passive", 0);
   snprintf(path, sizeof path, "%s/model.so", argv[1]);
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) fail(path, dlerror());

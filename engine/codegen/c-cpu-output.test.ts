@@ -17,7 +17,8 @@
 // terms outside its reduction loops (session 13), and to give parallel loops a guided
 // OpenMP schedule instead of a static one (session 14), and the renderer to version bounds
 // tests inside expressions (inlined padding) and floormod guards that do not wrap, with the
-// default schedules inlining an image conv's padding (session 17). A deliberate change to
+// default schedules inlining an image conv's padding (session 17), and parallel loops to be
+// functions run by tensortune's thread pool instead of OpenMP loops (session 18). A deliberate change to
 // CPU code generation (the lowering, the default schedules, the sketches or this renderer)
 // changes the digest: check the new output, then update EXPECTED below with the digest the
 // failure prints.
@@ -36,7 +37,7 @@ import { parseTarget } from '../target';
 import { renderKernel } from './c';
 import { lower } from './lower';
 
-const EXPECTED = '3865d6afe4c7690ade553b914939cefd2239e08211bdf9994d1933023dc89667';
+const EXPECTED = '47124dbb4958d4c437b0f53259c64e32ccfdd3e7f8a0801219b46c3dd608033d';
 
 /** The rendered C of every state this test pins, in a fixed order. */
 function cpuSources(): { sources: string[]; states: number } {

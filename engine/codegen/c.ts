@@ -1,5 +1,7 @@
-// The C renderer for CPU targets: one function per kernel, restrict pointers, OpenMP for
-// parallel loops. Loops the schedule unrolls or vectorises are expanded here rather than
+// The C renderer for CPU targets: one function per kernel, restrict pointers, parallel
+// loops run by tensortune's thread pool (native/include/tt_pool.h, pasted into every
+// kernel file): each becomes a static function over a range of its iterations, called
+// through tt_parallel_for with the pointers and loop variables it reads. Loops the schedule unrolls or vectorises are expanded here rather than
 // left to the compiler's heuristics, so that what the schedule says is what runs:
 //  - an `unroll` loop is emitted once per iteration with its variable replaced by a
 //    constant (GCC's own `#pragma GCC unroll` is the fallback for very large bodies);
@@ -13,9 +15,12 @@
 // Names reaching the C source are rebuilt from our own identifiers (cName), never pasted
 // from records or config.
 
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { add, children, dtypeOf, freeVars, int, substitute, v, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
+import { packageRoot } from '../package-root';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
 import { partitionTails } from './partition';
@@ -43,8 +48,14 @@ function vectorPrelude(n: number): string {
   ].join('\n');
 }
 
-/** Helpers every generated translation unit starts with. */
-export const C_PRELUDE = `#include <math.h>
+/** The thread pool's source (weak, hidden definitions; see its header comment). */
+const POOL_SOURCE = readFileSync(path.join(packageRoot(), 'native', 'include', 'tt_pool.h'), 'utf8');
+
+/** Helpers every generated translation unit starts with, the thread pool among them. */
+export const C_PRELUDE = `#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <float.h>
@@ -57,7 +68,7 @@ static inline int32_t tt_floormod(int32_t a, int32_t b) { int32_t m = a % b; ret
 static inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
-`;
+${POOL_SOURCE}`;
 
 /**
  * Flags of every generated kernel (the target's flags follow). -O2, not -O3: the renderer
@@ -67,9 +78,10 @@ ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
  * resnet-50 unchanged within noise) and took twice as long to compile (0.4 vs 0.15 s for
  * a typical conv candidate), which is the tuner's main cost. Measured with
  * `tensortune compile` + `tensortune benchmark --repeat 20`, both builds interleaved.
- * Their order is part of the object cache's keys.
+ * `-fopenmp-simd`: the `omp simd` pragmas only; parallel loops run on tt_pool.h's threads,
+ * so kernels do not load libgomp. Their order is part of the object cache's keys.
  */
-export const KERNEL_CFLAGS: readonly string[] = ['-O2', '-std=gnu11', '-fPIC', '-fopenmp', '-fno-math-errno', '-ffp-contract=fast'];
+export const KERNEL_CFLAGS: readonly string[] = ['-O2', '-std=gnu11', '-fPIC', '-pthread', '-fopenmp-simd', '-fno-math-errno', '-ffp-contract=fast'];
 
 function floatLiteral(x: number): string {
   if (x === Infinity) return 'INFINITY';
@@ -119,8 +131,10 @@ export interface Dialect {
   lane(reg: string, i: number): string;
   /** The pragma line that unrolls the next loop (n iterations), if the language has one. */
   unroll(n: number): string | undefined;
-  /** Whether `#pragma omp` lines (parallel, simd) may be emitted. */
+  /** Whether `#pragma omp simd` lines may be emitted. */
   openmp: boolean;
+  /** CPU: parallel loops become functions over a range of iterations, run by tt_parallel_for (tt_pool.h). */
+  pool?: boolean;
   /** GPU: a block-wide barrier statement. */
   barrier?: string;
   /** GPU: the expression of a hardware thread index. */
@@ -143,6 +157,7 @@ export const C_DIALECT: Dialect = {
   lane: (reg, i) => `${reg}[${i}]`,
   unroll: (n) => `#pragma GCC unroll ${n}`,
   openmp: true,
+  pool: true,
   // Read access, high temporal locality: the panel is read by the next T tiles.
   prefetch: (address) => `__builtin_prefetch(${address}, 0, 3)`,
 };
@@ -182,8 +197,15 @@ class Renderer {
   /** printExpr(sub-expression) -> the const variable holding it, in the current scope. */
   private hoisted = new Map<string, string>();
   private hoistCount = 0;
+  /** CPU: the functions parallel loops became (parallelLoop), to be emitted before the kernel. */
+  readonly functions: string[] = [];
+  private parallelCount = 0;
 
-  constructor(lanes: number, private readonly promoted: ReadonlyMap<string, Promotion>, private readonly dialect: Dialect = C_DIALECT) {
+  constructor(
+    lanes: number, private readonly promoted: ReadonlyMap<string, Promotion>, private readonly dialect: Dialect = C_DIALECT,
+    /** Prefix of the names of those functions. */
+    private readonly prefix = 'tt',
+  ) {
     if (!(VECTOR_WIDTHS as readonly number[]).includes(lanes)) throw new Error(`renderKernel: vectorLanes ${lanes} not in ${VECTOR_WIDTHS.join(', ')}`);
     this.lanes = lanes;
     this.vt = `tt_v${lanes}`;
@@ -425,13 +447,7 @@ class Renderer {
   }
 
   private serialLoop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[], start: number): void {
-    // guided, not static: threads take shrinking chunks from a shared counter, so a thread
-    // whose core is slower (a busy core, a vCPU the host steals from) takes fewer of them
-    // instead of every thread waiting for its fixed half. It keeps static's few large
-    // chunks at the start (dynamic's one-iteration chunks cost an atomic per iteration:
-    // resnet-18 at 2 threads 1.7x slower). bench/contention.ts, resnet-18 / mobilenet /
-    // resnet-50 at 2 threads, static -> guided: 30.74 -> 29.35, 13.33 -> 11.15, 71.38 -> 68.65 ms.
-    if (s.kind === 'parallel' && this.dialect.openmp) out.push(`${indent}#pragma omp parallel for schedule(guided)`);
+    if (s.kind === 'parallel' && this.dialect.pool && this.parallelLoop(s, env, indent, out, start)) return;
     // `omp simd` only where every store moves with the loop (a reduction into one
     // element would need a reduction clause).
     if (s.kind === 'vectorize' && this.dialect.openmp && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
@@ -441,6 +457,43 @@ class Renderer {
     out.push(`${indent}for (int32_t ${s.v} = ${start}; ${s.v} < ${s.extent}; ++${s.v}) {`);
     this.scope(s.v, s.body, env, indent + '  ', out);
     out.push(`${indent}}`);
+  }
+
+  /**
+   * A parallel loop as a call of tt_parallel_for (tt_pool.h): its body becomes a static
+   * function over iterations [tt_begin, tt_end) that gets the buffers and enclosing loop
+   * variables it reads through a struct. False, and the caller renders a serial loop,
+   * where the body reads a local buffer kept in variables (threads cannot share those).
+   */
+  private parallelLoop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[], start: number): boolean {
+    const { buffers, vars } = captures(s.body);
+    if (buffers.some((b) => this.promoted.has(b))) return false;
+    const ints = vars.filter((x) => x !== s.v && this.bound.has(x));
+    const name = `${this.prefix}_par${this.parallelCount++}`;
+    const fields = [...buffers.map((b) => `float* ${b};`), ...ints.map((x) => `int32_t ${x};`)];
+    const fn = [
+      `struct ${name}_args { ${fields.length ? fields.join(' ') : 'int32_t unused;'} };`,
+      `static void ${name}(void* tt_arg, int32_t tt_begin, int32_t tt_end) {`,
+      `  const struct ${name}_args* tt_a = (const struct ${name}_args*)tt_arg;`,
+      ...buffers.map((b) => `  float* __restrict__ ${b} = tt_a->${b};`),
+      ...ints.map((x) => `  const int32_t ${x} = tt_a->${x};`),
+      `  for (int32_t ${s.v} = tt_begin; ${s.v} < tt_end; ++${s.v}) {`,
+    ];
+    // Names hoisted by enclosing loops are not in the new function's scope.
+    const saved = this.hoisted;
+    this.hoisted = new Map();
+    this.scope(s.v, s.body, env, '    ', fn);
+    this.hoisted = saved;
+    fn.push('  }', '}');
+    this.functions.push(fn.join('\n'));
+    const values = [...buffers, ...ints];
+    out.push(
+      `${indent}{`,
+      `${indent}  struct ${name}_args tt_a = { ${values.length ? values.join(', ') : '0'} };`,
+      `${indent}  tt_parallel_for(${start}, ${s.extent}, ${name}, &tt_a);`,
+      `${indent}}`,
+    );
+    return true;
   }
 
   /** The body of a scope that binds variable `v` at run time (a loop, a thread index), with its index arithmetic hoisted. */
@@ -489,6 +542,34 @@ function substLane(e: Expr, loopVar: string, base: number): Expr {
   return substitute(e, new Map([[loopVar, add(int(base), v(LANE))]]));
 }
 
+/**
+ * What a loop body reads from its surroundings: the buffers it loads, stores or prefetches
+ * that it does not allocate itself, and the variables its expressions use, in order of
+ * first use.
+ */
+function captures(body: readonly Stmt[]): { buffers: string[]; vars: string[] } {
+  const buffers = new Set<string>(), vars = new Set<string>(), local = new Set<string>();
+  const expr = (e: Expr): void => {
+    for (const x of freeVars(e)) vars.add(x);
+    const visit = (y: Expr): void => {
+      if (y.k === 'load') buffers.add(y.tensor.name);
+      for (const c of children(y)) visit(c);
+    };
+    visit(e);
+  };
+  const scan = (stmts: readonly Stmt[]): void => {
+    for (const st of stmts) {
+      if (st.k === 'alloc') local.add(st.buf);
+      else if (st.k === 'store') { buffers.add(st.buf); expr(st.index); expr(st.value); }
+      else if (st.k === 'prefetch') { buffers.add(st.buf); expr(st.index); }
+      else if (st.k === 'if') { expr(st.cond); scan(st.body); }
+      else if (st.k === 'for' || st.k === 'thread') scan(st.body);
+    }
+  };
+  scan(body);
+  return { buffers: [...buffers].filter((b) => !local.has(b)), vars: [...vars] };
+}
+
 function storesMoveWith(body: readonly Stmt[], loopVar: string): boolean {
   return body.every((s) => {
     if (s.k === 'store') return (affineIn(s.index, loopVar) ?? 1) !== 0;
@@ -525,18 +606,21 @@ function declares(body: readonly Stmt[]): boolean {
  * The lines of a lowered body in `dialect`. Two passes: the first sees how local buffers
  * are accessed once loops are expanded, the second renders with the promotable ones as variables.
  */
-export function renderBody(body: readonly Stmt[], lanes: number, dialect: Dialect, indent: string): string[] {
+export function renderBody(body: readonly Stmt[], lanes: number, dialect: Dialect, indent: string, functions?: { prefix: string; out: string[] }): string[] {
   const probe = new Renderer(lanes, new Map(), dialect);
   probe.stmts(body, new Map(), '', []);
   const out: string[] = [];
-  new Renderer(lanes, probe.promotions(), dialect).stmts(body, new Map(), indent, out);
+  const r = new Renderer(lanes, probe.promotions(), dialect, functions?.prefix);
+  r.stmts(body, new Map(), indent, out);
+  if (r.functions.length > 0 && !functions) throw new Error('renderBody: parallel loops need a place for their functions');
+  functions?.out.push(...r.functions);
   return out;
 }
 
 /** Largest whole-tensor temporary kept on the stack (floats); larger ones are heap-allocated. */
 const STACK_TEMP_FLOATS = 16384;
 
-/** Render one kernel as a C function `int32_t name(float* args...)` returning 0. */
+/** Render one kernel as a C function `int32_t name(float* args...)` returning 0, after the functions of its parallel loops. */
 export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   const lanes = opts.vectorLanes ?? 16;
   const params = k.args.map((a) => `float* __restrict__ ${a.buf}`).join(', ');
@@ -547,8 +631,9 @@ export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   }
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
-  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  '));
+  const functions: string[] = [];
+  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  ', { prefix: k.name, out: functions }));
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
-  return out.join('\n') + '\n';
+  return [...functions, ...out].join('\n') + '\n';
 }

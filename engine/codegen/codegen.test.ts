@@ -107,7 +107,7 @@ test('conv2d NHWC, stride 2, three input channels (a first layer)', () => {
 test('default: padding read inline (depthwise convs, a conv over 3 channels) is versioned: whole tiles read the input with no bounds test, border tiles keep theirs', () => {
   // The kernel's two versions of the tile: whole (its loop body's first `if`) and the border's (`if ((!(`).
   const versions = (c: string): [string, string] => {
-    const body = c.slice(c.indexOf('#pragma omp parallel for'));
+    const body = c.slice(c.search(/static void \w+_par\d+\(/));
     const border = body.indexOf('if ((!(');
     return [body.slice(body.indexOf('if ('), border), border < 0 ? '' : body.slice(border)];
   };

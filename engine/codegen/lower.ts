@@ -17,7 +17,7 @@ import { ScheduleError, type State, type StageState } from '../schedule/state';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { blockedShape, type BlockedLayout } from './layout';
 
-/** How a loop runs: on CPUs serial, parallel (OpenMP), vectorised or unrolled; on GPUs also bound to a thread index (gpu.ts turns those into launch dimensions). */
+/** How a loop runs: on CPUs serial, parallel (a thread pool's), vectorised or unrolled; on GPUs also bound to a thread index (gpu.ts turns those into launch dimensions). */
 export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll' | ThreadTag;
 
 export type Stmt =

@@ -37,7 +37,7 @@ export interface CompareOptions {
   modelDir: string;
   /** The ONNX file to give ONNX Runtime (default: found from the manifest, see above). */
   onnx?: string;
-  /** Threads for both engines (OpenMP threads; ORT intraOpNumThreads). */
+  /** Threads for both engines (tt_set_num_threads; ORT intraOpNumThreads). */
   threads: number;
   /** Interleaved rounds (default 5). */
   rounds?: number;

@@ -139,26 +139,6 @@ test('a kernel that returns an error, a missing symbol, a missing library: runti
   assert.is(worker.pid, pid); // none of these costs the worker
 });
 
-test('the worker waits passively, as tt_bench runs a model, unless the environment names a policy', async () => {
-  const policyOf = async (value: string | undefined): Promise<number> => {
-    const saved = process.env.OMP_WAIT_POLICY;
-    if (value === undefined) delete process.env.OMP_WAIT_POLICY;
-    else process.env.OMP_WAIT_POLICY = value;
-    const own = new MeasureWorker({ threads: 1 });
-    try {
-      const out = path.join(dir, `policy-${value ?? 'unset'}.bin`);
-      costs(await own.run(request('tt_test_wait_policy', { repeat: 1 }, out)));
-      return (await readFloat32File(out, N))[0]!;
-    } finally {
-      await own.close();
-      if (saved === undefined) delete process.env.OMP_WAIT_POLICY;
-      else process.env.OMP_WAIT_POLICY = saved;
-    }
-  };
-  assert.is(await policyOf(undefined), 1, 'passive');
-  assert.is(await policyOf('active'), 2, 'the user\'s policy');
-});
-
 test('a crashing kernel kills only the worker, which is restarted', async () => {
   const pid = worker.pid;
   const r = await worker.run(request('tt_test_segv'));

@@ -80,13 +80,8 @@ class WorkerProcess {
     this.child = spawn(binary, [], {
       stdio: ['pipe', 'pipe', 'pipe'],
       // TT_PARENT_PID: the worker dies with this process, even one killed by SIGKILL (native/README.md).
-      // OMP_WAIT_POLICY: candidates wait as a compiled model does under tt_bench (passive,
-      // unless the user chose a policy), so a tuned kernel's time is the one it has in the
-      // network; libgomp reads it when the worker starts.
-      env: {
-        ...process.env, OMP_NUM_THREADS: String(threads), OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive',
-        TT_PARENT_PID: String(process.pid),
-      },
+      // OMP_NUM_THREADS: the threads of each candidate's pool (native/include/tt_pool.h).
+      env: { ...process.env, OMP_NUM_THREADS: String(threads), TT_PARENT_PID: String(process.pid) },
     });
     this.child.stdout!.setEncoding('utf8');
     this.child.stdout!.on('data', (chunk: string) => {

@@ -45,7 +45,6 @@ test.before(async () => {
   await Promise.all([
     compileSharedLibrary([source], model),
     compileSharedLibrary([source], file('abi99.so'), { flags: ['-DTINY_ABI_VERSION=99'] }),
-    compileSharedLibrary([source], file('wait-policy.so'), { flags: ['-DTINY_REPORT_WAIT_POLICY'] }),
     writeParams(params, Float32Array.from([0.5])),
     writeParams(file('negative.params'), Float32Array.from([-1])),
     writeParams(file('two.params'), Float32Array.from([0.5, 1])),
@@ -135,17 +134,6 @@ test('params: bad hash, wrong count, not a params file', async () => {
   assert.match(raw.stderr, /^tt_bench: PARAMS\.bin '.*bad-hash\.params': payload hash mismatch \(header [0-9a-f]{16}, payload [0-9a-f]{16}\): the file is corrupt or truncated$/);
   await rejects(runBench({ model, params: file('two.params'), ...FAST }), UserError, /holds 2 float32 values, the model expects 1/);
   await rejects(runBench({ model, params: model, ...FAST }), UserError, /bad magic, expected "TTPARAM1"/);
-});
-
-test('the model loads with OMP_WAIT_POLICY=passive unless the user set a policy', async () => {
-  const { execa } = await loadExeca();
-  const run = async (env: Record<string, string | undefined>): Promise<string> => {
-    const r = await execa(bench, [file('wait-policy.so'), params], { reject: false, env, extendEnv: false });
-    assert.is(r.exitCode, 3, r.stderr);
-    return /OMP_WAIT_POLICY=\S+/.exec(r.stderr)?.[0] ?? r.stderr;
-  };
-  assert.is(await run({ PATH: process.env.PATH }), 'OMP_WAIT_POLICY=passive');
-  assert.is(await run({ PATH: process.env.PATH, OMP_WAIT_POLICY: 'active' }), 'OMP_WAIT_POLICY=active');
 });
 
 test('a failing model: exit 3 with the model\'s message', async () => {

@@ -31,7 +31,7 @@ export interface BenchOptions {
   minRepeatMs?: number;
   /** Untimed runs first (default 1). */
   warmup?: number;
-  /** OpenMP threads (default: the number of online CPUs). */
+  /** The model's threads (default: OMP_NUM_THREADS, else the CPUs the process may run on). */
   threads?: number;
   /** Seed of the random inputs (uint32, default 0); see engine/runtime/random.ts. */
   seed?: number;

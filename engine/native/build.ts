@@ -76,8 +76,9 @@ interface BinarySpec {
 
 const BINARIES: Record<NativeBinaryName, BinarySpec> = {
   tt_bench: { sources: ['bench/tt_bench.c', 'common/tt_common.c'], openmp: false },
-  // Linked with OpenMP so that libgomp and its thread pool stay loaded while kernel
-  // libraries come and go; the worker falls back to a build without it.
+  // Linked with OpenMP for omp_get_max_threads: the threads it reports are OMP_NUM_THREADS,
+  // which the kernels' own pool (native/include/tt_pool.h) follows; a build without OpenMP
+  // reports 1.
   tt_measure: { sources: ['measure/tt_measure.c', 'common/tt_common.c'], openmp: true },
   // Needs CL/cl.h to build, never libOpenCL (the runtime opens it with dlopen).
   tt_opencl_info: { sources: ['opencl/tt_opencl_info.c', OPENCL_RUNTIME], openmp: false, headers: [OPENCL_HEADER] },

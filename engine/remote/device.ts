@@ -36,7 +36,7 @@ const builds = memoAsync<WorkerBuild>();
 /**
  * tt_remote built with the target's compiler: the -mtriple cross compiler
  * (`aarch64-linux-gnu-gcc`), else this machine's. Linked dynamically against the device's
- * libc: it dlopens kernel libraries that link libc (and libgomp) themselves, and a static
+ * libc: it dlopens kernel libraries that link libc (and libpthread) themselves, and a static
  * glibc program cannot share one libc with what it dlopens. So the device needs a glibc at
  * least as new as the cross toolchain's.
  */

@@ -285,17 +285,6 @@ int main(int argc, char** argv) {
   const char* model_path = positional[0];
   const char* params_path = positional[1];
 
-  /* A CPU model's kernels run their parallel loops on libgomp's threads, which by default
-     spin at each loop's end waiting for the next. With another process busy on one of two
-     cores that spinning takes the time slices our other thread needs: resnet-18 at 2
-     threads ran 2.9x slower than on a quiet machine, where ONNX Runtime ran 2.1x slower
-     (bench/contention.ts). Waiting passively (threads sleep on a futex) made it 1.9-2.1x,
-     below ONNX Runtime's slowdown for resnet-18, resnet-50 and mobilenet. On a quiet
-     machine it cost mobilenet's ~30 short parallel loops 3% and 11% in two runs, and the
-     ResNets nothing (docs/tuning.md, "Threads"). libgomp reads the policy once, when it
-     loads, i.e. at dlopen below: set it here unless the user chose one. */
-  setenv("OMP_WAIT_POLICY", "passive", 0);
-
   /* Load the library; a path without '/' would make dlopen search the library path. */
   char libpath[4096];
   snprintf(libpath, sizeof libpath, "%s%s", strchr(model_path, '/') ? "" : "./", model_path);
@@ -464,7 +453,7 @@ int main(int argc, char** argv) {
     }
   }
   fflush(stdout);
-  /* The library stays loaded: its OpenMP runtime may still own idle threads. */
+  /* The library stays loaded: unloading it would join its thread pool's threads (tt_pool.h), for nothing at exit. */
   for (int i = 0; i < nin; i++) free((void*)ctx.inputs[i]);
   for (int i = 0; i < nout; i++) free(ctx.outputs[i]);
   for (int k = 0; k < ninput_files; k++) free((void*)input_files[k].name);

@@ -67,7 +67,8 @@ int tt_init(const float* params);
    message in tt_last_error(). tt_init must have succeeded first. */
 int tt_run(const float* const* inputs, float* const* outputs);
 
-/* Number of OpenMP threads tt_run may use (n >= 1). */
+/* Number of threads tt_run may use (n >= 1). The default: OMP_NUM_THREADS when set, else
+   the CPUs the process may run on. */
 void tt_set_num_threads(int n);
 
 /* A description of the last failure, or "" when there was none. Never NULL. */

@@ -265,11 +265,15 @@ static int write_temp(char* path, size_t cap, const char* name, const unsigned c
   return 0;
 }
 
+/* A kernel library's thread pool (tt_pool.h) reads OMP_NUM_THREADS when it first runs a
+   parallel loop, i.e. after this, in each library this worker loads. */
 static void set_threads(int n) {
+  if (n <= 0) return;
+  char s[16];
+  snprintf(s, sizeof s, "%d", n);
+  setenv("OMP_NUM_THREADS", s, 1);
 #ifdef _OPENMP
-  if (n > 0) omp_set_num_threads(n);
-#else
-  (void)n;
+  omp_set_num_threads(n);
 #endif
 }
 
@@ -513,7 +517,7 @@ static void do_bench(request* r) {
     reply_error(r->id, "bad_request", "%s", r->bad);
     return;
   }
-  /* The model stays loaded until the worker exits (its OpenMP threads may outlive a run). */
+  /* The model stays loaded until the worker exits (its pool's threads outlive a run). */
   if (write_temp(tmp_file, sizeof tmp_file, "model.so", r->blob[0], r->blob_len[0], err) != 0 ||
       write_temp(tmp_params, sizeof tmp_params, "params.bin", r->blob[1], r->blob_len[1], err) != 0) {
     reply_error(r->id, "runtime_error", "%s", err);
