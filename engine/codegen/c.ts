@@ -1,8 +1,9 @@
 // The C renderer for CPU targets: one function per kernel, restrict pointers, parallel
 // loops run by tensortune's thread pool (native/include/tt_pool.h, pasted into every
 // kernel file): each becomes a static function over a range of its iterations, called
-// through tt_parallel_for with the pointers and loop variables it reads. Loops the schedule unrolls or vectorises are expanded here rather than
-// left to the compiler's heuristics, so that what the schedule says is what runs:
+// through tt_parallel_for with the pointers and loop variables it reads. Loops the
+// schedule unrolls or vectorises are expanded here rather than left to the compiler's
+// heuristics, so that what the schedule says is what runs:
 //  - an `unroll` loop is emitted once per iteration with its variable replaced by a
 //    constant (GCC's own `#pragma GCC unroll` is the fallback for very large bodies);
 //  - a `vectorize` loop whose stores are contiguous in it is emitted as GCC vector
