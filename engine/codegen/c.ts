@@ -18,7 +18,7 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { add, children, dtypeOf, freeVars, int, substitute, v, type Expr, type MathFn } from '../ir/expr';
+import { add, children, dtypeOf, freeVars, int, readTensors, substitute, v, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
 import { packageRoot } from '../package-root';
@@ -552,11 +552,7 @@ function captures(body: readonly Stmt[]): { buffers: string[]; vars: string[] } 
   const buffers = new Set<string>(), vars = new Set<string>(), local = new Set<string>();
   const expr = (e: Expr): void => {
     for (const x of freeVars(e)) vars.add(x);
-    const visit = (y: Expr): void => {
-      if (y.k === 'load') buffers.add(y.tensor.name);
-      for (const c of children(y)) visit(c);
-    };
-    visit(e);
+    for (const t of readTensors(e)) buffers.add(t.name);
   };
   const scan = (stmts: readonly Stmt[]): void => {
     for (const st of stmts) {

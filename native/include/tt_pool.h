@@ -52,8 +52,7 @@ struct tt_pool {
   int32_t end;
   int32_t helpers; /* threads other than the caller that may take part */
   _Alignas(64) int32_t left; /* iterations not finished */
-  _Alignas(64) uint32_t generation;
-  int32_t sleepers;
+  _Alignas(64) int32_t sleepers;
   int stop;
   pthread_mutex_t lock;
   pthread_cond_t wake;
@@ -72,6 +71,11 @@ static inline void tt_pool_pause(void) {
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
 #endif
+}
+
+/* The generation of the latest loop (0 before the first). */
+static inline uint32_t tt_pool_generation(struct tt_pool* p) {
+  return (uint32_t)(__atomic_load_n(&p->claim, __ATOMIC_SEQ_CST) >> 32);
 }
 
 static inline long tt_pool_now_ns(void) {
@@ -111,19 +115,19 @@ static void* tt_pool_helper(void* arg) {
   struct tt_pool* p = &tt_pool_state;
   int index = (int)(intptr_t)arg;
   tt_pool_inside = 1;
-  uint32_t seen = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
+  uint32_t seen = tt_pool_generation(p);
   for (;;) {
     /* Wait for a new loop: poll, then poll yielding the core, then sleep. */
     long deadline = 0;
     for (int polls = 0;; ++polls) {
       if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return 0;
-      if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) != seen) break;
+      if (tt_pool_generation(p) != seen) break;
       if (polls < TT_POOL_PAUSE_POLLS) { tt_pool_pause(); continue; }
       if (polls == TT_POOL_PAUSE_POLLS) deadline = tt_pool_now_ns() + p->spin_ns;
       if ((polls & 63) == 0 && tt_pool_now_ns() > deadline) {
         pthread_mutex_lock(&p->lock);
         __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-        while (!__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST) && __atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen)
+        while (!__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST) && tt_pool_generation(p) == seen)
           pthread_cond_wait(&p->wake, &p->lock);
         __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&p->lock);
@@ -132,8 +136,9 @@ static void* tt_pool_helper(void* arg) {
       }
       sched_yield();
     }
-    seen = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
-    if (index < __atomic_load_n(&p->helpers, __ATOMIC_RELAXED)) tt_pool_work(seen, __atomic_load_n(&p->helpers, __ATOMIC_RELAXED) + 1);
+    seen = tt_pool_generation(p);
+    int32_t helpers = __atomic_load_n(&p->helpers, __ATOMIC_RELAXED);
+    if (index < helpers) tt_pool_work(seen, helpers + 1);
   }
 }
 
@@ -176,13 +181,9 @@ TT_POOL_API void tt_parallel_for(int32_t begin, int32_t end, tt_loop_body body, 
   struct tt_pool* p = &tt_pool_state;
   if (end <= begin) return;
   if (p->threads == 0) tt_pool_set_threads(tt_pool_default_threads());
-  int helpers = p->threads - 1;
+  int helpers = tt_pool_inside ? 0 : p->threads - 1;
   if (helpers > end - begin - 1) helpers = end - begin - 1;
-  if (tt_pool_inside || helpers <= 0) {
-    body(ctx, begin, end);
-    return;
-  }
-  if (p->spin_ns == 0) {
+  if (helpers > 0 && p->spin_ns == 0) {
     const char* env = getenv("TT_POOL_SPIN_US");
     long us = env && *env ? atol(env) : 2000;
     p->spin_ns = us > 0 ? us * 1000 : 1;
@@ -196,14 +197,14 @@ TT_POOL_API void tt_parallel_for(int32_t begin, int32_t end, tt_loop_body body, 
     body(ctx, begin, end);
     return;
   }
-  uint32_t gen = (uint32_t)(__atomic_load_n(&p->claim, __ATOMIC_RELAXED) >> 32) + 1;
+  /* The new loop's generation; publishing `claim` is what starts it for the helpers. */
+  uint32_t gen = tt_pool_generation(p) + 1;
   __atomic_store_n(&p->body, body, __ATOMIC_RELAXED);
   __atomic_store_n(&p->ctx, ctx, __ATOMIC_RELAXED);
   __atomic_store_n(&p->end, end, __ATOMIC_RELAXED);
   __atomic_store_n(&p->helpers, helpers, __ATOMIC_RELAXED);
   __atomic_store_n(&p->left, end - begin, __ATOMIC_RELAXED);
   __atomic_store_n(&p->claim, ((uint64_t)gen << 32) | (uint32_t)begin, __ATOMIC_SEQ_CST);
-  __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
     pthread_mutex_lock(&p->lock);
     pthread_cond_broadcast(&p->wake);
