@@ -4,7 +4,7 @@
 // (engine/compare). Prints each engine's 2-thread speed-up (1-thread ms / 2-thread ms) and
 // how much a busy core slows each (contended ms / quiet ms), so both are ratios from one run.
 // --variants runs the whole set once per environment of the model runner, e.g.
-// "default,TT_POOL_SPIN_US=0" (the kernels' thread pool, native/include/tt_pool.h, reads
+// "default,TT_POOL_SPIN_US=0" (the kernels' thread pool, native/pool/tt_pool.c, reads
 // TT_POOL_SPIN_US; ONNX Runtime ignores them). Join several variables of one variant with '+'.
 //
 //   npx tsx bench/contention.ts [--networks mobilenet,resnet-18] [--rounds 3] [--records FILE]

@@ -1,7 +1,8 @@
 // The C renderer for CPU targets: one function per kernel, restrict pointers, parallel
-// loops run by tensortune's thread pool (native/include/tt_pool.h, pasted into every
-// kernel file): each becomes a static function over a range of its iterations, called
-// through tt_parallel_for with the pointers and loop variables it reads. Loops the
+// loops run by tensortune's thread pool (native/pool/tt_pool.c, linked beside the kernels;
+// its declarations, native/include/tt_pool.h, are in the prelude): each becomes a static
+// function over a range of its iterations, called through tt_parallel_for with the
+// pointers and loop variables it reads. Loops the
 // schedule unrolls or vectorises are expanded here rather than left to the compiler's
 // heuristics, so that what the schedule says is what runs:
 //  - an `unroll` loop is emitted once per iteration with its variable replaced by a
@@ -49,14 +50,12 @@ function vectorPrelude(n: number): string {
   ].join('\n');
 }
 
-/** The thread pool's source (weak, hidden definitions; see its header comment). */
-const POOL_SOURCE = readFileSync(path.join(packageRoot(), 'native', 'include', 'tt_pool.h'), 'utf8');
+/** The thread pool's declarations (its code is native/pool/tt_pool.c, which every library
+ *  of kernels links: engine/native/build.ts, poolObject). */
+const POOL_DECLARATIONS = readFileSync(path.join(packageRoot(), 'native', 'include', 'tt_pool.h'), 'utf8');
 
-/** Helpers every generated translation unit starts with, the thread pool among them. */
-export const C_PRELUDE = `#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <math.h>
+/** Helpers every generated translation unit starts with, the thread pool's declarations among them. */
+export const C_PRELUDE = `#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <float.h>
@@ -69,7 +68,7 @@ static inline int32_t tt_floormod(int32_t a, int32_t b) { int32_t m = a % b; ret
 static inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
-${POOL_SOURCE}`;
+${POOL_DECLARATIONS}`;
 
 /**
  * Flags of every generated kernel (the target's flags follow). -O2, not -O3: the renderer
@@ -79,7 +78,7 @@ ${POOL_SOURCE}`;
  * resnet-50 unchanged within noise) and took twice as long to compile (0.4 vs 0.15 s for
  * a typical conv candidate), which is the tuner's main cost. Measured with
  * `tensortune compile` + `tensortune benchmark --repeat 20`, both builds interleaved.
- * `-fopenmp-simd`: the `omp simd` pragmas only; parallel loops run on tt_pool.h's threads,
+ * `-fopenmp-simd`: the `omp simd` pragmas only; parallel loops run on tt_pool.c's threads,
  * so kernels do not load libgomp. Their order is part of the object cache's keys.
  */
 export const KERNEL_CFLAGS: readonly string[] = ['-O2', '-std=gnu11', '-fPIC', '-pthread', '-fopenmp-simd', '-fno-math-errno', '-ffp-contract=fast'];
@@ -134,7 +133,7 @@ export interface Dialect {
   unroll(n: number): string | undefined;
   /** Whether `#pragma omp simd` lines may be emitted. */
   openmp: boolean;
-  /** CPU: parallel loops become functions over a range of iterations, run by tt_parallel_for (tt_pool.h). */
+  /** CPU: parallel loops become functions over a range of iterations, run by tt_parallel_for (tt_pool.c). */
   pool?: boolean;
   /** GPU: a block-wide barrier statement. */
   barrier?: string;
@@ -461,7 +460,7 @@ class Renderer {
   }
 
   /**
-   * A parallel loop as a call of tt_parallel_for (tt_pool.h): its body becomes a static
+   * A parallel loop as a call of tt_parallel_for (tt_pool.c): its body becomes a static
    * function over iterations [tt_begin, tt_end) that gets the buffers and enclosing loop
    * variables it reads through a struct. False, and the caller renders a serial loop,
    * where the body reads a local buffer kept in variables (threads cannot share those).

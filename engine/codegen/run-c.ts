@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { numElements } from '../ir/tensor';
+import { nativeIncludeDir, poolSource } from '../native/build';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel, type RenderOptions } from './c';
 import type { Kernel } from './lower';
 
@@ -39,7 +40,7 @@ export function runKernel(
   try {
     writeFileSync(join(dir, 'k.c'), `${C_PRELUDE}\n${renderKernel(k, render)}\n${main}\n`);
     const cc = process.env.CC ?? 'cc';
-    execFileSync(cc, [...cflags, '-std=gnu11', '-o', join(dir, 'k'), join(dir, 'k.c'), '-lm'], { stdio: 'pipe' });
+    execFileSync(cc, [...cflags, '-std=gnu11', '-pthread', `-I${nativeIncludeDir()}`, '-o', join(dir, 'k'), join(dir, 'k.c'), poolSource(), '-lm'], { stdio: 'pipe' });
     const blob = Buffer.concat(inputs.map((x) => Buffer.from(x.buffer, x.byteOffset, x.byteLength)));
     writeFileSync(join(dir, 'in.bin'), blob);
     execFileSync(join(dir, 'k'), [join(dir, 'in.bin'), join(dir, 'out.bin')], { stdio: 'pipe' });

@@ -16,7 +16,7 @@ import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
-import { compilerFailure, loadExeca, nativeIncludeDir } from '../native/build';
+import { compilerFailure, loadExeca, nativeIncludeDir, poolObject } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
@@ -132,7 +132,8 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const modelC = renderEntryPoint(graph, groups, groupSymbol, packed.offsets, paramsSize, plan, inputs.map((n) => n.id), names);
 
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
-  const objects = [...kernels.values()].map(objectOf);
+  // The kernels' thread pool links once, beside them (its object is in the native cache).
+  const objects = [...[...kernels.values()].map(objectOf), await poolObject(compiler)];
   const files = await writeModel(opts, start, {
     source: modelC,
     linkArgs: (modelSrc, library) => [...cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`, modelSrc, ...objects, '-o', library, '-lm'],
@@ -170,11 +171,10 @@ function renderEntryPoint(
     ...modelInfoSource(g, inputIds, names, paramsSize, 256),
     'static const float* tt_params = 0;',
     'static float* tt_arena = 0;',
-    // The kernels' thread pool (native/include/tt_pool.h, in every kernel object; weak, so
-    // that a model whose kernels have no parallel loop still links).
-    'void tt_pool_set_threads(int n) __attribute__((weak, visibility("hidden")));',
+    // The kernels' thread pool (native/pool/tt_pool.c, linked into model.so).
+    'void tt_pool_set_threads(int n) __attribute__((visibility("hidden")));',
     'TT_EXPORT void tt_set_num_threads(int n) {',
-    '  if (n > 0 && tt_pool_set_threads) tt_pool_set_threads(n);',
+    '  if (n > 0) tt_pool_set_threads(n);',
     '}',
     'TT_EXPORT int tt_init(const float* params) {',
     '  if (!params) { snprintf(tt_error, sizeof tt_error, "tt_init: params is NULL"); return 1; }',

@@ -23,7 +23,7 @@ import { openclCandidateSource } from '../codegen/opencl-host';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import type { ComputeDAG } from '../ir/dag';
-import { compilerFailure, cudaRuntimeObject, findCompiler, loadExeca, nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject, type Compiler } from '../native/build';
+import { compilerFailure, cudaRuntimeObject, findCompiler, loadExeca, nativeIncludeDir, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject, poolObject, type Compiler } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
@@ -203,10 +203,13 @@ export class Builder {
 
   private async compileNow(steps: Step[], code: string, started: number): Promise<BuiltCandidate> {
     const compiler = await (this.compiler ??= findCompiler(this.target.ccPrefix ? `${this.target.ccPrefix}gcc` : undefined));
-    // An OpenCL candidate is host code: the runtime's object file links in; the kernels are
-    // built by the OpenCL driver when the worker opens the device.
+    // A GPU candidate is host code: the runtime's object file links in; the kernels are
+    // built by the OpenCL driver when the worker opens the device (or are a cubin). A CPU
+    // candidate links the thread pool's object, compiled once rather than with each one.
     const gpu = isGpu(this.target);
-    const runtime = gpu ? [await (this.runtime ??= (this.target.kind === 'cuda' ? cudaRuntimeObject : openclRuntimeObject)(compiler)), ...OPENCL_RUNTIME_LIBS] : [];
+    const runtime = gpu
+      ? [await (this.runtime ??= (this.target.kind === 'cuda' ? cudaRuntimeObject : openclRuntimeObject)(compiler)), ...OPENCL_RUNTIME_LIBS]
+      : [await (this.runtime ??= poolObject(compiler))];
     const flags = [...(gpu ? OPENCL_HOST_CFLAGS : KERNEL_CFLAGS), ...this.target.cflags, '-shared', `-I${nativeIncludeDir()}`];
     const hash = createHash('sha256').update(JSON.stringify([code, flags, ...runtime, compiler.identity])).digest('hex').slice(0, 24);
     const lib = path.join(this.opts.workDir, `${hash}.so`);

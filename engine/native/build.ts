@@ -3,8 +3,9 @@
 // the flags and the compiler, so that they are compiled once per change and never shipped
 // prebuilt. A cached tool counts only while it matches its seal (file-cache.ts), and every
 // compiler call has a time limit (COMPILER_TIMEOUT_MS). The OpenCL runtime
-// (native/opencl/tt_opencl.c) is compiled the same way into an object file that OpenCL
-// candidates and models link (openclRuntimeObject).
+// (native/opencl/tt_opencl.c), the CUDA runtime and the CPU kernels' thread pool
+// (native/pool/tt_pool.c) are compiled the same way into object files that candidates and
+// models link (openclRuntimeObject, cudaRuntimeObject, poolObject).
 
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
@@ -77,7 +78,7 @@ interface BinarySpec {
 const BINARIES: Record<NativeBinaryName, BinarySpec> = {
   tt_bench: { sources: ['bench/tt_bench.c', 'common/tt_common.c'], openmp: false },
   // Linked with OpenMP for omp_get_max_threads: the threads it reports are OMP_NUM_THREADS,
-  // which the kernels' own pool (native/include/tt_pool.h) follows; a build without OpenMP
+  // which the kernels' own pool (native/pool/tt_pool.c) follows; a build without OpenMP
   // reports 1.
   tt_measure: { sources: ['measure/tt_measure.c', 'common/tt_common.c'], openmp: true },
   // Needs CL/cl.h to build, never libOpenCL (the runtime opens it with dlopen).
@@ -379,6 +380,40 @@ export async function openclDescribeLibraryFile(compiler: Compiler, opts: { cach
     file: path.join(cacheDir, 'native', hash, 'tt_opencl_describe.so'),
     what: `building the OpenCL describe library (native/${OPENCL_DESCRIBE})`,
     attempts: [(out) => [...compiler.args, ...flags, `-I${nativeIncludeDir()}`, path.join(nativeDir(), OPENCL_DESCRIBE), runtime, '-o', out, ...OPENCL_RUNTIME_LIBS]],
+  });
+}
+
+/** The kernels' thread pool and the declarations kernels see, relative to native/. */
+const POOL_SOURCE = 'pool/tt_pool.c';
+const POOL_HEADER = 'include/tt_pool.h';
+
+/** Absolute path of the kernels' thread pool (native/pool/tt_pool.c), for test programs that
+ *  compile it with a kernel in one command. */
+export function poolSource(): string {
+  return path.join(nativeDir(), POOL_SOURCE);
+}
+
+/** The pool object's flags: position-independent and thread-aware; its symbols are hidden
+ *  (tt_pool.h says so too), so each library that links it keeps its own pool. */
+const POOL_OBJECT_FLAGS: readonly string[] = [...CFLAGS, '-fPIC', '-pthread', '-fvisibility=hidden', '-c'];
+
+/**
+ * The kernels' thread pool compiled by `compiler` (the host's, or a target's cross compiler)
+ * into an object file, once per source, flag and compiler change, in the native cache.
+ * Every CPU candidate library and model.so links it: the kernels hold only its declarations
+ * (the renderer's prelude), so a candidate's compile no longer compiles the pool too (that
+ * cost 30 to 40 ms of a 60 ms compile). Memoised per process, cache and compiler.
+ */
+export function poolObject(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
+  const cacheDir = opts.cacheDir ?? cacheRoot();
+  return runtimeObjects(`pool\0${cacheDir}\0${compiler.command} ${compiler.args.join(' ')}\0${compiler.identity}`, () => {
+    const hash = buildHash('tt_pool.o', compiler, POOL_OBJECT_FLAGS, [], [POOL_SOURCE, POOL_HEADER]);
+    return buildIntoCache({
+      compiler,
+      file: path.join(cacheDir, 'native', hash, 'tt_pool.o'),
+      what: `building the kernels' thread pool (native/${POOL_SOURCE})`,
+      attempts: [(out) => [...compiler.args, ...POOL_OBJECT_FLAGS, `-I${nativeIncludeDir()}`, poolSource(), '-o', out]],
+    });
   });
 }
 

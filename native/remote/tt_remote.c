@@ -265,7 +265,7 @@ static int write_temp(char* path, size_t cap, const char* name, const unsigned c
   return 0;
 }
 
-/* A kernel library's thread pool (tt_pool.h) reads OMP_NUM_THREADS when it first runs a
+/* A kernel library's thread pool (pool/tt_pool.c) reads OMP_NUM_THREADS when it first runs a
    parallel loop, i.e. after this, in each library this worker loads. */
 static void set_threads(int n) {
   if (n <= 0) return;
