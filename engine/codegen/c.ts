@@ -2,9 +2,9 @@
 // loops run by tensortune's thread pool (native/pool/tt_pool.c, linked beside the kernels;
 // its declarations, native/include/tt_pool.h, are in the prelude): each becomes a static
 // function over a range of its iterations, called through tt_parallel_for with the
-// pointers and loop variables it reads. Loops the
-// schedule unrolls or vectorises are expanded here rather than left to the compiler's
-// heuristics, so that what the schedule says is what runs:
+// pointers and loop variables it reads. Loops the schedule unrolls or vectorises are
+// expanded here rather than left to the compiler's heuristics, so that what the schedule
+// says is what runs:
 //  - an `unroll` loop is emitted once per iteration with its variable replaced by a
 //    constant (GCC's own `#pragma GCC unroll` is the fallback for very large bodies);
 //  - a `vectorize` loop whose stores are contiguous in it is emitted as GCC vector

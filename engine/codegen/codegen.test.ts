@@ -164,11 +164,36 @@ test('default: a conv at 8 lanes tiles 6 output positions of the fused rows and 
       assert.not.match(l, /tt_floor(div|mod)/, `${name}: no index division inside the reduction`);
     }
   }
-  // Not at 16 lanes (32 registers hold the 7 x 2 row tile), nor for a depthwise conv (its own tile).
-  const fused = (steps: readonly Step[]): boolean => steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2');
-  assert.not.ok(fused(dflt(conv(7, 24, 32, 1, 1, 0), 16)), '16 lanes');
+  // Not for a depthwise conv (its own tile).
   const dw = new ComputeDAG([relu(depthwiseConv2dNHWC(placeholder('data', [1, 7, 7, 32]), placeholder('w', [3, 3, 32, 1]), { strides: [1, 1], padding: [1, 1, 1, 1], dilation: [1, 1] }))]);
   assert.not.ok(dflt(dw, 8).some((s) => s.s === 'fuse' && s.iters.length === 2 && s.iters.join().endsWith('ax2')), 'depthwise');
+});
+
+test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 positions; a strided one, or one over 3 channels, keeps the columns of a row', () => {
+  const fused = (steps: readonly Step[]): boolean => steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2');
+  // A 7x7 output: 49 positions, three whole tiles of 14 and one of 7; a 3x3 conv's padding at root.
+  for (const [h, ci, co, k, stride, pad] of [[7, 24, 32, 1, 1, 0], [14, 16, 64, 3, 1, 1]] as const) {
+    const name = `${k}x${k} stride ${stride} conv, ${h}x${h}x${ci} -> ${co}`;
+    const dag = conv(h, ci, co, k, stride, pad);
+    const steps = dflt(dag, 16);
+    assert.ok(fused(steps), `${name}: rows and columns fused`);
+    assert.ok(steps.some((s) => s.s === 'split' && s.iter === 'ax1@ax2' && s.lengths[0] === 14), `${name}: a run of 14 positions`);
+    const c = check(dag, steps, `${name}, 16 lanes`, 16, ['weight']);
+    assert.not.match(c, /float conv2d_nhwc\[/, `${name}: no local array`);
+    assert.match(c, /conv2d_nhwc_v27\b/, `${name}: 14 x 2 accumulators in variables`);
+  }
+  for (const [h, ci, co, k, stride, pad, why] of [[14, 24, 32, 1, 2, 0, 'stride 2'], [16, 3, 32, 3, 1, 1, '3 input channels']] as const) {
+    const dag = conv(h, ci, co, k, stride, pad);
+    const steps = dflt(dag, 16);
+    assert.not.ok(fused(steps), why);
+    check(dag, steps, `${why}, 16 lanes`, 16, ['weight']);
+  }
+  // Winograd's batched product takes the same tile: 16 tiles of F(4x4) over a 14x14 output (14 and 2).
+  const data = placeholder('data', [1, 14, 14, 16]), bias = placeholder('bias', [1, 1, 1, 32]);
+  const wdag = new ComputeDAG([relu(binary('add', conv2dWinogradNHWC(data, placeholder('weight', [6, 6, 16, 32]), { padding: [1, 1, 1, 1], tileSize: 4 }), bias))]);
+  const wsteps = dflt(wdag, 16);
+  assert.ok(wsteps.some((s) => s.s === 'split' && s.stage.includes('bgemm') && s.lengths[0] === 14), 'Winograd: 14 tiles per block');
+  check(wdag, wsteps, 'Winograd F(4) 14x14, 16 lanes', 16, [], WINOGRAD_TOLERANCE);
 });
 
 test('default: a Winograd conv\'s batched product at 8 lanes tiles 6 tiles x 2 vectors, the last block short', () => {
