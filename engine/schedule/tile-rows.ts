@@ -21,8 +21,9 @@ export const POSITION_TILE_ROWS = 6;
  * vectors is 28 accumulators, 2 weight vectors and a broadcast input. The columns of one
  * row (at most 7 there, channelTile) are 14 accumulators, and each weight vector loaded
  * from L2 served half as many FMAs. On a 2-core AVX-512 Xeon (session 19), 1 thread:
- * mobilenet's 14x14x512 1x1 conv ran at 75% of peak instead of 65%, the network 14.4-14.8
- * ms instead of 15.3; resnet-50 1-3% faster, resnet-18 unchanged within noise.
+ * mobilenet's 14x14x512 1x1 conv ran at 75% of peak instead of 65%, the network 14.1-15.0
+ * ms instead of 15.2-15.8; resnet-50 2% faster, resnet-18 unchanged within noise (with the
+ * exceptions defaults.ts makes: strided convs, and convs over fewer channels than a vector).
  */
 export const POSITION_TILE_ROWS_16 = 14;
 
