@@ -143,16 +143,16 @@ function strided(conv: Tensor, width: number): boolean {
   return inputWidth - taps + 1 > width;
 }
 
-/** Whether an NHWC conv with output axes `outAxes` gets the tile of positions (its (h, w) fused, positionTileRows of them by 2 vectors). */
-function tilesPositions(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): boolean {
-  if (tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return false;
+/** The rows of the tile of positions an NHWC conv with output axes `outAxes` gets (its (h, w) fused, positionTileRows of them by 2 vectors); undefined where it keeps the columns of one row. */
+function positionRowsOf(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): number | undefined {
+  if (tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return undefined;
   const [, h, w, c] = outAxes;
   // At 16 lanes, a conv with fewer input channels than a vector (an image's first conv: 3)
   // or a strided one keeps the columns of one row. With the tile of positions (AVX-512 Xeon,
   // session 19, 1 thread), mobilenet's first conv took 0.68 ms instead of 0.53, and
   // resnet-50's strided 1x1 convs 10 to 30% longer.
-  if (lanes === 16 && (inputChannels(conv) < lanes || strided(conv, w.extent))) return false;
-  return positionTileRows(h.extent * w.extent, registerTile(tagOf(conv), c.extent, undefined, lanes).vec, lanes) !== undefined;
+  if (lanes === 16 && (inputChannels(conv) < lanes || strided(conv, w.extent))) return undefined;
+  return positionTileRows(h.extent * w.extent, registerTile(tagOf(conv), c.extent, undefined, lanes).vec, lanes);
 }
 
 /** NHWC axes with (h, w) replaced by the loop a `fuse` step makes of them (named `h@w`). */
@@ -198,14 +198,15 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     // A conv on an AVX2 or AVX-512 target tiles runs of output positions (rows x columns
     // fused into one loop), not columns of one row: see POSITION_TILE_ROWS and
     // POSITION_TILE_ROWS_16 (tile-rows.ts).
-    const positions = tilesPositions(main.tensor, out.axes, lanes);
+    const positionRows = positionRowsOf(main.tensor, out.axes, lanes);
+    const positions = positionRows !== undefined;
     if (positions) for (const st of [out, local]) apply({ s: 'fuse', stage: st.name, iters: st.axes.slice(1, 3).map((a) => a.name) });
     const axes = positions ? fusePositions(out.axes) : out.axes;
     const n = axes.length;
     const last = axes[n - 1], block = n >= 2 ? axes[n - 2] : undefined;
     const tile = registerTile(tagOf(main.tensor), last.extent, block?.extent, lanes);
     const vec = tile.vec;
-    const rows = positions ? positionTileRows(axes[1].extent, vec, lanes)! : tile.rows;
+    const rows = positionRows ?? tile.rows;
     apply({ s: 'split', stage: out.name, iter: last.name, lengths: [vec] });
     // Loop order of the tiles: by default the channel tiles run inside each block of rows,
     // which re-reads all the weights per block. Where the weights outweigh the input (the
