@@ -196,6 +196,24 @@ test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 pos
   check(wdag, wsteps, 'Winograd F(4) 14x14, 16 lanes', 16, [], WINOGRAD_TOLERANCE);
 });
 
+test('default: at 16 lanes a 7x7 conv whose 64-channel weight slice fits in 512 KB tiles one row of 7 positions by 4 vectors; a 3x3 conv over 512 channels keeps 14 positions', () => {
+  const split = (steps: readonly Step[], iter: string, n: number): boolean => steps.some((s) => s.s === 'split' && s.stage === 'T_relu' && s.iter === iter && s.lengths[0] === n);
+  // 1x1 over 48 channels to 64, and 3x3 over 32 to 128 (its padding at root): 7 columns x 64 channels.
+  for (const [ci, co, k, pad] of [[48, 64, 1, 0], [32, 128, 3, 1]] as const) {
+    const name = `${k}x${k} conv, 7x7x${ci} -> ${co}`;
+    const dag = conv(7, ci, co, k, 1, pad);
+    const steps = dflt(dag, 16);
+    assert.ok(split(steps, 'ax3', 64) && split(steps, 'ax2', 7), `${name}: 7 columns by 64 channels`);
+    assert.not.ok(steps.some((s) => s.s === 'fuse' && s.iters.join() === 'ax1,ax2'), `${name}: positions not fused`);
+    const c = check(dag, steps, `${name}, 16 lanes`, 16, ['weight']);
+    assert.match(c, /conv2d_nhwc_v27\b/, `${name}: 7 x 4 accumulators in variables`);
+    assert.not.match(c, /float conv2d_nhwc\[/, `${name}: no local array`);
+  }
+  // 3x3 over 512 channels: 9 x 512 x 64 floats is 1.2 MB; a 14x14 output is whole tiles of 14.
+  assert.ok(split(dflt(conv(7, 512, 64, 3, 1, 1), 16), 'ax1@ax2', 14), '3x3 7x7x512: 14 positions');
+  assert.ok(split(dflt(conv(14, 48, 64, 1, 1, 0), 16), 'ax1@ax2', 14), '1x1 14x14: 14 positions');
+});
+
 test('default: a Winograd conv\'s batched product at 8 lanes tiles 6 tiles x 2 vectors, the last block short', () => {
   // 9x9 with F(2x2): 25 tiles (4 blocks of 6 and 1); 14x14 with F(4x4): 16 tiles (6, 6, 4).
   for (const [m, h] of [[2, 9], [4, 14]] as const) {

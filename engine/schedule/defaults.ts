@@ -20,7 +20,7 @@ import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
 import { winogradDefaultSchedule } from './defaults-winograd';
 import { State } from './state';
-import { channelTile, largestDivisorAtMost, positionTileRows } from './tile-rows';
+import { channelTile, largestDivisorAtMost, POSITION_TILE_ROWS_16, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
 
 /** Reductions that the multi-level tiling rule (and this default) tiles. */
@@ -155,6 +155,30 @@ function positionRowsOf(conv: Tensor, outAxes: readonly { name: string; extent: 
   return positionTileRows(h.extent * w.extent, registerTile(tagOf(conv), c.extent, undefined, lanes).vec, lanes);
 }
 
+/**
+ * At 16 lanes, an NHWC conv whose output positions the 14-position tile does not divide
+ * (the 7x7 layers: 49) takes one row of positions by 4 vectors instead (7 x 4 is 28
+ * accumulators), where the weights of 4 vectors of output channels fit in half of a 1 MB
+ * L2 (WIDE_ROW_SLICE_BYTES): the channel tiles run outermost there (weightsOutweighInput),
+ * so one slice of the weights serves every row from cache. 14 x 2 cut the last tile of 49
+ * short and read each slice 4 times; 7 x 2 read it 7 times for half the work per load. On
+ * the AVX-512 Xeon (session 20, 1 thread, per-kernel profiles, interleaved): mobilenet's
+ * 7x7x1024 1x1 conv 1.27-1.54 ms against 1.54-2.13, its 7x7x512 one 0.66-0.77 against
+ * 0.74-1.21; resnet-50's strided 14x14x1024 1x1 0.69-0.76 against 0.82-0.85. resnet's 3x3
+ * 7x7x512 convs (a 1.2 MB slice) ran 10-15% slower with it, hence the bound.
+ */
+const WIDE_ROW_VECTORS = 4;
+const WIDE_ROW_SLICE_BYTES = 512 * 1024;
+
+function wideRowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): { vec: number; rows: number } | undefined {
+  if (lanes !== 16 || tagOf(conv) !== 'conv2d_nhwc' || conv.op.kind !== 'compute' || outAxes.length !== 4) return undefined;
+  const [, h, w, c] = outAxes;
+  const vec = WIDE_ROW_VECTORS * lanes;
+  if ((h.extent * w.extent) % POSITION_TILE_ROWS_16 === 0 || w.extent > 7 || c.extent % vec !== 0) return undefined;
+  const sliceBytes = numElements(conv.op.reduceAxes.map((a) => a.extent)) * vec * 4;
+  return sliceBytes <= WIDE_ROW_SLICE_BYTES ? { vec, rows: w.extent } : undefined;
+}
+
 /** NHWC axes with (h, w) replaced by the loop a `fuse` step makes of them (named `h@w`). */
 function fusePositions(axes: readonly { name: string; extent: number }[]): { name: string; extent: number }[] {
   const [n, h, w, c] = axes;
@@ -198,13 +222,14 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     // A conv on an AVX2 or AVX-512 target tiles runs of output positions (rows x columns
     // fused into one loop), not columns of one row: see POSITION_TILE_ROWS and
     // POSITION_TILE_ROWS_16 (tile-rows.ts).
-    const positionRows = positionRowsOf(main.tensor, out.axes, lanes);
+    const wideRow = wideRowTileOf(main.tensor, out.axes, lanes);
+    const positionRows = wideRow ? undefined : positionRowsOf(main.tensor, out.axes, lanes);
     const positions = positionRows !== undefined;
     if (positions) for (const st of [out, local]) apply({ s: 'fuse', stage: st.name, iters: st.axes.slice(1, 3).map((a) => a.name) });
     const axes = positions ? fusePositions(out.axes) : out.axes;
     const n = axes.length;
     const last = axes[n - 1], block = n >= 2 ? axes[n - 2] : undefined;
-    const tile = registerTile(tagOf(main.tensor), last.extent, block?.extent, lanes);
+    const tile = wideRow ?? registerTile(tagOf(main.tensor), last.extent, block?.extent, lanes);
     const vec = tile.vec;
     const rows = positionRows ?? tile.rows;
     apply({ s: 'split', stage: out.name, iter: last.name, lengths: [vec] });
