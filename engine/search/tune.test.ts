@@ -2,7 +2,7 @@
 // small network, with a tiny budget: records that parse, a compile that applies them and
 // runs, and a resume that measures nothing new.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -119,6 +119,30 @@ test('the confirmation pass: the top schedules and the default timed twice more,
   assert.is(larger.trials, 3, 'six schedules measured so far, however often each was timed');
   const all = (await readRecords(log)).entries.map((e) => e.record);
   assert.is(new Set(all.map(key)).size, 9, 'three new schedules');
+});
+
+test('a finished tune whose records never measured the current default schedule (tuned by an older version) times it against the best, and measures no trial', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 2, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  const log = path.join(dir, 'new-default.jsonl');
+  await tuneTasks('conv', [task], { target, records: log, trials: 5, batchSize: 5, confirm: 0 });
+  // The log as an older version would have left it: its default schedule was another one.
+  const lines = readFileSync(log, 'utf8').split('\n').filter((l) => l !== '');
+  const dflt = lines.findIndex((l) => JSON.parse(l).policy === 'default');
+  const current = JSON.stringify(JSON.parse(lines[dflt]).steps);
+  writeFileSync(log, lines.filter((_, i) => i !== dflt).join('\n') + '\n');
+  const out: string[] = [];
+  const again = await tuneTasks('conv', [task], { target, records: log, trials: 4, batchSize: 4, confirm: 1, log: (l) => out.push(l) });
+  assert.is(again.trials, 0, 'the budget was spent: no trial');
+  const added = (await readRecords(log)).entries.slice(4).map((e) => e.record);
+  assert.ok(added.length > 0 && added.every((r) => r.policy === CONFIRM_POLICY), 'confirmation records only');
+  assert.ok(added.some((r) => JSON.stringify(r.steps) === current), 'the current default among them');
+  assert.ok(out.some((l) => /^confirmed: \d+ schedule\(s\) of 1 task\(s\).*1 of them for a default schedule that no record had measured/.test(l)), out.join('\n'));
+  // Once timed, the default is in the records: the next run confirms nothing.
+  const count = (await readRecords(log)).entries.length;
+  await tuneTasks('conv', [task], { target, records: log, trials: 4, batchSize: 4, confirm: 1 });
+  assert.is((await readRecords(log)).entries.length, count, 'nothing appended');
 });
 
 test('the log: one line per round with the run\'s progress against its budget; the table once when the run ends after the warm-up', async () => {

@@ -269,7 +269,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     result = await scheduler.run();
     await append(gate.finish(result.reason === 'aborted'));
     const confirm = opts.confirm ?? CONFIRM_TOP;
-    if (result.reason !== 'aborted' && result.trials > 0 && confirm > 0) {
+    if (result.reason !== 'aborted' && confirm > 0) {
       const t0 = Date.now();
       const timed = await confirmBest({
         tasks, defaults, top: confirm, measurer, match, files: [...extra, records], warn,
@@ -277,7 +277,10 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
         record: (i, outcomes) => append(outcomes.map((o) => toRecord(i, o, CONFIRM_POLICY))),
       });
       if (timed.schedules > 0) {
-        log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
+        const newDefaults = timed.newDefaults > 0
+          ? ` (${timed.newDefaults} of them for a default schedule that no record had measured: this version's defaults changed since they were tuned)`
+          : '';
+        log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s${newDefaults}; ` +
           'compile picks among the confirmed schedules by these timings');
       }
     }
@@ -305,18 +308,26 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
  * and the default. Its records carry the policy CONFIRM_POLICY, and compile ranks the
  * schedules a pass timed first, by those timings only (records/best.ts rankedSchedules).
  * The builds are reused from this run's work directory where they are still there.
+ *
+ * A task this run did not measure is timed too when its records never measured its
+ * current default schedule: the default schedules of a newer tensortune differ from the
+ * one the task was tuned against, and a schedule that beat the old default can lose to the
+ * new one (session 20: two of mobilenet's 7x7 convs, 10% slower with their tuned records
+ * than with the new default). So re-running a finished tune after an upgrade measures no
+ * trial, but times the new defaults against the tuned schedules, and compile takes the faster.
  */
 async function confirmBest(opts: {
   tasks: readonly Task[]; defaults: readonly Step[][]; top: number; measurer: Measurer;
   match: { target: string; fingerprint: string }; files: string[]; warn?: (message: string) => void;
   measuredNow: readonly boolean[];
   record: (task: number, outcomes: MeasureOutcome[]) => Promise<void>;
-}): Promise<{ tasks: number; schedules: number }> {
+}): Promise<{ tasks: number; schedules: number; newDefaults: number }> {
   const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
-  let tasks = 0, schedules = 0;
+  let tasks = 0, schedules = 0, newDefaults = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
-    if (!opts.measuredNow[i]) continue;
     const list = ranked.get(opts.tasks[i].key) ?? [];
+    const newDefault = list.length > 0 && !list.some((s) => sameSteps(s.entry.record.steps, opts.defaults[i]));
+    if (!opts.measuredNow[i] && !newDefault) continue;
     const byMean = [...list].sort((a, b) => a.mean - b.mean);
     const candidates = new Map<string, Step[]>();
     for (const s of [...byMean.slice(0, opts.top), ...list.slice(0, opts.top)]) candidates.set(stepsKey(s.entry.record.steps), s.entry.record.steps);
@@ -326,6 +337,7 @@ async function confirmBest(opts: {
     for (const steps of [order, [...order].reverse()]) await opts.record(i, await opts.measurer.measure(opts.tasks[i], steps));
     tasks += 1;
     schedules += order.length;
+    if (newDefault) newDefaults += 1;
   }
-  return { tasks, schedules };
+  return { tasks, schedules, newDefaults };
 }
