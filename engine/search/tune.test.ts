@@ -138,7 +138,7 @@ test('a finished tune whose records never measured the current default schedule 
   const added = (await readRecords(log)).entries.slice(4).map((e) => e.record);
   assert.ok(added.length > 0 && added.every((r) => r.policy === CONFIRM_POLICY), 'confirmation records only');
   assert.ok(added.some((r) => JSON.stringify(r.steps) === current), 'the current default among them');
-  assert.ok(out.some((l) => /^confirmed: \d+ schedule\(s\) of 1 task\(s\).*1 of them for a default schedule that no record had measured/.test(l)), out.join('\n'));
+  assert.ok(out.some((l) => /^confirmed: \d+ schedule\(s\) of 1 task\(s\).*1 of these task\(s\) because no record had measured their current default schedule/.test(l)), out.join('\n'));
   // Once timed, the default is in the records: the next run confirms nothing.
   const count = (await readRecords(log)).entries.length;
   await tuneTasks('conv', [task], { target, records: log, trials: 4, batchSize: 4, confirm: 1 });

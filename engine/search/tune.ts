@@ -278,7 +278,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       });
       if (timed.schedules > 0) {
         const newDefaults = timed.newDefaults > 0
-          ? ` (${timed.newDefaults} of them for a default schedule that no record had measured: this version's defaults changed since they were tuned)`
+          ? ` (${timed.newDefaults} of these task(s) because no record had measured their current default schedule: tensortune's defaults changed since they were tuned)`
           : '';
         log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s${newDefaults}; ` +
           'compile picks among the confirmed schedules by these timings');
