@@ -65,6 +65,22 @@ test('applyRecords: fastest usable record per task, records of other machines ig
   assert.match(warnings.find((w) => w.includes('no longer apply'))!, /apply\.jsonl:2: .*no_such_stage/);
 });
 
+test('applyRecords warns about tuned tasks whose records never measured their current default schedule (tuned by an older version)', async () => {
+  const file = path.join(work, 'stale-default.jsonl');
+  await appendRecords(file, [rec(lanes4, [1]), rec(lanes2, [2])]);
+  const run = async (current: Step[]): Promise<string[]> => {
+    const warnings: string[] = [];
+    const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], defaultOf: (t) => (t === conv ? current : []), warn: (w) => warnings.push(w) });
+    assert.equal(applied.schedules.get(conv.key)?.steps, lanes4, 'the tuned schedule is still compiled');
+    return warnings;
+  };
+  assert.equal(await run(lanes2), [], 'the current default was measured: nothing to say');
+  const [warning, ...rest] = await run(defaultSchedule(conv.dag, { vectorLanes: 8 }));
+  assert.equal(rest, []);
+  assert.match(warning, new RegExp(`^1 tuned task\\(s\\) have no record of their current default schedule \\(first: ${conv.desc.replace(/[+]/g, '\\+')}\\)`));
+  assert.match(warning, /Tuning again on the same records times the new defaults/);
+});
+
 test('applyRecords passes over a record whose unroll is unbounded (parallel turned into unroll) for the next one', async () => {
   const file = path.join(work, 'unroll.jsonl');
   const at = lanes4.findIndex((st) => st.s === 'annotate' && st.ann === 'parallel');

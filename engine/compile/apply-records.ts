@@ -17,6 +17,7 @@ import { rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
 import { firstThatReplays } from '../records/replay';
 import { recordId } from '../records/store';
+import { stepsKey, type Step } from '../schedule/steps';
 import type { TunedSchedule } from './model';
 
 export interface ApplyRecordsOptions {
@@ -30,6 +31,13 @@ export interface ApplyRecordsOptions {
    * (here, then Winograd's), so a broken line is reported once. Unset: `files` are read.
    */
   entries?: readonly LogEntry[];
+  /**
+   * A task's current default schedule. Given, compile warns about tuned tasks whose records
+   * never measured it: they were tuned against the defaults of an older tensortune, and
+   * re-running tune on the same records times the new defaults against them (search/tune.ts,
+   * confirmBest).
+   */
+  defaultOf?: (task: Task) => readonly Step[];
   /** Fail (UserError naming the untuned tasks) instead of compiling them with default schedules. */
   strict?: boolean;
   log?: (line: string) => void;
@@ -78,6 +86,14 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
     });
     // The schedule's cost as the ranking compares it: its confirmation timings, else all its timings (records/best.ts).
     tunedMs.set(task.key, list.find((s) => s.entry === best)!.cost);
+  }
+  const staleDefaults = opts.defaultOf
+    ? opts.tasks.filter((task) => schedules.has(task.key) && !(ranked.get(task.key) ?? []).some((r) => stepsKey(r.entry.record.steps) === stepsKey(opts.defaultOf!(task))))
+    : [];
+  if (staleDefaults.length > 0) {
+    warn(`${staleDefaults.length} tuned task(s) have no record of their current default schedule (first: ${staleDefaults[0].desc}): ` +
+      'they were tuned against the default schedules of an older tensortune. Tuning again on the same records times the new defaults ' +
+      'against the tuned schedules (no new trials needed); until then compile uses the tuned ones');
   }
   if (rejected.length > 0) {
     warn(`${rejected.length} record(s) no longer apply to their task and were passed over (first: ${rejected[0]})`);

@@ -10,6 +10,7 @@ import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
 import { cacheRoot } from '../native/build';
 import { readRecordFiles } from '../records/log';
+import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import { hardwareFingerprint, isGpu, parseTarget } from '../target';
 import { applyRecords } from './apply-records';
 import { chooseWinograd } from './choose-winograd';
@@ -54,6 +55,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     const applied = await applyRecords({
       tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
       files, entries, strict: opts.strict, log: opts.log, warn: opts.warn,
+      defaultOf: (task) => defaultSchedule(task.dag, defaultOptionsOf(target)),
     });
     schedules = applied.schedules;
     directCosts = applied.costs;
