@@ -13,11 +13,11 @@
 import path from 'node:path';
 import { UserError } from '../errors';
 import type { Task } from '../graph/extract';
-import { rankedByWorkload } from '../records/best';
+import { measuredSchedule, rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
 import { firstThatReplays } from '../records/replay';
 import { recordId } from '../records/store';
-import { stepsKey, type Step } from '../schedule/steps';
+import type { Step } from '../schedule/steps';
 import type { TunedSchedule } from './model';
 
 export interface ApplyRecordsOptions {
@@ -88,7 +88,7 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
     tunedMs.set(task.key, list.find((s) => s.entry === best)!.cost);
   }
   const staleDefaults = opts.defaultOf
-    ? opts.tasks.filter((task) => schedules.has(task.key) && !(ranked.get(task.key) ?? []).some((r) => stepsKey(r.entry.record.steps) === stepsKey(opts.defaultOf!(task))))
+    ? opts.tasks.filter((task) => schedules.has(task.key) && !measuredSchedule(ranked.get(task.key) ?? [], opts.defaultOf!(task)))
     : [];
   if (staleDefaults.length > 0) {
     warn(`${staleDefaults.length} tuned task(s) have no record of their current default schedule (first: ${staleDefaults[0].desc}): ` +

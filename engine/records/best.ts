@@ -7,7 +7,7 @@
 
 import type { LogEntry } from './log';
 import type { TuningRecord } from './record';
-import { stepsKey } from '../schedule/steps';
+import { stepsKey, type Step } from '../schedule/steps';
 
 export const meanCost = (r: { costs_ms: readonly number[] }): number => r.costs_ms.reduce((a, b) => a + b, 0) / r.costs_ms.length;
 
@@ -40,6 +40,12 @@ export interface RankedSchedule<E> {
   mean: number;
   /** Whether a confirmation pass timed it. */
   confirmed: boolean;
+}
+
+/** Whether a task's ranked schedules (rankedSchedules) hold `steps`: its records measured that schedule. */
+export function measuredSchedule(list: readonly RankedSchedule<{ record: TuningRecord }>[], steps: readonly Step[]): boolean {
+  const key = stepsKey(steps);
+  return list.some((s) => scheduleOf(s.entry.record) === key);
 }
 
 /**

@@ -12,7 +12,7 @@ import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
-import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
+import { CONFIRM_POLICY, measuredSchedule, rankedByWorkload } from '../records/best';
 import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -326,7 +326,7 @@ async function confirmBest(opts: {
   let tasks = 0, schedules = 0, newDefaults = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
     const list = ranked.get(opts.tasks[i].key) ?? [];
-    const newDefault = list.length > 0 && !list.some((s) => sameSteps(s.entry.record.steps, opts.defaults[i]));
+    const newDefault = list.length > 0 && !measuredSchedule(list, opts.defaults[i]);
     if (!opts.measuredNow[i] && !newDefault) continue;
     const byMean = [...list].sort((a, b) => a.mean - b.mean);
     const candidates = new Map<string, Step[]>();
