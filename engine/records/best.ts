@@ -1,7 +1,7 @@
 // "Apply history best": the valid schedule with the lowest cost, per (workload key, target,
-// hardware fingerprint): the confirmed schedules first, by the mean of their confirmation
-// timings, then the others by the mean of all the timings their records hold (see
-// rankedSchedules). A record counts when it ran and was verified (error null).
+// hardware fingerprint): the schedules of the latest confirmation pass first, by that
+// pass's timings, then those of earlier passes, then the others by the mean of all the
+// timings their records hold (see rankedSchedules). A record counts when it ran and was verified (error null).
 // Unlike TVM, which matches records on the target's keys (any `cpu`), a record applies only
 // to the exact target string and fingerprint it was measured on.
 
@@ -34,7 +34,7 @@ export const CONFIRM_POLICY = 'confirm';
 /** A schedule of a task: its latest valid record (a real line of a log) and what it costs. */
 export interface RankedSchedule<E> {
   entry: E;
-  /** What the ranking compares: the mean of its confirmation timings when it has some, else of all its timings. */
+  /** What the ranking compares: the mean of its timings in the latest confirmation pass, else of its confirmation timings, else of all its timings. */
   cost: number;
   /** The mean of every timing its records hold. */
   mean: number;
@@ -49,18 +49,49 @@ export function measuredSchedule(list: readonly RankedSchedule<{ record: TuningR
 }
 
 /**
+ * Confirmation records written before records carried `pass` (tensortune 0.1.0 logs up to
+ * session 20) are grouped into passes by time: a task's pass measures its candidates in two
+ * batches seconds apart, and its passes are whole runs apart.
+ */
+export const LEGACY_PASS_GAP_MS = 60_000;
+
+/**
+ * The entries of a task's latest confirmation pass (the pass whose newest record is the
+ * newest), among its confirmation entries. By time, not by place in the log: distill and Nx
+ * outputs reorder records.
+ */
+function latestPass<E extends { record: TuningRecord }>(confirmations: readonly E[]): Set<E> {
+  const passes = new Map<string, E[]>();
+  const add = (id: string, e: E): void => { const list = passes.get(id); if (list) list.push(e); else passes.set(id, [e]); };
+  const legacy = confirmations.filter((e) => e.record.pass === undefined).sort((a, b) => Date.parse(a.record.time) - Date.parse(b.record.time));
+  let legacyPass = 0;
+  legacy.forEach((e, i) => {
+    if (i > 0 && Date.parse(e.record.time) - Date.parse(legacy[i - 1].record.time) > LEGACY_PASS_GAP_MS) legacyPass += 1;
+    add(`legacy ${legacyPass}`, e);
+  });
+  for (const e of confirmations) if (e.record.pass !== undefined) add(`pass ${e.record.pass}`, e);
+  const newest = (list: readonly E[]): number => Math.max(...list.map((e) => Date.parse(e.record.time)));
+  let latest: E[] = [];
+  for (const list of passes.values()) if (latest.length === 0 || newest(list) > newest(latest)) latest = list;
+  return new Set(latest);
+}
+
+/**
  * Valid schedules per (key, target, fingerprint), fastest first (of equal costs, the first
  * read), in order of each group's first valid entry. Records of the same steps are one
  * schedule measured more than once; it stands for its latest record.
  *
- * Schedules a confirmation pass timed rank first, by the mean of their confirmation
- * timings; the others follow, by the mean of all their timings. A task's best record is
- * the minimum of many noisy timings, biased low, and a busy machine drifts: on the AVX2 box
- * a mobilenet conv's schedules timed at 1.42-1.50 ms during the search re-timed at 1.8-2.1
- * minutes later, the default with them. Ranked by the mean of all timings, each schedule
- * the pass re-timed fell behind the ones it had not, and compile took a lucky one (slower
- * than the default in the network). The pass times its candidates together, forward and
- * reversed, so drift hits them alike, and only those timings decide among them.
+ * Three tiers. The schedules the task's latest confirmation pass timed rank first, by the
+ * mean of their timings in that pass; then the schedules only earlier passes timed, by the
+ * mean of their confirmation timings; then the others, by the mean of all their timings.
+ * A task's best record is the minimum of many noisy timings, biased low, and a busy machine
+ * drifts: on the AVX2 box a mobilenet conv's schedules timed at 1.42-1.50 ms during the
+ * search re-timed at 1.8-2.1 minutes later, the default with them. A pass times its
+ * candidates together, forward and reversed, so drift hits them alike, and only timings
+ * taken together may decide between schedules. Averaged over passes, a schedule the
+ * latest pass did not re-time kept the timings of a fast phase hours earlier and beat the
+ * ones it re-timed in a slow phase (a tuned mobilenet conv 14% slower than the default in
+ * the network, session 21).
  * The entry is a real record, never a merged one: what distill or an Nx output writes back
  * into a store must not count timings twice.
  */
@@ -77,14 +108,20 @@ export function rankedSchedules<E extends { record: TuningRecord }>(entries: Ite
     else schedules.set(key, [entry]);
   }
   const timingsOf = (list: readonly E[]): number[] => list.flatMap((e) => e.record.costs_ms);
+  const isConfirmation = (e: E): boolean => e.record.policy === CONFIRM_POLICY;
   return new Map([...groups].map(([group, schedules]) => {
-    const items = [...schedules.values()].map((same): RankedSchedule<E> => {
+    const latest = latestPass([...schedules.values()].flat().filter(isConfirmation));
+    const ranked = [...schedules.values()].map((same) => {
       const mean = meanCost({ costs_ms: timingsOf(same) });
-      const confirmations = timingsOf(same.filter((e) => e.record.policy === CONFIRM_POLICY));
-      const confirmed = confirmations.length > 0;
-      return { entry: same[same.length - 1], cost: confirmed ? meanCost({ costs_ms: confirmations }) : mean, mean, confirmed };
+      const inLatest = timingsOf(same.filter((e) => latest.has(e)));
+      const confirmations = timingsOf(same.filter(isConfirmation));
+      const tier = inLatest.length > 0 ? 0 : confirmations.length > 0 ? 1 : 2;
+      const cost = tier === 0 ? meanCost({ costs_ms: inLatest }) : tier === 1 ? meanCost({ costs_ms: confirmations }) : mean;
+      const schedule: RankedSchedule<E> = { entry: same[same.length - 1], cost, mean, confirmed: tier < 2 };
+      return { schedule, tier };
     });
-    return [group, items.sort((a, b) => Number(b.confirmed) - Number(a.confirmed) || a.cost - b.cost)];
+    ranked.sort((a, b) => a.tier - b.tier || a.schedule.cost - b.schedule.cost);
+    return [group, ranked.map((r) => r.schedule)];
   }));
 }
 

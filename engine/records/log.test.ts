@@ -220,6 +220,39 @@ test('confirmed schedules rank first, by their confirmation timings only: drift 
   assert.is(bestRecords([a, b, c, passA, passB].map((record) => ({ record }))).get(recordGroup(a))!.record, passA, 'its latest record, a real line');
 });
 
+test('the latest confirmation pass decides: a schedule an earlier pass timed in a fast phase does not beat the ones re-timed in a slow phase', () => {
+  const FOURTH: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [4] }];
+  const NEW_DEFAULT: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [8] }];
+  const at = (list: readonly TuningRecord[]) => rankedByWorkload(list.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  const confirm = (steps: TuningRecord['steps'], cost: number, time: string, pass?: string): TuningRecord =>
+    rec({ steps, costs_ms: [cost, cost], policy: CONFIRM_POLICY, time, ...(pass ? { pass } : {}) });
+  // Pass 1 (a fast phase) times A, B, C and the old default D (4th). Hours later, with the top 3 of
+  // that ranking, pass 2 (a slow phase, everything 40% slower) times A, B, C and the new default E.
+  for (const ids of [['p1', 'p2'], [undefined, undefined]]) {
+    const t1 = '2026-11-28T21:00:14.000Z', t1b = '2026-11-28T21:00:15.000Z', t2 = '2026-11-29T00:39:11.000Z';
+    const pass1 = [[rec().steps, 1.0], [OTHER_STEPS, 1.05], [THIRD_STEPS, 1.1], [FOURTH, 1.13]].flatMap(([s, c]) =>
+      [confirm(s as TuningRecord['steps'], c as number, t1, ids[0]), confirm(s as TuningRecord['steps'], c as number, t1b, ids[0])]);
+    const pass2 = [[rec().steps, 1.4], [OTHER_STEPS, 1.47], [THIRD_STEPS, 1.54], [NEW_DEFAULT, 1.3]].map(([s, c]) => confirm(s as TuningRecord['steps'], c as number, t2, ids[1]));
+    const trial = rec({ steps: THIRD_STEPS.map((x) => ({ ...x, lengths: [16] })), costs_ms: [0.9] }); // never confirmed
+    const records = [...pass1, trial, ...pass2];
+    const ranked = at(records);
+    const what = ids[0] ? 'passes named by their records' : 'legacy records, passes told apart by time';
+    assert.equal(ranked.map((s) => s.entry.record.steps), [NEW_DEFAULT, rec().steps, OTHER_STEPS, THIRD_STEPS, FOURTH, trial.steps], what);
+    assert.equal(ranked.map((s) => +s.cost.toFixed(3)), [1.3, 1.4, 1.47, 1.54, 1.13, 0.9], `${what}: pass 2's timings, then pass 1's, then the trial's`);
+    assert.equal(ranked.map((s) => s.confirmed), [true, true, true, true, true, false]);
+    assert.equal(at([...records].reverse()).map((s) => s.entry.record.steps), ranked.map((s) => s.entry.record.steps), `${what}: by time, not by place in the log`);
+  }
+  // One pass's two batches are seconds apart; the legacy grouping keeps them together.
+  const one = [confirm(OTHER_STEPS, 2, '2026-11-28T21:00:14.000Z'), confirm(rec().steps, 3, '2026-11-28T21:00:14.000Z'),
+    confirm(rec().steps, 1, '2026-11-28T21:00:40.000Z'), confirm(OTHER_STEPS, 1, '2026-11-28T21:00:40.000Z')];
+  assert.equal(at(one).map((s) => s.cost), [1.5, 2], 'both batches of one legacy pass count');
+  const made = makeRecord({ steps: OTHER_STEPS, costs_ms: [1], error: null, build_ms: 1, run_ms: 1 },
+    { task: { key: KEY_A, desc: 'conv' }, target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef', seed: 0, policy: CONFIRM_POLICY, pass: '2026-11-29T00:39:11.000Z' });
+  assert.is(made.pass, '2026-11-29T00:39:11.000Z');
+  assert.ok(checkRecord(made).ok, 'a record may name its pass');
+  assert.not.ok(checkRecord({ ...made, pass: 'two words' }).ok, 'a pass is a plain id');
+});
+
 test('openLog groups this machine\'s measurements by workload key', async () => {
   const f = file('resume.jsonl');
   await appendRecords(f, [rec({ costs_ms: [2, 4] }), rec({ costs_ms: [], error: 'timeout', steps: OTHER_STEPS }), rec({ fingerprint: 'ffffffffffffffff' }), rec({ key: KEY_B })]);

@@ -13,6 +13,8 @@ export interface RecordContext {
   policy?: string;
   /** The config budget of an `nx tune` run. */
   budget?: string;
+  /** The confirmation pass of a 'confirm' record. */
+  pass?: string;
   /** Default: now. */
   time?: Date;
 }
@@ -31,6 +33,7 @@ export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext, genome?:
   if (outcome.message) record.message = outcome.message.length > MAX_MESSAGE ? `${outcome.message.slice(0, MAX_MESSAGE)}...` : outcome.message;
   if (ctx.policy) record.policy = ctx.policy;
   if (ctx.budget) record.budget = ctx.budget;
+  if (ctx.pass) record.pass = ctx.pass;
   if (genome) record.genome = genome;
   return record;
 }

@@ -31,6 +31,11 @@ export interface TuningRecord {
   policy?: string;
   /** The config budget `nx tune` measured it under; absent for `tensortune tune`. */
   budget?: string;
+  /**
+   * The confirmation pass that timed it (policy 'confirm'): every record of one task's pass
+   * shares it, so compile compares schedules by the timings of one pass only.
+   */
+  pass?: string;
   /** How the search built `steps` (sketch and annotation values), so a resumed search can evolve it. */
   genome?: RecordGenome;
 }

@@ -102,6 +102,8 @@ test('the confirmation pass: the top schedules and the default timed twice more,
   assert.equal(entries.slice(6).map(key), [...order, ...[...order].reverse()]);
   assert.ok(entries.slice(6).every((r) => r.error === null && r.costs_ms.length > 0));
   assert.ok(entries.slice(6).every((r) => r.policy === CONFIRM_POLICY), 'confirmation records say so');
+  assert.equal(new Set(entries.slice(6).map((r) => r.pass)).size, 1, 'and name their pass, one for both orders');
+  assert.ok(!Number.isNaN(Date.parse(entries.slice(6)[0].pass ?? '')), 'the time it began');
   assert.equal(searched.map((r) => r.policy), ['default', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary'], 'the first record keeps the proposer');
   // Compile picks among the confirmed schedules, by their confirmation timings.
   const [best] = rankedByWorkload((await readRecords(log)).entries, target, searched[0].fingerprint).get(task.key)!;

@@ -228,8 +228,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       close: async () => undefined, // the parts' measurer is closed once, after the run
       ...(parts.measurer.whenIdle ? { whenIdle: () => parts.measurer.whenIdle!() } : {}),
     };
-    const toRecord = (i: number, o: MeasureOutcome, policy?: string): TuningRecord => makeRecord(o, {
-      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: policy ?? (sameSteps(o.steps, defaults[i]) ? 'default' : policyName),
+    const toRecord = (i: number, o: MeasureOutcome, policy?: string, pass?: string): TuningRecord => makeRecord(o, {
+      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: policy ?? (sameSteps(o.steps, defaults[i]) ? 'default' : policyName), pass,
     }, entries[i].policy.genomeOf?.(o.steps));
 
     // What this run may still measure, for the progress and ETA of each round's line.
@@ -274,7 +274,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       const timed = await confirmBest({
         tasks, defaults, top: confirm, measurer, match, files: [...extra, records], warn,
         measuredNow: result.tasks.map((t) => t.runTrials > 0),
-        record: (i, outcomes) => append(outcomes.map((o) => toRecord(i, o, CONFIRM_POLICY))),
+        record: (i, pass, outcomes) => append(outcomes.map((o) => toRecord(i, o, CONFIRM_POLICY, pass))),
       });
       if (timed.schedules > 0) {
         const newDefaults = timed.newDefaults > 0
@@ -305,8 +305,9 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
  * each task it measured, the pass times together, once in order and once reversed (so that
  * drift over the pass hits each alike): the `top` schedules by the mean of all their
  * timings, the `top` of compile's ranking (which may hold the winners of an earlier pass)
- * and the default. Its records carry the policy CONFIRM_POLICY, and compile ranks the
- * schedules a pass timed first, by those timings only (records/best.ts rankedSchedules).
+ * and the default. Its records carry the policy CONFIRM_POLICY and one `pass` per task,
+ * and compile ranks the schedules of the task's latest pass first, by that pass's timings
+ * only (records/best.ts rankedSchedules).
  * The builds are reused from this run's work directory where they are still there.
  *
  * A task this run did not measure is timed too when its records never measured its
@@ -320,7 +321,8 @@ async function confirmBest(opts: {
   tasks: readonly Task[]; defaults: readonly Step[][]; top: number; measurer: Measurer;
   match: { target: string; fingerprint: string }; files: string[]; warn?: (message: string) => void;
   measuredNow: readonly boolean[];
-  record: (task: number, outcomes: MeasureOutcome[]) => Promise<void>;
+  /** Appends a task's confirmation records; `pass` names the task's pass (both orders). */
+  record: (task: number, pass: string, outcomes: MeasureOutcome[]) => Promise<void>;
 }): Promise<{ tasks: number; schedules: number; newDefaults: number }> {
   const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
   let tasks = 0, schedules = 0, newDefaults = 0;
@@ -334,7 +336,8 @@ async function confirmBest(opts: {
     candidates.set(stepsKey(opts.defaults[i]), opts.defaults[i]);
     if (candidates.size < 2) continue; // nothing to compare
     const order = [...candidates.values()];
-    for (const steps of [order, [...order].reverse()]) await opts.record(i, await opts.measurer.measure(opts.tasks[i], steps));
+    const pass = new Date().toISOString();
+    for (const steps of [order, [...order].reverse()]) await opts.record(i, pass, await opts.measurer.measure(opts.tasks[i], steps));
     tasks += 1;
     schedules += order.length;
     if (newDefault) newDefaults += 1;
