@@ -62,8 +62,9 @@ Options:
 --compare onnxruntime runs ONNX Runtime (onnxruntime-node; install it with
 ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node) on the same weights, the
 same seeded input and the same thread count, in interleaved rounds (A B A B ...), and
-prints both median latencies, their ratio, the max absolute and relative error of every
-output and whether the top-1 class agrees. The ONNX file is --onnx FILE, else the file
+prints both median latencies, their ratio, the median of each round's ratio (steadier on a
+shared machine whose speed changes from minute to minute), the max absolute and relative
+error of every output and whether the top-1 class agrees. The ONNX file is --onnx FILE, else the file
 DIR was compiled from (the model file its manifest names), else, for a builtin network, an export of
 it with the weights 'compile' gives it. Its options and their defaults:
   --onnx FILE          the ONNX model to run in ONNX Runtime (default: see above)

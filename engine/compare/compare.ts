@@ -10,7 +10,7 @@
 // Timing: `rounds` interleaved rounds A B A B ...; each round times our model with the
 // native runner (tt_bench, `repeat` measurements of `number` runs) and then ONNX Runtime
 // (the same number of measurements of the same number of runs); medians over all
-// measurements. Outputs: one run of each on the same input, max absolute and relative
+// measurements, and the median over rounds of each round's ratio (pairedRatio). Outputs: one run of each on the same input, max absolute and relative
 // error per output, and whether the top-1 class (argmax of the last axis of the first
 // output, per batch row) agrees.
 
@@ -65,6 +65,8 @@ export interface CompareReport {
   onnxruntime_median_ms: number;
   /** tensortune / onnxruntime (below 1: tensortune is faster). */
   ratio: number;
+  /** The median over rounds of each round's ratio of medians (pairedRatio); absent from reports written before session 21. */
+  paired_ratio?: number;
   tensortune_runs_ms: number[];
   onnxruntime_runs_ms: number[];
   outputs: OutputError[];
@@ -194,6 +196,7 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
       return {
         model_dir: dir, onnx: onnx.file, onnx_source: onnx.source, onnxruntime_version: session.version, threads: opts.threads,
         rounds, number, tensortune_median_ms: oursMedian, onnxruntime_median_ms: ortMedian, ratio: oursMedian / ortMedian,
+        paired_ratio: pairedRatio(oursMs, ortMs, repeat),
         tensortune_runs_ms: oursMs, onnxruntime_runs_ms: ortMs, outputs,
         top1: { tensortune: a, onnxruntime: b, agree: a.every((c, i) => c === b[i]) },
       };
@@ -222,6 +225,24 @@ function spread(xs: readonly number[]): string {
   return `min ${s[0].toFixed(3)} ms, 90% within ${quantile(s, 0.9).toFixed(3)} ms`;
 }
 
+/**
+ * The median over rounds of (our median / ONNX Runtime's median) within the round, for
+ * measurements listed round by round, `perRound` of each engine per round. A round takes
+ * about a second, and a shared host's speed changes less often than that: on the Xeon VM of
+ * sessions 20 and 21 whole runs of mobilenet took 12.7 or 19 to 21 ms depending on the
+ * minute, for ONNX Runtime alike. A slow phase that hits one engine's share of the
+ * measurements more than the other's moves the ratio of overall medians; within a round
+ * both are timed in the same phase, so this figure moves less.
+ */
+export function pairedRatio(ours: readonly number[], theirs: readonly number[], perRound: number): number {
+  if (perRound < 1 || ours.length !== theirs.length || ours.length === 0 || ours.length % perRound !== 0) {
+    throw new Error(`pairedRatio: ${ours.length} and ${theirs.length} measurements are not whole rounds of ${perRound}`);
+  }
+  const ratios: number[] = [];
+  for (let i = 0; i < ours.length; i += perRound) ratios.push(median(ours.slice(i, i + perRound)) / median(theirs.slice(i, i + perRound)));
+  return median(ratios);
+}
+
 /** Fastest tensortune measurement / fastest ONNX Runtime measurement. */
 export const minRatio = (r: Pick<CompareReport, 'tensortune_runs_ms' | 'onnxruntime_runs_ms'>): number =>
   Math.min(...r.tensortune_runs_ms) / Math.min(...r.onnxruntime_runs_ms);
@@ -232,7 +253,7 @@ export function formatCompareReport(r: CompareReport): string {
     `  ONNX model:   ${r.onnx} (${r.onnx_source})`,
     `  tensortune:   median ${r.tensortune_median_ms.toFixed(3)} ms`,
     `  onnxruntime:  median ${r.onnxruntime_median_ms.toFixed(3)} ms`,
-    `  ratio:        ${r.ratio.toFixed(3)} (tensortune / onnxruntime; below 1 is faster)`,
+    `  ratio:        ${r.ratio.toFixed(3)} (tensortune / onnxruntime; below 1 is faster)${r.paired_ratio === undefined ? '' : `; paired by round ${r.paired_ratio.toFixed(3)}`}`,
     `  spread:       ${spread(r.tensortune_runs_ms)} (tensortune), ${spread(r.onnxruntime_runs_ms)} (onnxruntime); ratio of the fastest ${minRatio(r).toFixed(3)}`,
     ...r.outputs.map((o) => `  output ${o.name} [${o.shape.join(', ')}]: max abs err ${fmt(o.max_abs_err)}, max rel err ${fmt(o.max_rel_err)} (max |value| ${fmt(o.max_abs_value)})`),
     `  top-1:        ${r.top1.agree ? 'agrees' : 'DIFFERS'} (tensortune ${r.top1.tensortune.join(', ')}; onnxruntime ${r.top1.onnxruntime.join(', ')})`,
