@@ -13,7 +13,7 @@
 import path from 'node:path';
 import { UserError } from '../errors';
 import type { Task } from '../graph/extract';
-import { measuredSchedule, rankedByWorkload } from '../records/best';
+import { byWorkload, measuredSchedule, rankedByWorkload } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
 import { firstThatReplays } from '../records/replay';
 import { recordId } from '../records/store';
@@ -84,11 +84,12 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
       steps: best.record.steps, source: `${path.basename(best.file)}:${best.line}`, record: recordId(best.record),
       ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}),
     });
-    // The schedule's cost as the ranking compares it: its confirmation timings, else all its timings (records/best.ts).
+    // The schedule's cost as the ranking compares it: its timings in the latest confirmation pass, else its confirmation timings, else all its timings (records/best.ts).
     tunedMs.set(task.key, list.find((s) => s.entry === best)!.cost);
   }
+  const all = opts.defaultOf ? byWorkload(entries, { target: opts.target, fingerprint: opts.fingerprint }) : new Map<string, LogEntry[]>();
   const staleDefaults = opts.defaultOf
-    ? opts.tasks.filter((task) => schedules.has(task.key) && !measuredSchedule(ranked.get(task.key) ?? [], opts.defaultOf!(task)))
+    ? opts.tasks.filter((task) => schedules.has(task.key) && !measuredSchedule(all.get(task.key) ?? [], opts.defaultOf!(task)))
     : [];
   if (staleDefaults.length > 0) {
     warn(`${staleDefaults.length} tuned task(s) have no record of their current default schedule (first: ${staleDefaults[0].desc}): ` +

@@ -1,7 +1,8 @@
 // "Apply history best": the valid schedule with the lowest cost, per (workload key, target,
 // hardware fingerprint): the schedules of the latest confirmation pass first, by that
 // pass's timings, then those of earlier passes, then the others by the mean of all the
-// timings their records hold (see rankedSchedules). A record counts when it ran and was verified (error null).
+// timings their records hold (see rankedSchedules). A record counts when it ran and was
+// verified (error null).
 // Unlike TVM, which matches records on the target's keys (any `cpu`), a record applies only
 // to the exact target string and fingerprint it was measured on.
 
@@ -42,10 +43,14 @@ export interface RankedSchedule<E> {
   confirmed: boolean;
 }
 
-/** Whether a task's ranked schedules (rankedSchedules) hold `steps`: its records measured that schedule. */
-export function measuredSchedule(list: readonly RankedSchedule<{ record: TuningRecord }>[], steps: readonly Step[]): boolean {
+/**
+ * Whether a task's records measured `steps`: any record of that schedule, valid or failed (a
+ * schedule that failed was measured, as resume counts it: timing it again would fail again).
+ */
+export function measuredSchedule(records: Iterable<{ record: TuningRecord }>, steps: readonly Step[]): boolean {
   const key = stepsKey(steps);
-  return list.some((s) => scheduleOf(s.entry.record) === key);
+  for (const e of records) if (scheduleOf(e.record) === key) return true;
+  return false;
 }
 
 /**

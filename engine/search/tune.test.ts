@@ -145,6 +145,11 @@ test('a finished tune whose records never measured the current default schedule 
   const count = (await readRecords(log)).entries.length;
   await tuneTasks('conv', [task], { target, records: log, trials: 4, batchSize: 4, confirm: 1 });
   assert.is((await readRecords(log)).entries.length, count, 'nothing appended');
+  // A default that failed when it was measured was measured: re-runs do not time it again and again.
+  const failed = path.join(dir, 'failed-default.jsonl');
+  writeFileSync(failed, lines.map((l, i) => (i === dflt ? JSON.stringify({ ...JSON.parse(l), costs_ms: [], error: 'timeout' }) : l)).join('\n') + '\n');
+  await tuneTasks('conv', [task], { target, records: failed, trials: 4, batchSize: 4, confirm: 1 });
+  assert.is((await readRecords(failed)).entries.length, lines.length, 'nothing appended');
 });
 
 test('the log: one line per round with the run\'s progress against its budget; the table once when the run ends after the warm-up', async () => {

@@ -12,7 +12,7 @@ import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
-import { CONFIRM_POLICY, measuredSchedule, rankedByWorkload } from '../records/best';
+import { byWorkload, CONFIRM_POLICY, measuredSchedule, rankedByWorkload } from '../records/best';
 import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -324,11 +324,13 @@ async function confirmBest(opts: {
   /** Appends a task's confirmation records; `pass` names the task's pass (both orders). */
   record: (task: number, pass: string, outcomes: MeasureOutcome[]) => Promise<void>;
 }): Promise<{ tasks: number; schedules: number; newDefaults: number }> {
-  const ranked = rankedByWorkload(await readRecordFiles(opts.files, { warn: opts.warn }), opts.match.target, opts.match.fingerprint);
+  const entries = await readRecordFiles(opts.files, { warn: opts.warn });
+  const ranked = rankedByWorkload(entries, opts.match.target, opts.match.fingerprint);
+  const all = byWorkload(entries, opts.match);
   let tasks = 0, schedules = 0, newDefaults = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
     const list = ranked.get(opts.tasks[i].key) ?? [];
-    const newDefault = list.length > 0 && !measuredSchedule(list, opts.defaults[i]);
+    const newDefault = list.length > 0 && !measuredSchedule(all.get(opts.tasks[i].key) ?? [], opts.defaults[i]);
     if (!opts.measuredNow[i] && !newDefault) continue;
     const byMean = [...list].sort((a, b) => a.mean - b.mean);
     const candidates = new Map<string, Step[]>();
