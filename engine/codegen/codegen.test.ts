@@ -20,6 +20,7 @@ import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { binary, relu } from '../topi/elemwise';
 import { conv2dNCHW, conv2dNHWC, dense, depthwiseConv2dNHWC, pool2d, softmax } from '../topi/nn';
+import { transpose } from '../topi/transform';
 import { conv2dWinogradNHWC } from '../topi/winograd';
 import { renderKernel } from './c';
 import { blockedShape, packBlocked, unpackBlocked } from './layout';
@@ -212,6 +213,19 @@ test('default: at 16 lanes a 7x7 conv whose 64-channel weight slice fits in 512 
   // 3x3 over 512 channels: 9 x 512 x 64 floats is 1.2 MB; a 14x14 output is whole tiles of 14.
   assert.ok(split(dflt(conv(7, 512, 64, 3, 1, 1), 16), 'ax1@ax2', 14), '3x3 7x7x512: 14 positions');
   assert.ok(split(dflt(conv(14, 48, 64, 1, 1, 0), 16), 'ax1@ax2', 14), '1x1 14x14: 14 positions');
+});
+
+test('default: a transpose whose own last axis is short (NCHW image to NHWC) runs by rows of pixels, loading whole vectors; an elementwise op over the same short axis does not', () => {
+  const img = placeholder('img', [1, 3, 6, 32]);
+  const dag = new ComputeDAG([transpose(img, [0, 2, 3, 1])]);
+  const steps = dflt(dag, 16);
+  assert.ok(steps.some((s) => s.s === 'split' && s.iter === 'ax2' && s.lengths[0] === 16), 'the width axis by vectors');
+  assert.ok(steps.some((s) => s.s === 'reorder' && s.order.join() === 'ax0,ax1,ax3,ax2.0,ax2.1'), 'the channels outside it');
+  assert.ok(steps.some((s) => s.s === 'annotate' && s.iter === 'ax2.1' && s.ann === 'vectorize'));
+  check(dag, steps, 'transpose NCHW -> NHWC, 16 lanes');
+  check(dag, dflt(dag, 8), 'transpose NCHW -> NHWC, 8 lanes');
+  const same = new ComputeDAG([relu(placeholder('x', [1, 6, 32, 3]))]);
+  assert.not.ok(dflt(same, 16).some((s) => s.s === 'split'), 'reads along its own last axis: left as it was');
 });
 
 test('default: a Winograd conv\'s batched product at 8 lanes tiles 6 tiles x 2 vectors, the last block short', () => {
