@@ -80,20 +80,32 @@ const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(path.join(
  * store, and its manifest names the record by its id, whichever log and machine held it).
  */
 function assertCompiledWithBest(dir: string): void {
-  // A schedule is a task's records of the same steps. Those a confirmation pass timed (records
-  // of policy 'confirm') rank first, by the mean of those timings; the others by the mean of all theirs.
+  // A schedule is a task's records of the same steps. Those the task's latest confirmation pass
+  // timed (records of policy 'confirm' sharing its `pass`) rank first, by the mean of that pass's
+  // timings; then those earlier passes timed, by the mean of their confirmations; then the
+  // others by the mean of all their timings.
   const timings = new Map<string, number[]>();
   const confirmations = new Map<string, number[]>();
+  const passTimings = new Map<string, number[]>(); // [pass, schedule] -> timings
+  const latest = new Map<string, { pass: string; time: number }>(); // task key -> its latest pass
   const schedule = (r: StoredRecord): string => JSON.stringify([r.key, (r as unknown as TuningRecord).steps]);
   const byId = new Map<string, StoredRecord>();
   for (const r of storeMeasurements(dir, true).values()) {
     byId.set(recordId(r as unknown as TuningRecord), r);
     if (r.error !== null || r.costs_ms.length === 0) continue;
+    const t = r as unknown as TuningRecord;
     timings.set(schedule(r), [...(timings.get(schedule(r)) ?? []), ...r.costs_ms]);
-    if ((r as unknown as TuningRecord).policy === 'confirm') confirmations.set(schedule(r), [...(confirmations.get(schedule(r)) ?? []), ...r.costs_ms]);
+    if (t.policy !== 'confirm') continue;
+    assert.ok(t.pass, `a confirmation record names its pass: ${JSON.stringify(t)}`);
+    confirmations.set(schedule(r), [...(confirmations.get(schedule(r)) ?? []), ...r.costs_ms]);
+    const inPass = JSON.stringify([t.pass, schedule(r)]);
+    passTimings.set(inPass, [...(passTimings.get(inPass) ?? []), ...r.costs_ms]);
+    const time = Date.parse(t.time);
+    if (time > (latest.get(r.key)?.time ?? -Infinity)) latest.set(r.key, { pass: t.pass!, time });
   }
-  // Confirmed schedules cost their confirmation mean, shifted below every unconfirmed one.
   const rank = (r: StoredRecord): number => {
+    const last = passTimings.get(JSON.stringify([latest.get(r.key)?.pass, schedule(r)]));
+    if (last) return mean({ costs_ms: last }) - 2e9;
     const c = confirmations.get(schedule(r));
     return c ? mean({ costs_ms: c }) - 1e9 : mean({ costs_ms: timings.get(schedule(r))! });
   };
