@@ -22,6 +22,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { manifestFiles, readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
+import { median } from '../engine/compare/compare';
 import { loadOnnxRuntime, type OrtModule, type OrtSession } from '../engine/compare/ort';
 import { numElements } from '../engine/ir/tensor';
 import { runBench } from '../engine/native/bench';
@@ -48,11 +49,6 @@ const kindOfTask = (desc: string): string =>
 const kindOfNode = (op: string): string =>
   op === 'Conv' || op === 'FusedConv' ? 'conv' : op === 'Gemm' || op === 'MatMul' || op === 'FusedGemm' ? 'dense' : /Pool$/.test(op) ? 'pool' : op;
 const outputsOfTask = (desc: string): number => numElements((desc.split(' -> ')[1] ?? '').split('x').map(Number));
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 async function main(): Promise<void> {
   const name = flag('--network', 'mobilenet');
@@ -85,19 +81,18 @@ async function main(): Promise<void> {
     // Interleaved rounds: our profile (runs calls), then ONNX Runtime's (runs runs).
     const ours: number[][] = []; // per round, per call: mean ms per run
     const oursRun: number[] = [], ortRun: number[] = [];
-    let ortRunsBefore = 0;
-    await session.run(feeds); // warm-up, left out below
-    ortRunsBefore = 1;
+    await session.run(feeds); // warm-up: its nodes come before the first model_run event, left out below
+    let symbols: string[] = [];
     for (let r = 0; r < rounds; r++) {
       const res = await runBench({ model: files.library, params: files.params, threads, inputs: inputFiles, repeat: 3, number: Math.max(1, Math.round(runs / 3)), minRepeatMs: 0, profile: true });
       ours.push(res.profile!.map((c) => c.ms));
+      symbols = res.profile!.map((c) => c.symbol);
       oursRun.push(res.median_ms);
       const t0 = performance.now();
       for (let k = 0; k < runs; k++) await session.run(feeds);
       ortRun.push((performance.now() - t0) / runs);
     }
     session.endProfiling();
-    const symbols = (await runBench({ model: files.library, params: files.params, threads, inputs: inputFiles, repeat: 1, number: 1, minRepeatMs: 0, profile: true })).profile!.map((c) => c.symbol);
     const profileFile = (await fs.readdir(work)).find((f) => f.startsWith('ort-profile') && f.endsWith('.json'));
     if (!profileFile) throw new Error('ONNX Runtime wrote no profile');
     const events = JSON.parse(await fs.readFile(path.join(work, profileFile), 'utf8')) as OrtEvent[];
@@ -107,7 +102,7 @@ async function main(): Promise<void> {
     let seenRuns = 0;
     for (const e of events) {
       if (e.cat === 'Session' && e.name === 'model_run') { seenRuns++; continue; }
-      if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || seenRuns < ortRunsBefore) continue;
+      if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || seenRuns < 1) continue;
       const node = e.name.slice(0, -'_kernel_time'.length);
       const shape = Object.values(e.args?.output_type_shape?.[0] ?? {})[0] ?? [];
       const entry = nodeTimes.get(node) ?? { op: e.args?.op_name ?? '?', outputs: numElements(shape), us: [] };

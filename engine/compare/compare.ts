@@ -10,9 +10,10 @@
 // Timing: `rounds` interleaved rounds A B A B ...; each round times our model with the
 // native runner (tt_bench, `repeat` measurements of `number` runs) and then ONNX Runtime
 // (the same number of measurements of the same number of runs); medians over all
-// measurements, and the median over rounds of each round's ratio (pairedRatio). Outputs: one run of each on the same input, max absolute and relative
-// error per output, and whether the top-1 class (argmax of the last axis of the first
-// output, per batch row) agrees.
+// measurements, and the median over rounds of each round's ratio (pairedRatio). Outputs:
+// one run of each on the same input, max absolute and relative error per output, and
+// whether the top-1 class (argmax of the last axis of the first output, per batch row)
+// agrees.
 
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -114,7 +115,7 @@ async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promis
 
 const ascending = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
 
-const median = (xs: readonly number[]): number => {
+export const median = (xs: readonly number[]): number => {
   const s = ascending(xs);
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;

@@ -66,19 +66,19 @@ export const LEGACY_PASS_GAP_MS = 60_000;
  * outputs reorder records.
  */
 function latestPass<E extends { record: TuningRecord }>(confirmations: readonly E[]): Set<E> {
-  const passes = new Map<string, E[]>();
-  const add = (id: string, e: E): void => { const list = passes.get(id); if (list) list.push(e); else passes.set(id, [e]); };
-  const legacy = confirmations.filter((e) => e.record.pass === undefined).sort((a, b) => Date.parse(a.record.time) - Date.parse(b.record.time));
+  const timeOf = (e: E): number => Date.parse(e.record.time);
+  const passOf = new Map<E, string>();
+  const legacy = confirmations.filter((e) => e.record.pass === undefined).sort((a, b) => timeOf(a) - timeOf(b));
   let legacyPass = 0;
   legacy.forEach((e, i) => {
-    if (i > 0 && Date.parse(e.record.time) - Date.parse(legacy[i - 1].record.time) > LEGACY_PASS_GAP_MS) legacyPass += 1;
-    add(`legacy ${legacyPass}`, e);
+    if (i > 0 && timeOf(e) - timeOf(legacy[i - 1]) > LEGACY_PASS_GAP_MS) legacyPass += 1;
+    passOf.set(e, `legacy ${legacyPass}`);
   });
-  for (const e of confirmations) if (e.record.pass !== undefined) add(`pass ${e.record.pass}`, e);
-  const newest = (list: readonly E[]): number => Math.max(...list.map((e) => Date.parse(e.record.time)));
-  let latest: E[] = [];
-  for (const list of passes.values()) if (latest.length === 0 || newest(list) > newest(latest)) latest = list;
-  return new Set(latest);
+  for (const e of confirmations) if (e.record.pass !== undefined) passOf.set(e, `pass ${e.record.pass}`);
+  // The pass of the newest record (of equal times, the first read).
+  let newest: E | undefined;
+  for (const e of confirmations) if (!newest || timeOf(e) > timeOf(newest)) newest = e;
+  return new Set(newest ? confirmations.filter((e) => passOf.get(e) === passOf.get(newest!)) : []);
 }
 
 /**
