@@ -8,7 +8,7 @@ import type { Step } from '../schedule/steps';
 import { parseTarget } from '../target';
 import { renderCandidate } from './builder';
 import { convKernels } from './conv-kernels.fixture';
-import { LocalMeasurer } from './measurer';
+import { LocalMeasurer, SLOW_CUTOFF_FLOOR_MS } from './measurer';
 import { compareOutput, computeReference } from './verify';
 
 const target = parseTarget('llvm -mcpu=native');
@@ -68,6 +68,21 @@ test('default steps on a conv task: a verified time; every error class with the 
     assert.ok(outcomes.slice(0, 4).every((o) => o.costs_ms.length === 0));
     assert.is(outcomes[4].costs_ms.length, 2);
     assert.is(measurer.workerRestarts, 2, 'one restart after the crash, one after the hang');
+  } finally {
+    await measurer.close();
+  }
+});
+
+test('once a task has a verified time, a candidate far slower is cut off before the timeout; a task with none yet waits the whole timeout', async () => {
+  const measurer = new LocalMeasurer(target, { timeoutMs: 60_000, repeat: 2, minRepeatMs: 1, buildJobs: 2, seed: 5 });
+  try {
+    const steps = (tag: string): Step[] => [{ s: 'compute_root', stage: tag }];
+    const [fast, slow] = await measurer.measureSources(conv, [{ steps: steps('good'), code: good.code }, { steps: steps('hang'), code: hanging }]);
+    assert.is(fast.error, null, fast.message);
+    assert.is(slow.error, 'timeout');
+    // The conv runs in well under a millisecond here, so the floor applies, not the 60 s.
+    assert.match(slow.message!, new RegExp(`did not finish within ${SLOW_CUTOFF_FLOOR_MS} ms`));
+    assert.match(slow.message!, /cut off at 100x the run of the task's fastest schedule so far, [\d.]+ ms, instead of the 60000 ms timeout/);
   } finally {
     await measurer.close();
   }

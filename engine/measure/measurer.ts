@@ -5,7 +5,8 @@
 //   invalid_schedule  steps fail the schema, replay or lowering          (builder)
 //   compile_error     the C compiler fails or runs too long               (builder)
 //   runtime_error     the kernel crashes, fails to load or returns != 0   (worker)
-//   timeout           the run takes longer than timeoutMs; worker killed  (worker)
+//   timeout           the run takes longer than timeoutMs, or than a run of
+//                     SLOW_CUTOFF_FACTOR x the task's fastest so far; worker killed (worker)
 //   wrong_answer      the output differs from the reference evaluator     (verify)
 //
 // A bad candidate never throws: it is an outcome with its class and the first lines of
@@ -36,6 +37,19 @@ export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
   threads: 1,
 };
 
+/**
+ * Once a task has a verified time, a candidate whose run in the worker (a warm-up and
+ * `repeat` timed runs) lasts as long as that of a schedule this many times slower than the
+ * task's fastest so far is cut off as a timeout, though never before SLOW_CUTOFF_FLOOR_MS
+ * (and never after timeoutMs). Such a candidate cannot win, and the search learns as much
+ * from its error. Without the cut, random samples of a Winograd task's sketches that run
+ * 1000x slower than its best each held the worker for the whole 10 s timeout: a
+ * resnet-18 tune limited to 25 minutes spent them on its 12 Winograd tasks at about 3 minutes
+ * per 64 trials, and measured only 4 of those tasks (session 22).
+ */
+export const SLOW_CUTOFF_FACTOR = 100;
+export const SLOW_CUTOFF_FLOOR_MS = 2_000;
+
 export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
   /** Seed of the random inputs (default 0); the reference is computed for it. */
   seed?: number;
@@ -65,6 +79,8 @@ export class LocalMeasurer implements Measurer {
   private readonly worker: MeasureWorker;
   private readonly references: ReferenceCache;
   private outputSeq = 0;
+  /** Each task's fastest verified mean time so far (ms), for the slow-candidate cut-off. */
+  private readonly fastest = new WeakMap<MeasuredTask['dag'], number>();
 
   constructor(target: Target, opts: LocalMeasurerOptions = {}) {
     const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
@@ -131,11 +147,14 @@ export class LocalMeasurer implements Measurer {
       ...dag.outputs.map((t, i): MeasureBuffer => ({ kind: 'out', size: numElements(t.shape), file: outFiles[i] })),
     ];
     const o = this.options;
+    const fastest = this.fastest.get(dag);
+    const cutoff = fastest === undefined ? o.timeoutMs
+      : Math.min(o.timeoutMs, Math.max(SLOW_CUTOFF_FLOOR_MS, Math.ceil(SLOW_CUTOFF_FACTOR * fastest * (1 + o.repeat * o.number))));
     try {
       let result;
       try {
         result = await this.worker.run({
-          lib: b.lib, symbol: b.symbol, buffers, timeoutMs: o.timeoutMs, number: o.number, repeat: o.repeat,
+          lib: b.lib, symbol: b.symbol, buffers, timeoutMs: cutoff, number: o.number, repeat: o.repeat,
           minRepeatMs: o.minRepeatMs, flush: o.flush, seed: this.seed,
         });
       } catch (e) {
@@ -143,13 +162,20 @@ export class LocalMeasurer implements Measurer {
         // The worker could not be driven (a protocol failure): the candidate cannot count.
         return { costs_ms: [], error: 'runtime_error', message: (e as Error).message };
       }
-      if ('error' in result) return { costs_ms: [], error: result.error, message: result.message };
+      if ('error' in result) {
+        const cut = result.error === 'timeout' && cutoff < o.timeoutMs
+          ? ` (cut off at ${SLOW_CUTOFF_FACTOR}x the run of the task's fastest schedule so far, ${fastest!.toFixed(3)} ms, instead of the ${o.timeoutMs} ms timeout)`
+          : '';
+        return { costs_ms: [], error: result.error, message: `${result.message ?? ''}${cut}` };
+      }
       const ref = this.references.get(task.dag, b.layouts);
       for (let i = 0; i < outFiles.length; i++) {
         const got = await readFloat32File(outFiles[i]);
         const cmp = compareOutput(got, ref.outputs[i], this.tolerance ?? toleranceFor(dag));
         if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[i].name}: ${cmp.message}` };
       }
+      const mean = result.costs_ms.reduce((a, c) => a + c, 0) / result.costs_ms.length;
+      if (result.costs_ms.length > 0 && !(mean >= (fastest ?? Infinity))) this.fastest.set(dag, mean);
       return { costs_ms: result.costs_ms, error: null };
     } finally {
       await Promise.all(outFiles.map((f) => fs.rm(f, { force: true })));
