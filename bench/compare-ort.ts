@@ -8,8 +8,10 @@
 // of the fastest measurements; how far the three disagree shows how much is the noise.
 //
 //   npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2]
-//                                [--records tuned.jsonl] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"]
+//                                [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"]
 //
+// Several logs (comma-separated) give one tuned row each: an A/B of two logs of one network
+// (say, before and after a pass appended to it) in one run.
 // Records are matched by workload key: an ONNX export of a builtin network has the same
 // tasks as the builtin network, so records tuned on `mobilenet` apply to mobilenet.onnx.
 
@@ -38,9 +40,9 @@ async function main(): Promise<void> {
     for (const name of networks) {
       const onnx = writeNetworkOnnx(work, name, imageSize);
       const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
-      if (records) variants.push({ schedules: `tuned (${path.basename(records)})`, records: [records] });
-      for (const v of variants) {
-        const outDir = path.join(work, `${name}-${v.records ? 'tuned' : 'default'}`);
+      for (const log of records.split(',').filter((f) => f !== '')) variants.push({ schedules: `tuned (${path.basename(log)})`, records: [log] });
+      for (const [i, v] of variants.entries()) {
+        const outDir = path.join(work, `${name}-${i}`);
         await compileNetwork({ model: onnx, target, outDir, records: v.records, log: () => undefined });
         for (const t of threads) {
           const r: CompareReport = await compareWithOnnxRuntime({ modelDir: outDir, threads: t, rounds });

@@ -2,7 +2,9 @@
 // (`tensortune benchmark --profile`, each kernel call timed) beside ONNX Runtime's own
 // per-node profile (its session option enableProfiling), on the same ONNX export of a
 // builtin network, the same thread count, in interleaved rounds (ours, then ONNX Runtime),
-// medians per layer over the rounds.
+// medians per layer over the rounds. The paired ratio column is the median over rounds of
+// each round's ratio: on a host that switches speed every few minutes, many short rounds
+// (say --rounds 15 --runs 6) give a per-layer figure the switches do not decide.
 //
 //   npx tsx bench/profile-vs-ort.ts [--network mobilenet] [--records tuned.jsonl] [--threads 1]
 //                                   [--rounds 5] [--runs 20] [--image-size 224]
@@ -97,51 +99,65 @@ async function main(): Promise<void> {
     if (!profileFile) throw new Error('ONNX Runtime wrote no profile');
     const events = JSON.parse(await fs.readFile(path.join(work, profileFile), 'utf8')) as OrtEvent[];
 
-    // ONNX Runtime's nodes in execution order, each with its median over the timed runs.
-    const nodeTimes = new Map<string, { op: string; outputs: number; us: number[] }>();
+    // ONNX Runtime's nodes in execution order, each with its timings per round. A run's
+    // model_run event is written after its nodes' events, so the nodes before the first one
+    // are the warm-up's and the nodes after the n-th one belong to timed run n.
+    const nodeTimes = new Map<string, { op: string; outputs: number; us: number[][] }>();
     let seenRuns = 0;
     for (const e of events) {
       if (e.cat === 'Session' && e.name === 'model_run') { seenRuns++; continue; }
       if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || seenRuns < 1) continue;
       const node = e.name.slice(0, -'_kernel_time'.length);
       const shape = Object.values(e.args?.output_type_shape?.[0] ?? {})[0] ?? [];
-      const entry = nodeTimes.get(node) ?? { op: e.args?.op_name ?? '?', outputs: numElements(shape), us: [] };
-      entry.us.push(e.dur);
+      const entry = nodeTimes.get(node) ?? { op: e.args?.op_name ?? '?', outputs: numElements(shape), us: Array.from({ length: rounds }, () => []) };
+      entry.us[Math.min(rounds - 1, Math.floor((seenRuns - 1) / runs))].push(e.dur);
       nodeTimes.set(node, entry);
     }
-    const nodes = [...nodeTimes].map(([node, t]) => ({ node, op: t.op, outputs: t.outputs, ms: median(t.us) / 1000 }));
+    const nodes = [...nodeTimes].map(([node, t]) => ({
+      node, op: t.op, outputs: t.outputs, ms: median(t.us.flat()) / 1000,
+      perRound: t.us.map((us) => (us.length ? median(us) / 1000 : NaN)),
+    }));
 
-    // Our calls, each with its median over the rounds.
+    // Our calls, each with its median over the rounds and its time in each round.
     const kernels = new Map(m.kernels.map((k) => [k.symbol, k]));
-    const calls = symbols.map((symbol, i) => ({ desc: kernels.get(symbol)?.desc ?? symbol, schedule: kernels.get(symbol)?.schedule ?? '?', ms: median(ours.map((r) => r[i])) }));
+    const calls = symbols.map((symbol, i) => ({
+      desc: kernels.get(symbol)?.desc ?? symbol, schedule: kernels.get(symbol)?.schedule ?? '?',
+      ms: median(ours.map((r) => r[i])), perRound: ours.map((r) => r[i]),
+    }));
+    // The paired ratio of a layer: the median over rounds of that round's ratio, which the
+    // host's switches of speed between rounds do not move (the rounds are seconds apart).
+    const pairedRatio = (a: readonly number[], b: readonly number[]): number =>
+      median(a.map((x, r) => x / b[r]).filter((x) => Number.isFinite(x)));
 
     // Pair in order.
     const rows: string[] = [];
     let next = 0, oursPaired = 0, theirsPaired = 0;
+    const oursPairedRounds = Array<number>(rounds).fill(0), theirsPairedRounds = Array<number>(rounds).fill(0);
     const unpairedOurs: string[] = [];
     for (const c of calls) {
       const want = kindOfTask(c.desc), outputs = outputsOfTask(c.desc);
       const j = nodes.findIndex((n, k) => k >= next && kindOfNode(n.op) === want && n.outputs === outputs);
       if (j < 0) { unpairedOurs.push(`${c.desc} ${c.ms.toFixed(4)} ms`); continue; }
-      for (let k = next; k < j; k++) rows.push(`| | | | ${nodes[k].node} (${nodes[k].op}, not paired) | ${nodes[k].ms.toFixed(4)} | |`);
+      for (let k = next; k < j; k++) rows.push(`| | | | ${nodes[k].node} (${nodes[k].op}, not paired) | ${nodes[k].ms.toFixed(4)} | | |`);
       const n = nodes[j];
       rows.push(`| ${c.desc} | ${c.schedule} | ${c.ms.toFixed(4)} | ${n.node} (${n.op}) | ${n.ms.toFixed(4)} | ${(c.ms / n.ms).toFixed(2)} |`);
       oursPaired += c.ms;
       theirsPaired += n.ms;
+      for (let r = 0; r < rounds; r++) { oursPairedRounds[r] += c.perRound[r]; theirsPairedRounds[r] += n.perRound[r]; }
       next = j + 1;
     }
-    for (let k = next; k < nodes.length; k++) rows.push(`| | | | ${nodes[k].node} (${nodes[k].op}, not paired) | ${nodes[k].ms.toFixed(4)} | |`);
+    for (let k = next; k < nodes.length; k++) rows.push(`| | | | ${nodes[k].node} (${nodes[k].op}, not paired) | ${nodes[k].ms.toFixed(4)} | | |`);
 
     const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
     console.log(`${name}${records ? ` tuned (${path.basename(records)})` : ', default schedules'}, ${threads} thread(s), ${rounds} interleaved rounds; ` +
       `medians per layer (ours: ${rounds} profiles of ${3 * Math.max(1, Math.round(runs / 3))} runs; ONNX Runtime ${rounds * runs} profiled runs)`);
-    console.log('| our task | schedule | ours ms | ONNX Runtime node | ORT ms | ours / ORT |');
-    console.log('|---|---|---|---|---|---|');
+    console.log('| our task | schedule | ours ms | ONNX Runtime node | ORT ms | ours / ORT | paired ratio |');
+    console.log('|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
-    console.log(`| paired layers | | ${oursPaired.toFixed(3)} | | ${theirsPaired.toFixed(3)} | ${(oursPaired / theirsPaired).toFixed(3)} |`);
-    console.log(`| all | | ${sum(calls.map((c) => c.ms)).toFixed(3)} | | ${sum(nodes.map((n) => n.ms)).toFixed(3)} | ${(sum(calls.map((c) => c.ms)) / sum(nodes.map((n) => n.ms))).toFixed(3)} |`);
+    console.log(`| paired layers | | ${oursPaired.toFixed(3)} | | ${theirsPaired.toFixed(3)} | ${(oursPaired / theirsPaired).toFixed(3)} | ${pairedRatio(oursPairedRounds, theirsPairedRounds).toFixed(3)} |`);
+    console.log(`| all | | ${sum(calls.map((c) => c.ms)).toFixed(3)} | | ${sum(nodes.map((n) => n.ms)).toFixed(3)} | ${(sum(calls.map((c) => c.ms)) / sum(nodes.map((n) => n.ms))).toFixed(3)} | |`);
     if (unpairedOurs.length) console.log(`our calls not paired: ${unpairedOurs.join('; ')}`);
-    console.log(`whole runs, median of the rounds: ours ${median(oursRun).toFixed(3)} ms (tt_bench times them unprofiled, before its profiled runs), ONNX Runtime ${median(ortRun).toFixed(3)} ms (profiling on) (ratio ${(median(oursRun) / median(ortRun)).toFixed(3)})`);
+    console.log(`whole runs, median of the rounds: ours ${median(oursRun).toFixed(3)} ms (tt_bench times them unprofiled, before its profiled runs), ONNX Runtime ${median(ortRun).toFixed(3)} ms (profiling on) (ratio ${(median(oursRun) / median(ortRun)).toFixed(3)}, paired ratio ${pairedRatio(oursRun, ortRun).toFixed(3)})`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
