@@ -1,4 +1,4 @@
-// Temporary folders of tensortune processes (tt-bench, tt-measure, tt-compare), named after
+// Temporary folders of tensortune processes (tt-bench, tt-measure, tt-compare, tt-network-pass), named after
 // their owner: `<tmpdir>/<prefix>-<pid>-XXXXXX`. A process killed with SIGKILL cannot remove
 // its folder, so the first one a later process creates sweeps the folders of owners that
 // are gone. A live owner's folder is never touched (a reused pid only keeps a stale folder
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { asUserError } from './errors';
 
-const PREFIXES = ['tt-bench', 'tt-measure', 'tt-compare'] as const;
+const PREFIXES = ['tt-bench', 'tt-measure', 'tt-compare', 'tt-network-pass'] as const;
 export type TempPrefix = (typeof PREFIXES)[number];
 const OWNED = new RegExp(`^(${PREFIXES.join('|')})-(\\d+)-[A-Za-z0-9]{6}$`);
 

@@ -59,6 +59,8 @@ export interface BudgetConfig {
   timeLimit?: number;
   /** Schedules per task the confirmation pass at the end of a tune times again (tune --confirm). */
   confirm?: number;
+  /** The network pass after the confirmation pass (tune --network-pass; default false). */
+  networkPass?: boolean;
   /** Candidates measured per round (batchSize: its former name). */
   measuresPerRound?: number;
   batchSize?: number;

@@ -15,6 +15,8 @@ export interface RecordContext {
   budget?: string;
   /** The confirmation pass of a 'confirm' record. */
   pass?: string;
+  /** Where that pass timed it: 'network' for the network pass (compile/network-pass.ts). */
+  scope?: 'network';
   /** Default: now. */
   time?: Date;
 }
@@ -34,6 +36,7 @@ export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext, genome?:
   if (ctx.policy) record.policy = ctx.policy;
   if (ctx.budget) record.budget = ctx.budget;
   if (ctx.pass) record.pass = ctx.pass;
+  if (ctx.scope) record.scope = ctx.scope;
   if (genome) record.genome = genome;
   return record;
 }

@@ -36,6 +36,11 @@ export interface TuningRecord {
    * shares it, so compile compares schedules by the timings of one pass only.
    */
   pass?: string;
+  /**
+   * Where a confirmation pass timed it: absent, alone (the kernel by itself, caches
+   * flushed); 'network', inside the compiled network (compile/network-pass.ts).
+   */
+  scope?: 'network';
   /** How the search built `steps` (sketch and annotation values), so a resumed search can evolve it. */
   genome?: RecordGenome;
 }

@@ -13,6 +13,7 @@ import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
 import { byWorkload, CONFIRM_POLICY, measuredSchedule, rankedByWorkload } from '../records/best';
+import { networkPass } from '../compile/network-pass';
 import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -144,7 +145,33 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
   checkOptions(opts);
   const started = Date.now();
   const model = loadModel(opts.model);
-  return tuneTasks(model.name, tuningTasks(model.graph, opts.target), opts, started);
+  const tasks = tuningTasks(model.graph, opts.target);
+  const result = await tuneTasks(model.name, tasks, opts, started);
+  // The network pass (compile/network-pass.ts): where a task's latest confirmation pass
+  // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they
+  // are timed again inside the compiled network.
+  const target = parseTarget(opts.target, 'target');
+  const top = opts.confirm ?? CONFIRM_TOP;
+  if (opts.networkPass !== true || top === 0 || opts.device || isGpu(target) || result.reason === 'aborted') return result;
+  const log = opts.log ?? (() => undefined);
+  try {
+    const options = defaultOptionsOf(target);
+    result.networkPass = await networkPass({
+      model: opts.model, target: target.text, fingerprint: hardwareFingerprint(target),
+      tasks: tasks.map((t) => ({ key: t.key, defaultSteps: defaultSchedule(t.dag, options), alternativeOf: t.alternative?.of })),
+      records: path.resolve(opts.records), readRecords: opts.readRecords?.map((f) => path.resolve(f)),
+      top, threads: opts.measure?.threads ?? 1,
+      append: async (list) => { await appendRecords(path.resolve(opts.records), list); },
+      log, warn: opts.log ? (message) => log(`warning: ${message}`) : undefined, signal: opts.signal,
+    });
+  } catch (e) {
+    // The tune's records are in the log already; compile ranks by the confirmation pass alone.
+    if (opts.signal?.aborted) return result;
+    log(`warning: the network pass failed, so compile ranks the schedules by their timings alone: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (result.networkPass?.variants === 0) delete result.networkPass;
+  result.wallS = (Date.now() - started) / 1000;
+  return result;
 }
 
 /**

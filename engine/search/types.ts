@@ -152,6 +152,13 @@ export interface TuneNetworkOptions {
    * CONFIRM_TOP, 3; 0: none).
    */
   confirm?: number;
+  /**
+   * The network pass (compile/network-pass.ts): after the confirmation pass of a whole
+   * network's tune on this machine's CPU, each task's confirmed schedules and its default are
+   * timed again inside the compiled network (`--network-pass`; default false: on this repo's
+   * dev box it picked no faster schedules than the confirmation pass, docs/tuning.md).
+   */
+  networkPass?: boolean;
 }
 
 export type TuneEvent =
@@ -169,4 +176,6 @@ export interface TuneNetworkResult {
   wallS: number;
   /** Why tuning stopped: 'budget', 'time', 'early-stop', 'aborted', 'done'. */
   reason: string;
+  /** What the network pass did, when it ran. */
+  networkPass?: { variants: number; tasks: number; records: number; seconds: number };
 }

@@ -38,6 +38,7 @@ export function budgetFor(b: BudgetConfig, o: TuneExecutorOptions, targetThreads
     timeLimitS: o.timeLimit ?? b.timeLimit,
     earlyStopping: o.earlyStopping ?? b.earlyStopping,
     confirm: o.confirm ?? b.confirm,
+    networkPass: o.networkPass ?? b.networkPass,
     batchSize: o.measuresPerRound ?? b.measuresPerRound ?? b.batchSize,
     policy: o.policy ?? b.policy,
     seed: o.seed ?? b.seed,

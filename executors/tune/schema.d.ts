@@ -15,6 +15,8 @@ export interface TuneExecutorOptions extends NetworkExecutorOptions {
   earlyStopping?: number;
   /** Schedules per task the confirmation pass times again (0: none). */
   confirm?: number;
+  /** The network pass after the confirmation pass (default false). */
+  networkPass?: boolean;
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   /** Candidates measured per round. */
   measuresPerRound?: number;
