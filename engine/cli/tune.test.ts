@@ -41,6 +41,10 @@ test('flag mistakes: one line naming the flag, exit 2', async () => {
     [['mobilenet', '--records', 'x.jsonl', '--time-limit', 'soon'], /bad --time-limit 'soon' \(expected a positive number\)/],
     [['mobilenet', '--records', 'x.jsonl', '--target', 'llvm -mfoo=1'], /--target: unknown option '-mfoo=1'/],
     [['no-such-net', '--records', 'x.jsonl'], /no-such-net/],
+    [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--workload', 'abc'], /--network-pass cannot be combined with --workload \(it times the whole network\)/],
+    [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--runner', 'ssh board {command}'], /--network-pass cannot be combined with --runner/],
+    [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--target', 'cuda'], /--network-pass cannot be combined with a GPU target \("cuda"/],
+    [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--confirm', '0'], /--network-pass .* cannot be combined with --confirm 0/],
   ];
   for (const [args, pattern] of cases) {
     const r = await start(...args).done;

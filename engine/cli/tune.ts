@@ -12,7 +12,7 @@ import { ProgressReporter } from '../search/progress';
 import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { openRemoteDevices, type OpenedDevices } from '../remote/open';
-import { parseTarget } from '../target';
+import { isGpu, parseTarget } from '../target';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, oneOf, optionalInt, optionalNonNegativeInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune tune <network|model.onnx> --target "llvm -mcpu=native" --records FILE [options]
@@ -175,6 +175,13 @@ export const tuneCommand: Command = {
       controller.abort();
     };
     const workloads = values.workload ?? [];
+    if (values['network-pass']) {
+      // It compiles and profiles the whole network here: not for one task, another device or a GPU.
+      const refuse = workloads.length > 0 ? '--workload (it times the whole network)' : values.runner?.length ? '--runner (it profiles the network on this machine)'
+        : isGpu(parsedTarget) ? `a GPU target ("${parsedTarget.text}"; it profiles CPU kernels)` : undefined;
+      if (refuse) throw new UserError(`--network-pass cannot be combined with ${refuse}`);
+      if (optionalNonNegativeInt('--confirm', values.confirm) === 0) throw new UserError('--network-pass times the schedules the confirmation pass ranks: it cannot be combined with --confirm 0');
+    }
     const selected = workloads.length > 0 ? selectWorkloads(model, target, workloads) : undefined;
     process.on('SIGINT', onSigint);
     let device: OpenedDevices | undefined;

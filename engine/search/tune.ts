@@ -152,8 +152,14 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
   // are timed again inside the compiled network.
   const target = parseTarget(opts.target, 'target');
   const top = opts.confirm ?? CONFIRM_TOP;
-  if (opts.networkPass !== true || top === 0 || opts.device || isGpu(target) || result.reason === 'aborted') return result;
+  if (opts.networkPass !== true || result.reason === 'aborted') return result;
   const log = opts.log ?? (() => undefined);
+  const skip = top === 0 ? 'no confirmation pass (confirm 0) ranked the schedules' : opts.device ? 'the schedules were measured on another device'
+    : isGpu(target) ? 'it profiles CPU kernels' : undefined;
+  if (skip) {
+    log(`network pass: skipped, ${skip}`);
+    return result;
+  }
   try {
     const options = defaultOptionsOf(target);
     result.networkPass = await networkPass({

@@ -66,6 +66,7 @@ export function describeShard(s: Sharding): string {
  */
 export function tuneRun(s: Sharding | undefined, opts: TuneNetworkOptions): Promise<TuneResult> {
   if (!s?.shard) return tuneNetwork(opts);
+  if (opts.networkPass) opts.log?.('network pass: skipped, a shard tunes some of the network\'s tasks and the pass profiles the whole network');
   const { model: _model, ...rest } = opts;
   return tuneTasks(s.plan.network, s.shard.tasks, shardBudget(rest, s.shard));
 }
