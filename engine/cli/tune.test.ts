@@ -43,7 +43,7 @@ test('flag mistakes: one line naming the flag, exit 2', async () => {
     [['no-such-net', '--records', 'x.jsonl'], /no-such-net/],
     [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--workload', 'abc'], /--network-pass cannot be combined with --workload \(it times the whole network\)/],
     [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--runner', 'ssh board {command}'], /--network-pass cannot be combined with --runner/],
-    [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--target', 'cuda'], /--network-pass cannot be combined with a GPU target \("cuda"/],
+    [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--target', 'cuda -arch=sm_80'], /--network-pass cannot be combined with a GPU target \("cuda -arch=sm_80"/],
     [['mobilenet', '--records', 'x.jsonl', '--network-pass', '--confirm', '0'], /--network-pass .* cannot be combined with --confirm 0/],
   ];
   for (const [args, pattern] of cases) {

@@ -61,7 +61,7 @@ test('a network\'s tune ends with the network pass: each task\'s confirmed sched
   assert.equal(all.slice(all.length - inNetwork.length), inNetwork, 'appended last');
   assert.ok(inNetwork.every((r) => r.costs_ms.length >= NETWORK_PASS_ROUNDS && r.costs_ms.every((c) => Number.isFinite(c) && c > 0)), 'one timing per round at least');
 
-  // Per task: at least two schedules, the default among them, and the rest from the alone pass.
+  // Per task: its default among them, and the rest from the alone pass.
   const options = defaultOptionsOf(parsed);
   const tasks = tuningTasks(loadModel(model).graph, target);
   const keys = new Set(inNetwork.map((r) => r.key));
@@ -69,11 +69,13 @@ test('a network\'s tune ends with the network pass: each task\'s confirmed sched
     const task = tasks.find((t) => t.key === key);
     assert.ok(task, `a task of the network: ${key}`);
     const timed = inNetwork.filter((r) => r.key === key).map((r) => stepsKey(r.steps));
-    assert.ok(timed.length >= 2 && new Set(timed).size === timed.length, 'two or more schedules, one record each');
+    assert.ok(new Set(timed).size === timed.length, 'one record per schedule');
     assert.ok(timed.includes(stepsKey(defaultSchedule(task.dag, options))), 'the default is among them');
     const alone = new Set(all.filter((r) => r.key === key && r.policy === CONFIRM_POLICY && r.scope === undefined).map((r) => stepsKey(r.steps)));
     assert.ok(timed.every((s) => alone.has(s)), 'every one was confirmed alone first');
   }
+
+  assert.ok([...keys].some((key) => inNetwork.filter((r) => r.key === key).length >= 2), 'some task had two or more schedules to compare');
 
   // Compile ranks them by the network's timings and uses the fastest.
   const ranked = rankedByWorkload(entries, target, fingerprint);

@@ -75,7 +75,7 @@ export interface NetworkPassOptions {
 export interface NetworkPassResult {
   /** Networks compiled and timed. */
   variants: number;
-  /** Tasks with at least two of their schedules timed in the network (and records appended). */
+  /** Tasks with schedules timed in the network (and records appended). */
   tasks: number;
   /** Records appended. */
   records: number;
@@ -185,7 +185,7 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
       }
     }
 
-    // One record per schedule of a task that had two or more of its schedules timed.
+    // One record per schedule timed, with its timings of every round and variant.
     const pass = new Date(started).toISOString();
     const out: TuningRecord[] = [];
     let tasks = 0;
@@ -198,7 +198,6 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
         const id = stepsKey(record.steps);
         costs.set(id, { record, ms: [...(costs.get(id)?.ms ?? []), ...ms] });
       });
-      if (costs.size < 2) continue;
       tasks += 1;
       for (const { record, ms } of costs.values()) {
         out.push(makeRecord({ steps: record.steps, costs_ms: ms, error: null, build_ms: 0, run_ms: 0 }, {
