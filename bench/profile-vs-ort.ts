@@ -140,7 +140,7 @@ async function main(): Promise<void> {
       if (j < 0) { unpairedOurs.push(`${c.desc} ${c.ms.toFixed(4)} ms`); continue; }
       for (let k = next; k < j; k++) rows.push(`| | | | ${nodes[k].node} (${nodes[k].op}, not paired) | ${nodes[k].ms.toFixed(4)} | | |`);
       const n = nodes[j];
-      rows.push(`| ${c.desc} | ${c.schedule} | ${c.ms.toFixed(4)} | ${n.node} (${n.op}) | ${n.ms.toFixed(4)} | ${(c.ms / n.ms).toFixed(2)} |`);
+      rows.push(`| ${c.desc} | ${c.schedule} | ${c.ms.toFixed(4)} | ${n.node} (${n.op}) | ${n.ms.toFixed(4)} | ${(c.ms / n.ms).toFixed(2)} | ${pairedRatio(c.perRound, n.perRound).toFixed(2)} |`);
       oursPaired += c.ms;
       theirsPaired += n.ms;
       for (let r = 0; r < rounds; r++) { oursPairedRounds[r] += c.perRound[r]; theirsPairedRounds[r] += n.perRound[r]; }
