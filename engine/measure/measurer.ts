@@ -21,7 +21,7 @@ import { numElements } from '../ir/tensor';
 import { readFloat32File } from '../runtime/rawfile';
 import type { Step } from '../schedule/steps';
 import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
-import type { Target } from '../target';
+import { isGpu, type Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import { Builder, type BuiltCandidate } from './builder';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from './verify';
@@ -46,6 +46,8 @@ export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
  * 1000x slower than its best each held the worker for the whole 10 s timeout: a
  * resnet-18 tune limited to 25 minutes spent them on its 12 Winograd tasks at about 3 minutes
  * per 64 trials, and measured only 4 of those tasks (session 22).
+ * CPU targets only: a GPU candidate's run includes building its program for the device
+ * (PoCL compiles OpenCL C when the worker loads it), seconds however fast the kernel is.
  */
 export const SLOW_CUTOFF_FACTOR = 100;
 export const SLOW_CUTOFF_FLOOR_MS = 2_000;
@@ -79,8 +81,9 @@ export class LocalMeasurer implements Measurer {
   private readonly worker: MeasureWorker;
   private readonly references: ReferenceCache;
   private outputSeq = 0;
-  /** Each task's fastest verified mean time so far (ms), for the slow-candidate cut-off. */
+  /** Each task's fastest verified mean time so far (ms), for the slow-candidate cut-off (CPU targets). */
   private readonly fastest = new WeakMap<MeasuredTask['dag'], number>();
+  private readonly cutSlow: boolean;
 
   constructor(target: Target, opts: LocalMeasurerOptions = {}) {
     const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
@@ -92,6 +95,7 @@ export class LocalMeasurer implements Measurer {
     this.workDir = workDir ?? ownedTempDir('tt-measure'); // a killed run's is swept by the next one
     this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
     this.worker = new MeasureWorker({ ...worker, threads: this.options.threads });
+    this.cutSlow = !isGpu(target);
   }
 
   /** Worker restarts so far (one per crash or timeout). */
@@ -147,7 +151,7 @@ export class LocalMeasurer implements Measurer {
       ...dag.outputs.map((t, i): MeasureBuffer => ({ kind: 'out', size: numElements(t.shape), file: outFiles[i] })),
     ];
     const o = this.options;
-    const fastest = this.fastest.get(dag);
+    const fastest = this.cutSlow ? this.fastest.get(dag) : undefined;
     const cutoff = fastest === undefined ? o.timeoutMs
       : Math.min(o.timeoutMs, Math.max(SLOW_CUTOFF_FLOOR_MS, Math.ceil(SLOW_CUTOFF_FACTOR * fastest * (1 + o.repeat * o.number))));
     try {
