@@ -122,7 +122,8 @@ function needsNetworkPass(entries: readonly LogEntry[], opts: Pick<NetworkPassOp
 /** Variant v's schedule of a task: its v-th candidate, wrapping around for a task with fewer. */
 const pick = <T>(list: readonly T[], v: number): T => list[v % list.length];
 
-export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPassResult> {
+/** Undefined when there was nothing to time (or the run was aborted). */
+export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPassResult | undefined> {
   const started = Date.now();
   const log = opts.log ?? (() => undefined);
   const rounds = opts.rounds ?? NETWORK_PASS_ROUNDS;
@@ -130,14 +131,14 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
   const entries = await readRecordFiles(files, { warn: opts.warn });
   const candidates = candidatesOf(rankedByWorkload(entries, opts.target, opts.fingerprint), opts.tasks, opts.top);
   const variants = Math.max(0, ...[...candidates.values()].map((c) => c.length));
-  if (variants < 2 || !needsNetworkPass(entries, opts)) return { variants: 0, tasks: 0, records: 0, seconds: 0 };
+  if (variants < 2 || !needsNetworkPass(entries, opts)) return undefined;
 
   const work = ownedTempDir('tt-network-pass');
   try {
     // Compile each variant from a log that holds only its schedules: one record per task.
-    const libs: { library: string; params: string; kernels: Map<string, { key: string; record?: string }> }[] = [];
+    const libs: { library: string; params: string; kernels: Map<string, { key: string; record?: string }>; want: Map<string, string> }[] = [];
     for (let v = 0; v < variants; v++) {
-      if (opts.signal?.aborted) return { variants: 0, tasks: 0, records: 0, seconds: (Date.now() - started) / 1000 };
+      if (opts.signal?.aborted) return undefined;
       const variantLog = path.join(work, `variant${v}.jsonl`);
       await fs.writeFile(variantLog, [...candidates.values()].map((c) => `${JSON.stringify(pick(c, v))}\n`).join(''));
       const outDir = path.join(work, `variant${v}`);
@@ -149,7 +150,9 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
         winograd: v % 2 === 0, log: () => undefined, warn: () => undefined,
       });
       const m = readManifest(outDir);
-      libs.push({ ...manifestFiles(outDir, m), kernels: new Map(m.kernels.map((k) => [k.symbol, { key: k.key, record: k.record }])) });
+      // The record id each task's kernel carries when it runs the candidate (hashed once).
+      const want = new Map([...candidates].map(([key, c]) => [key, recordId(pick(c, v))]));
+      libs.push({ ...manifestFiles(outDir, m), kernels: new Map(m.kernels.map((k) => [k.symbol, { key: k.key, record: k.record }])), want });
     }
 
     // timings.get(key)[v]: the task's per-call ms in each run of variant v (only where the
@@ -159,14 +162,13 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
       const order = [...libs.keys()];
       if (r % 2 === 1) order.reverse();
       for (const v of order) {
-        if (opts.signal?.aborted) return { variants: 0, tasks: 0, records: 0, seconds: (Date.now() - started) / 1000 };
+        if (opts.signal?.aborted) return undefined;
         const res = await runBench({ model: libs[v].library, params: libs[v].params, threads: opts.threads, repeat: REPEATS, minRepeatMs: MIN_REPEAT_MS, profile: true });
         const perKey = new Map<string, number[]>();
         for (const call of res.profile ?? []) {
           const k = libs[v].kernels.get(call.symbol);
           if (!k) continue;
-          const want = candidates.get(k.key);
-          if (!want || k.record !== recordId(pick(want, v))) continue;
+          if (k.record === undefined || k.record !== libs[v].want.get(k.key)) continue;
           perKey.set(k.key, [...(perKey.get(k.key) ?? []), call.ms]);
         }
         for (const [key, ms] of perKey) {

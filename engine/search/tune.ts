@@ -175,7 +175,6 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
     if (opts.signal?.aborted) return result;
     log(`warning: the network pass failed, so compile ranks the schedules by their timings alone: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (result.networkPass?.variants === 0) delete result.networkPass;
   result.wallS = (Date.now() - started) / 1000;
   return result;
 }
