@@ -24,7 +24,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { manifestFiles, readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
-import { median } from '../engine/compare/compare';
+import { median, pairedRatio } from '../engine/compare/compare';
 import { loadOnnxRuntime, type OrtModule, type OrtSession } from '../engine/compare/ort';
 import { numElements } from '../engine/ir/tensor';
 import { runBench } from '../engine/native/bench';
@@ -124,10 +124,9 @@ async function main(): Promise<void> {
       desc: kernels.get(symbol)?.desc ?? symbol, schedule: kernels.get(symbol)?.schedule ?? '?',
       ms: median(ours.map((r) => r[i])), perRound: ours.map((r) => r[i]),
     }));
-    // The paired ratio of a layer: the median over rounds of that round's ratio, which the
-    // host's switches of speed between rounds do not move (the rounds are seconds apart).
-    const pairedRatio = (a: readonly number[], b: readonly number[]): number =>
-      median(a.map((x, r) => x / b[r]).filter((x) => Number.isFinite(x)));
+    // The paired ratio of a layer: the median over rounds of that round's ratio (compare.ts,
+    // one measurement per round), which the host's switches of speed between rounds do not move.
+    const paired = (a: readonly number[], b: readonly number[]): number => pairedRatio(a, b, 1);
 
     // Pair in order.
     const rows: string[] = [];
@@ -140,7 +139,7 @@ async function main(): Promise<void> {
       if (j < 0) { unpairedOurs.push(`${c.desc} ${c.ms.toFixed(4)} ms`); continue; }
       for (let k = next; k < j; k++) rows.push(`| | | | ${nodes[k].node} (${nodes[k].op}, not paired) | ${nodes[k].ms.toFixed(4)} | | |`);
       const n = nodes[j];
-      rows.push(`| ${c.desc} | ${c.schedule} | ${c.ms.toFixed(4)} | ${n.node} (${n.op}) | ${n.ms.toFixed(4)} | ${(c.ms / n.ms).toFixed(2)} | ${pairedRatio(c.perRound, n.perRound).toFixed(2)} |`);
+      rows.push(`| ${c.desc} | ${c.schedule} | ${c.ms.toFixed(4)} | ${n.node} (${n.op}) | ${n.ms.toFixed(4)} | ${(c.ms / n.ms).toFixed(2)} | ${paired(c.perRound, n.perRound).toFixed(2)} |`);
       oursPaired += c.ms;
       theirsPaired += n.ms;
       for (let r = 0; r < rounds; r++) { oursPairedRounds[r] += c.perRound[r]; theirsPairedRounds[r] += n.perRound[r]; }
@@ -154,10 +153,10 @@ async function main(): Promise<void> {
     console.log('| our task | schedule | ours ms | ONNX Runtime node | ORT ms | ours / ORT | paired ratio |');
     console.log('|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
-    console.log(`| paired layers | | ${oursPaired.toFixed(3)} | | ${theirsPaired.toFixed(3)} | ${(oursPaired / theirsPaired).toFixed(3)} | ${pairedRatio(oursPairedRounds, theirsPairedRounds).toFixed(3)} |`);
+    console.log(`| paired layers | | ${oursPaired.toFixed(3)} | | ${theirsPaired.toFixed(3)} | ${(oursPaired / theirsPaired).toFixed(3)} | ${paired(oursPairedRounds, theirsPairedRounds).toFixed(3)} |`);
     console.log(`| all | | ${sum(calls.map((c) => c.ms)).toFixed(3)} | | ${sum(nodes.map((n) => n.ms)).toFixed(3)} | ${(sum(calls.map((c) => c.ms)) / sum(nodes.map((n) => n.ms))).toFixed(3)} | |`);
     if (unpairedOurs.length) console.log(`our calls not paired: ${unpairedOurs.join('; ')}`);
-    console.log(`whole runs, median of the rounds: ours ${median(oursRun).toFixed(3)} ms (tt_bench times them unprofiled, before its profiled runs), ONNX Runtime ${median(ortRun).toFixed(3)} ms (profiling on) (ratio ${(median(oursRun) / median(ortRun)).toFixed(3)}, paired ratio ${pairedRatio(oursRun, ortRun).toFixed(3)})`);
+    console.log(`whole runs, median of the rounds: ours ${median(oursRun).toFixed(3)} ms (tt_bench times them unprofiled, before its profiled runs), ONNX Runtime ${median(ortRun).toFixed(3)} ms (profiling on) (ratio ${(median(oursRun) / median(ortRun)).toFixed(3)}, paired ratio ${paired(oursRun, ortRun).toFixed(3)})`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
