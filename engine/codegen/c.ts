@@ -19,12 +19,12 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { add, children, dtypeOf, freeVars, int, readTensors, substitute, v, type Expr, type MathFn } from '../ir/expr';
+import { add, children, dtypeOf, freeVars, int, readTensors, v, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
 import { packageRoot } from '../package-root';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
-import { affineIn, constValue, foldExpr, mentions, substConst } from './fold';
+import { affineIn, constBindings, constValue, mentions, substFold } from './fold';
 import { partitionTails } from './partition';
 import { prefetchNextPanels } from './prefetch';
 
@@ -184,6 +184,7 @@ export const GPU_EXPANSION_BUDGET = 512;
 const MAX_PROMOTED_FLOATS = 512;
 /** The lane variable of a vectorised loop: `v = base + LANE`. */
 const LANE = '__lane';
+const LANE_AT_ZERO: ReadonlyMap<string, Expr> = new Map([[LANE, int(0)]]);
 
 /** How accesses to a local buffer were seen while rendering (first pass). */
 interface AccessLog { vec: Set<number>; scalar: Set<number>; dynamic: boolean }
@@ -270,8 +271,8 @@ class Renderer {
     // left inside the reduction loops around them.
     const scan = (stmts: readonly Stmt[], at: ReadonlyMap<string, number>): void => {
       for (const st of stmts) {
-        if (st.k === 'store') { visit(foldExpr(substConst(st.index, at))); visit(foldExpr(substConst(st.value, at))); }
-        else if (st.k === 'if') { visit(foldExpr(substConst(st.cond, at))); scan(st.body, at); }
+        if (st.k === 'store') { visit(substFold(st.index, constBindings(at))); visit(substFold(st.value, constBindings(at))); }
+        else if (st.k === 'if') { visit(substFold(st.cond, constBindings(at))); scan(st.body, at); }
         else if (st.k === 'for' && (st.extent === 1 || st.kind === 'unroll') && st.extent <= MAX_UNROLL) {
           for (let i = 0; i < st.extent; i++) scan(st.body, new Map([...at, [st.v, i]]));
         } else if (st.k === 'for' || st.k === 'thread') scan(st.body, at);
@@ -306,7 +307,7 @@ class Renderer {
         if (e.tensor.dtype !== 'float32') throw new VectorFail('non-float load');
         const coef = affineIn(e.indices[0], LANE);
         if (coef !== 1) throw new VectorFail('non-contiguous load');
-        const base = foldExpr(substConst(e.indices[0], new Map([[LANE, 0]])));
+        const base = substFold(e.indices[0], LANE_AT_ZERO);
         const reg = this.vectorReg(e.tensor.name, base);
         return { code: reg ?? `${this.vt}_load(&${this.scalarRef(e.tensor.name, base)})`, vec: true };
       }
@@ -338,22 +339,23 @@ class Renderer {
     if (affineIn(s.index, LANE) !== 1) throw new VectorFail('store not contiguous in the vector loop');
     const value = this.vector(s.value);
     const code = value.vec ? value.code : `${this.vt}_splat(${value.code})`;
-    const base = foldExpr(substConst(s.index, new Map([[LANE, 0]])));
+    const base = substFold(s.index, LANE_AT_ZERO);
     const reg = this.vectorReg(s.buf, base);
     if (reg) out.push(`${indent}${reg} = ${code};`);
     else out.push(`${indent}${this.vt}_store(&${this.scalarRef(s.buf, base)}, ${code});`);
   }
 
   private vectorBody(body: readonly Stmt[], env: ReadonlyMap<string, number>, loopVar: string, base: number, indent: string, out: string[]): void {
-    const laneEnv = new Map(env);
-    laneEnv.delete(loopVar);
+    // The loop variable becomes `base + LANE`; the unrolled variables around it, constants.
+    const bindings = new Map(constBindings(env));
+    bindings.set(loopVar, add(int(base), v(LANE)));
     for (const s of body) {
       if (s.k === 'store') {
-        const index = foldExpr(substConst(substLane(s.index, loopVar, base), laneEnv));
-        const value = foldExpr(substConst(substLane(s.value, loopVar, base), laneEnv));
+        const index = substFold(s.index, bindings);
+        const value = substFold(s.value, bindings);
         this.vectorStore({ ...s, index, value }, indent, out);
       } else if (s.k === 'if') {
-        const cond = foldExpr(substConst(substLane(s.cond, loopVar, base), laneEnv));
+        const cond = substFold(s.cond, bindings);
         if (usesLane(cond)) throw new VectorFail('guard varies across lanes');
         const c = constValue(cond);
         if (c === 0) continue;
@@ -387,12 +389,12 @@ class Renderer {
         return;
       }
       case 'store': {
-        const index = foldExpr(substConst(s.index, env));
-        out.push(`${indent}${this.scalarRef(s.buf, index)} = ${this.scalar(foldExpr(substConst(s.value, env)))};`);
+        const index = substFold(s.index, constBindings(env));
+        out.push(`${indent}${this.scalarRef(s.buf, index)} = ${this.scalar(substFold(s.value, constBindings(env)))};`);
         return;
       }
       case 'if': {
-        const cond = foldExpr(substConst(s.cond, env));
+        const cond = substFold(s.cond, constBindings(env));
         const c = constValue(cond);
         if (c === 0) return;
         if (c !== undefined) { this.stmts(s.body, env, indent, out); return; }
@@ -404,7 +406,7 @@ class Renderer {
       case 'for': this.loop(s, env, indent, out); return;
       case 'prefetch': {
         if (!this.dialect.prefetch) throw new Error('render: a prefetch in a language without one');
-        const index = this.scalar(foldExpr(substConst(s.index, env)));
+        const index = this.scalar(substFold(s.index, constBindings(env)));
         out.push(`${indent}for (int32_t tt_line = 0; tt_line < ${s.lines}; ++tt_line) ${this.dialect.prefetch(`(const char*)&${s.buf}[${index}] + tt_line * 64`)};`);
         return;
       }
@@ -542,11 +544,6 @@ class Renderer {
 }
 
 const usesLane = (e: Expr): boolean => mentions(e, LANE);
-
-/** Replace loop variable `v` by `base + LANE`. */
-function substLane(e: Expr, loopVar: string, base: number): Expr {
-  return substitute(e, new Map([[loopVar, add(int(base), v(LANE))]]));
-}
 
 /**
  * What a loop body reads from its surroundings: the buffers it loads, stores or prefetches

@@ -7,7 +7,19 @@ import { children, int, substitute, type BinOp, type Expr } from '../ir/expr';
 /** Replace variables by integer constants (explicit unrolling). */
 export function substConst(e: Expr, consts: ReadonlyMap<string, number>): Expr {
   if (consts.size === 0) return e;
-  return substitute(e, new Map([...consts].map(([name, value]) => [name, int(value)])));
+  return substitute(e, constBindings(consts));
+}
+
+const bindingsOf = new WeakMap<ReadonlyMap<string, number>, ReadonlyMap<string, Expr>>();
+
+/** `consts` as a substitution (variable to integer constant), made once per map. */
+export function constBindings(consts: ReadonlyMap<string, number>): ReadonlyMap<string, Expr> {
+  let b = bindingsOf.get(consts);
+  if (!b) {
+    b = new Map([...consts].map(([name, value]) => [name, int(value)]));
+    bindingsOf.set(consts, b);
+  }
+  return b;
 }
 
 /** The value of an integer or boolean constant, else undefined. */
@@ -41,12 +53,29 @@ function foldBin(op: BinOp, a: number, b: number, float: boolean): number | unde
 
 const isInt = (e: Expr, value: number): boolean => e.k === 'const' && e.dtype === 'int32' && e.value === value;
 
+const NO_BINDINGS: ReadonlyMap<string, Expr> = new Map();
+
 /** Fold constant sub-expressions and the integer identities x+0, x*1, x*0, true&&x, ... */
 export function foldExpr(e: Expr): Expr {
+  return substFold(e, NO_BINDINGS);
+}
+
+/**
+ * `foldExpr(substitute(e, vars))` in one walk. The branch of a select whose condition folds
+ * to a constant is neither substituted nor folded, which is most of the work on an unrolled
+ * Winograd transform: its matrices are select chains over (row, column) that the unrolled
+ * loop variables decide.
+ */
+export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
+  const fold = (x: Expr): Expr => substFold(x, vars);
   switch (e.k) {
-    case 'const': case 'var': return e;
+    case 'const': return e;
+    case 'var': {
+      const bound = vars.get(e.name);
+      return bound === undefined ? e : substFold(bound, NO_BINDINGS);
+    }
     case 'bin': {
-      const a = foldExpr(e.a), b = foldExpr(e.b);
+      const a = fold(e.a), b = fold(e.b);
       if (a.k === 'const' && b.k === 'const') {
         const v = foldBin(e.op, a.value, b.value, e.dtype === 'float32');
         if (v !== undefined && Number.isFinite(v)) return C(v, e.dtype);
@@ -75,22 +104,22 @@ export function foldExpr(e: Expr): Expr {
       return a === e.a && b === e.b ? e : { ...e, a, b };
     }
     case 'not': {
-      const a = foldExpr(e.a);
+      const a = fold(e.a);
       return a.k === 'const' ? C(a.value ? 0 : 1, 'bool') : { ...e, a };
     }
     case 'cast': {
-      const a = foldExpr(e.a);
+      const a = fold(e.a);
       if (a.k === 'const') return C(e.dtype === 'float32' ? Math.fround(a.value) : Math.trunc(a.value), e.dtype);
       return { ...e, a };
     }
     case 'select': case 'if': {
-      const cond = foldExpr(e.cond);
-      if (cond.k === 'const') return foldExpr(cond.value ? e.t : e.f);
-      return { ...e, cond, t: foldExpr(e.t), f: foldExpr(e.f) };
+      const cond = fold(e.cond);
+      if (cond.k === 'const') return fold(cond.value ? e.t : e.f);
+      return { ...e, cond, t: fold(e.t), f: fold(e.f) };
     }
-    case 'call': return { ...e, args: e.args.map(foldExpr) };
-    case 'load': return { ...e, indices: e.indices.map(foldExpr) };
-    case 'reduce': return { ...e, source: foldExpr(e.source) };
+    case 'call': return { ...e, args: e.args.map(fold) };
+    case 'load': return { ...e, indices: e.indices.map(fold) };
+    case 'reduce': return { ...e, source: fold(e.source) };
   }
 }
 
