@@ -331,6 +331,34 @@ test('a task and its alternative (a Winograd task of the same layers) count once
   assert.is(result.estimatedMs, direct.weight * 1 + other.weight * 2);
 });
 
+test('an alternative tuned beside its direct task warms up with a quarter of a round; alone, with a whole one', async () => {
+  const [direct, other] = TASKS;
+  const wino: Task = { ...TASKS[2], key: 'wino', alternative: { of: direct.key, impl: 'winograd' } };
+  const run = async (tasks: Task[]): Promise<{ task: string; n: number; warmup: boolean }[]> => {
+    const calls: { task: string; n: number; warmup: boolean }[] = [];
+    const measurer: Measurer = {
+      async measure(task, candidates) {
+        calls.push({ task: task.key, n: candidates.length, warmup: false });
+        return candidates.map((steps) => ({ steps, costs_ms: [task === wino ? 1 : 4], error: null, build_ms: 1, run_ms: 1 }));
+      },
+      async close() { /* nothing */ },
+    };
+    const entries: SchedulerTask[] = tasks.map((task) => ({ task, policy: new CountingPolicy(0), prior: [] }));
+    const hooks: SchedulerHooks = {
+      measurer, costModel: new RecordingModel(), record: () => undefined,
+      onRound: (r) => { calls[calls.length - 1].warmup = r.warmup; },
+    };
+    await new TaskScheduler(entries, { batchSize: 8, seed: 1, trialsPerTask: 10 }, hooks).run();
+    return calls;
+  };
+  const both = await run([direct, other, wino]);
+  assert.equal(both.slice(0, 3).map((c) => [c.task, c.n, c.warmup]), [[direct.key, 8, true], [other.key, 8, true], ['wino', 2, true]]);
+  // After the warm-up its rounds are whole again (8 of the 10 trials per task it may take).
+  assert.equal(both.filter((c) => c.task === 'wino').map((c) => [c.n, c.warmup]), [[2, true], [8, false]]);
+  const alone = await run([other, wino]);
+  assert.equal(alone.slice(0, 2).map((c) => [c.task, c.n]), [[other.key, 8], ['wino', 8]]);
+});
+
 test('the gradient of a layer\'s slower implementation counts only the gain that would pass the layer\'s best', () => {
   const [direct, other] = TASKS;
   const wino: Task = { ...TASKS[2], key: 'wino', alternative: { of: direct.key, impl: 'winograd' } };

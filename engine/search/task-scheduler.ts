@@ -32,6 +32,15 @@ import type { CostModel, MeasuredState, MeasureOutcome, Measurer, SearchPolicy }
 export const ALPHA = 0.2;
 export const BETA = 2;
 export const BACKWARD_WINDOW = 3;
+/**
+ * The warm-up round of a task's alternative (a Winograd task of the same layers, tuned in the
+ * same run) is this share of a round. Compile needs only its best, to set against the direct
+ * task's, and after the warm-up the gradient gives it rounds where it leads. Our choice, not
+ * TVM's (it has no alternatives within one scheduler): on resnet-18 a Winograd trial costs
+ * several times a direct one (larger unrolled C), and 12 full warm-up rounds of them did not
+ * fit a 25-minute tune.
+ */
+export const ALTERNATIVE_WARMUP_SHARE = 0.25;
 /** Rounds in one run that a task may produce no valid program before it is given up. */
 export const NO_VALID_ROUNDS = 2;
 /** Base of the FLOP buckets of similarity tags (TVM: int(log_1.618(FLOP + 1))). */
@@ -304,7 +313,9 @@ export class TaskScheduler {
 
   /** Trials task `i` may take in its next round, after `pending` more trials (`pendingOwn` of them its own) are measured. */
   private roundSize(i: number, pending = 0, pendingOwn = 0): number {
-    let n = this.perRound;
+    const s = this.states[i];
+    const alternativeWarmup = s.trials + pendingOwn === 0 && s.entry.task.alternative !== undefined && this.layers[this.layerOf[i]].members.length > 1;
+    let n = alternativeWarmup ? Math.max(1, Math.ceil(this.perRound * ALTERNATIVE_WARMUP_SHARE)) : this.perRound;
     if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials() - pending);
     if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - this.states[i].trials - pendingOwn);
     return n;
