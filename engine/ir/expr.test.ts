@@ -56,6 +56,18 @@ test('traversal: walk, readTensors, substitute, rewrite', () => {
   assert.equal(readTensors(swapped).map((t) => t.name), ['b']);
 });
 
+test('rewrite: a subtree shared by several parents is rewritten once, and the result stays shared', () => {
+  const a = placeholder('a', [4]);
+  const shared = load(a, [add(v('i'), 1)]);
+  const e = add(mul(shared, 2), sub(shared, mul(shared, 3)));
+  let loads = 0;
+  const out = rewrite(e, (x) => (x.k === 'load' ? (loads++, load(a, [int(0)])) : undefined));
+  assert.is(loads, 1);
+  assert.is(printExpr(out), '((a[0]*2f) + (a[0] - (a[0]*3f)))');
+  if (out.k !== 'bin' || out.a.k !== 'bin' || out.b.k !== 'bin') throw new Error('shape');
+  assert.is(out.a.a, out.b.a, 'one node for the three uses');
+});
+
 test('placeholder and compute: shapes, axes, reductions', () => {
   const x = placeholder('x', [2, 3]);
   assert.ok(isPlaceholder(x));

@@ -204,10 +204,24 @@ export function freeVars(e: Expr): Set<string> {
   return out;
 }
 
-/** Rebuild an expression bottom-up; `f` may replace any node (return undefined to keep it). */
+/**
+ * Rebuild an expression bottom-up; `f` may replace any node (return undefined to keep it).
+ * `f` must depend on the node alone: a subtree that occurs several times (expressions are
+ * immutable and may share nodes, as a Winograd transform shares each tile element among
+ * its 36 sums) is rewritten once and its result shared.
+ */
 export function rewrite(e: Expr, f: (e: Expr) => Expr | undefined): Expr {
-  const rebuilt = mapChildren(e, (c) => rewrite(c, f));
-  return f(rebuilt) ?? rebuilt;
+  const done = new Map<Expr, Expr>();
+  const go = (x: Expr): Expr => {
+    let out = done.get(x);
+    if (out === undefined) {
+      const rebuilt = mapChildren(x, go);
+      out = f(rebuilt) ?? rebuilt;
+      done.set(x, out);
+    }
+    return out;
+  };
+  return go(e);
 }
 
 function mapChildren(e: Expr, g: (e: Expr) => Expr): Expr {

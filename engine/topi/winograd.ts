@@ -86,8 +86,15 @@ export function winogradMatrices(m: number): WinogradMatrices {
  * schedule that unrolls i and j keeps just that sum; one that does not still computes
  * the right value.
  */
-function transform2d(M: readonly (readonly number[])[], i: Expr, j: Expr, x: (a: number, b: number) => Expr): Expr {
+function transform2d(M: readonly (readonly number[])[], i: Expr, j: Expr, element: (a: number, b: number) => Expr): Expr {
   const rows = M.length, cols = M[0].length;
+  // One node per tile element, shared by every sum that reads it (rewrite visits it once).
+  const elements = new Map<number, Expr>();
+  const x = (a: number, b: number): Expr => {
+    let e = elements.get(a * rows + b);
+    if (!e) { e = element(a, b); elements.set(a * rows + b, e); }
+    return e;
+  };
   const branch = (ii: number, jj: number): Expr => {
     let e: Expr | undefined;
     for (let a = 0; a < rows; a++) {
