@@ -27,9 +27,10 @@ export interface EvolutionOptions extends SpaceOptions {
   /**
    * Milliseconds of work (building and scoring states, not the pauses of the async search)
    * after which a batch's evolution stops and proposes the best states scored so far. Not
-   * TVM's: its population is fixed. A state of a Winograd task takes ~150 ms to lower and
-   * describe for the model (a direct conv's a few ms), so a full evolution of one batch
-   * took 6 minutes on a 2-core box, longer than the whole batch's compiling and timing.
+   * TVM's: its population is fixed. A state of a Winograd task took ~150 ms to lower and
+   * describe for the model (a direct conv's a few ms; 25-40 ms since rewrite shares the
+   * transform's repeated terms), so a full evolution of one batch took 6 minutes on a
+   * 2-core box, longer than the whole batch's compiling and timing.
    */
   searchBudgetMs?: number;
 }
