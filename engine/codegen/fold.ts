@@ -1,18 +1,12 @@
-// Small expression utilities for the renderers: substitute loop variables by constants
-// (explicit unrolling; the vectoriser substitutes `base + lane` itself), fold what became constant,
+// Small expression utilities for the renderers: substitute loop variables (by constants when
+// unrolling, by `base + lane` when vectorising) and fold what became constant, in one walk;
 // and read the coefficient of one variable in an affine index.
 
-import { children, int, substitute, type BinOp, type Expr } from '../ir/expr';
-
-/** Replace variables by integer constants (explicit unrolling). */
-export function substConst(e: Expr, consts: ReadonlyMap<string, number>): Expr {
-  if (consts.size === 0) return e;
-  return substitute(e, constBindings(consts));
-}
+import { children, int, type BinOp, type Expr } from '../ir/expr';
 
 const bindingsOf = new WeakMap<ReadonlyMap<string, number>, ReadonlyMap<string, Expr>>();
 
-/** `consts` as a substitution (variable to integer constant), made once per map. */
+/** `consts` as a substitution (variable to integer constant), made once per map (which must not change after). */
 export function constBindings(consts: ReadonlyMap<string, number>): ReadonlyMap<string, Expr> {
   let b = bindingsOf.get(consts);
   if (!b) {
