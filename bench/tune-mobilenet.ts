@@ -2,18 +2,22 @@
 // compile it with the records and with default schedules, and print tuned vs default
 // latency (tt_bench, same threads), the wall time of tuning, trials per second, and the
 // share of tuning wall time spent outside the measurer (search, cost model, records).
-// `--policy random` at the same budget shows what the cost model buys.
+// `--policy random` at the same budget shows what the cost model buys. `--network` tunes
+// another builtin network the same way, and `--workload HASH` (repeatable) only the tasks
+// whose workload key starts with that hash (say a Winograd task, to see its search's cost).
 //
 //   npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary|random]
 //                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0] [--flush | --no-flush]
 //                                   [--no-prefetch]  (search each batch only when its round starts)
+//                                   [--network mobilenet] [--workload HASH]...
 
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compileNetwork } from '../engine/compile/network';
 import { runBench } from '../engine/native/bench';
-import { tuneNetwork } from '../engine/search/tune';
+import { loadModel } from '../engine/frontend/load';
+import { tuneTasks, tuningTasks } from '../engine/search/tune';
 import type { PolicyName } from '../engine/search/types';
 
 const args = process.argv.slice(2);
@@ -29,14 +33,20 @@ async function main(): Promise<void> {
   // Default: tune's own (caches flushed on CPUs); --flush / --no-flush force it.
   const flush = args.includes('--no-flush') ? false : args.includes('--flush') ? true : undefined;
   const prefetch = !args.includes('--no-prefetch');
+  const network = flag('--network', 'mobilenet');
+  const workloads = args.flatMap((a, i) => (args[i - 1] === '--workload' ? [a] : []));
   const target = 'llvm -mcpu=native';
-  const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-mobilenet-'));
-  const records = flag('--records', path.join(dir, 'mobilenet.jsonl'));
-  const model = { model: 'mobilenet', layout: 'NHWC' as const, batch: 1, imageSize };
+  const dir = mkdtempSync(path.join(tmpdir(), `tt-tune-${network}-`));
+  const records = flag('--records', path.join(dir, `${network}.jsonl`));
+  const model = { model: network, layout: 'NHWC' as const, batch: 1, imageSize };
+  const loaded = loadModel(model);
+  const all = tuningTasks(loaded.graph, target);
+  const tasks = workloads.length === 0 ? all : all.filter((t) => workloads.some((w) => t.key.startsWith(`["${w}`)));
+  if (tasks.length === 0) throw new Error(`--workload ${workloads.join(', ')}: no task of ${network} has a workload key starting with that hash`);
 
-  console.log(`mobilenet ${imageSize}x${imageSize} NHWC: ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
-  const result = await tuneNetwork({
-    model, target, records, trials, batchSize, policy, seed, measure: { threads, flush }, prefetch,
+  console.log(`${network} ${imageSize}x${imageSize} NHWC: ${tasks.length} of ${all.length} tasks, ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
+  const result = await tuneTasks(loaded.name, tasks, {
+    target, records, trials, batchSize, policy, seed, measure: { threads, flush }, prefetch,
     log: (line) => { if (line.startsWith('Estimated total latency')) console.log(line); },
   });
 
