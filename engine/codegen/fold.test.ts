@@ -7,19 +7,8 @@ import {
 } from '../ir/expr';
 import { printExpr } from '../ir/printer';
 import { placeholder } from '../ir/tensor';
+import { rng } from '../costmodel/gbdt';
 import { constBindings, foldExpr, substFold } from './fold';
-
-/** A small seeded generator (mulberry32), so a failure names the expression that broke it. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const X = placeholder('x', [64]);
 const VARS = ['i', 'j', 'k', 'lane'];
