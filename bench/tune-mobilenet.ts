@@ -3,19 +3,21 @@
 // latency (tt_bench, same threads), the wall time of tuning, trials per second, and the
 // share of tuning wall time spent outside the measurer (search, cost model, records).
 // `--policy random` at the same budget shows what the cost model buys. `--network` tunes
-// another builtin network the same way, and `--workload HASH` (repeatable) only the tasks
-// whose workload key starts with that hash (say a Winograd task, to see its search's cost).
+// another builtin network the same way, and `--workload KEY` (repeatable) only the tasks it
+// names, by workload key or its hash as `tensortune tune --workload` takes them (say a
+// Winograd task, to see its search's cost).
 //
 //   npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary|random]
 //                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0] [--flush | --no-flush]
 //                                   [--no-prefetch]  (search each batch only when its round starts)
-//                                   [--network mobilenet] [--workload HASH]...
+//                                   [--network mobilenet] [--workload KEY]...
 
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compileNetwork } from '../engine/compile/network';
 import { runBench } from '../engine/native/bench';
+import { selectWorkloads } from '../engine/cli/tune';
 import { loadModel } from '../engine/frontend/load';
 import { tuneTasks, tuningTasks } from '../engine/search/tune';
 import type { PolicyName } from '../engine/search/types';
@@ -39,13 +41,12 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), `tt-tune-${network}-`));
   const records = flag('--records', path.join(dir, `${network}.jsonl`));
   const model = { model: network, layout: 'NHWC' as const, batch: 1, imageSize };
-  const loaded = loadModel(model);
-  const all = tuningTasks(loaded.graph, target);
-  const tasks = workloads.length === 0 ? all : all.filter((t) => workloads.some((w) => t.key.startsWith(`["${w}`)));
-  if (tasks.length === 0) throw new Error(`--workload ${workloads.join(', ')}: no task of ${network} has a workload key starting with that hash`);
+  // --workload names tasks as `tensortune tune --workload` does (a workload key or its hash).
+  const { name, tasks } = workloads.length > 0 ? selectWorkloads(model, target, workloads)
+    : { name: network, tasks: tuningTasks(loadModel(model).graph, target) };
 
-  console.log(`${network} ${imageSize}x${imageSize} NHWC: ${tasks.length} of ${all.length} tasks, ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
-  const result = await tuneTasks(loaded.name, tasks, {
+  console.log(`${network} ${imageSize}x${imageSize} NHWC: ${tasks.length} task(s), ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
+  const result = await tuneTasks(name, tasks, {
     target, records, trials, batchSize, policy, seed, measure: { threads, flush }, prefetch,
     log: (line) => { if (line.startsWith('Estimated total latency')) console.log(line); },
   });

@@ -61,7 +61,6 @@ export function foldExpr(e: Expr): Expr {
  * loop variables decide.
  */
 export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
-  const fold = (x: Expr): Expr => substFold(x, vars);
   switch (e.k) {
     case 'const': return e;
     case 'var': {
@@ -69,7 +68,7 @@ export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
       return bound === undefined ? e : substFold(bound, NO_BINDINGS);
     }
     case 'bin': {
-      const a = fold(e.a), b = fold(e.b);
+      const a = substFold(e.a, vars), b = substFold(e.b, vars);
       if (a.k === 'const' && b.k === 'const') {
         const v = foldBin(e.op, a.value, b.value, e.dtype === 'float32');
         if (v !== undefined && Number.isFinite(v)) return C(v, e.dtype);
@@ -98,22 +97,22 @@ export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
       return a === e.a && b === e.b ? e : { ...e, a, b };
     }
     case 'not': {
-      const a = fold(e.a);
+      const a = substFold(e.a, vars);
       return a.k === 'const' ? C(a.value ? 0 : 1, 'bool') : { ...e, a };
     }
     case 'cast': {
-      const a = fold(e.a);
+      const a = substFold(e.a, vars);
       if (a.k === 'const') return C(e.dtype === 'float32' ? Math.fround(a.value) : Math.trunc(a.value), e.dtype);
       return { ...e, a };
     }
     case 'select': case 'if': {
-      const cond = fold(e.cond);
-      if (cond.k === 'const') return fold(cond.value ? e.t : e.f);
-      return { ...e, cond, t: fold(e.t), f: fold(e.f) };
+      const cond = substFold(e.cond, vars);
+      if (cond.k === 'const') return substFold(cond.value ? e.t : e.f, vars);
+      return { ...e, cond, t: substFold(e.t, vars), f: substFold(e.f, vars) };
     }
-    case 'call': return { ...e, args: e.args.map(fold) };
-    case 'load': return { ...e, indices: e.indices.map(fold) };
-    case 'reduce': return { ...e, source: fold(e.source) };
+    case 'call': return { ...e, args: e.args.map((x) => substFold(x, vars)) };
+    case 'load': return { ...e, indices: e.indices.map((x) => substFold(x, vars)) };
+    case 'reduce': return { ...e, source: substFold(e.source, vars) };
   }
 }
 

@@ -317,7 +317,7 @@ export class TaskScheduler {
     const alternativeWarmup = s.trials + pendingOwn === 0 && s.entry.task.alternative !== undefined && this.layers[this.layerOf[i]].members.length > 1;
     let n = alternativeWarmup ? Math.max(1, Math.ceil(this.perRound * ALTERNATIVE_WARMUP_SHARE)) : this.perRound;
     if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials() - pending);
-    if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - this.states[i].trials - pendingOwn);
+    if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - s.trials - pendingOwn);
     return n;
   }
 
