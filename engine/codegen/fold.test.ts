@@ -68,6 +68,64 @@ test('substFold with no bindings is foldExpr; constBindings binds integer consta
   assert.is(constBindings(at), constBindings(at), 'made once per map');
 });
 
+/** The value of an integer expression of variables, constants, + - * floordiv floormod. */
+function evalInt(e: Expr, at: ReadonlyMap<string, number>): number {
+  if (e.k === 'const') return e.value;
+  if (e.k === 'var') return at.get(e.name)!;
+  if (e.k !== 'bin') throw new Error(`evalInt: ${e.k}`);
+  const a = evalInt(e.a, at), b = evalInt(e.b, at);
+  switch (e.op) {
+    case '+': return a + b;
+    case '-': return a - b;
+    case '*': return a * b;
+    case 'floordiv': return Math.floor(a / b);
+    case 'floormod': return a - Math.floor(a / b) * b;
+    default: throw new Error(`evalInt: ${e.op}`);
+  }
+}
+
+test('floordiv and floormod of sums sharing a factor with the divisor: exact for negative and positive values, on 3000 random sums', () => {
+  const r = rng(7);
+  const pickInt = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
+  let rewritten = 0;
+  for (let n = 0; n < 3000; n++) {
+    // g * (c1*a1 + c2*a2 + ...) + k, divided by a divisor that is a multiple or a divisor of g (or neither).
+    const g = pickInt(1, 16);
+    const atoms: Expr[] = [v('i'), v('j'), floormod(v('k'), int(pickInt(2, 5))), floordiv(v('i'), int(3))];
+    let e: Expr = int(pickInt(-40, 40));
+    for (let t = pickInt(1, 3); t > 0; t--) {
+      const term = mul(atoms[pickInt(0, atoms.length - 1)], int(g * pickInt(-3, 3)));
+      e = r() < 0.5 ? add(e, term) : add(term, e);
+      if (r() < 0.3) e = sub(e, int(pickInt(0, 9)));
+    }
+    const choice = r();
+    const d = choice < 0.4 ? g * pickInt(1, 4) : choice < 0.8 ? Math.max(1, Math.floor(g / pickInt(1, 4))) : pickInt(2, 20);
+    for (const op of [floordiv, floormod]) {
+      const whole = op(e, int(d));
+      const folded = foldExpr(whole);
+      if (printExpr(folded) !== printExpr(whole)) rewritten += 1;
+      for (let s = 0; s < 20; s++) {
+        const at = new Map([['i', pickInt(-50, 50)], ['j', pickInt(-50, 50)], ['k', pickInt(-50, 50)]]);
+        assert.is(evalInt(folded, at), evalInt(whole, at), `${printExpr(whole)} -> ${printExpr(folded)} at ${JSON.stringify([...at])}`);
+      }
+    }
+  }
+  assert.ok(rewritten > 2000, `rewrote ${rewritten} of 6000`);
+});
+
+test('a tile of 14 output positions: the row and column of each position are constants apart from one base', () => {
+  const t = floormod(v('t'), int(4));
+  // A 7-wide image (resnet's 7x7 layers): position 13 of tile t is at row 2t + 1, column 6.
+  assert.is(printExpr(foldExpr(floordiv(add(mul(t, int(14)), int(13)), int(7)))), printExpr(add(mul(t, int(2)), int(1))));
+  assert.is(printExpr(foldExpr(floormod(add(mul(t, int(14)), int(13)), int(7)))), '6');
+  // A 56-wide image: the tile's 14 positions share a row, floordiv(t, 4), from column floormod(t, 4) * 14.
+  assert.is(printExpr(foldExpr(floordiv(add(mul(v('t'), int(14)), int(5)), int(56)))), printExpr(floordiv(v('t'), int(4))));
+  assert.is(printExpr(foldExpr(floormod(add(mul(v('t'), int(14)), int(5)), int(56)))), printExpr(add(mul(floormod(v('t'), int(4)), int(14)), int(5))));
+  // Neither a multiple nor a divisor: left as it is.
+  const odd = floordiv(add(mul(v('t'), int(6)), int(5)), int(56));
+  assert.is(printExpr(foldExpr(odd)), printExpr(odd));
+});
+
 test('a select ruled out by its condition is not walked', () => {
   // The dead branch holds a binding that would throw if it were substituted and folded.
   const trap: Expr = { get k(): never { throw new Error('walked the dead branch'); } } as unknown as Expr;

@@ -81,6 +81,10 @@ export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
         if (e.op === '*' && (isInt(a, 1) || isInt(b, 0))) return b;
         if (e.op === 'floordiv' && isInt(b, 1)) return a;
         if (e.op === 'floormod' && isInt(b, 1)) return C(0, 'int32');
+        if ((e.op === 'floordiv' || e.op === 'floormod') && b.k === 'const' && b.value > 1) {
+          const divided = divideAffine(e.op, a, b.value);
+          if (divided) return divided;
+        }
         // (x + c1) + c2 -> x + (c1 + c2): keeps unrolled offsets together.
         if (e.op === '+' && b.k === 'const' && a.k === 'bin' && a.op === '+' && a.b.k === 'const') {
           return foldExpr({ ...e, a: a.a, b: C(a.b.value + b.value, 'int32') });
@@ -114,6 +118,68 @@ export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
     case 'load': return { ...e, indices: e.indices.map((x) => substFold(x, vars)) };
     case 'reduce': return { ...e, source: substFold(e.source, vars) };
   }
+}
+
+/** An integer expression as a sum of terms (an atom times a constant) and a constant. */
+interface Affine { terms: { atom: Expr; coef: number }[]; constant: number }
+
+/** `e` as sums and differences of atoms times constants (an atom: anything else); its terms are in order. */
+function affineTerms(e: Expr, scale: number, out: Affine): void {
+  if (e.k === 'const' && e.dtype === 'int32') { out.constant += scale * e.value; return; }
+  if (e.k === 'bin' && e.dtype === 'int32') {
+    if (e.op === '+' || e.op === '-') {
+      affineTerms(e.a, scale, out);
+      affineTerms(e.b, e.op === '+' ? scale : -scale, out);
+      return;
+    }
+    if (e.op === '*' && e.b.k === 'const') { affineTerms(e.a, scale * e.b.value, out); return; }
+    if (e.op === '*' && e.a.k === 'const') { affineTerms(e.b, scale * e.a.value, out); return; }
+  }
+  if (scale !== 0) out.terms.push({ atom: e, coef: scale });
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? Math.abs(a) : gcd(b, a % b));
+const floorDiv = (a: number, b: number): number => Math.floor(a / b);
+const bin = (op: BinOp, a: Expr, b: Expr): Expr => ({ k: 'bin', op, a, b, dtype: 'int32' });
+
+/** `terms` (each divided by `by`) plus `constant`, in their order. */
+function rebuild(terms: Affine['terms'], by: number, constant: number): Expr {
+  let out: Expr | undefined;
+  for (const { atom, coef } of terms) {
+    const term = coef / by === 1 ? atom : bin('*', atom, C(coef / by, 'int32'));
+    out = out === undefined ? term : bin('+', out, term);
+  }
+  if (out === undefined) return C(constant, 'int32');
+  return constant === 0 ? out : bin('+', out, C(constant, 'int32'));
+}
+
+/**
+ * floordiv and floormod of a sum whose terms share a factor with the divisor `d`, as the
+ * renderer meets them when a tile of output positions (fused rows and columns) is cut by
+ * the image's width. With g the gcd of the terms' coefficients, S their sum and k the
+ * constant:
+ *  - g a multiple of d: floordiv(S + k, d) = S/d + floordiv(k, d), floormod = floormod(k, d);
+ *  - d a multiple of g (g > 1), k = g*kq + kr with 0 <= kr < g:
+ *    floordiv(S + k, d) = floordiv(S/g + kq, d/g), floormod = floormod(S/g + kq, d/g)*g + kr.
+ * Exact for every integer value of the atoms (floor division). A 14-position tile of a
+ * 7-wide image then reads position i at row 2t + floordiv(i, 7), column floormod(i, 7),
+ * constants apart from one base, where before each position's row and column were
+ * divisions of their own, which GCC kept in 14 registers and spilled; of a 56-wide image,
+ * at row floordiv(t, 4), column floormod(t, 4)*14 + i.
+ */
+function divideAffine(op: 'floordiv' | 'floormod', e: Expr, d: number): Expr | undefined {
+  const sum: Affine = { terms: [], constant: 0 };
+  affineTerms(e, 1, sum);
+  if (sum.terms.length === 0) return undefined;
+  const g = sum.terms.reduce((acc, t) => gcd(acc, t.coef), 0);
+  if (g % d === 0) {
+    return op === 'floordiv' ? foldExpr(rebuild(sum.terms, d, floorDiv(sum.constant, d))) : C(sum.constant - floorDiv(sum.constant, d) * d, 'int32');
+  }
+  if (g === 1 || d % g !== 0) return undefined;
+  const kq = floorDiv(sum.constant, g), kr = sum.constant - kq * g;
+  const inner = rebuild(sum.terms, g, kq);
+  if (op === 'floordiv') return foldExpr(bin('floordiv', inner, C(d / g, 'int32')));
+  return foldExpr(bin('+', bin('*', bin('floormod', inner, C(d / g, 'int32')), C(g, 'int32')), C(kr, 'int32')));
 }
 
 /** Whether variable `name` occurs in `e`. */
