@@ -1,12 +1,17 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { add, f32, floormod, ge, ifThenElse, int, load, lt, mul, sub, v } from '../ir/expr';
+import { add, f32, floordiv, floormod, ge, ifThenElse, int, load, lt, mul, sub, v, type Expr } from '../ir/expr';
 import { placeholder } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
 import type { Stmt } from './lower';
+import { foldExpr } from './fold';
 import { partitionTails } from './partition';
 
 const store = (i: string): Stmt => ({ k: 'store', buf: 'out', index: v(i), value: f32(1) });
+/** `body` with its expressions folded, as the renderer folds them. */
+const EXPR_KINDS = new Set(['const', 'var', 'bin', 'not', 'select', 'if', 'call', 'cast', 'load', 'reduce']);
+const folded = (body: readonly Stmt[]): string =>
+  JSON.stringify(body, (_, x) => (x && typeof x === 'object' && EXPR_KINDS.has(x.k) && !('body' in x) ? foldExpr(x) : x));
 const loop = (name: string, extent: number, kind: 'serial' | 'parallel' | 'unroll', body: Stmt[]): Stmt => ({ k: 'for', v: name, extent, kind, owner: 's', body });
 
 test('a split tail guard is versioned out of the whole tiles: whole tiles run without it, the last with it', () => {
@@ -21,7 +26,29 @@ test('a split tail guard is versioned out of the whole tiles: whole tiles run wi
   assert.is(printExpr(whole.cond), printExpr(lt(add(mul(v('t'), 6), int(5)), 14)), 'whole where the last iteration passes');
   assert.is(JSON.stringify(whole.body), JSON.stringify([loop('i', 6, 'unroll', [store('i')])]), 'no guard left in the whole tiles');
   assert.is(tail.cond.k, 'not');
-  assert.is(JSON.stringify(tail.body), JSON.stringify((body[0] as Extract<Stmt, { k: 'for' }>).body), 'the tail as lowered');
+  // The tail is tile 2 alone: it runs as lowered with t = 2, so its guards fold when rendered.
+  const atTwo: Stmt[] = [loop('i', 6, 'unroll', [{ k: 'if', cond: lt(add(mul(int(2), 6), v('i')), 14), body: [store('i')] }])];
+  assert.is(folded(tail.body), folded(atTwo), 'the tail as lowered, at its one tile');
+});
+
+test('a tail at one value of a fused tile index runs at that value; a tail over several values runs as lowered', () => {
+  // 49 positions in tiles of 14, fused with 16 channel blocks: for ax in 0..64 (parallel):
+  // for i in 0..14 (unroll): if (floormod(ax, 4)*14 + i < 49) out[floordiv(ax, 4)*49 + floormod(ax, 4)*14 + i] = 1
+  const tile = floormod(v('ax'), 4);
+  const position = add(mul(tile, 14), v('i'));
+  const guarded = (p: Expr): Stmt[] => [loop('i', 14, 'unroll', [{
+    k: 'if', cond: lt(p, 49), body: [{ k: 'store', buf: 'out', index: add(mul(floordiv(v('ax'), 4), 49), p), value: f32(1) }],
+  }])];
+  const body: Stmt[] = [loop('ax', 64, 'parallel', guarded(position))];
+  const [, tail] = (partitionTails(body)[0] as Extract<Stmt, { k: 'for' }>).body as Extract<Stmt, { k: 'if' }>[];
+  const atThree = add(mul(int(3), 14), v('i'));
+  assert.is(folded(tail.body), folded(guarded(atThree)), 'floormod(ax, 4) is 3 in the tail; floordiv(ax, 4) is left');
+  // 50 positions in tiles of 4 (13 tiles, the last 2 short): whole where t*4 + 3 < 50; the
+  // tail is tile 12 alone. In tiles of 14 over 56 positions with a guard at 40, tiles 2 and 3 fail.
+  const twoTails = lt(add(mul(v('t'), 14), v('i')), 40);
+  const body2: Stmt[] = [loop('t', 4, 'parallel', [loop('i', 14, 'unroll', [{ k: 'if', cond: twoTails, body: [store('i')] }])])];
+  const [, tail2] = (partitionTails(body2)[0] as Extract<Stmt, { k: 'for' }>).body as Extract<Stmt, { k: 'if' }>[];
+  assert.is(JSON.stringify(tail2.body), JSON.stringify((body2[0] as Extract<Stmt, { k: 'for' }>).body), 'two tail tiles: as lowered');
 });
 
 test('guards that are not monotone in the inner loops, or that hold no inner loop, are left as they are', () => {
@@ -53,7 +80,9 @@ test('a bounds test inside an expression (inlined padding) is versioned: the who
   const [whole, border] = (partitionTails(body)[0] as Extract<Stmt, { k: 'for' }>).body as Extract<Stmt, { k: 'if' }>[];
   assert.is(printExpr(whole.cond), printExpr(ge(v('t'), 1)));
   assert.is(JSON.stringify(whole.body), JSON.stringify([loop('d', 3, 'serial', [{ k: 'store', buf: 'out', index: v('t'), value: load(x, [sub(index, 1)]) }])]));
-  assert.is(JSON.stringify(border.body), JSON.stringify((body[0] as Extract<Stmt, { k: 'for' }>).body), 'the border as lowered');
+  // The border is t = 0 alone.
+  const atZero = ifThenElse(ge(add(int(0), v('d')), 1), load(x, [sub(add(int(0), v('d')), 1)]), f32(0));
+  assert.is(folded(border.body), folded([loop('d', 3, 'serial', [{ k: 'store', buf: 'out', index: int(0), value: atZero }])]), 'the border as lowered, at t = 0');
   // A test on data is not a bounds test, even where it grows with an inner loop: left alone.
   const onData = ifThenElse(lt(add(load(placeholder('n', [16], 'int32'), [v('t')]), v('d')), 5), f32(0), load(x, [v('t')]));
   const dataOnly: Stmt[] = [loop('t', 15, 'parallel', [loop('d', 3, 'serial', [{ k: 'store', buf: 'out', index: add(v('t'), v('d')), value: onData }])])];

@@ -7,7 +7,8 @@
 //
 // So a loop body that holds such guards is versioned: where every guard holds for every
 // iteration of the loops inside the body (the tile is whole), the body runs without them;
-// elsewhere (the tail) it runs as lowered. A guard qualifies when it compares an
+// elsewhere (the tail) it runs as lowered, at its one tile index where it has only one
+// (tailTile), so that its guards fold to constants too. A guard qualifies when it compares an
 // expression that never decreases as an inner loop variable grows (sums, products by
 // non-negative constants, floor division by a positive constant) against a bound that
 // does not depend on the inner loops: its worst case over the inner loops is then at
@@ -19,7 +20,7 @@
 // every tap, with `cond` a bounds test on the tap's input row and column. Outside the
 // border those tests all hold, so the whole version reads the input directly.
 
-import { all, eq, floordiv, freeVars, int, not, readTensors, rewrite, substitute, walk, type Bin, type Expr } from '../ir/expr';
+import { all, eq, floordiv, freeVars, int, not, readTensors, rewrite, substitute, v, walk, type Bin, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
 import { constValue, foldExpr, mentions } from './fold';
 import { forEachExpr, type Stmt } from './lower';
@@ -152,10 +153,70 @@ function versioned(loop: For): Stmt[] | undefined {
   visit(loop.body);
   if (conditions.size === 0) return undefined;
   const cond = all([...conditions.values()])!;
+  const tail = tailTile(cond, loop);
   return [
     { k: 'if', cond, body: withoutGuards(loop.body, new Set(whole.keys())) },
-    { k: 'if', cond: not(cond), body: loop.body },
+    { k: 'if', cond: not(cond), body: tail ? replaced(loop.body, tail.of, int(tail.value)) : loop.body },
   ];
+}
+
+/** The versioned loop's extent up to which the tail's tile index is looked for. */
+const MAX_TAIL_SEARCH = 4096;
+
+/**
+ * The tile index the tail runs at, where it has one value: an expression of the versioned
+ * loop's variable `v` alone (`v` itself, or `floormod(v, m)`, `floordiv(v, m)` where it was
+ * fused with other loops) through which alone `cond` (the whole tiles' condition) depends
+ * on `v`, and which takes exactly one value where `cond` fails. A 49-position image cut into
+ * tiles of 14 has its tail at tile 3; with the index a constant there, each position's guard
+ * folds and the tail is rendered without them, as whole tiles are, instead of testing 14
+ * guards in the innermost loop (resnet's 7x7 layers).
+ */
+function tailTile(cond: Expr, loop: For): { of: Expr; value: number } | undefined {
+  if (loop.extent > MAX_TAIL_SEARCH) return undefined;
+  const candidates: Expr[] = [v(loop.v)];
+  walk(cond, (x) => {
+    if (x.k !== 'bin' || (x.op !== 'floormod' && x.op !== 'floordiv')) return;
+    const vars = freeVars(x);
+    if (vars.size === 1 && vars.has(loop.v)) candidates.push(x);
+  });
+  const u = '__tail_tile';
+  const at = (e: Expr, name: string, value: number): number | undefined => constValue(foldExpr(substitute(e, new Map([[name, int(value)]]))));
+  for (const of of candidates) {
+    const key = printExpr(of);
+    const abstracted = rewrite(cond, (x) => (printExpr(x) === key ? v(u) : undefined));
+    const vars = freeVars(abstracted);
+    if (vars.size !== 1 || !vars.has(u)) continue;
+    const values = new Set<number>();
+    for (let i = 0; i < loop.extent; i++) {
+      const value = at(of, loop.v, i);
+      if (value === undefined) return undefined;
+      values.add(value);
+    }
+    const failing: number[] = [];
+    for (const value of values) {
+      const holds = at(abstracted, u, value);
+      if (holds === undefined) return undefined;
+      if (holds === 0) failing.push(value);
+    }
+    if (failing.length === 1) return { of, value: failing[0] };
+  }
+  return undefined;
+}
+
+/** `body` with every occurrence of `of` (by its printed form) replaced by `by`. */
+function replaced(body: readonly Stmt[], of: Expr, by: Expr): Stmt[] {
+  const key = printExpr(of);
+  const expr = (e: Expr): Expr => rewrite(e, (x) => (printExpr(x) === key ? by : undefined));
+  return body.map((s): Stmt => {
+    switch (s.k) {
+      case 'store': return { ...s, index: expr(s.index), value: expr(s.value) };
+      case 'if': return { ...s, cond: expr(s.cond), body: replaced(s.body, of, by) };
+      case 'for': case 'thread': return { ...s, body: replaced(s.body, of, by) };
+      case 'prefetch': return { ...s, index: expr(s.index) };
+      default: return s;
+    }
+  });
 }
 
 /**
