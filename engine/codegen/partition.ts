@@ -183,8 +183,7 @@ function tailTile(cond: Expr, loop: For): { of: Expr; value: number } | undefine
   const u = '__tail_tile';
   const at = (e: Expr, name: string, value: number): number | undefined => constValue(foldExpr(substitute(e, new Map([[name, int(value)]]))));
   for (const of of candidates) {
-    const key = printExpr(of);
-    const abstracted = rewrite(cond, (x) => (printExpr(x) === key ? v(u) : undefined));
+    const abstracted = rewrite(cond, (x) => (isIndex(x, of) ? v(u) : undefined));
     const vars = freeVars(abstracted);
     if (vars.size !== 1 || !vars.has(u)) continue;
     const values = new Set<number>();
@@ -204,10 +203,19 @@ function tailTile(cond: Expr, loop: For): { of: Expr; value: number } | undefine
   return undefined;
 }
 
-/** `body` with every occurrence of `of` (by its printed form) replaced by `by`. */
+/**
+ * Whether `x` is the tile index `of` (the loop variable, or floormod/floordiv of it by a
+ * constant): compared by shape, not printed, since the bodies it is matched against can be
+ * large (a Winograd transform's select chains).
+ */
+function isIndex(x: Expr, of: Expr): boolean {
+  if (of.k === 'var') return x.k === 'var' && x.name === of.name;
+  return of.k === 'bin' && x.k === 'bin' && x.op === of.op && isIndex(x.a, of.a) && x.b.k === 'const' && of.b.k === 'const' && x.b.value === of.b.value;
+}
+
+/** `body` with every occurrence of the tile index `of` replaced by `by`. */
 function replaced(body: readonly Stmt[], of: Expr, by: Expr): Stmt[] {
-  const key = printExpr(of);
-  const expr = (e: Expr): Expr => rewrite(e, (x) => (printExpr(x) === key ? by : undefined));
+  const expr = (e: Expr): Expr => rewrite(e, (x) => (isIndex(x, of) ? by : undefined));
   return body.map((s): Stmt => {
     switch (s.k) {
       case 'store': return { ...s, index: expr(s.index), value: expr(s.value) };
