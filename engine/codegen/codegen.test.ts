@@ -169,7 +169,7 @@ test('default: a conv at 8 lanes tiles 6 output positions of the fused rows and 
   assert.not.ok(dflt(dw, 8).some((s) => s.s === 'fuse' && s.iters.length === 2 && s.iters.join().endsWith('ax2')), 'depthwise');
 });
 
-test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 positions; a strided one, or one over 3 channels, keeps the columns of a row', () => {
+test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 positions; a strided one, or one over 3 channels, keeps the columns of a row, by 4 vectors where they divide its channels', () => {
   const fused = (steps: readonly Step[]): boolean => steps.some((s) => s.s === 'fuse' && s.stage === 'T_relu' && s.iters.join() === 'ax1,ax2');
   // A 7x7 output: 49 positions, three whole tiles of 14 and one of 7; a 3x3 conv's padding at root.
   for (const [h, ci, co, k, stride, pad] of [[7, 24, 32, 1, 1, 0], [14, 16, 64, 3, 1, 1]] as const) {
@@ -187,6 +187,16 @@ test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 pos
     const steps = dflt(dag, 16);
     assert.not.ok(fused(steps), why);
     check(dag, steps, `${why}, 16 lanes`, 16, ['weight']);
+  }
+  // Those with output channels in fours of vectors: 7 columns by 4 vectors (rowTileOf).
+  for (const [h, ci, co, k, stride, pad, why] of [[28, 24, 128, 1, 2, 0, 'stride 2'], [14, 3, 64, 3, 1, 1, '3 input channels']] as const) {
+    const dag = conv(h, ci, co, k, stride, pad);
+    const steps = dflt(dag, 16);
+    assert.not.ok(fused(steps), why);
+    const split = (iter: string, n: number): boolean => steps.some((s) => s.s === 'split' && s.stage === 'T_relu' && s.iter === iter && s.lengths[0] === n);
+    assert.ok(split('ax3', 64) && split('ax2', 7), `${why}: 7 columns by 64 channels`);
+    const c = check(dag, steps, `${why}, 4 vectors, 16 lanes`, 16, ['weight']);
+    assert.match(c, /conv2d_nhwc_v27\b/, `${why}: 7 x 4 accumulators in variables`);
   }
   // Winograd's batched product takes the same tile: 16 tiles of F(4x4) over a 14x14 output (14 and 2).
   const data = placeholder('data', [1, 14, 14, 16]), bias = placeholder('bias', [1, 1, 1, 32]);
@@ -379,11 +389,12 @@ test('blocked layouts: pack and unpack are inverse; the shape puts the block inn
 });
 
 test('weight layout rewrite: conv and dense weights blocked by the tile width, read contiguously, same results', () => {
-  const dag = conv(9, 8, 64, 3, 1, 1);
+  const dag = conv(9, 8, 128, 3, 1, 1);
   const code = check(dag, dflt(dag), 'conv, blocked weight', 16, ['p1', 'weight']);
   assert.match(code, /tt_v16_load\(&weight\[/, 'the blocked weight is read with vector loads');
   const kernel = lower(State.replay(dag, dflt(dag)), 'k', { packable: new Set(['weight']) });
-  assert.equal(kernel.layouts, [{ input: 1, axis: 3, block: 32 }]);
+  // 8 input channels, fewer than a vector: the default keeps a row's columns by 4 vectors of channels (rowTileOf), 64 of 128.
+  assert.equal(kernel.layouts, [{ input: 1, axis: 3, block: 64 }]);
   // A tile (16) that is not the whole extent of a dividing axis, on a hand-written schedule.
   check(dag, [
     { s: 'compute_inline', stage: 'pad_temp' },
