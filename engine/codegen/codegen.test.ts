@@ -198,6 +198,16 @@ test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 pos
     const c = check(dag, steps, `${why}, 4 vectors, 16 lanes`, 16, ['weight']);
     assert.match(c, /conv2d_nhwc_v27\b/, `${why}: 7 x 4 accumulators in variables`);
   }
+  // A 3x3 stride-1 conv over 28x28 or more with 64 channels: 7 positions by 4 vectors
+  // (positionTile4Of); a 1x1 conv there keeps 14 by 2.
+  for (const [k, pad, rows, vec] of [[3, 1, 7, 64], [1, 0, 14, 32]] as const) {
+    const dag = conv(28, 16, 64, k, 1, pad);
+    const steps = dflt(dag, 16);
+    const split = (iter: string, n: number): boolean => steps.some((s) => s.s === 'split' && s.stage === 'T_relu' && s.iter === iter && s.lengths[0] === n);
+    assert.ok(fused(steps) && split('ax1@ax2', rows) && split('ax3', vec), `${k}x${k} over 28x28: ${rows} positions by ${vec} channels`);
+    const c = check(dag, steps, `${k}x${k} 28x28x16 -> 64, 16 lanes`, 16, ['weight']);
+    assert.match(c, /conv2d_nhwc_v27\b/, `${k}x${k}: 28 accumulators in variables`);
+  }
   // Winograd's batched product takes the same tile: 16 tiles of F(4x4) over a 14x14 output (14 and 2).
   const data = placeholder('data', [1, 14, 14, 16]), bias = placeholder('bias', [1, 1, 1, 32]);
   const wdag = new ComputeDAG([relu(binary('add', conv2dWinogradNHWC(data, placeholder('weight', [6, 6, 16, 32]), { padding: [1, 1, 1, 1], tileSize: 4 }), bias))]);
