@@ -188,14 +188,12 @@ function wideRowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: n
  * kernel alone, 12 interleaved rounds, the median of each round's ratio to the 2-vector
  * tile): resnet-18's first conv (7x7 stride 2 over an image's 3 channels) 0.85, its
  * strided 3x3 convs 0.85, 0.86 and 0.97, its strided 1x1 convs 0.87 and 0.85. 14 columns
- * by 2 vectors (the same 28 accumulators) ran 0.96-1.02.
+ * by 2 vectors (the same 28 accumulators) ran 0.96-1.02. The 4 vectors are WIDE_ROW_VECTORS.
  */
-const ROW_TILE_VECTORS_16 = 4;
-
 function rowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): { vec: number; rows: number } | undefined {
   if (lanes !== 16 || tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return undefined;
   const [, , w, c] = outAxes;
-  const vec = ROW_TILE_VECTORS_16 * lanes;
+  const vec = WIDE_ROW_VECTORS * lanes;
   return c.extent % vec === 0 ? { vec, rows: largestDivisorAtMost(w.extent, 7) } : undefined;
 }
 
@@ -215,7 +213,7 @@ function positionTile4Of(conv: Tensor, outAxes: readonly { name: string; extent:
   const [, h, w, c] = outAxes;
   const taps = conv.op.reduceAxes.find((a) => a.name === 'rx')?.extent ?? 1;
   const positions = h.extent * w.extent;
-  const vec = ROW_TILE_VECTORS_16 * lanes;
+  const vec = WIDE_ROW_VECTORS * lanes;
   if (taps < 2 || c.extent % vec !== 0 || positions < POSITION_TILE4_MIN_POSITIONS || positions % 7 !== 0) return undefined;
   return { vec, rows: 7 };
 }
