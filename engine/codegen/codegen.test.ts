@@ -318,7 +318,7 @@ test('dense + bias, pooling, softmax: default schedules', () => {
   check(ew, dflt(ew), 'elementwise');
 });
 
-test('default: a pool read only by its fused epilogue is reduced in a register inside the epilogue\'s vector tile, its small window unrolled', () => {
+test('default: a pool read only by its fused epilogue is reduced in registers inside the epilogue\'s tile of 4 vectors, its small window unrolled, the border versioned', () => {
   const img = placeholder('img', [1, 12, 12, 32]);
   const scale = placeholder('scale', [1, 1, 1, 32]);
   for (const kind of ['max', 'avg'] as const) {
@@ -329,8 +329,10 @@ test('default: a pool read only by its fused epilogue is reduced in a register i
     assert.ok(held && held.s === 'compute_at' && held.target === 'T_relu', `${kind}: ${JSON.stringify(steps)}`);
     const src = check(dag, steps, `${kind} pool + epilogue`, 8);
     assert.not.match(src, /aligned_alloc/, `${kind}: no temporary for the pool`);
-    assert.match(src, /tt_v8 pool_(max|sum)_v0;/, `${kind}: the window is reduced in a register`);
+    assert.match(src, /tt_v8 pool_(max|sum)_v0, pool_\1_v1, pool_\1_v2, pool_\1_v3;/, `${kind}: the window is reduced in 4 vector registers`);
     assert.not.match(src, /for \(int32_t rv0/, `${kind}: the 3x3 window is unrolled`);
+    // Inside the image, the taps load without a bounds test.
+    assert.match(src, /pool_(max|sum)_v0 = (tt_v8_max\(pool_\1_v0, |\(pool_\1_v0 \+ )tt_v8_load/, `${kind}: a border-free tile body`);
   }
 });
 
