@@ -12,26 +12,22 @@
 // Make the builds with `tensortune compile NET --out DIR` in each checkout (the same model,
 // records and target); the script refuses builds of different models or targets.
 
-import { parseArgs } from 'node:util';
 import { median, pairedRatio } from '../engine/compare/compare';
 import { manifestFiles, readManifest } from '../engine/compile/manifest';
 import { runBench } from '../engine/native/bench';
+import { benchArgs } from './args';
 
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: { threads: { type: 'string', default: '1,2' }, rounds: { type: 'string', default: '10' }, repeat: { type: 'string', default: '5' } },
-  });
-  if (positionals.length !== 2) throw new Error('usage: npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5]');
-  const [a, b] = positionals.map((dir) => ({ dir, manifest: readManifest(dir) }));
+  const args = benchArgs('bench/compare-builds.ts', 'npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5]', { threads: '1,2', rounds: '10', repeat: '5' }, 2);
+  const [a, b] = args.positionals.map((dir) => ({ dir, manifest: readManifest(dir) }));
   for (const field of ['name', 'target', 'model_sha256'] as const) {
     if (a.manifest[field] !== b.manifest[field]) throw new Error(`${a.dir} and ${b.dir} are builds of different models or targets: ${field} ${a.manifest[field]} against ${b.manifest[field]}`);
   }
-  const rounds = Number(values.rounds), repeat = Number(values.repeat);
+  const rounds = args.int('rounds'), repeat = args.int('repeat');
   console.log(`${a.manifest.name}, ${a.manifest.target}: A = ${a.dir}, B = ${b.dir}; ${rounds} interleaved rounds of ${repeat} measurements each`);
   console.log('| threads | A median ms | B median ms | B / A medians | paired | fastest |');
   console.log('|---|---|---|---|---|---|');
-  for (const threads of values.threads!.split(',').map(Number)) {
+  for (const threads of args.ints('threads')) {
     const runs: [number[], number[]] = [[], []];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [0, 1] : [1, 0];

@@ -20,20 +20,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compareWithOnnxRuntime, minRatio, type CompareReport } from '../engine/compare/compare';
 import { compileNetwork } from '../engine/compile/network';
+import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 
-function flag(name: string, dflt: string): string {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
-}
+const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"]';
 
 async function main(): Promise<void> {
-  const networks = flag('--networks', 'mobilenet,resnet-18,resnet-50').split(',');
-  const threads = flag('--threads', '1,2').split(',').map(Number);
-  const records = flag('--records', '');
-  const imageSize = Number(flag('--image-size', '224'));
-  const rounds = Number(flag('--rounds', '5'));
-  const target = flag('--target', 'llvm -mcpu=native');
+  const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', records: '', 'image-size': '224', rounds: '5', target: 'llvm -mcpu=native' });
+  const networks = args.list('networks');
+  const threads = args.ints('threads');
+  const records = args.str('records');
+  const imageSize = args.int('image-size');
+  const rounds = args.int('rounds');
+  const target = args.str('target');
   const work = mkdtempSync(path.join(tmpdir(), 'tt-compare-ort-'));
   const rows: string[] = [];
   try {

@@ -16,12 +16,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compareWithOnnxRuntime, type CompareReport } from '../engine/compare/compare';
 import { compileNetwork } from '../engine/compile/network';
+import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 
-const flag = (name: string, dflt: string): string => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
-};
+const USAGE = 'npx tsx bench/contention.ts [--networks mobilenet,resnet-18] [--rounds 3] [--records FILE] [--variants default,TT_POOL_SPIN_US=0] [--image-size 224]';
 
 /** A process that keeps one core busy until killed. */
 function burnOneCore(): ChildProcess {
@@ -43,11 +41,12 @@ async function withEnv<T>(env: Record<string, string>, f: () => Promise<T>): Pro
 }
 
 async function main(): Promise<void> {
-  const networks = flag('--networks', 'mobilenet,resnet-18').split(',');
-  const rounds = Number(flag('--rounds', '3'));
-  const records = flag('--records', '');
-  const imageSize = Number(flag('--image-size', '224'));
-  const variants = flag('--variants', 'default').split(',').map((v) => {
+  const args = benchArgs('bench/contention.ts', USAGE, { networks: 'mobilenet,resnet-18', rounds: '3', records: '', variants: 'default', 'image-size': '224' });
+  const networks = args.list('networks');
+  const rounds = args.int('rounds');
+  const records = args.str('records');
+  const imageSize = args.int('image-size');
+  const variants = args.list('variants').map((v) => {
     if (v === 'default') return { name: v, env: {} as Record<string, string> };
     const env = Object.fromEntries(v.split('+').map((kv) => kv.split('=') as [string, string]));
     return { name: v, env };

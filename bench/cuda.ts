@@ -37,11 +37,11 @@ import type { Step } from '../engine/schedule/steps';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneNetwork, tuneTasks } from '../engine/search/tune';
 import { parseTarget, type Target } from '../engine/target';
+import { benchArgs } from './args';
 import { bestSteps, interleaved } from './interleaved';
 import { writeNetworkOnnx } from './onnx-network';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/cuda.ts [--parts conv,resnet-18] [--conv-trials 64] [--net-trials 400] [--net-time-limit 600] [--seed 0] [--python python3] [--keep DIR] [--json FILE]';
 
 interface TorchTimes { device: string; torch: string; cudnn: number; conv_ms: number; resnet18_device_ms: number; resnet18_host_ms: number }
 
@@ -57,13 +57,14 @@ function torchTimes(python: string): TorchTimes | { error: string } {
 }
 
 async function main(): Promise<void> {
-  const convTrials = Number(flag('--conv-trials', '64'));
-  const netTrials = Number(flag('--net-trials', '400'));
-  const netTimeLimit = Number(flag('--net-time-limit', '600'));
-  const seed = Number(flag('--seed', '0'));
-  const python = flag('--python', 'python3');
-  const jsonFile = flag('--json', '');
-  const parts = flag('--parts', 'conv,resnet-18').split(',');
+  const args = benchArgs('bench/cuda.ts', USAGE, { parts: 'conv,resnet-18', 'conv-trials': '64', 'net-trials': '400', 'net-time-limit': '600', seed: '0', python: 'python3', keep: '', json: '' });
+  const convTrials = args.int('conv-trials');
+  const netTrials = args.int('net-trials');
+  const netTimeLimit = args.num('net-time-limit');
+  const seed = args.num('seed');
+  const python = args.str('python');
+  const jsonFile = args.str('json');
+  const parts = args.list('parts');
   const found = cudaDeviceSync();
   if ('error' in found) {
     console.error(`bench/cuda.ts: no CUDA GPU here: ${found.error}`);
@@ -71,7 +72,7 @@ async function main(): Promise<void> {
     return;
   }
   const target = parseTarget('cuda');
-  const dir = flag('--keep', '') || mkdtempSync(path.join(tmpdir(), 'tt-bench-cuda-'));
+  const dir = args.str('keep') || mkdtempSync(path.join(tmpdir(), 'tt-bench-cuda-'));
   mkdirSync(dir, { recursive: true });
   const summary: Record<string, unknown> = { gpu: found.device.name, driver: found.device.driverVersion, target: target.text };
   console.log(`GPU: ${found.device.name} (driver ${found.device.driverVersion}), target "${target.text}"`);

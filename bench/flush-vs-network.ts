@@ -10,7 +10,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
 import { kernelProfile } from '../engine/compile/profile';
@@ -23,10 +22,13 @@ import { defaultSchedule } from '../engine/schedule/defaults';
 import { stepsKey, type Step } from '../engine/schedule/steps';
 import { tuningTasks } from '../engine/search/tune';
 import { hardwareFingerprint, parseTarget } from '../engine/target';
+import { benchArgs } from './args';
 
-const { values } = parseArgs({ options: { records: { type: 'string' }, network: { type: 'string', default: 'mobilenet' }, rounds: { type: 'string', default: '3' } } });
-if (!values.records) throw new Error('--records LOG: the tuned log to compare with the defaults');
-const records = path.resolve(values.records);
+const args = benchArgs('bench/flush-vs-network.ts', 'npx tsx bench/flush-vs-network.ts --records LOG [--network mobilenet] [--rounds 3]', { records: '', network: 'mobilenet', rounds: '3' });
+if (!args.str('records')) throw new Error('--records LOG: the tuned log to compare with the defaults');
+const records = path.resolve(args.str('records'));
+const network = args.str('network');
+const rounds = args.int('rounds');
 const target = parseTarget('llvm -mcpu=native');
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const median = (xs: readonly number[] | undefined): number => (xs?.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : NaN);
@@ -41,7 +43,7 @@ async function networkTimes(dir: string): Promise<Map<string, number>> {
 }
 
 async function main(): Promise<void> {
-  const graph = getNetwork(values.network!, { weights: 'zeros' }).graph;
+  const graph = getNetwork(network, { weights: 'zeros' }).graph;
   const tasks = tuningTasks(graph, target.text).filter((t) => !t.alternative);
   const ranked = rankedByWorkload(await readRecordFiles([records]), target.text, hardwareFingerprint(target));
   const work = mkdtempSync(path.join(tmpdir(), 'tt-flush-vs-network-'));
@@ -55,9 +57,9 @@ async function main(): Promise<void> {
   };
   try {
     const dirs = { default: path.join(work, 'default'), tuned: path.join(work, 'tuned') };
-    await compileNetwork({ model: values.network!, target: target.text, outDir: dirs.default, log: () => undefined });
-    await compileNetwork({ model: values.network!, target: target.text, outDir: dirs.tuned, records: [records], log: () => undefined });
-    for (let round = 0; round < Number(values.rounds); round++) {
+    await compileNetwork({ model: network, target: target.text, outDir: dirs.default, log: () => undefined });
+    await compileNetwork({ model: network, target: target.text, outDir: dirs.tuned, records: [records], log: () => undefined });
+    for (let round = 0; round < rounds; round++) {
       for (const task of tasks) {
         const dflt = defaultSchedule(task.dag, { vectorLanes: target.vectorLanes });
         const best = ranked.get(task.key)?.[0]?.entry.record.steps;
@@ -76,7 +78,7 @@ async function main(): Promise<void> {
     await warm.close();
     rmSync(work, { recursive: true, force: true });
   }
-  console.log(`${values.network}, ${path.basename(records)}: ms per call at 1 thread, medians of ${values.rounds} interleaved rounds`);
+  console.log(`${network}, ${path.basename(records)}: ms per call at 1 thread, medians of ${rounds} interleaved rounds`);
   console.log(`| task | ${COLUMNS.join(' | ')} |`);
   console.log(`|---|${COLUMNS.map(() => '---').join('|')}|`);
   let compared = 0, flushAgrees = 0, warmAgrees = 0;

@@ -14,11 +14,9 @@ import { extractTasks } from '../engine/graph/extract';
 import { runBench } from '../engine/native/bench';
 import { measurePeakGflops } from '../engine/native/peak';
 import { parseTarget } from '../engine/target';
+import { benchArgs } from './args';
 
-function flag(name: string, dflt: string): string {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
-}
+const USAGE = 'npx tsx bench/models.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--repeat 20] [--target "llvm -mcpu=native"]';
 
 /** FLOPs of one inference: Σ over tasks of weight × FLOPs (elementwise-only groups are not counted). */
 export function networkFlops(model: string): number {
@@ -27,10 +25,11 @@ export function networkFlops(model: string): number {
 }
 
 async function main(): Promise<void> {
-  const networks = flag('--networks', 'mobilenet,resnet-18,resnet-50').split(',');
-  const threads = flag('--threads', '1,2').split(',').map(Number);
-  const repeat = Number(flag('--repeat', '20'));
-  const targetText = flag('--target', 'llvm -mcpu=native');
+  const args = benchArgs('bench/models.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', repeat: '20', target: 'llvm -mcpu=native' });
+  const networks = args.list('networks');
+  const threads = args.ints('threads');
+  const repeat = args.int('repeat');
+  const targetText = args.str('target');
   const target = parseTarget(targetText);
   const work = mkdtempSync(path.join(tmpdir(), 'tt-bench-models-'));
   try {

@@ -26,15 +26,17 @@ import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
 import { tuneNetwork, tuneTasks } from '../engine/search/tune';
 import { parseTarget } from '../engine/target';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
+import { benchArgs } from './args';
 import { bestSteps, interleaved } from './interleaved';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/opencl.ts [--target opencl] [--conv-trials 64] [--net-trials 176] [--seed 0]';
+
 async function main(): Promise<void> {
-  const targetText = flag('--target', 'opencl');
-  const convTrials = Number(flag('--conv-trials', '64'));
-  const netTrials = Number(flag('--net-trials', '176'));
-  const seed = Number(flag('--seed', '0'));
+  const args = benchArgs('bench/opencl.ts', USAGE, { target: 'opencl', 'conv-trials': '64', 'net-trials': '176', seed: '0' });
+  const targetText = args.str('target');
+  const convTrials = args.int('conv-trials');
+  const netTrials = args.int('net-trials');
+  const seed = args.num('seed');
   const dev = openclDeviceSync();
   if ('error' in dev) throw new Error(`no OpenCL device: ${dev.error}`);
   const target = parseTarget(targetText);

@@ -7,12 +7,14 @@
 
 import { measurePeakGflops } from '../engine/native/peak';
 import { parseTarget } from '../engine/target';
+import { benchArgs } from './args';
+
+const USAGE = 'npx tsx bench/peak.ts [--threads N] [--target "llvm -mcpu=native"]';
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const flag = (name: string): string | undefined => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
-  const target = parseTarget(flag('--target') ?? 'llvm -mcpu=native');
-  const max = Number(flag('--threads') ?? 2);
+  const args = benchArgs('bench/peak.ts', USAGE, { threads: '2', target: 'llvm -mcpu=native' });
+  const target = parseTarget(args.str('target'));
+  const max = args.int('threads');
   for (let t = 1; t <= max; t++) {
     console.log(`peak fp32 @${t} thread(s), ${target.vectorLanes} lanes: ${(await measurePeakGflops(t, target)).toFixed(1)} GFLOP/s`);
   }

@@ -18,9 +18,9 @@ import { POLICY_NAMES } from '../engine/search/policy';
 import { tuneTasks } from '../engine/search/tune';
 import type { PolicyName } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
+import { benchArgs } from './args';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/policies.ts [--trials 128] [--batch-size 32] [--seed 0] [--policies evolutionary,ga,random,grid] [--task seed-002|depthwise]';
 
 function taskOf(name: string): Task {
   if (name === 'seed-002') return seed002Conv();
@@ -32,13 +32,14 @@ function taskOf(name: string): Task {
 }
 
 async function main(): Promise<void> {
-  const trials = Number(flag('--trials', '128'));
-  const batchSize = Number(flag('--batch-size', '32'));
-  const seed = Number(flag('--seed', '0'));
-  const policies = flag('--policies', 'evolutionary,ga,random,grid').split(',') as PolicyName[];
+  const args = benchArgs('bench/policies.ts', USAGE, { trials: '128', 'batch-size': '32', seed: '0', policies: 'evolutionary,ga,random,grid', task: 'seed-002' });
+  const trials = args.int('trials');
+  const batchSize = args.int('batch-size');
+  const seed = args.num('seed');
+  const policies = args.list('policies') as PolicyName[];
   for (const p of policies) if (!POLICY_NAMES.includes(p)) throw new Error(`--policies: unknown policy '${p}' (expected ${POLICY_NAMES.join(', ')})`);
   const target = 'llvm -mcpu=native';
-  const task = taskOf(flag('--task', 'seed-002'));
+  const task = taskOf(args.str('task'));
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-policies-'));
   console.log(`task: ${task.desc} (${(task.flops / 1e6).toFixed(1)} MFLOP); ${trials} trials per policy, ${batchSize} per round, seed ${seed}, 1 thread, "${parseTarget(target).text}"`);
 

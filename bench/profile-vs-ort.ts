@@ -30,12 +30,10 @@ import { numElements } from '../engine/ir/tensor';
 import { runBench } from '../engine/native/bench';
 import { uniform } from '../engine/runtime/random';
 import { writeFloat32File } from '../engine/runtime/rawfile';
+import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 
-function flag(name: string, dflt: string): string {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
-}
+const USAGE = 'npx tsx bench/profile-vs-ort.ts [--network mobilenet] [--records tuned.jsonl] [--threads 1] [--rounds 5] [--runs 20] [--image-size 224]';
 
 /** onnxruntime-node's profiling, which engine/compare/ort.ts does not use. */
 type ProfilingOrt = OrtModule & {
@@ -53,12 +51,13 @@ const kindOfNode = (op: string): string =>
 const outputsOfTask = (desc: string): number => numElements((desc.split(' -> ')[1] ?? '').split('x').map(Number));
 
 async function main(): Promise<void> {
-  const name = flag('--network', 'mobilenet');
-  const records = flag('--records', '');
-  const threads = Number(flag('--threads', '1'));
-  const rounds = Number(flag('--rounds', '5'));
-  const runs = Number(flag('--runs', '20'));
-  const imageSize = Number(flag('--image-size', '224'));
+  const args = benchArgs('bench/profile-vs-ort.ts', USAGE, { network: 'mobilenet', records: '', threads: '1', rounds: '5', runs: '20', 'image-size': '224' });
+  const name = args.str('network');
+  const records = args.str('records');
+  const threads = args.int('threads');
+  const rounds = args.int('rounds');
+  const runs = args.int('runs');
+  const imageSize = args.int('image-size');
   const work = mkdtempSync(path.join(tmpdir(), 'tt-profile-vs-ort-'));
   try {
     const onnx = writeNetworkOnnx(work, name, imageSize);

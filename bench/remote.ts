@@ -24,21 +24,22 @@ import { sshdMissing, startLoopbackSshd } from '../engine/remote/sshd.fixture';
 import { createPolicy } from '../engine/search/policy';
 import type { MeasureOutcome } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
+import { benchArgs } from './args';
 
-function flag(name: string, dflt: string): string {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
-}
+const USAGE = 'npx tsx bench/remote.ts [--candidates 16] [--rounds 5] [--image-size 224] [--runner CMD] [--repeat 1] [--min-repeat-ms 0]';
 
 const median = (v: number[]): number => { const s = [...v].sort((a, b) => a - b); return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 const mean = (v: number[]): number => v.reduce((a, b) => a + b, 0) / v.length;
 
 async function main(): Promise<void> {
-  const why = process.argv.includes('--runner') ? undefined : sshdMissing();
+  const args = benchArgs('bench/remote.ts', USAGE, { candidates: '16', rounds: '5', 'image-size': '224', runner: '', repeat: '1', 'min-repeat-ms': '0' });
+  // --runner CMD measures through another runner instead (`sh -c {command}`: the remote worker without ssh).
+  const given = args.str('runner');
+  const why = given ? undefined : sshdMissing();
   if (why) throw new Error(`bench/remote.ts needs a loopback sshd: ${why}`);
-  const count = Number(flag('--candidates', '16'));
-  const rounds = Number(flag('--rounds', '5'));
-  const imageSize = Number(flag('--image-size', '224'));
+  const count = args.int('candidates');
+  const rounds = args.int('rounds');
+  const imageSize = args.int('image-size');
   const target = parseTarget('llvm');
   const tasks = extractTasks(getNetwork('mobilenet', { imageSize }).graph);
   // A mid-size pointwise conv: its output (the bytes that travel back) is 1x28x28x256.
@@ -47,9 +48,7 @@ async function main(): Promise<void> {
   const batch = policy.nextBatch(count);
   // By default one short timed run per candidate, so that run_ms is mostly what is not the kernel:
   // the transport, loading, verification.
-  const opts = { repeat: Number(flag('--repeat', '1')), minRepeatMs: Number(flag('--min-repeat-ms', '0')), number: 1, seed: 0, timeoutMs: 10_000, buildJobs: 2 };
-  // --runner CMD measures through another runner instead (`sh -c {command}`: the remote worker without ssh).
-  const given = flag('--runner', '');
+  const opts = { repeat: args.int('repeat'), minRepeatMs: args.num('min-repeat-ms'), number: 1, seed: 0, timeoutMs: 10_000, buildJobs: 2 };
   const sshd = given ? undefined : await startLoopbackSshd();
   const runner = given || sshd!.runner;
   const local = new LocalMeasurer(target, opts);

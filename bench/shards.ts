@@ -17,9 +17,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { benchArgs } from './args';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/shards.ts [--trials-per-task 4 | --trials 88] [--shards 4] [--image-size 224] [--measures-per-round 8] [--rounds 2]';
 const REPO = path.resolve(__dirname, '..');
 
 function run(cmd: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
@@ -45,11 +45,13 @@ networks:
 ${shards ? `    shards: ${shards}\n` : ''}`;
 
 function main(): void {
-  const budget = args.includes('--trials') ? `trials: ${Number(flag('--trials', '88'))}` : `trialsPerTask: ${Number(flag('--trials-per-task', '4'))}`;
-  const rounds = Number(flag('--rounds', '2'));
-  const shards = Number(flag('--shards', '4'));
-  const imageSize = Number(flag('--image-size', '224'));
-  const perRound = Number(flag('--measures-per-round', '8'));
+  // Without --trials the budget is per task; --trials (a total) wins when both are given.
+  const args = benchArgs('bench/shards.ts', USAGE, { trials: '', 'trials-per-task': '4', shards: '4', 'image-size': '224', 'measures-per-round': '8', rounds: '2' });
+  const budget = args.str('trials') ? `trials: ${args.int('trials')}` : `trialsPerTask: ${args.int('trials-per-task')}`;
+  const rounds = args.int('rounds');
+  const shards = args.int('shards');
+  const imageSize = args.int('image-size');
+  const perRound = args.int('measures-per-round');
   const base = mkdtempSync(path.join(tmpdir(), 'tt-bench-shards-'));
   try {
     run('npm', ['run', 'build', '--silent'], REPO);

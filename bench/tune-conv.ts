@@ -16,17 +16,18 @@ import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneTasks } from '../engine/search/tune';
 import type { PolicyName, TuneEvent } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
+import { benchArgs } from './args';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/tune-conv.ts [--trials 256] [--batch-size 64] [--policy evolutionary] [--records FILE (default: a fresh temporary log)] [--seed 0]';
 
 async function main(): Promise<void> {
-  const trials = Number(flag('--trials', '256'));
-  const batchSize = Number(flag('--batch-size', '64'));
-  const policy = flag('--policy', 'evolutionary') as PolicyName;
-  const seed = Number(flag('--seed', '0'));
+  const args = benchArgs('bench/tune-conv.ts', USAGE, { trials: '256', 'batch-size': '64', policy: 'evolutionary', records: '', seed: '0' });
+  const trials = args.int('trials');
+  const batchSize = args.int('batch-size');
+  const policy = args.str('policy') as PolicyName;
+  const seed = args.num('seed');
   const target = 'llvm -mcpu=native';
-  const records = flag('--records', path.join(mkdtempSync(path.join(tmpdir(), 'tt-tune-conv-')), 'conv.jsonl'));
+  const records = args.str('records') || path.join(mkdtempSync(path.join(tmpdir(), 'tt-tune-conv-')), 'conv.jsonl');
   const task = seed002Conv();
   console.log(`task: ${task.desc}  (${(task.flops / 1e6).toFixed(1)} MFLOP)  key ${task.key}`);
   console.log(`budget: ${trials} trials, ${batchSize} per round, policy ${policy}, 1 thread, target "${parseTarget(target).text}"; log ${records}`);

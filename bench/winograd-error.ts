@@ -10,7 +10,6 @@
 //
 //   npx tsx bench/winograd-error.ts [--networks resnet-18,resnet-50]
 
-import { parseArgs } from 'node:util';
 import { getNetwork } from '../engine/frontend/networks';
 import type { ConstantNode, OpNode } from '../engine/graph/graph';
 import { optimize } from '../engine/graph/passes';
@@ -21,8 +20,9 @@ import { numElements, placeholder, type Tensor } from '../engine/ir/tensor';
 import { uniform } from '../engine/runtime/random';
 import { conv2dNHWC } from '../engine/topi/nn';
 import { conv2dWinogradNHWC, winogradMatrices, winogradWeightTransform, type WinogradTile } from '../engine/topi/winograd';
+import { benchArgs } from './args';
 
-const { values } = parseArgs({ options: { networks: { type: 'string', default: 'resnet-18,resnet-50' } } });
+const args = benchArgs('bench/winograd-error.ts', 'npx tsx bench/winograd-error.ts [--networks resnet-18,resnet-50]', { networks: 'resnet-18,resnet-50' });
 
 /** max |got - ref| / max |ref|, and max over elements of (|got - ref| - 1e-4 |ref|) / max |ref|. */
 function relError(got: Float32Array, ref: Float32Array): { peak: number; excess: number } {
@@ -39,7 +39,7 @@ function relError(got: Float32Array, ref: Float32Array): { peak: number; excess:
 
 const rows: string[] = [];
 const worst = new Map<string, number>();
-for (const name of values.networks!.split(',')) {
+for (const name of args.list('networks')) {
   const g = optimize(getNetwork(name, {}).graph);
   const seen = new Set<string>();
   for (const id of winogradEligible(g)) {

@@ -4,21 +4,22 @@
 //
 //   npx tsx bench/winograd.ts [--network resnet-18] [--repeat 5]
 
-import { parseArgs } from 'node:util';
 import { getNetwork } from '../engine/frontend/networks';
 import { extractTasks } from '../engine/graph/extract';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { defaultSchedule } from '../engine/schedule/defaults';
 import { parseTarget } from '../engine/target';
+import { benchArgs } from './args';
 
-const { values } = parseArgs({ options: { network: { type: 'string', default: 'resnet-18' }, repeat: { type: 'string', default: '5' } } });
+const args = benchArgs('bench/winograd.ts', 'npx tsx bench/winograd.ts [--network resnet-18] [--repeat 5]', { network: 'resnet-18', repeat: '5' });
+const network = args.str('network');
 const target = parseTarget('llvm -mcpu=native');
-const tasks = extractTasks(getNetwork(values.network!, { weights: 'zeros' }).graph, { winograd: true });
-const measurer = new LocalMeasurer(target, { repeat: Number(values.repeat), minRepeatMs: 20, buildJobs: 2, threads: 1 });
+const tasks = extractTasks(getNetwork(network, { weights: 'zeros' }).graph, { winograd: true });
+const measurer = new LocalMeasurer(target, { repeat: args.int('repeat'), minRepeatMs: 20, buildJobs: 2, threads: 1 });
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 (async () => {
-  console.log(`| layer (${values.network}, default schedules, 1 thread) | weight | direct ms | Winograd ms | tile | Winograd / direct |`);
+  console.log(`| layer (${network}, default schedules, 1 thread) | weight | direct ms | Winograd ms | tile | Winograd / direct |`);
   console.log('|---|---|---|---|---|---|');
   let totalD = 0, totalW = 0;
   try {
