@@ -3,8 +3,9 @@ import * as assert from 'uvu/assert';
 import { BenchArgsError, parseBenchArgs, type BenchArgs } from './args';
 
 const defaults = { networks: 'mobilenet,resnet-18', rounds: '5', threads: '1,2', records: '', scale: '0.5' };
+const shape = { switches: ['flush'], repeated: ['workload'] };
 const parse = (argv: string[], positionals = 0): BenchArgs => {
-  const a = parseBenchArgs('bench/x.ts', defaults, positionals, argv);
+  const a = parseBenchArgs('bench/x.ts', defaults, { ...shape, positionals }, argv);
   if (a === 'help') throw new Error('unexpected help');
   return a;
 };
@@ -29,9 +30,19 @@ test('defaults, given values, lists and numbers', () => {
   assert.equal(parse(['DIR_A', '--rounds', '3', 'DIR_B'], 2).positionals, ['DIR_A', 'DIR_B']);
 });
 
+test('switches and repeated flags', () => {
+  const a = parse(['--flush', '--workload', 'k1', '--workload', 'k2']);
+  assert.ok(a.on('flush'));
+  assert.equal(a.all('workload'), ['k1', 'k2']);
+  const b = parse([]);
+  assert.not.ok(b.on('flush'));
+  assert.equal(b.all('workload'), []);
+  throwsWith(() => parse(['--flush=yes']), /^bench\/x\.ts: .*--flush/);
+});
+
 test('--help and -h ask for the usage instead of running', () => {
-  assert.is(parseBenchArgs('bench/x.ts', defaults, 0, ['--rounds', '3', '--help']), 'help');
-  assert.is(parseBenchArgs('bench/x.ts', defaults, 0, ['-h']), 'help');
+  assert.is(parseBenchArgs('bench/x.ts', defaults, {}, ['--rounds', '3', '--help']), 'help');
+  assert.is(parseBenchArgs('bench/x.ts', defaults, {}, ['-h']), 'help');
 });
 
 test('bad flags name the script and the flag', () => {

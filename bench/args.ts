@@ -1,7 +1,8 @@
 // The flags of the bench scripts, read with node's parseArgs in strict mode: an unknown
 // flag or a missing value is an error (a mistyped `--round 10` used to run the default
 // silently, and `--help` ran the whole benchmark), `--help` prints the script's usage, and
-// numbers are checked before anything runs. Every value is a string flag with a default.
+// numbers are checked before anything runs. Flags with a value have a default; switches
+// (no value) are off unless given; a repeated flag collects every value given.
 
 import { parseArgs } from 'node:util';
 
@@ -16,23 +17,39 @@ export interface BenchArgs {
   ints(name: string): number[];
   /** A non-negative number. */
   num(name: string): number;
+  /** Whether a switch was given. */
+  on(name: string): boolean;
+  /** Every value of a repeated flag, in order (none when not given). */
+  all(name: string): string[];
   readonly positionals: readonly string[];
+}
+
+/** What a script takes besides flags with a value: bare arguments, switches, repeated flags. */
+export interface BenchArgsShape {
+  positionals?: number;
+  switches?: readonly string[];
+  repeated?: readonly string[];
 }
 
 /** A bad flag: the message names the script, the flag and what was expected. */
 export class BenchArgsError extends Error {}
 
 /**
- * Reads `argv` against `defaults` (flag name without dashes → default value); `positionals`
- * is how many bare arguments the script takes. Returns 'help' for --help or -h. Throws
- * BenchArgsError for an unknown flag, a flag without its value, or a wrong count of bare
- * arguments; the number readers throw it for a value that is not one.
+ * Reads `argv` against `defaults` (flag name without dashes → default value) and `shape`.
+ * Returns 'help' for --help or -h. Throws BenchArgsError for an unknown flag, a flag
+ * without its value, a value given to a switch, or a wrong count of bare arguments; the
+ * number readers throw it for a value that is not one.
  */
-export function parseBenchArgs(script: string, defaults: Record<string, string>, positionals: number, argv: readonly string[]): BenchArgs | 'help' {
+export function parseBenchArgs(script: string, defaults: Record<string, string>, shape: BenchArgsShape, argv: readonly string[]): BenchArgs | 'help' {
   if (argv.includes('--help') || argv.includes('-h')) return 'help';
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  const positionals = shape.positionals ?? 0;
+  let parsed: { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
   try {
-    const options = Object.fromEntries(Object.entries(defaults).map(([k, d]) => [k, { type: 'string' as const, default: d }]));
+    const options = {
+      ...Object.fromEntries(Object.entries(defaults).map(([k, d]) => [k, { type: 'string' as const, default: d }])),
+      ...Object.fromEntries((shape.switches ?? []).map((k) => [k, { type: 'boolean' as const, default: false }])),
+      ...Object.fromEntries((shape.repeated ?? []).map((k) => [k, { type: 'string' as const, multiple: true, default: [] as string[] }])),
+    };
     parsed = parseArgs({ args: [...argv], options, allowPositionals: positionals > 0, strict: true });
   } catch (e) {
     throw new BenchArgsError(`${script}: ${(e as Error).message}`);
@@ -49,12 +66,17 @@ export function parseBenchArgs(script: string, defaults: Record<string, string>,
     return n;
   };
   const list = (name: string): string[] => str(name).split(',').map((s) => s.trim()).filter(Boolean);
+  const declared = (name: string, kind: readonly string[] | undefined): void => {
+    if (!kind?.includes(name)) throw new Error(`${script}: flag --${name} is not declared as that kind`);
+  };
   return {
     str,
     list,
     int: (name) => number(name, str(name), true),
     ints: (name) => list(name).map((t) => number(name, t, true)),
     num: (name) => number(name, str(name), false),
+    on: (name) => (declared(name, shape.switches), parsed.values[name] === true),
+    all: (name) => (declared(name, shape.repeated), (parsed.values[name] as string[]).map(String)),
     positionals: parsed.positionals,
   };
 }
@@ -64,7 +86,7 @@ export function parseBenchArgs(script: string, defaults: Record<string, string>,
  * exits 0 for --help; prints the error and `usage` and exits 2 for a bad flag, there or in a
  * later number reader.
  */
-export function benchArgs(script: string, usage: string, defaults: Record<string, string>, positionals = 0): BenchArgs {
+export function benchArgs(script: string, usage: string, defaults: Record<string, string>, shape: BenchArgsShape = {}): BenchArgs {
   const exitWith = (e: unknown): never => {
     if (!(e instanceof BenchArgsError)) throw e;
     console.error(`${e.message}\nusage: ${usage}`);
@@ -72,7 +94,7 @@ export function benchArgs(script: string, usage: string, defaults: Record<string
   };
   let args: BenchArgs | 'help';
   try {
-    args = parseBenchArgs(script, defaults, positionals, process.argv.slice(2));
+    args = parseBenchArgs(script, defaults, shape, process.argv.slice(2));
   } catch (e) {
     return exitWith(e);
   }

@@ -18,7 +18,7 @@ import { runBench } from '../engine/native/bench';
 import { benchArgs } from './args';
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/compare-builds.ts', 'npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5]', { threads: '1,2', rounds: '10', repeat: '5' }, 2);
+  const args = benchArgs('bench/compare-builds.ts', 'npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5]', { threads: '1,2', rounds: '10', repeat: '5' }, { positionals: 2 });
   const [a, b] = args.positionals.map((dir) => ({ dir, manifest: readManifest(dir) }));
   for (const field of ['name', 'target', 'model_sha256'] as const) {
     if (a.manifest[field] !== b.manifest[field]) throw new Error(`${a.dir} and ${b.dir} are builds of different models or targets: ${field} ${a.manifest[field]} against ${b.manifest[field]}`);

@@ -36,9 +36,9 @@ import { buildState, RandomSource } from '../engine/search/annotate';
 import { Rng } from '../engine/search/rng';
 import { generateGpuSketches } from '../engine/search/sketch-gpu';
 import { parseTarget, type Target } from '../engine/target';
+import { benchArgs } from './args';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/gpu-source-size.ts [--nets resnet-18,mobilenet] [--seed 11] [--top 8] [--nvcc] [--pocl N] [--pocl-timeout 300]';
 const VARIANTS = ['unbounded', 'bounded'] as const;
 type Variant = typeof VARIANTS[number];
 const unbounded = (v: Variant): boolean => v === 'unbounded';
@@ -204,10 +204,11 @@ async function poclTimes(label: string, progs: GpuProgram[], lanes: number, coun
 }
 
 async function main(): Promise<void> {
-  const nets = flag('--nets', 'resnet-18,mobilenet').split(',');
-  const seed = Number(flag('--seed', '11'));
-  const top = Number(flag('--top', '8'));
-  const pocl = Number(flag('--pocl', '0'));
+  const args = benchArgs('bench/gpu-source-size.ts', USAGE, { nets: 'resnet-18,mobilenet', seed: '11', top: '8', pocl: '0', 'pocl-timeout': '300' }, { switches: ['nvcc'] });
+  const nets = args.list('nets');
+  const seed = args.num('seed');
+  const top = args.int('top');
+  const pocl = args.num('pocl');
   const cuda = parseTarget('cuda -arch=sm_80');
   const opencl = parseTarget('opencl');
   for (const net of nets) {
@@ -215,8 +216,8 @@ async function main(): Promise<void> {
     sizeReport(`${net}, CUDA (${cuda.text})`, cudaProgs, (p, v) => renderCudaKernels(p, { vectorLanes: cuda.vectorLanes, unboundedUnroll: unbounded(v) }), top);
     const clProgs = programs(net, opencl, seed);
     sizeReport(`${net}, OpenCL (${opencl.text})`, clProgs, (p, v) => renderOpenclKernels(p, { vectorLanes: opencl.vectorLanes, unboundedUnroll: unbounded(v) }), top);
-    if (args.includes('--nvcc')) await nvccTimes(net, cudaProgs, cuda.vectorLanes);
-    if (pocl > 0) await poclTimes(net, clProgs, opencl.vectorLanes, pocl, Number(flag('--pocl-timeout', '300')));
+    if (args.on('nvcc')) await nvccTimes(net, cudaProgs, cuda.vectorLanes);
+    if (pocl > 0) await poclTimes(net, clProgs, opencl.vectorLanes, pocl, args.num('pocl-timeout'));
   }
 }
 

@@ -21,25 +21,28 @@ import { selectWorkloads } from '../engine/cli/tune';
 import { loadModel } from '../engine/frontend/load';
 import { tuneTasks, tuningTasks } from '../engine/search/tune';
 import type { PolicyName } from '../engine/search/types';
+import { benchArgs } from './args';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const USAGE = 'npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary] [--network mobilenet] [--workload KEY ...] [--image-size 224] [--threads 1] [--seed 0] [--flush | --no-flush] [--no-prefetch] [--records FILE]';
 
 async function main(): Promise<void> {
-  const trials = Number(flag('--trials', '704'));
-  const batchSize = Number(flag('--batch-size', '32'));
-  const policy = flag('--policy', 'evolutionary') as PolicyName;
-  const imageSize = Number(flag('--image-size', '224'));
-  const threads = Number(flag('--threads', '1'));
-  const seed = Number(flag('--seed', '0'));
+  const args = benchArgs('bench/tune-mobilenet.ts', USAGE,
+    { trials: '704', 'batch-size': '32', policy: 'evolutionary', 'image-size': '224', threads: '1', seed: '0', network: 'mobilenet', records: '' },
+    { switches: ['flush', 'no-flush', 'no-prefetch'], repeated: ['workload'] });
+  const trials = args.int('trials');
+  const batchSize = args.int('batch-size');
+  const policy = args.str('policy') as PolicyName;
+  const imageSize = args.int('image-size');
+  const threads = args.int('threads');
+  const seed = args.num('seed');
   // Default: tune's own (caches flushed on CPUs); --flush / --no-flush force it.
-  const flush = args.includes('--no-flush') ? false : args.includes('--flush') ? true : undefined;
-  const prefetch = !args.includes('--no-prefetch');
-  const network = flag('--network', 'mobilenet');
-  const workloads = args.flatMap((a, i) => (args[i - 1] === '--workload' ? [a] : []));
+  const flush = args.on('no-flush') ? false : args.on('flush') ? true : undefined;
+  const prefetch = !args.on('no-prefetch');
+  const network = args.str('network');
+  const workloads = args.all('workload');
   const target = 'llvm -mcpu=native';
   const dir = mkdtempSync(path.join(tmpdir(), `tt-tune-${network}-`));
-  const records = flag('--records', path.join(dir, `${network}.jsonl`));
+  const records = args.str('records') || path.join(dir, `${network}.jsonl`);
   const model = { model: network, layout: 'NHWC' as const, batch: 1, imageSize };
   // --workload names tasks as `tensortune tune --workload` does (a workload key or its hash).
   const { name, tasks } = workloads.length > 0 ? selectWorkloads(model, target, workloads)
