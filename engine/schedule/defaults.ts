@@ -246,7 +246,6 @@ function contiguousReadAxis(t: Tensor, lanes: number): string | undefined {
   return found;
 }
 
-/** Fewest parallel iterations for an even share among a few cores: below it, the tile's channel loop joins the parallel loop. */
 /**
  * Channel vectors per tile of a pool held in its epilogue's registers (section 3 of
  * defaultSchedule). One vector per tile repeated each tap's bounds test and address for
@@ -257,6 +256,7 @@ function contiguousReadAxis(t: Tensor, lanes: number): string | undefined {
  */
 const POOL_TILE_VECTORS = 4;
 
+/** Fewest parallel iterations for an even share among a few cores: below it, the tile's channel loop joins the parallel loop. */
 const MIN_PARALLEL_CHUNKS = 32;
 
 function sameShape(a: { tensor: Tensor }, b: { tensor: Tensor }): boolean {
