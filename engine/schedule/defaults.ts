@@ -133,10 +133,15 @@ function inputChannels(conv: Tensor): number {
   return conv.op.kind === 'compute' ? conv.op.reduceAxes.find((a) => a.name === 'rc')?.extent ?? 0 : 0;
 }
 
+/** The width of an NHWC conv's kernel (its `rx` axis; 1 when it has none). */
+function kernelWidth(conv: Tensor): number {
+  return conv.op.kind === 'compute' ? conv.op.reduceAxes.find((a) => a.name === 'rx')?.extent ?? 1 : 1;
+}
+
 /** Whether an NHWC conv with output width `width` steps more than one column of its (padded) input per output column. */
 function strided(conv: Tensor, width: number): boolean {
   if (conv.op.kind !== 'compute' || width < 2) return false;
-  const taps = conv.op.reduceAxes.find((a) => a.name === 'rx')?.extent ?? 1;
+  const taps = kernelWidth(conv);
   let inputWidth = 0;
   walk(conv.op.body, (e) => {
     if (e.k === 'load' && e.tensor.shape.length === 4 && e.indices.length === 4 && [...freeVars(e.indices[3])].includes('rc')) inputWidth = e.tensor.shape[2];
@@ -209,9 +214,9 @@ function rowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: numbe
 const POSITION_TILE4_MIN_POSITIONS = 28 * 28;
 
 function positionTile4Of(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): { vec: number; rows: number } | undefined {
-  if (lanes !== 16 || tagOf(conv) !== 'conv2d_nhwc' || conv.op.kind !== 'compute' || outAxes.length !== 4) return undefined;
+  if (lanes !== 16 || tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return undefined;
   const [, h, w, c] = outAxes;
-  const taps = conv.op.reduceAxes.find((a) => a.name === 'rx')?.extent ?? 1;
+  const taps = kernelWidth(conv);
   const positions = h.extent * w.extent;
   const vec = WIDE_ROW_VECTORS * lanes;
   if (taps < 2 || c.extent % vec !== 0 || positions < POSITION_TILE4_MIN_POSITIONS || positions % 7 !== 0) return undefined;
