@@ -87,7 +87,8 @@ test.before(async () => {
 test('a tuned kernel whose compiler runs past --timeout falls back to the default schedule with a warning (exit 0); a default one is exit 2', async () => {
   const cache = path.join(work, 'cache-timeout');
   // Warm the cache with every kernel of both schedules, then remove the one to hang on: only
-  // that kernel is compiled under the 1 s limit.
+  // that kernel is compiled under the limit. The limit is 3 s, not 1: it also bounds the real
+  // link of model.so (0.2-0.4 s here), which must finish on a slow or busy CI runner.
   const plain = await compileNetwork({ model, target: target.text, outDir: path.join(work, 'plain'), cacheDir: cache });
   const tuned = await compileNetwork({ model, target: target.text, outDir: path.join(work, 'tuned'), cacheDir: cache, records: [records] });
   const tunedKernel = tuned.kernels.find((k) => k.schedule === 'tuned')!;
@@ -96,18 +97,18 @@ test('a tuned kernel whose compiler runs past --timeout falls back to the defaul
   removeObject(cache, tunedKernel.objectHash);
 
   const out = path.join(work, 'fallback');
-  const r = await withHangingCc(tunedKernel.objectHash, () => cli('compile', model, '--records', records, '--cache', cache, '--out', out, '--timeout', '1'));
+  const r = await withHangingCc(tunedKernel.objectHash, () => cli('compile', model, '--records', records, '--cache', cache, '--out', out, '--timeout', '3'));
   assert.is(r.code, 0, r.err);
   assert.is(r.err, `tensortune compile: warning: kernel ${tunedKernel.symbol} (${tunedKernel.desc}) from ${path.basename(records)}:1 did not compile ` +
-    '(the compiler did not finish within 1000 ms); its task uses the default schedule\n');
+    '(the compiler did not finish within 3000 ms); its task uses the default schedule\n');
   const m = readManifest(out);
   assert.equal(m.kernels.map((k) => k.schedule), m.kernels.map(() => 'default'));
   assert.ok(m.kernels.some((k) => k.symbol === defaultConv.symbol));
 
   removeObject(cache, defaultConv.objectHash);
-  const failed = await withHangingCc(defaultConv.objectHash, () => cli('compile', model, '--cache', cache, '--out', path.join(work, 'no-fallback'), '--timeout', '1'));
+  const failed = await withHangingCc(defaultConv.objectHash, () => cli('compile', model, '--cache', cache, '--out', path.join(work, 'no-fallback'), '--timeout', '3'));
   assert.is(failed.code, 2);
-  assert.is(failed.err, `tensortune compile: compiling kernel ${defaultConv.symbol} (${defaultConv.desc}, default schedule) failed:\nthe compiler did not finish within 1000 ms\n`);
+  assert.is(failed.err, `tensortune compile: compiling kernel ${defaultConv.symbol} (${defaultConv.desc}, default schedule) failed:\nthe compiler did not finish within 3000 ms\n`);
   assert.not.ok(existsSync(path.join(work, 'no-fallback')), 'nothing written');
   assert.is((await cli('compile', model, '--out', out, '--timeout', '0')).err, "tensortune compile: bad --timeout '0' (expected a positive number)\n");
 });
