@@ -7,6 +7,9 @@
 // uvu counts a test that returned early as passed. A test that cannot run here says so
 // through skip() (engine/skip.fixture.ts), which prints `skip: <test>: <reason>`; each such
 // line moves one test from passed to skipped. uvu's own skips (test.skip) count as skipped.
+// uvu prints a failure's details under its file, in the middle of the output; they are
+// printed again at the end, so that a log cut to its last lines (a CI page) still names the
+// failing file and test.
 'use strict';
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -47,6 +50,31 @@ function tally(result) {
   return { passed: passed - skips.length, failed: total - passed, skips, uvuSkipped: uvuSkipped ?? 0, unfinished: false };
 }
 
+/** Lines of a failure block printed again at the end, at most. */
+const FAILURE_LINES = 40;
+
+/**
+ * Each failing file's name with uvu's failure details under it. uvu prints a file's name,
+ * then its line of dots ending in `(passed / total)`, then, where they differ, the details
+ * of each failure up to the next file's name or the totals.
+ */
+function failures(result) {
+  const lines = plain(result.text).split('\n');
+  const blocks = [];
+  for (let i = 0; i < lines.length; i++) {
+    const file = /^(\S+\.(?:test|e2e)\.ts)$/.exec(lines[i].trim());
+    const count = file && /\((\d+) \/ (\d+)\)\s*$/.exec(lines[i + 1] ?? '');
+    if (!count || count[1] === count[2]) continue;
+    const details = [];
+    for (let j = i + 2; j < lines.length && !/^\S+\.(?:test|e2e)\.ts$/.test(lines[j].trim()) && !/^\s*Total:/.test(lines[j]); j++) details.push(lines[j]);
+    while (details.length && !details[details.length - 1].trim()) details.pop();
+    while (details.length && !details[0].trim()) details.shift();
+    const cut = details.length > FAILURE_LINES ? [...details.slice(0, FAILURE_LINES), `  ... (${details.length - FAILURE_LINES} more lines above, under ${file[1]})`] : details;
+    blocks.push(`failed: ${file[1]} (${count[1]} of ${count[2]} passed)`, ...cut);
+  }
+  return blocks;
+}
+
 async function main() {
   const runs = [];
   for (const name of ['test:unit', 'test:e2e']) {
@@ -56,7 +84,7 @@ async function main() {
   }
   const sum = (k) => runs.reduce((a, r) => a + r[k], 0);
   const skips = runs.flatMap((r) => r.skips);
-  const lines = [''];
+  const lines = ['', ...runs.flatMap(failures)];
   for (const r of runs) if (r.unfinished) lines.push(`${r.name} stopped before its summary (exit ${r.signal ?? r.code})`);
   if (runs.length < 2) lines.push('test:e2e not run: test:unit failed');
   for (const s of skips) lines.push(`skipped: ${s}`);
