@@ -55,22 +55,28 @@ const FAILURE_LINES = 40;
 
 /**
  * Each failing file's name with uvu's failure details under it. uvu prints a file's name,
- * then its line of dots ending in `(passed / total)`, then, where they differ, the details
- * of each failure up to the next file's name or the totals.
+ * then its line of dots ending in `(passed / total)` (a test's own output, such as our skip
+ * lines, may come between), then, where the two differ, the details of each failure up to
+ * the next file's name or the totals.
  */
 function failures(result) {
   const lines = plain(result.text).split('\n');
+  const isFile = (line) => /^\S+\.(?:test|e2e)\.ts$/.test(line.trim());
+  const isEnd = (line) => isFile(line) || /^\s*Total:/.test(line);
   const blocks = [];
   for (let i = 0; i < lines.length; i++) {
-    const file = /^(\S+\.(?:test|e2e)\.ts)$/.exec(lines[i].trim());
-    const count = file && /\((\d+) \/ (\d+)\)\s*$/.exec(lines[i + 1] ?? '');
+    if (!isFile(lines[i])) continue;
+    let j = i + 1;
+    while (j < lines.length && !isEnd(lines[j]) && !/\(\d+ \/ \d+\)\s*$/.test(lines[j])) j++;
+    const count = j < lines.length ? /\((\d+) \/ (\d+)\)\s*$/.exec(lines[j]) : null;
     if (!count || count[1] === count[2]) continue;
     const details = [];
-    for (let j = i + 2; j < lines.length && !/^\S+\.(?:test|e2e)\.ts$/.test(lines[j].trim()) && !/^\s*Total:/.test(lines[j]); j++) details.push(lines[j]);
+    for (j++; j < lines.length && !isEnd(lines[j]); j++) details.push(lines[j]);
     while (details.length && !details[details.length - 1].trim()) details.pop();
     while (details.length && !details[0].trim()) details.shift();
-    const cut = details.length > FAILURE_LINES ? [...details.slice(0, FAILURE_LINES), `  ... (${details.length - FAILURE_LINES} more lines above, under ${file[1]})`] : details;
-    blocks.push(`failed: ${file[1]} (${count[1]} of ${count[2]} passed)`, ...cut);
+    const file = lines[i].trim();
+    const cut = details.length > FAILURE_LINES ? [...details.slice(0, FAILURE_LINES), `  ... (${details.length - FAILURE_LINES} more lines above, under ${file})`] : details;
+    blocks.push(`failed: ${file} (${count[1]} of ${count[2]} passed)`, ...cut);
   }
   return blocks;
 }
