@@ -101,4 +101,6 @@ async function main() {
   process.exitCode = runs.every((r) => r.code === 0) ? 0 : 1;
 }
 
-main();
+if (require.main === module) main();
+
+module.exports = { failures, tally };

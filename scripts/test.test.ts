@@ -1,0 +1,51 @@
+// npm test's summary (scripts/test.js): the failure details it prints again at the end, read
+// from uvu's output as uvu writes it (colours, a test's own lines between the dots).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+
+// scripts/test.js is plain CommonJS run by node (no build step), so it is required.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { failures, tally } = require('./test.js') as {
+  failures: (r: { text: string }) => string[];
+  tally: (r: { text: string }) => { passed: number; failed: number; skips: string[] };
+};
+
+const bold = (s: string): string => `\x1b[1m\x1b[4m\x1b[37m${s}\x1b[22m\x1b[24m\x1b[39m`;
+const dot = '\x1b[90m• \x1b[39m', cross = '\x1b[31m✘ \x1b[39m';
+const output = [
+  bold('engine/a.test.ts'),
+  `${dot}${dot}\x1b[32m  (2 / 2)`,
+  '\x1b[39m',
+  bold('engine/b.test.ts'),
+  '',
+  'skip: a GPU test: no CUDA driver',
+  `${dot}${cross}\x1b[31m  (1 / 2)`,
+  '\x1b[39m',
+  '   \x1b[41m FAIL \x1b[49m  "b fails"',
+  '    one is not two  (is)',
+  '    at Object.handler (engine/b.test.ts:4:32)',
+  '',
+  bold('engine/c.test.ts'),
+  `${dot}\x1b[32m  (1 / 1)`,
+  '',
+  '  Total:     5',
+  '  Passed:    4',
+  '  Skipped:   0',
+].join('\n');
+
+test('a failing file is named with its count and uvu\'s details, past a test\'s own output; passing files are not', () => {
+  assert.equal(failures({ text: output }), [
+    'failed: engine/b.test.ts (1 of 2 passed)',
+    '    FAIL   "b fails"',
+    '    one is not two  (is)',
+    '    at Object.handler (engine/b.test.ts:4:32)',
+  ]);
+  assert.equal(failures({ text: output.replace('(1 / 2)', '(2 / 2)') }), []);
+});
+
+test('the tally moves skipped tests out of passed', () => {
+  const t = tally({ text: output });
+  assert.equal([t.passed, t.failed, t.skips], [3, 1, ['a GPU test: no CUDA driver']]);
+});
+
+test.run();
