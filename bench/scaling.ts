@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compareWithOnnxRuntime } from '../engine/compare/compare';
+import { compareWithOnnxRuntime, median } from '../engine/compare/compare';
 import { compileNetwork } from '../engine/compile/network';
 import { measurePeakGflops } from '../engine/native/peak';
 import { parseTarget } from '../engine/target';
@@ -28,11 +28,6 @@ const QUIET_SHARE = 0.9;
 
 /** One round's times: ms of each engine and the peak loop's GFLOP/s, at 1 and N threads. */
 interface Round { ours: [number, number]; ort: [number, number]; peak: [number, number] }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /** Per-round speed-ups (1-thread ms / N-thread ms; N-thread GFLOP/s / 1-thread for the peak loop). */
 function speedups(rounds: Round[]): { ours: number[]; ort: number[]; peak: number[] } {

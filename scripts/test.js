@@ -66,9 +66,8 @@ function failures(result) {
   const blocks = [];
   for (let i = 0; i < lines.length; i++) {
     if (!isFile(lines[i])) continue;
-    let j = i + 1;
-    while (j < lines.length && !isEnd(lines[j]) && !/\(\d+ \/ \d+\)\s*$/.test(lines[j])) j++;
-    const count = j < lines.length ? /\((\d+) \/ (\d+)\)\s*$/.exec(lines[j]) : null;
+    let j = i + 1, count = null;
+    for (; j < lines.length && !isEnd(lines[j]); j++) if ((count = /\((\d+) \/ (\d+)\)\s*$/.exec(lines[j]))) break;
     if (!count || count[1] === count[2]) continue;
     const details = [];
     for (j++; j < lines.length && !isEnd(lines[j]); j++) details.push(lines[j]);
