@@ -1,7 +1,11 @@
 // The measurer end to end on a small conv task: default steps give a verified time; a
 // crashing, a hanging and a wrong kernel, bad steps and C that does not compile each come
-// back with their error class while the measurer carries on.
+// back with their error class while the measurer carries on. A verified schedule's library
+// stays for its next measurement (tune's confirmation pass); a failed one's is removed.
 
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Step } from '../schedule/steps';
@@ -70,6 +74,29 @@ test('default steps on a conv task: a verified time; every error class with the 
     assert.is(measurer.workerRestarts, 2, 'one restart after the crash, one after the hang');
   } finally {
     await measurer.close();
+  }
+});
+
+test('a verified schedule measured again runs the library built the first time; a failed candidate\'s library is removed', async () => {
+  const workDir = await fs.mkdtemp(path.join(tmpdir(), 'tt-measurer-kept-'));
+  const measurer = new LocalMeasurer(target, { repeat: 1, minRepeatMs: 1, buildJobs: 2, seed: 5, workDir });
+  const libraries = async (): Promise<string[]> => (await fs.readdir(workDir)).filter((f) => f.endsWith('.so')).sort();
+  try {
+    const [first] = await measurer.measure(conv, [defaults]);
+    assert.is(first.error, null, first.message);
+    const kept = await libraries();
+    assert.is(kept.length, 1, 'the verified schedule\'s library is kept');
+    const builtAt = (await fs.stat(path.join(workDir, kept[0]))).mtimeMs;
+    const [wrongOne] = await measurer.measureSources(conv, [{ steps: [{ s: 'compute_root', stage: 'wrong' }], code: wrong }]);
+    assert.is(wrongOne.error, 'wrong_answer');
+    assert.equal(await libraries(), kept, 'the wrong kernel\'s library is gone');
+    const [again] = await measurer.measure(conv, [defaults]);
+    assert.is(again.error, null, again.message);
+    assert.equal(await libraries(), kept);
+    assert.is((await fs.stat(path.join(workDir, kept[0]))).mtimeMs, builtAt, 'not compiled again');
+  } finally {
+    await measurer.close();
+    await fs.rm(workDir, { recursive: true, force: true });
   }
 });
 

@@ -24,6 +24,7 @@ import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import { isGpu, type Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import { Builder, type BuiltCandidate } from './builder';
+import { KeptLibraries } from './kept-libraries';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from './verify';
 import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
 
@@ -84,6 +85,8 @@ export class LocalMeasurer implements Measurer {
   /** Each task's fastest verified mean time so far (ms), for the slow-candidate cut-off (CPU targets). */
   private readonly fastest = new WeakMap<MeasuredTask['dag'], number>();
   private readonly cutSlow: boolean;
+  /** Each task's fastest candidates' libraries, kept for the confirmation pass; the rest are removed once timed. */
+  private readonly keptLibraries = new KeptLibraries();
 
   constructor(target: Target, opts: LocalMeasurerOptions = {}) {
     const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
@@ -129,7 +132,7 @@ export class LocalMeasurer implements Measurer {
     } finally {
       if (--this.timing === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
-    for (const b of new Set(built.flatMap((x) => ('lib' in x ? [x.lib] : [])))) await fs.rm(b, { force: true });
+    for (const lib of this.keptLibraries.afterBatch(task.dag, built, outcomes)) await fs.rm(lib, { force: true });
     return outcomes;
   }
 

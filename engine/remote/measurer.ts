@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os';
 import type { Task } from '../graph/extract';
 import { numElements } from '../ir/tensor';
 import { Builder, type BuiltCandidate } from '../measure/builder';
+import { KeptLibraries } from '../measure/kept-libraries';
 import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from '../measure/verify';
 import type { Step } from '../schedule/steps';
@@ -42,6 +43,8 @@ export class RemoteMeasurer implements Measurer {
   /** Batches being timed on the devices, and who waits for none to be (whenIdle). */
   private timing = 0;
   private readonly idleWaiters: (() => void)[] = [];
+  /** Each task's fastest candidates' libraries, kept for the confirmation pass; the rest are removed once timed. */
+  private readonly keptLibraries = new KeptLibraries();
 
   /** `pool` is opened (RemotePool.open) by the caller and closed by close(). */
   constructor(target: Target, private readonly pool: RemotePool, opts: RemoteMeasurerOptions = {}) {
@@ -89,7 +92,7 @@ export class RemoteMeasurer implements Measurer {
       // Only what the device's outcome says: a verified candidate carries no message.
       outcomes[i] = { steps: outcomes[i].steps, build_ms: outcomes[i].build_ms, ...o, run_ms: timings.get(i) ?? 0 };
     });
-    for (const lib of libs.keys()) await fs.rm(lib, { force: true });
+    for (const lib of this.keptLibraries.afterBatch(task.dag, built, outcomes)) await fs.rm(lib, { force: true });
     return outcomes;
   }
 
