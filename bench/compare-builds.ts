@@ -7,18 +7,25 @@
 // round's B / A, the two runs seconds apart) and the ratio of the fastest runs. Lower is
 // better for B.
 //
-//   npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5]
+//   npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5] [--profile]
+//
+// --profile: each round also runs both builds with every kernel call timed (`tensortune
+// benchmark --profile`), and per thread count the kernels whose time moved most are
+// printed: each one's median ms per run over the rounds in A and in B, and B / A. A change
+// to one kernel's schedule shows there even when the network's time moves less than the
+// host's noise.
 //
 // Make the builds with `tensortune compile NET --out DIR` in each checkout (the same model,
 // records and target); the script refuses builds of different models or targets.
 
 import { median, pairedRatio } from '../engine/compare/compare';
-import { manifestFiles, readManifest } from '../engine/compile/manifest';
+import { manifestFiles, readManifest, type Manifest } from '../engine/compile/manifest';
+import { kernelProfile } from '../engine/compile/profile';
 import { runBench } from '../engine/native/bench';
 import { benchArgs } from './args';
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/compare-builds.ts', 'npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5]', { threads: '1,2', rounds: '10', repeat: '5' }, { positionals: 2 });
+  const args = benchArgs('bench/compare-builds.ts', 'npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5] [--profile]', { threads: '1,2', rounds: '10', repeat: '5' }, { positionals: 2, switches: ['profile'] });
   const [a, b] = args.positionals.map((dir) => ({ dir, manifest: readManifest(dir) }));
   for (const field of ['name', 'target', 'model_sha256'] as const) {
     if (a.manifest[field] !== b.manifest[field]) throw new Error(`${a.dir} and ${b.dir} are builds of different models or targets: ${field} ${a.manifest[field]} against ${b.manifest[field]}`);
@@ -27,8 +34,10 @@ async function main(): Promise<void> {
   console.log(`${a.manifest.name}, ${a.manifest.target}: A = ${a.dir}, B = ${b.dir}; ${rounds} interleaved rounds of ${repeat} measurements each`);
   console.log('| threads | A median ms | B median ms | B / A medians | paired | fastest |');
   console.log('|---|---|---|---|---|---|');
+  const profiles: string[] = [];
   for (const threads of args.ints('threads')) {
     const runs: [number[], number[]] = [[], []];
+    const kernels: [Map<string, number[]>, Map<string, number[]>] = [new Map(), new Map()];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
       for (const i of order) {
@@ -37,11 +46,50 @@ async function main(): Promise<void> {
         const res = await runBench({ model: files.library, params: files.params, threads, repeat });
         runs[i].push(...res.runs_ms);
       }
+      if (args.on('profile')) {
+        for (const i of order) {
+          const build = [a, b][i];
+          const files = manifestFiles(build.dir, build.manifest);
+          const res = await runBench({ model: files.library, params: files.params, threads, repeat: 3, profile: true });
+          addKernelTimes(kernels[i], build.manifest, res.profile ?? [], build.dir);
+        }
+      }
     }
     const [ma, mb] = runs.map(median);
     const fastest = Math.min(...runs[1]) / Math.min(...runs[0]);
     console.log(`| ${threads} | ${ma.toFixed(2)} | ${mb.toFixed(2)} | ${(mb / ma).toFixed(3)} | ${pairedRatio(runs[1], runs[0], repeat).toFixed(3)} | ${fastest.toFixed(3)} |`);
+    if (args.on('profile')) profiles.push(...kernelTable(threads, kernels));
   }
+  if (profiles.length > 0) console.log(`\n${profiles.join('\n')}`);
+}
+
+/** Kernels per table: those whose median moved most. */
+const KERNEL_ROWS = 12;
+
+/** Adds one profiled run's ms per kernel (by task and calls per run: the same kernel in both builds) to `into`. */
+function addKernelTimes(into: Map<string, number[]>, manifest: Manifest, calls: Parameters<typeof kernelProfile>[0], dir: string): void {
+  for (const row of kernelProfile(calls, manifest, undefined, `${dir}/manifest.json`)) {
+    const key = `${row.desc} (x${row.calls})`;
+    into.set(key, [...(into.get(key) ?? []), row.ms]);
+  }
+}
+
+/** The per-kernel table of one thread count: medians over the rounds, the kernels that moved most first, then the sums. */
+function kernelTable(threads: number, [ka, kb]: [Map<string, number[]>, Map<string, number[]>]): string[] {
+  const rows = [...new Set([...ka.keys(), ...kb.keys()])].map((task) => {
+    const a = ka.has(task) ? median(ka.get(task)!) : 0, b = kb.has(task) ? median(kb.get(task)!) : 0;
+    return { task, a, b };
+  }).sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a));
+  const sum = (k: 'a' | 'b'): number => rows.reduce((t, r) => t + r[k], 0);
+  const ratio = (a: number, b: number): string => (a > 0 && b > 0 ? (b / a).toFixed(3) : '-');
+  return [
+    `Per-kernel medians at ${threads} thread(s) (ms per run; the ${KERNEL_ROWS} that moved most; a kernel only one build has shows '-'):`,
+    '| kernel | A ms | B ms | B / A |',
+    '|---|---|---|---|',
+    ...rows.slice(0, KERNEL_ROWS).map((r) => `| ${r.task} | ${r.a.toFixed(3)} | ${r.b.toFixed(3)} | ${ratio(r.a, r.b)} |`),
+    `| all ${rows.length} kernels, summed | ${sum('a').toFixed(2)} | ${sum('b').toFixed(2)} | ${ratio(sum('a'), sum('b'))} |`,
+    '',
+  ];
 }
 
 main().catch((e) => {
