@@ -36,9 +36,9 @@ export class KeptLibraries {
     const before = this.kept.get(dag) ?? [];
     const list = before.map((k) => ({ ...k }));
     built.forEach((b, i) => {
-      const costs = outcomes[i]?.costs_ms ?? [];
-      if (!('lib' in b) || outcomes[i].error !== null || costs.length === 0) return;
-      const ms = costs.reduce((a, c) => a + c, 0) / costs.length;
+      const o = outcomes[i];
+      if (!('lib' in b) || o === undefined || o.error !== null || o.costs_ms.length === 0) return;
+      const ms = o.costs_ms.reduce((a, c) => a + c, 0) / o.costs_ms.length;
       const same = list.find((k) => k.lib === b.lib);
       if (same) same.ms = Math.min(same.ms, ms);
       else list.push({ lib: b.lib, ms });
