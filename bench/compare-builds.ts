@@ -26,7 +26,10 @@ import { benchArgs } from './args';
 
 async function main(): Promise<void> {
   const args = benchArgs('bench/compare-builds.ts', 'npx tsx bench/compare-builds.ts DIR_A DIR_B [--threads 1,2] [--rounds 10] [--repeat 5] [--profile]', { threads: '1,2', rounds: '10', repeat: '5' }, { positionals: 2, switches: ['profile'] });
-  const [a, b] = args.positionals.map((dir) => ({ dir, manifest: readManifest(dir) }));
+  const [a, b] = args.positionals.map((dir) => {
+    const manifest = readManifest(dir);
+    return { dir, manifest, files: manifestFiles(dir, manifest) };
+  });
   for (const field of ['name', 'target', 'model_sha256'] as const) {
     if (a.manifest[field] !== b.manifest[field]) throw new Error(`${a.dir} and ${b.dir} are builds of different models or targets: ${field} ${a.manifest[field]} against ${b.manifest[field]}`);
   }
@@ -41,17 +44,15 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
       for (const i of order) {
-        const build = [a, b][i];
-        const files = manifestFiles(build.dir, build.manifest);
+        const { files } = [a, b][i];
         const res = await runBench({ model: files.library, params: files.params, threads, repeat });
         runs[i].push(...res.runs_ms);
       }
       if (args.on('profile')) {
         for (const i of order) {
-          const build = [a, b][i];
-          const files = manifestFiles(build.dir, build.manifest);
+          const { dir, manifest, files } = [a, b][i];
           const res = await runBench({ model: files.library, params: files.params, threads, repeat: 3, profile: true });
-          addKernelTimes(kernels[i], build.manifest, res.profile ?? [], build.dir);
+          addKernelTimes(kernels[i], manifest, res.profile ?? [], dir);
         }
       }
     }
