@@ -49,7 +49,7 @@ const refused = (name: ExecutorName, options: Record<string, unknown>, pattern: 
 };
 
 test('options a schema does not have are refused with the options the executor takes', () => {
-  refused('tune', { foo: 1 }, /^unknown option --foo \(nx tune takes: --config-target, --budget, --trials, --trials-per-task, --time-limit, --early-stopping, --confirm, --network-pass, --policy, --measures-per-round, --seed, --threads, --number, --repeat, --min-repeat-ms, --timeout, --flush, --build-jobs, and -c <configuration>\)$/);
+  refused('tune', { foo: 1 }, /^unknown option --foo \(nx tune takes: --config-target, --budget, --trials, --trials-per-task, --time-limit, --early-stopping, --confirm, --network-pass, --policy, --measures-per-round, --warmup-trials, --seed, --threads, --number, --repeat, --min-repeat-ms, --timeout, --flush, --build-jobs, and -c <configuration>\)$/);
   refused('compile', { 'trials-per-task': 3 }, /^unknown option --trials-per-task \(nx compile takes: --config-target, --watch, --strict, --timeout, and -c <configuration>\)$/);
   refused('benchmark', { trialsPerTask: 3 }, /^unknown option --trials-per-task \(nx benchmark takes: --config-target, --repeat, --number, --min-repeat-ms, --threads, --seed, --input, --save-outputs, --profile, and -c <configuration>\)$/);
   refused('tune', { _: ['4'] }, /^unexpected argument\(s\) '4': nx tune <project> takes options only/);
@@ -80,11 +80,11 @@ test('options the executors take pass the checks; a bad configTarget names the n
 test('budgetFor: the options override the budget field by field; a trial count replaces both of the budget\'s; seconds become the engine\'s ms', () => {
   const big = { trials: 500, trialsPerTask: 100, batchSize: 8, earlyStopping: 50, confirm: 2, networkPass: false, measure: { timeoutMs: 4000, repeat: 2 } };
   assert.equal(budgetFor(big, base), {
-    trials: 500, trialsPerTask: 100, timeLimitS: undefined, earlyStopping: 50, confirm: 2, networkPass: false, batchSize: 8, policy: undefined, seed: undefined,
+    trials: 500, trialsPerTask: 100, timeLimitS: undefined, earlyStopping: 50, confirm: 2, networkPass: false, batchSize: 8, warmupTrials: undefined, policy: undefined, seed: undefined,
     measure: { repeat: 2, timeoutMs: 4000 },
   });
-  assert.equal(budgetFor(big, { ...base, trialsPerTask: 3, measuresPerRound: 4, timeout: 2.5, threads: 2, policy: 'grid', flush: true, confirm: 0, networkPass: true }, 1), {
-    trials: undefined, trialsPerTask: 3, timeLimitS: undefined, earlyStopping: 50, confirm: 0, networkPass: true, batchSize: 4, policy: 'grid', seed: undefined,
+  assert.equal(budgetFor(big, { ...base, trialsPerTask: 3, measuresPerRound: 4, warmupTrials: 16, timeout: 2.5, threads: 2, policy: 'grid', flush: true, confirm: 0, networkPass: true }, 1), {
+    trials: undefined, trialsPerTask: 3, timeLimitS: undefined, earlyStopping: 50, confirm: 0, networkPass: true, batchSize: 4, warmupTrials: 16, policy: 'grid', seed: undefined,
     measure: { repeat: 2, timeoutMs: 2500, flush: true, threads: 2 },
   });
   assert.equal(budgetFor({ measuresPerRound: 16, measure: { timeout: 3 } }, { ...base, seed: 7, timeLimit: 60 }, 4).measure, { timeoutMs: 3000, threads: 4 });

@@ -64,6 +64,8 @@ export interface BudgetConfig {
   /** Candidates measured per round (batchSize: its former name). */
   measuresPerRound?: number;
   batchSize?: number;
+  /** Candidates in each task's first round (tune --warmup-trials; default: a whole round). */
+  warmupTrials?: number;
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   seed?: number;
   /** timeout in seconds (timeoutMs: its former spelling, in milliseconds). */

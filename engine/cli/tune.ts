@@ -55,6 +55,8 @@ Search:
   --policy P            evolutionary (default, cost-model guided), ga (genetic, no model), random or grid
   --measures-per-round N  candidates measured per round (default ${DEFAULT_BATCH_SIZE}); TVM's num_measures_per_round,
                         formerly --batch-size (not to be confused with --batch, the model's batch)
+  --warmup-trials N     candidates in each task's first round (default: a whole round, as
+                        TVM); fewer leave more of a short budget to the tasks that weigh most
   --seed S              seed of the search and of the measured inputs (default 0)
   --confirm N           at the end of a run, time each task's N fastest schedules (and its
                         default) together twice more, in both orders (default ${CONFIRM_TOP}; 0: none).
@@ -121,7 +123,7 @@ export const tuneCommand: Command = {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, host: { type: 'string' }, records: { type: 'string' }, runner: { type: 'string', multiple: true }, 'read-records': { type: 'string', multiple: true },
       trials: { type: 'string' }, 'trials-per-task': { type: 'string' }, 'time-limit': { type: 'string' },
-      'early-stopping': { type: 'string' }, confirm: { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
+      'early-stopping': { type: 'string' }, 'warmup-trials': { type: 'string' }, confirm: { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
       threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
       timeout: { type: 'string' }, flush: { type: 'boolean' }, 'no-flush': { type: 'boolean' }, 'build-jobs': { type: 'string' },
@@ -197,6 +199,7 @@ export const tuneCommand: Command = {
         ...budget,
         earlyStopping: optionalInt('--early-stopping', values['early-stopping']),
         batchSize: optionalInt(values['batch-size'] === undefined ? '--measures-per-round' : '--batch-size', aliased(values, 'measures-per-round', 'batch-size')),
+        warmupTrials: optionalInt('--warmup-trials', values['warmup-trials']),
         policy: oneOf('--policy', values.policy, POLICY_NAMES, 'evolutionary'),
         seed: optionalNonNegativeInt('--seed', values.seed),
         confirm: optionalNonNegativeInt('--confirm', values.confirm),

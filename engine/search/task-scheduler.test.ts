@@ -104,6 +104,20 @@ test('warm-up: one round per task in order, then rounds go by gradient; the tota
   assert.not.equal(result.estimatedMs, null);
 });
 
+test('warmupTrials: each task\'s first round takes that many, later rounds a whole one', async () => {
+  const { scheduler, measurer, rounds } = setup(falling, { batchSize: 4, warmupTrials: 2, trials: 16 });
+  const result = await scheduler.run();
+  assert.equal(measurer.calls.slice(0, 4).map((c) => [c.task, c.n]), [[0, 2], [1, 2], [2, 2], [3, 2]]);
+  assert.ok(rounds.slice(0, 4).every((r) => r.warmup));
+  // 8 of the 16 trials are left to the gradient, in whole rounds.
+  assert.equal(measurer.calls.slice(4).map((c) => c.n), [4, 4]);
+  assert.is(result.trials, 16);
+  // A warm-up larger than a round is cut to a round.
+  const big = setup(falling, { batchSize: 4, warmupTrials: 9, trials: 16 });
+  await big.scheduler.run();
+  assert.equal(big.measurer.calls.map((c) => c.n), [4, 4, 4, 4]);
+});
+
 test('after the warm-up the task with the largest weighted latency gets the next round', async () => {
   // task 3 is 4x slower than task 0 (and all weights are 1 in this slice but one): pick it.
   const { scheduler, measurer } = setup(falling, { trials: 20 });

@@ -64,6 +64,12 @@ export interface SchedulerOptions {
   earlyStopping?: number;
   /** Candidates per round (TVM's num_measures_per_round, 64). */
   batchSize: number;
+  /**
+   * Candidates in a task's warm-up round (at most a round; default: a whole round, as TVM).
+   * A smaller warm-up leaves more of a short budget to the gradient, which spends it on the
+   * tasks that weigh most in the network's time.
+   */
+  warmupTrials?: number;
   /** Seed of the tie-breaking choice among equal gradients. */
   seed: number;
   alpha?: number;
@@ -314,8 +320,10 @@ export class TaskScheduler {
   /** Trials task `i` may take in its next round, after `pending` more trials (`pendingOwn` of them its own) are measured. */
   private roundSize(i: number, pending = 0, pendingOwn = 0): number {
     const s = this.states[i];
-    const alternativeWarmup = s.trials + pendingOwn === 0 && s.entry.task.alternative !== undefined && this.layers[this.layerOf[i]].members.length > 1;
-    let n = alternativeWarmup ? Math.max(1, Math.ceil(this.perRound * ALTERNATIVE_WARMUP_SHARE)) : this.perRound;
+    const warmup = s.trials + pendingOwn === 0;
+    const warmupSize = Math.min(this.perRound, this.opts.warmupTrials ?? this.perRound);
+    const alternativeWarmup = warmup && s.entry.task.alternative !== undefined && this.layers[this.layerOf[i]].members.length > 1;
+    let n = alternativeWarmup ? Math.max(1, Math.ceil(warmupSize * ALTERNATIVE_WARMUP_SHARE)) : warmup ? warmupSize : this.perRound;
     if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials() - pending);
     if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - s.trials - pendingOwn);
     return n;

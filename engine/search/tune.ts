@@ -112,6 +112,7 @@ function checkOptions(opts: Omit<TuneNetworkOptions, 'model'>): void {
   checkCount('trialsPerTask', opts.trialsPerTask, 1);
   checkCount('earlyStopping', opts.earlyStopping, 1);
   checkCount('batchSize', opts.batchSize, 1);
+  checkCount('warmupTrials', opts.warmupTrials, 1);
   checkCount('seed', opts.seed, 0);
   checkCount('confirm', opts.confirm, 0);
   if (opts.timeLimitS !== undefined && !(opts.timeLimitS > 0 && Number.isFinite(opts.timeLimitS))) {
@@ -269,7 +270,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     let roundsSinceTable = 0;
     const scheduler = new TaskScheduler(entries, {
       trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping, prefetch: opts.prefetch,
-      batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, seed, signal: opts.signal,
+      batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, warmupTrials: opts.warmupTrials, seed, signal: opts.signal,
     }, {
       measurer,
       costModel: parts.costModel,

@@ -131,6 +131,8 @@ export interface TuneNetworkOptions {
   earlyStopping?: number;
   /** Candidates measured per round (TVM's num_measures_per_round). */
   batchSize?: number;
+  /** Candidates in each task's warm-up round (default: a whole round). */
+  warmupTrials?: number;
   policy?: PolicyName;
   measure?: Partial<MeasureOptions>;
   /** Measure on this device instead of this machine (engine/remote/open.ts). */

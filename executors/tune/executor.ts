@@ -40,6 +40,7 @@ export function budgetFor(b: BudgetConfig, o: TuneExecutorOptions, targetThreads
     confirm: o.confirm ?? b.confirm,
     networkPass: o.networkPass ?? b.networkPass,
     batchSize: o.measuresPerRound ?? b.measuresPerRound ?? b.batchSize,
+    warmupTrials: o.warmupTrials ?? b.warmupTrials,
     policy: o.policy ?? b.policy,
     seed: o.seed ?? b.seed,
     measure,

@@ -20,6 +20,8 @@ export interface TuneExecutorOptions extends NetworkExecutorOptions {
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   /** Candidates measured per round. */
   measuresPerRound?: number;
+  /** Candidates in each task's first round (default: a whole round). */
+  warmupTrials?: number;
   seed?: number;
   threads?: number;
   number?: number;
