@@ -64,7 +64,7 @@ export interface BudgetConfig {
   /** Candidates measured per round (batchSize: its former name). */
   measuresPerRound?: number;
   batchSize?: number;
-  /** Candidates in each task's first round (tune --warmup-trials; default: a whole round). */
+  /** Candidates in each task's first round (tune --warmup-trials; default 16, at most a round). */
   warmupTrials?: number;
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   seed?: number;

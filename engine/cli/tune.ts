@@ -9,7 +9,7 @@ import { loadModel, type ModelSpec } from '../frontend/load';
 import { NETWORK_NAMES } from '../frontend/networks';
 import type { Task } from '../graph/extract';
 import { ProgressReporter } from '../search/progress';
-import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
+import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, DEFAULT_WARMUP_TRIALS, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { openRemoteDevices, type OpenedDevices } from '../remote/open';
 import { isGpu, parseTarget } from '../target';
@@ -55,8 +55,9 @@ Search:
   --policy P            evolutionary (default, cost-model guided), ga (genetic, no model), random or grid
   --measures-per-round N  candidates measured per round (default ${DEFAULT_BATCH_SIZE}); TVM's num_measures_per_round,
                         formerly --batch-size (not to be confused with --batch, the model's batch)
-  --warmup-trials N     candidates in each task's first round (default: a whole round, as
-                        TVM); fewer leave more of a short budget to the tasks that weigh most
+  --warmup-trials N     candidates in each task's first round (default ${DEFAULT_WARMUP_TRIALS}, or the
+                        whole round when rounds are smaller; TVM: a whole round); the
+                        rounds after it go to the tasks that weigh most in the network
   --seed S              seed of the search and of the measured inputs (default 0)
   --confirm N           at the end of a run, time each task's N fastest schedules (and its
                         default) together twice more, in both orders (default ${CONFIRM_TOP}; 0: none).

@@ -1,7 +1,7 @@
 // The task scheduler: shares a measurement budget among the tasks of a network so that
 // the objective Σ weight × best latency falls as fast as possible (TVM's TaskScheduler,
 // §6 of shared/reference/tvm-ansor.md). A warm-up round gives every task that has no
-// measurement yet one batch; after that each round goes to the task whose predicted
+// measurement yet one batch (or a smaller one: warmupTrials); after that each round goes to the task whose predicted
 // gradient of the objective is the most negative. A round is: the task's policy proposes
 // a batch, the measurer builds/runs/verifies it, the outcomes are handed to `record`
 // (appended to the log before anything else happens, so a crash loses at most the batch
@@ -65,9 +65,9 @@ export interface SchedulerOptions {
   /** Candidates per round (TVM's num_measures_per_round, 64). */
   batchSize: number;
   /**
-   * Candidates in a task's warm-up round (at most a round; default: a whole round, as TVM).
-   * A smaller warm-up leaves more of a short budget to the gradient, which spends it on the
-   * tasks that weigh most in the network's time.
+   * Candidates in a task's warm-up round (at most a round; default: a whole round, as TVM;
+   * tuneNetwork passes DEFAULT_WARMUP_TRIALS). A smaller warm-up leaves more of a short
+   * budget to the gradient, which spends it on the tasks that weigh most in the network.
    */
   warmupTrials?: number;
   /** Seed of the tie-breaking choice among equal gradients. */

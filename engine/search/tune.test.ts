@@ -16,7 +16,7 @@ import { runBench } from '../native/bench';
 import { readRecords } from '../records/log';
 import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { tuneNetwork, tuneTasks } from './tune';
+import { DEFAULT_WARMUP_TRIALS, tuneNetwork, tuneTasks } from './tune';
 import type { TuneEvent } from './types';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-test-'));
@@ -63,6 +63,20 @@ test('resume: the same budget again measures nothing; a larger one continues the
   assert.equal(entries.slice(4).map((e) => e.record.key), [tasks[4].key, tasks[5].key]);
   const measured = new Set(entries.map((e) => JSON.stringify([e.record.key, e.record.steps])));
   assert.is(measured.size, entries.length, 'nothing is measured twice');
+});
+
+test('the warm-up measures DEFAULT_WARMUP_TRIALS candidates of a task, the rounds after it whole ones', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 0, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(8), 'conv', { channels: 8, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  const events: TuneEvent[] = [];
+  const batchSize = DEFAULT_WARMUP_TRIALS + 4;
+  const result = await tuneTasks('conv', [task], {
+    target, records: path.join(dir, 'warmup.jsonl'), trials: DEFAULT_WARMUP_TRIALS + batchSize, batchSize, policy: 'random', confirm: 0,
+    onEvent: (e) => events.push(e),
+  });
+  assert.is(result.trials, DEFAULT_WARMUP_TRIALS + batchSize);
+  assert.equal(events.filter((e) => e.type === 'round').map((e) => (e as { trials: number }).trials), [DEFAULT_WARMUP_TRIALS, batchSize]);
 });
 
 test('the policy fills the rest of each batch (its states with their genome); the default schedule is measured once', async () => {

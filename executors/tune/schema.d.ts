@@ -20,7 +20,7 @@ export interface TuneExecutorOptions extends NetworkExecutorOptions {
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   /** Candidates measured per round. */
   measuresPerRound?: number;
-  /** Candidates in each task's first round (default: a whole round). */
+  /** Candidates in each task's first round (default 16, at most a round). */
   warmupTrials?: number;
   seed?: number;
   threads?: number;
