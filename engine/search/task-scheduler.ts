@@ -1,11 +1,11 @@
 // The task scheduler: shares a measurement budget among the tasks of a network so that
 // the objective Σ weight × best latency falls as fast as possible (TVM's TaskScheduler,
 // §6 of shared/reference/tvm-ansor.md). A warm-up round gives every task that has no
-// measurement yet one batch (or a smaller one: warmupTrials); after that each round goes to the task whose predicted
-// gradient of the objective is the most negative. A round is: the task's policy proposes
-// a batch, the measurer builds/runs/verifies it, the outcomes are handed to `record`
-// (appended to the log before anything else happens, so a crash loses at most the batch
-// in flight), then the cost model and the policy learn from them.
+// measurement yet one batch (or a smaller one: warmupTrials); after that each round goes
+// to the task whose predicted gradient of the objective is the most negative. A round is:
+// the task's policy proposes a batch, the measurer builds/runs/verifies it, the outcomes
+// are handed to `record` (appended to the log before anything else happens, so a crash
+// loses at most the batch in flight), then the cost model and the policy learn from them.
 //
 // Where we differ from TVM, on purpose:
 // - a task without any valid program is retried (up to NO_VALID_ROUNDS rounds in this
