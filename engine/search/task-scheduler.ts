@@ -41,6 +41,15 @@ export const BACKWARD_WINDOW = 3;
  * fit a 25-minute tune.
  */
 export const ALTERNATIVE_WARMUP_SHARE = 0.25;
+/**
+ * Candidates in each task's warm-up round (`--warmup-trials`; a round is cut to this when
+ * it is larger). Our choice, not TVM's (a whole round): with whole rounds, a 26-minute
+ * resnet-18 tune on a 2-core box spent 20 minutes warming up its 36 tasks, as many
+ * candidates on a dense layer of 0.1 ms as on a 3x3 conv of 5 ms; with 16, the warm-up
+ * took 9 minutes and the tuned network ran 0.87x the time of the first (docs/tuning.md,
+ * "The warm-up").
+ */
+export const DEFAULT_WARMUP_TRIALS = 16;
 /** Rounds in one run that a task may produce no valid program before it is given up. */
 export const NO_VALID_ROUNDS = 2;
 /** Base of the FLOP buckets of similarity tags (TVM: int(log_1.618(FLOP + 1))). */
@@ -65,9 +74,9 @@ export interface SchedulerOptions {
   /** Candidates per round (TVM's num_measures_per_round, 64). */
   batchSize: number;
   /**
-   * Candidates in a task's warm-up round (at most a round; default: a whole round, as TVM;
-   * tuneNetwork passes DEFAULT_WARMUP_TRIALS). A smaller warm-up leaves more of a short
-   * budget to the gradient, which spends it on the tasks that weigh most in the network.
+   * Candidates in a task's warm-up round (at most a round; default DEFAULT_WARMUP_TRIALS).
+   * A smaller warm-up leaves more of a short budget to the gradient, which spends it on the
+   * tasks that weigh most in the network.
    */
   warmupTrials?: number;
   /** Seed of the tie-breaking choice among equal gradients. */
@@ -176,6 +185,8 @@ export function perRoundTrials(opts: Pick<SchedulerOptions, 'batchSize' | 'trial
 export class TaskScheduler {
   private readonly states: TaskState[];
   private readonly perRound: number;
+  /** Candidates of a task's warm-up round (at most perRound). */
+  private readonly warmupRound: number;
   private readonly alpha: number;
   private readonly beta: number;
   private readonly window: number;
@@ -195,6 +206,7 @@ export class TaskScheduler {
 
   constructor(tasks: readonly SchedulerTask[], private readonly opts: SchedulerOptions, private readonly hooks: SchedulerHooks) {
     this.perRound = perRoundTrials(opts, tasks.length);
+    this.warmupRound = Math.min(this.perRound, opts.warmupTrials ?? DEFAULT_WARMUP_TRIALS);
     this.alpha = opts.alpha ?? ALPHA;
     this.beta = opts.beta ?? BETA;
     this.window = opts.backwardWindow ?? BACKWARD_WINDOW;
@@ -320,10 +332,12 @@ export class TaskScheduler {
   /** Trials task `i` may take in its next round, after `pending` more trials (`pendingOwn` of them its own) are measured. */
   private roundSize(i: number, pending = 0, pendingOwn = 0): number {
     const s = this.states[i];
-    const warmup = s.trials + pendingOwn === 0;
-    const warmupSize = Math.min(this.perRound, this.opts.warmupTrials ?? this.perRound);
-    const alternativeWarmup = warmup && s.entry.task.alternative !== undefined && this.layers[this.layerOf[i]].members.length > 1;
-    let n = alternativeWarmup ? Math.max(1, Math.ceil(warmupSize * ALTERNATIVE_WARMUP_SHARE)) : warmup ? warmupSize : this.perRound;
+    let n = this.perRound;
+    if (s.trials + pendingOwn === 0) {
+      n = this.warmupRound;
+      const alternative = s.entry.task.alternative !== undefined && this.layers[this.layerOf[i]].members.length > 1;
+      if (alternative) n = Math.max(1, Math.ceil(n * ALTERNATIVE_WARMUP_SHARE));
+    }
     if (this.opts.trials !== undefined) n = Math.min(n, this.opts.trials - this.totalTrials() - pending);
     if (this.opts.trialsPerTask !== undefined) n = Math.min(n, this.opts.trialsPerTask - s.trials - pendingOwn);
     return n;

@@ -16,7 +16,8 @@ import { runBench } from '../native/bench';
 import { readRecords } from '../records/log';
 import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { DEFAULT_WARMUP_TRIALS, tuneNetwork, tuneTasks } from './tune';
+import { DEFAULT_WARMUP_TRIALS } from './task-scheduler';
+import { tuneNetwork, tuneTasks } from './tune';
 import type { TuneEvent } from './types';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-test-'));

@@ -40,15 +40,6 @@ import type {
 export const CONFIRM_TOP = 3;
 /** TVM's num_measures_per_round. */
 export const DEFAULT_BATCH_SIZE = 64;
-/**
- * Candidates in each task's warm-up round (`--warmup-trials`; a round is cut to this when
- * it is larger). Our choice, not TVM's (a whole round): with whole rounds, a 26-minute
- * resnet-18 tune on a 2-core box spent 20 minutes warming up its 36 tasks, as many
- * candidates on a dense layer of 0.1 ms as on a 3x3 conv of 5 ms; with 16, the warm-up
- * took 9 minutes and the tuned network ran 0.87x the time of the first (docs/tuning.md,
- * "The warm-up").
- */
-export const DEFAULT_WARMUP_TRIALS = 16;
 /** TVM's tutorials budget about 800 trials per task on CPU (tune_network_x86.py); used when no budget is given. */
 export const DEFAULT_TRIALS_PER_TASK_BUDGET = 800;
 export { POLICY_NAMES };
@@ -279,7 +270,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     let roundsSinceTable = 0;
     const scheduler = new TaskScheduler(entries, {
       trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping, prefetch: opts.prefetch,
-      batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, warmupTrials: opts.warmupTrials ?? DEFAULT_WARMUP_TRIALS, seed, signal: opts.signal,
+      batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, warmupTrials: opts.warmupTrials, seed, signal: opts.signal,
     }, {
       measurer,
       costModel: parts.costModel,

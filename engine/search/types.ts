@@ -131,7 +131,7 @@ export interface TuneNetworkOptions {
   earlyStopping?: number;
   /** Candidates measured per round (TVM's num_measures_per_round). */
   batchSize?: number;
-  /** Candidates in each task's warm-up round (default DEFAULT_WARMUP_TRIALS, at most a round). */
+  /** Candidates in each task's warm-up round (default DEFAULT_WARMUP_TRIALS of task-scheduler.ts, at most a round). */
   warmupTrials?: number;
   policy?: PolicyName;
   measure?: Partial<MeasureOptions>;
