@@ -12,6 +12,7 @@ import type { Step } from '../schedule/steps';
 import { parseTarget } from '../target';
 import { renderCandidate } from './builder';
 import { convKernels } from './conv-kernels.fixture';
+import { HostRate, MAX_RETAKES, NEW_BEST_SHARE } from './host-rate';
 import { LocalMeasurer, SLOW_CUTOFF_FLOOR_MS } from './measurer';
 import { compareOutput, computeReference } from './verify';
 
@@ -110,6 +111,72 @@ test('once a task has a verified time, a candidate far slower is cut off before 
     // The conv runs in well under a millisecond here, so the floor applies, not the 60 s.
     assert.match(slow.message!, new RegExp(`did not finish within ${SLOW_CUTOFF_FLOOR_MS} ms`));
     assert.match(slow.message!, /cut off at 100x the run of the task's fastest schedule so far, [\d.]+ ms, instead of the 60000 ms timeout/);
+  } finally {
+    await measurer.close();
+  }
+});
+
+/** Judges the candidates by a script (how far off each probe strayed, in turn) and keeps the rates the worker sent. */
+class ScriptedHostRate extends HostRate {
+  readonly rates: (readonly [number, number])[] = [];
+  constructor(private readonly script: number[]) {
+    super();
+  }
+
+  override observe(rates: readonly [number, number]): number {
+    this.rates.push(rates);
+    return this.script.shift() ?? 1;
+  }
+}
+
+test('a candidate timed while the machine ran off its usual speed is timed again after the others, and keeps the on-speed time', async () => {
+  // Candidates 0-2 timed once each, 1 judged off speed (1.6x); its retake on speed.
+  const script = new ScriptedHostRate([1, 1.6, 1, 1]);
+  const measurer = new LocalMeasurer(target, { repeat: 1, minRepeatMs: 1, buildJobs: 2, seed: 5, hostRate: script });
+  try {
+    const steps = (tag: string): Step[] => [{ s: 'compute_root', stage: tag }];
+    const outcomes = await measurer.measureSources(conv, ['a', 'b', 'c'].map((tag) => ({ steps: steps(tag), code: good.code })));
+    assert.equal(outcomes.map((o) => o.error), [null, null, null]);
+    assert.equal(outcomes.map((o) => o.steps[0]), ['a', 'b', 'c'].map((t) => steps(t)[0]));
+    assert.is(script.rates.length, 4, 'three candidates and one retake probed');
+    assert.ok(script.rates.every((r) => r.length === 2 && r.every((x) => x > 0)), JSON.stringify(script.rates));
+    assert.equal(measurer.hostMoves, { retaken: 1, keptOffSpeed: 0, newBests: 0, newBestsNotHeld: 0 });
+  } finally {
+    await measurer.close();
+  }
+});
+
+test(`a candidate off speed at every retake keeps the time taken nearest the usual speed after ${MAX_RETAKES} retakes, and is counted`, async () => {
+  const script = new ScriptedHostRate([2, 1.9, 1.5]);
+  const measurer = new LocalMeasurer(target, { repeat: 1, minRepeatMs: 1, buildJobs: 2, seed: 5, hostRate: script });
+  try {
+    const [only] = await measurer.measureSources(conv, [{ steps: [{ s: 'compute_root', stage: 'good' }], code: good.code }]);
+    assert.is(only.error, null, only.message);
+    assert.is(only.costs_ms.length, 1);
+    assert.is(script.rates.length, 1 + MAX_RETAKES);
+    assert.equal(measurer.hostMoves, { retaken: MAX_RETAKES, keptOffSpeed: 1, newBests: 0, newBestsNotHeld: 0 });
+  } finally {
+    await measurer.close();
+  }
+});
+
+test('a candidate timed far faster than its task\'s best before the batch is timed once more, whatever its probe said', async () => {
+  const script = new ScriptedHostRate([]);
+  const measurer = new LocalMeasurer(target, { repeat: 1, minRepeatMs: 1, buildJobs: 2, seed: 5, hostRate: script });
+  // The same conv computed ten times over: far slower than the good kernel, whatever the machine.
+  const tenfold = good.code.replace(/return tt_candidate_kernel\(([^)]*)\);/, (_, args: string) =>
+    `int r = 0; for (int k = 0; k < 10; k++) r |= tt_candidate_kernel(${args}); return r;`);
+  try {
+    const steps = (tag: string): Step[] => [{ s: 'compute_root', stage: tag }];
+    const [slow] = await measurer.measureSources(conv, [{ steps: steps('tenfold'), code: tenfold }]);
+    assert.is(slow.error, null, slow.message);
+    assert.equal(measurer.hostMoves.newBests, 0, 'the task\'s first timing is nothing to compare with');
+    const [fast] = await measurer.measureSources(conv, [{ steps: steps('good'), code: good.code }]);
+    assert.is(fast.error, null, fast.message);
+    assert.ok(fast.costs_ms[0] < NEW_BEST_SHARE * slow.costs_ms[0], `${fast.costs_ms} against ${slow.costs_ms}`);
+    assert.is(measurer.hostMoves.newBests, 1);
+    assert.is(script.rates.length, 3, 'the tenfold kernel, the good one, and the good one again');
+    assert.is(measurer.hostMoves.retaken, 0, 'not counted as an off-speed retake');
   } finally {
     await measurer.close();
   }

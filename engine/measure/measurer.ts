@@ -24,6 +24,7 @@ import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import { isGpu, type Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import { Builder, type BuiltCandidate } from './builder';
+import { HostRate, keepRetake, MAX_RETAKES, NEW_BEST_SHARE, offSpeed, PROBE_MS, type HostMoves } from './host-rate';
 import { KeptLibraries } from './kept-libraries';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from './verify';
 import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
@@ -51,6 +52,8 @@ export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
  * (PoCL compiles OpenCL C when the worker loads it), seconds however fast the kernel is.
  */
 export const SLOW_CUTOFF_FACTOR = 100;
+
+const meanOf = (costs: readonly number[]): number => costs.reduce((a, c) => a + c, 0) / costs.length;
 export const SLOW_CUTOFF_FLOOR_MS = 2_000;
 
 export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
@@ -63,6 +66,8 @@ export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
   buildTimeoutMs?: number;
   /** Passed to the worker (binary, start timeout); threads come from `threads`. */
   worker?: Omit<WorkerOptions, 'threads'>;
+  /** Judges each CPU candidate's probe (default: a fresh HostRate; tests script one). */
+  hostRate?: HostRate;
 }
 
 /** The task fields the measurer needs. */
@@ -87,9 +92,12 @@ export class LocalMeasurer implements Measurer {
   private readonly cutSlow: boolean;
   /** Each task's fastest candidates' libraries, kept for the confirmation pass; the rest are removed once timed. */
   private readonly keptLibraries = new KeptLibraries();
+  /** The machine's usual speed, from the worker's probe around each CPU candidate (host-rate.ts); undefined for device targets. */
+  private readonly hostRate: HostRate | undefined;
+  private readonly moves = { retaken: 0, keptOffSpeed: 0, newBests: 0, newBestsNotHeld: 0 };
 
   constructor(target: Target, opts: LocalMeasurerOptions = {}) {
-    const { seed, tolerance, workDir, buildTimeoutMs, worker, ...measure } = opts;
+    const { seed, tolerance, workDir, buildTimeoutMs, worker, hostRate, ...measure } = opts;
     this.options = { ...DEFAULT_MEASURE_OPTIONS, ...measure };
     this.seed = seed ?? 0;
     this.references = new ReferenceCache(this.seed);
@@ -99,6 +107,17 @@ export class LocalMeasurer implements Measurer {
     this.builder = new Builder(target, { workDir: this.workDir, jobs: this.options.buildJobs, timeoutMs: buildTimeoutMs });
     this.worker = new MeasureWorker({ ...worker, threads: this.options.threads });
     this.cutSlow = !isGpu(target);
+    this.hostRate = isGpu(target) ? undefined : hostRate ?? new HostRate();
+  }
+
+  /**
+   * Timings taken again (host-rate.ts): those taken while the machine ran off its usual
+   * speed (retaken), of which kept an off-speed time after MAX_RETAKES retakes
+   * (keptOffSpeed); new bests timed twice (newBests), of which the second timing was more
+   * than 1 / NEW_BEST_SHARE slower (newBestsNotHeld).
+   */
+  get hostMoves(): HostMoves {
+    return { ...this.moves };
   }
 
   /** Worker restarts so far (one per crash or timeout). */
@@ -115,20 +134,59 @@ export class LocalMeasurer implements Measurer {
     return this.run(task, await this.builder.buildSources(sources));
   }
 
-  /** Runs built candidates one at a time, verifying each. */
+  /**
+   * Runs built candidates one at a time, verifying each. Then two kinds of timing are taken
+   * again (host-rate.ts): one taken while the machine ran off its usual speed (up to
+   * MAX_RETAKES times), and one more than NEW_BEST_SHARE faster than the task's fastest
+   * before this batch (once). Which timing a candidate keeps: keepRetake.
+   */
   async run(task: MeasuredTask, built: readonly BuiltCandidate[]): Promise<MeasureOutcome[]> {
     const outcomes: MeasureOutcome[] = [];
+    const bestBefore = this.hostRate ? this.fastest.get(task.dag) : undefined;
     this.timing++;
     try {
+      const off: number[] = [];
       for (const b of built) {
         if ('error' in b) {
           outcomes.push({ steps: b.steps, costs_ms: [], error: b.error, message: b.message, build_ms: b.build_ms, run_ms: 0 });
+          off.push(1);
           continue;
         }
         const started = performance.now();
-        const outcome = await this.runOne(task, b);
+        const { off: o, ...outcome } = await this.runOne(task, b);
         outcomes.push({ ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: performance.now() - started });
+        off.push(o);
       }
+      const newBest = (i: number): boolean => bestBefore !== undefined && outcomes[i].error === null && meanOf(outcomes[i].costs_ms) < NEW_BEST_SHARE * bestBefore;
+      for (let retake = 0; retake < MAX_RETAKES; retake++) {
+        const again = outcomes.flatMap((_, i) => (offSpeed(off[i]) || (retake === 0 && newBest(i)) ? [i] : []));
+        if (again.length === 0) break;
+        for (const i of again) {
+          const b = built[i] as Extract<BuiltCandidate, { lib: string }>;
+          const prev = outcomes[i];
+          const wasNewBest = retake === 0 && newBest(i);
+          const started = performance.now();
+          const { off: o, ...outcome } = await this.runOne(task, b);
+          const runMs = prev.run_ms + performance.now() - started;
+          const keep = outcome.error === null ? keepRetake({ mean: meanOf(prev.costs_ms), off: off[i] }, { mean: meanOf(outcome.costs_ms), off: o }) : 'first';
+          if (offSpeed(off[i])) this.moves.retaken++;
+          if (wasNewBest) {
+            this.moves.newBests++;
+            if (outcome.error === null && meanOf(outcome.costs_ms) > meanOf(prev.costs_ms) / NEW_BEST_SHARE) this.moves.newBestsNotHeld++;
+          }
+          if (keep === 'again') {
+            outcomes[i] = { ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: runMs };
+            off[i] = o;
+          } else {
+            outcomes[i] = { ...prev, run_ms: runMs };
+          }
+        }
+      }
+      this.moves.keptOffSpeed += off.filter(offSpeed).length;
+      // The fastest so far, from the timings kept: a timing the retakes replaced does not set the slow-candidate cut-off.
+      const kept = outcomes.flatMap((o, i) => (o.error === null && o.costs_ms.length > 0 && !offSpeed(off[i]) ? [meanOf(o.costs_ms)] : []));
+      const fastest = Math.min(bestBefore ?? Infinity, ...kept);
+      if (this.cutSlow && Number.isFinite(fastest)) this.fastest.set(task.dag, fastest);
     } finally {
       if (--this.timing === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
@@ -146,7 +204,11 @@ export class LocalMeasurer implements Measurer {
     if (this.ownsWorkDir) await fs.rm(this.workDir, { recursive: true, force: true });
   }
 
-  private async runOne(task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>): Promise<Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'>> {
+  /**
+   * Times and verifies one built candidate. `off`: how far the machine's speed around its
+   * runs strayed from the usual (host-rate.ts; 1 when not probed or nothing to judge by).
+   */
+  private async runOne(task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>): Promise<Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'> & { off: number }> {
     const dag = task.dag;
     const outFiles = dag.outputs.map(() => path.join(this.workDir, `out-${++this.outputSeq}.bin`));
     const buffers: MeasureBuffer[] = [
@@ -162,28 +224,30 @@ export class LocalMeasurer implements Measurer {
       try {
         result = await this.worker.run({
           lib: b.lib, symbol: b.symbol, buffers, timeoutMs: cutoff, number: o.number, repeat: o.repeat,
-          minRepeatMs: o.minRepeatMs, flush: o.flush, seed: this.seed,
+          minRepeatMs: o.minRepeatMs, flush: o.flush, seed: this.seed, ...(this.hostRate ? { probeMs: PROBE_MS } : {}),
         });
       } catch (e) {
         if (e instanceof UserError) throw e; // the setup, not the candidate (e.g. tt_measure cannot be built)
         // The worker could not be driven (a protocol failure): the candidate cannot count.
-        return { costs_ms: [], error: 'runtime_error', message: (e as Error).message };
+        return { costs_ms: [], error: 'runtime_error', message: (e as Error).message, off: 1 };
       }
       if ('error' in result) {
         const cut = result.error === 'timeout' && cutoff < o.timeoutMs
           ? ` (cut off at ${SLOW_CUTOFF_FACTOR}x the run of the task's fastest schedule so far, ${fastest!.toFixed(3)} ms, instead of the ${o.timeoutMs} ms timeout)`
           : '';
-        return { costs_ms: [], error: result.error, message: `${result.message ?? ''}${cut}` };
+        return { costs_ms: [], error: result.error, message: `${result.message ?? ''}${cut}`, off: 1 };
       }
       const ref = this.references.get(task.dag, b.layouts);
       for (let i = 0; i < outFiles.length; i++) {
         const got = await readFloat32File(outFiles[i]);
         const cmp = compareOutput(got, ref.outputs[i], this.tolerance ?? toleranceFor(dag));
-        if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[i].name}: ${cmp.message}` };
+        if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[i].name}: ${cmp.message}`, off: 1 };
       }
-      const mean = result.costs_ms.reduce((a, c) => a + c, 0) / result.costs_ms.length;
-      if (result.costs_ms.length > 0 && !(mean >= (fastest ?? Infinity))) this.fastest.set(dag, mean);
-      return { costs_ms: result.costs_ms, error: null };
+      const off = this.hostRate && result.host_rate ? this.hostRate.observe(result.host_rate) : 1;
+      const mean = meanOf(result.costs_ms);
+      // An off-speed time does not move the slow-candidate cut-off (a fast phase would tighten it for the whole task).
+      if (result.costs_ms.length > 0 && !offSpeed(off) && !(mean >= (fastest ?? Infinity))) this.fastest.set(dag, mean);
+      return { costs_ms: result.costs_ms, error: null, off };
     } finally {
       await Promise.all(outFiles.map((f) => fs.rm(f, { force: true })));
     }

@@ -122,6 +122,18 @@ test('inputs from files; number grows with min_repeat_ms; flush forces number 1'
   assert.ok('number' in flushed && flushed.number === 1);
 });
 
+test('probe_ms: the host-rate probe\'s rates before and after the runs come back; without it, none', async () => {
+  const probed = await worker.run(request('tt_test_add', { probeMs: 0.2 }));
+  costs(probed);
+  assert.ok('host_rate' in probed && probed.host_rate!.length === 2 && probed.host_rate!.every((r) => r > 0 && Number.isFinite(r)), JSON.stringify(probed));
+  const plain = await worker.run(request('tt_test_add'));
+  assert.not.ok('host_rate' in plain, JSON.stringify(plain));
+  for (const probeMs of [-1, 1001, NaN]) {
+    const err = await worker.run(request('tt_test_add', { probeMs })).then(() => undefined, (e: Error) => e);
+    assert.match(err?.message ?? 'no error', /probeMs must be in \[0, 1000\]/);
+  }
+});
+
 test('a kernel that prints does not disturb the protocol', async () => {
   costs(await worker.run(request('tt_test_noisy')));
 });

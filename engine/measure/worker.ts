@@ -41,6 +41,9 @@ export interface MeasureRequest {
   flush?: boolean;
   /** Seed of the random inputs, uint32 (default 0). */
   seed?: number;
+  /** > 0: the worker runs its host-rate probe this long (ms) before and after the timed
+   *  runs, and the result carries both rates (host-rate.ts). */
+  probeMs?: number;
 }
 
 /** compile_error: a device library (native/README.md, "Device libraries") could not build
@@ -48,7 +51,7 @@ export interface MeasureRequest {
 export type MeasureError = 'compile_error' | 'runtime_error' | 'timeout';
 
 export type MeasureResult =
-  | { costs_ms: number[]; number: number }
+  | { costs_ms: number[]; number: number; /** The probe's rates before and after the runs, when asked for. */ host_rate?: [number, number] }
   | { error: MeasureError; message: string };
 
 export interface WorkerOptions {
@@ -197,6 +200,11 @@ function encode(id: string, req: MeasureRequest): string {
     lines.push(`min_repeat_ms ${req.minRepeatMs}`);
   }
   if (req.flush !== undefined) lines.push(`flush ${req.flush ? 1 : 0}`);
+  if (req.probeMs !== undefined) {
+    if (!(req.probeMs >= 0 && req.probeMs <= 1000))
+      throw new RangeError(`measure request: probeMs must be in [0, 1000], got ${req.probeMs}`);
+    lines.push(`probe_ms ${req.probeMs}`);
+  }
   lines.push('end', '');
   return lines.join('\n');
 }
@@ -206,8 +214,14 @@ interface Reply {
   ok?: boolean;
   costs_ms?: number[];
   number?: number;
+  host_rate?: unknown;
   error?: string;
   message?: string;
+}
+
+/** The reply's probe rates, when it holds two positive numbers. */
+function hostRate(v: unknown): [number, number] | undefined {
+  return Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'number' && x > 0) ? [v[0] as number, v[1] as number] : undefined;
 }
 
 /** A measurement worker: `run` one request at a time (calls queue up), `close` at the end. */
@@ -315,8 +329,10 @@ export class MeasureWorker {
         await worker.kill();
         throw new Error(`tt_measure protocol error: expected the reply to ${id}, got '${line}'`);
       }
-      if (reply.ok && Array.isArray(reply.costs_ms))
-        return { costs_ms: reply.costs_ms, number: reply.number ?? req.number ?? 1 };
+      if (reply.ok && Array.isArray(reply.costs_ms)) {
+        const rate = hostRate(reply.host_rate);
+        return { costs_ms: reply.costs_ms, number: reply.number ?? req.number ?? 1, ...(rate ? { host_rate: rate } : {}) };
+      }
       if (reply.error === 'runtime_error' || reply.error === 'compile_error')
         return { error: reply.error, message: reply.message ?? reply.error.replace('_', ' ') };
       throw new Error(`tt_measure rejected the command for ${what}: ${reply.message ?? line}`);

@@ -12,6 +12,8 @@ import { UserError } from '../errors';
 import { NetBuilder } from '../frontend/builder';
 import { loadModel } from '../frontend/load';
 import { extractTasks } from '../graph/extract';
+import { HostRate } from '../measure/host-rate';
+import { LocalMeasurer } from '../measure/measurer';
 import { runBench } from '../native/bench';
 import { readRecords } from '../records/log';
 import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
@@ -178,6 +180,41 @@ test('the log: one line per round with the run\'s progress against its budget; t
   assert.match(rounds[0], /; run: 3\/3 trials, 100%, \d+:\d\d elapsed, ETA 0:00$/);
   assert.is(out.filter((l) => l.includes('Task Description')).length, 1, out.join('\n'));
   assert.is(out.filter((l) => l.startsWith('Estimated total latency')).length, 1, out.join('\n'));
+});
+
+test('a tune says how many measurements were taken again because the machine ran off its usual speed; none, no line', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 0, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(4), 'conv', { channels: 4, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  /** Judges the second candidate probed 1.6x off speed when `off`, every other on speed. */
+  class Scripted extends HostRate {
+    private seen = 0;
+    constructor(private readonly off: boolean) {
+      super();
+    }
+
+    override observe(): number {
+      return ++this.seen === 2 && this.off ? 1.6 : 1;
+    }
+  }
+  const parsed = parseTarget(target);
+  for (const off of [true, false]) {
+    const out: string[] = [];
+    const device = {
+      fingerprint: hardwareFingerprint(parsed),
+      measurer: (t: typeof parsed, opts: object) => new LocalMeasurer(t, { ...opts, hostRate: new Scripted(off) }),
+    };
+    await tuneTasks('conv', [task], { target, records: path.join(dir, `host-${off}.jsonl`), trials: 3, batchSize: 3, confirm: 0, device, log: (l) => out.push(l) });
+    const lines = out.filter((l) => l.startsWith('host speed:'));
+    if (off) {
+      assert.equal(lines, [
+        'host speed: 1 measurement(s) taken again because this machine ran more than 30% off its usual speed around them ' +
+        '(another process or a neighbour\'s hardware thread on the core, a clock change); 0 kept an off-speed time after 2 retakes',
+      ], out.join('\n'));
+    } else {
+      assert.equal(lines, [], out.join('\n'));
+    }
+  }
 });
 
 test('compile applies the tuned records and the model runs', async () => {

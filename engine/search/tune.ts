@@ -22,6 +22,7 @@ import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, isGpu, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
+import { HOST_RATE_TOLERANCE, MAX_RETAKES, NEW_BEST_SHARE } from '../measure/host-rate';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from '../schedule/steps';
 import { FailFastGate } from './fail-fast';
@@ -316,6 +317,15 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
         log(`confirmed: ${timed.schedules} schedule(s) of ${timed.tasks} task(s) timed twice more, in both orders, in ${((Date.now() - t0) / 1000).toFixed(1)} s${newDefaults}; ` +
           'compile picks among the confirmed schedules by these timings');
       }
+    }
+    const moves = parts.measurer.hostMoves;
+    if (moves && moves.retaken > 0) {
+      log(`host speed: ${moves.retaken} measurement(s) taken again because this machine ran more than ${Math.round((HOST_RATE_TOLERANCE - 1) * 100)}% off its usual speed ` +
+        `around them (another process or a neighbour's hardware thread on the core, a clock change); ${moves.keptOffSpeed} kept an off-speed time after ${MAX_RETAKES} retakes`);
+    }
+    if (moves && moves.newBests > 0) {
+      log(`new bests: ${moves.newBests} timing(s) more than ${Math.round((1 - NEW_BEST_SHARE) * 100)}% faster than their task's best so far timed again; ` +
+        `${moves.newBestsNotHeld} did not hold (the second timing more than ${Math.round((1 / NEW_BEST_SHARE - 1) * 100)}% slower; the slower one kept)`);
     }
   } finally {
     await parts.measurer.close();

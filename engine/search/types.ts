@@ -62,6 +62,8 @@ export interface Measurer {
    * builds but never with a timed run. Absent: nothing to wait for.
    */
   whenIdle?(): Promise<void>;
+  /** Timings taken again (measure/host-rate.ts HostMoves). Absent: the measurer takes none. */
+  readonly hostMoves?: import('../measure/host-rate').HostMoves;
 }
 
 /** A measured candidate as the search and the cost model see it. */
