@@ -52,9 +52,9 @@ export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
  * (PoCL compiles OpenCL C when the worker loads it), seconds however fast the kernel is.
  */
 export const SLOW_CUTOFF_FACTOR = 100;
+export const SLOW_CUTOFF_FLOOR_MS = 2_000;
 
 const meanOf = (costs: readonly number[]): number => costs.reduce((a, c) => a + c, 0) / costs.length;
-export const SLOW_CUTOFF_FLOOR_MS = 2_000;
 
 export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
   /** Seed of the random inputs (default 0); the reference is computed for it. */
@@ -157,31 +157,7 @@ export class LocalMeasurer implements Measurer {
         outcomes.push({ ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: performance.now() - started });
         off.push(o);
       }
-      const newBest = (i: number): boolean => bestBefore !== undefined && outcomes[i].error === null && meanOf(outcomes[i].costs_ms) < NEW_BEST_SHARE * bestBefore;
-      for (let retake = 0; retake < MAX_RETAKES; retake++) {
-        const again = outcomes.flatMap((_, i) => (offSpeed(off[i]) || (retake === 0 && newBest(i)) ? [i] : []));
-        if (again.length === 0) break;
-        for (const i of again) {
-          const b = built[i] as Extract<BuiltCandidate, { lib: string }>;
-          const prev = outcomes[i];
-          const wasNewBest = retake === 0 && newBest(i);
-          const started = performance.now();
-          const { off: o, ...outcome } = await this.runOne(task, b);
-          const runMs = prev.run_ms + performance.now() - started;
-          const keep = outcome.error === null ? keepRetake({ mean: meanOf(prev.costs_ms), off: off[i] }, { mean: meanOf(outcome.costs_ms), off: o }) : 'first';
-          if (offSpeed(off[i])) this.moves.retaken++;
-          if (wasNewBest) {
-            this.moves.newBests++;
-            if (outcome.error === null && meanOf(outcome.costs_ms) > meanOf(prev.costs_ms) / NEW_BEST_SHARE) this.moves.newBestsNotHeld++;
-          }
-          if (keep === 'again') {
-            outcomes[i] = { ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: runMs };
-            off[i] = o;
-          } else {
-            outcomes[i] = { ...prev, run_ms: runMs };
-          }
-        }
-      }
+      await this.retake(task, built, outcomes, off, bestBefore);
       this.moves.keptOffSpeed += off.filter(offSpeed).length;
       // The fastest so far, from the timings kept: a timing the retakes replaced does not set the slow-candidate cut-off.
       const kept = outcomes.flatMap((o, i) => (o.error === null && o.costs_ms.length > 0 && !offSpeed(off[i]) ? [meanOf(o.costs_ms)] : []));
@@ -192,6 +168,39 @@ export class LocalMeasurer implements Measurer {
     }
     for (const lib of this.keptLibraries.afterBatch(task.dag, built, outcomes)) await fs.rm(lib, { force: true });
     return outcomes;
+  }
+
+  /**
+   * Times again, after the batch, the candidates timed off speed (`off`, up to MAX_RETAKES
+   * times) and those timed under NEW_BEST_SHARE of `bestBefore` (once), replacing an
+   * outcome where keepRetake says so.
+   */
+  private async retake(task: MeasuredTask, built: readonly BuiltCandidate[], outcomes: MeasureOutcome[], off: number[], bestBefore: number | undefined): Promise<void> {
+    const newBests = new Set(outcomes.flatMap((o, i) =>
+      (bestBefore !== undefined && o.error === null && meanOf(o.costs_ms) < NEW_BEST_SHARE * bestBefore ? [i] : [])));
+    for (let round = 0; round < MAX_RETAKES; round++) {
+      const again = outcomes.flatMap((_, i) => (offSpeed(off[i]) || (round === 0 && newBests.has(i)) ? [i] : []));
+      if (again.length === 0) return;
+      for (const i of again) {
+        const b = built[i] as Extract<BuiltCandidate, { lib: string }>;
+        const prev = outcomes[i];
+        const started = performance.now();
+        const { off: o, ...outcome } = await this.runOne(task, b);
+        const runMs = prev.run_ms + performance.now() - started;
+        if (offSpeed(off[i])) this.moves.retaken++;
+        if (round === 0 && newBests.has(i)) {
+          this.moves.newBests++;
+          if (outcome.error === null && meanOf(outcome.costs_ms) > meanOf(prev.costs_ms) / NEW_BEST_SHARE) this.moves.newBestsNotHeld++;
+        }
+        const keep = outcome.error === null ? keepRetake({ mean: meanOf(prev.costs_ms), off: off[i] }, { mean: meanOf(outcome.costs_ms), off: o }) : 'first';
+        if (keep === 'again') {
+          outcomes[i] = { ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: runMs };
+          off[i] = o;
+        } else {
+          outcomes[i] = { ...prev, run_ms: runMs };
+        }
+      }
+    }
   }
 
   /** Resolves when no candidate is being timed (Measurer.whenIdle): builds may share the CPU, timed runs may not. */

@@ -325,7 +325,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     }
     if (moves && moves.newBests > 0) {
       log(`new bests: ${moves.newBests} timing(s) more than ${Math.round((1 - NEW_BEST_SHARE) * 100)}% faster than their task's best so far timed again; ` +
-        `${moves.newBestsNotHeld} did not hold (the second timing more than ${Math.round((1 / NEW_BEST_SHARE - 1) * 100)}% slower; the slower one kept)`);
+        `${moves.newBestsNotHeld} did not hold (timed again more than ${Math.round((1 / NEW_BEST_SHARE - 1) * 100)}% slower)`);
     }
   } finally {
     await parts.measurer.close();
