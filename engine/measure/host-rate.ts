@@ -1,22 +1,24 @@
-// Whether the machine ran at its usual speed while a candidate was timed.
+// Whether the machine ran at its usual speed while a candidate was timed, and which of two
+// timings of a candidate to keep.
 //
 // On a shared machine a core's speed moves in phases that last seconds: on the 2-vCPU cloud
-// VM of session 29 a vCPU usually shares its physical core's floating-point units with a
-// neighbour's hardware thread, and in the rare phases when the neighbour idles the same
-// kernel runs 1.6-2x faster. A candidate timed in such a phase keeps a time no later
-// measurement of it repeats: in a 15-minute mobilenet tune, 20 candidates of the 14x14x512
-// 1x1 conv timed back to back were recorded at 1.0 ms, while the confirmation pass timed the
-// same schedules at 2.1 ms, so the search chased those schedules, the cost model learned
-// from them and the task looked half as costly to the task scheduler as it was. A laptop's
-// clock moving with its temperature, or another process preempting the worker, does the same.
+// VM of session 29 the same kernel ran 1.6-2x faster in rare phases (likely while the
+// other tenant on the vCPU's physical core idled). A candidate timed in such a phase keeps
+// a time no later measurement of it repeats: in a 15-minute mobilenet tune, 20 candidates
+// of the 14x14x512 1x1 conv timed back to back were recorded at 1.0 ms, while the
+// confirmation pass timed the same schedules at 2.1 ms, so the search chased those
+// schedules, the cost model learned from them and the task looked half as costly to the
+// task scheduler as it was. A laptop's clock moving with its temperature, or another
+// process preempting the worker, does the same.
 //
 // So the worker (native/measure/tt_measure.c, `probe_ms`) runs a fixed floating-point loop
 // for PROBE_MS just before and just after each candidate's timed runs and reports the loop's
 // rate; the measurer keeps the rates of the last HOST_RATE_WINDOW candidates, and a
 // candidate whose rate before or after its runs strayed from their median by more than
 // HOST_RATE_TOLERANCE is timed again at the end of its batch (measurer.ts), up to
-// MAX_RETAKES times. The time kept is the one taken nearest the usual rate: the records hold
-// real measurements, never rescaled ones. Pure, so tests feed it synthetic rates.
+// MAX_RETAKES times; so is, once, a candidate timed under NEW_BEST_SHARE of its task's
+// fastest time. The timing kept is chosen by keepRetake: the records hold real
+// measurements, never rescaled ones. Pure, so tests feed it synthetic rates.
 
 /** How long the probe runs before and after each candidate's timed runs (ms). */
 export const PROBE_MS = 0.5;
