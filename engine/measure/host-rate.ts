@@ -20,6 +20,8 @@
 // fastest time. The timing kept is chosen by keepRetake: the records hold real
 // measurements, never rescaled ones. Pure, so tests feed it synthetic rates.
 
+import { median } from '../native/timing-trust';
+
 /** How long the probe runs before and after each candidate's timed runs (ms). */
 export const PROBE_MS = 0.5;
 
@@ -74,12 +76,6 @@ export function keepRetake(first: Timing, again: Timing): 'first' | 'again' {
   if (offSpeed(first.off) || offSpeed(again.off)) return again.off < first.off ? 'again' : 'first';
   return again.mean > first.mean ? 'again' : 'first';
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 export class HostRate {
   private readonly recent: number[] = [];

@@ -37,7 +37,8 @@ const TRUST_LIMITS = {
   minCpuSeconds: 0.5,
 } as const;
 
-const median = (xs: readonly number[]): number => {
+/** The median (the mean of the two middle values for an even count). */
+export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
