@@ -10,7 +10,7 @@
 //   npx tsx bench/remote.ts [--candidates 16] [--rounds 5] [--image-size 224] [--runner CMD]
 //                        [--repeat 1] [--min-repeat-ms 0]
 // (in some runs with min_repeat_ms 0 the ssh path's kernel times read slower than the local
-// ones; with 50 they agreed: see README, "Measuring through a runner")
+// ones; with 50 they agreed: see docs/performance.md, "Measuring through a runner")
 //
 // Needs sshd and ssh (Debian openssh-server); timings on a busy machine move together,
 // which is why the two paths alternate.

@@ -1,6 +1,6 @@
 // The N-thread speed-up of tensortune and ONNX Runtime next to the machine's own at the same
 // moment. On a shared host the second core is not always ours: a 2-thread speed-up read from
-// two runs minutes apart moves between 1.5 and 2.2 for both engines (README, session 25).
+// two runs minutes apart moves between 1.5 and 2.2 for both engines (docs/performance.md, session 25).
 // So each round times, back to back, the peak FMA loop (engine/native/peak.ts) at 1 and N
 // threads, then both engines at 1 and N threads (engine/compare, one interleaved round each).
 // The peak loop keeps its data in registers, so its speed-up is about the most N threads

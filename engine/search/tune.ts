@@ -221,7 +221,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const seed = opts.seed ?? 0;
   // Caches evicted before each run by default on CPUs: a layer of a network starts cold, and
   // with warm-cache timings the estimated total ran ~10% below the tuned network's time
-  // (README, "Cache flushing": with the flush it tracked it within 1%).
+  // (docs/performance.md, "Cache flushing": with the flush it tracked it within 1%).
   const measure: Partial<MeasureOptions> = { ...opts.measure, flush: opts.measure?.flush ?? !isGpu(target) };
   const trials = opts.trials ?? (opts.trialsPerTask === undefined && opts.timeLimitS === undefined ? DEFAULT_TRIALS_PER_TASK_BUDGET * tasks.length : undefined);
   const parts = createParts(target, policyName, measure, seed, tasks, priorOf, opts.device);
@@ -344,7 +344,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
  * The confirmation pass. A task's best record is the minimum of many noisy timings, so it
  * is biased low, and a busy machine drifts between the search's timings of two schedules:
  * on the AVX2 box the "best" of most tuned resnet-18 tasks was a lucky measurement and lost
- * to the default when both were timed again (README, "Measured"). At the end of a run, for
+ * to the default when both were timed again (docs/performance.md). At the end of a run, for
  * each task it measured, the pass times together, once in order and once reversed (so that
  * drift over the pass hits each alike): the `top` schedules by the mean of all their
  * timings, the `top` of compile's ranking (which may hold the winners of an earlier pass)
