@@ -81,6 +81,23 @@ test('applyRecords warns about tuned tasks whose records never measured their cu
   assert.match(warning, /Tuning again on the same records times the new defaults/);
 });
 
+test('applyRecords warns when the records it chose were measured at different thread counts', async () => {
+  const other = tasks.find((t) => t.key !== conv.key && t.desc.startsWith('depthwise'))!;
+  const otherRec = (threads: number): TuningRecord => rec(defaultSchedule(other.dag, { vectorLanes: 4 }), [1], { key: other.key, desc: other.desc, threads });
+  const run = async (name: string, records: TuningRecord[]): Promise<string[]> => {
+    const file = path.join(work, name);
+    await appendRecords(file, records);
+    const warnings: string[] = [];
+    await applyRecords({ tasks, target: target.text, fingerprint, files: [file], warn: (w) => warnings.push(w) });
+    return warnings;
+  };
+  const mixed = await run('mixed-threads.jsonl', [rec(lanes4, [2], { threads: 1 }), otherRec(2)]);
+  assert.is(mixed.length, 1, mixed.join('\n'));
+  assert.match(mixed[0], /the records chosen for this model were measured at 1 and 2 thread\(s\) \(field "threads"; first of each at 1: .*mixed-threads\.jsonl:1, 2: .*mixed-threads\.jsonl:2\): tune at the thread count the model will run at/);
+  assert.equal(await run('same-threads.jsonl', [rec(lanes4, [2], { threads: 2 }), otherRec(2)]), []);
+  assert.equal(await run('legacy-threads.jsonl', [rec(lanes4, [2]), otherRec(2)]), [], 'a record that does not say is not counted');
+});
+
 test('applyRecords passes over a record whose unroll is unbounded (parallel turned into unroll) for the next one', async () => {
   const file = path.join(work, 'unroll.jsonl');
   const at = lanes4.findIndex((st) => st.s === 'annotate' && st.ann === 'parallel');

@@ -75,11 +75,13 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const schedules = new Map<string, TunedSchedule>();
   const tunedMs = new Map<string, number>();
   const untuned: Task[] = [];
+  const chosen = new Map<string, LogEntry>();
   const rejected: string[] = [];
   for (const task of opts.tasks) {
     const list = ranked.get(task.key) ?? [];
     const best = pick(task, list.map((s) => s.entry), rejected);
     if (!best) { untuned.push(task); continue; }
+    chosen.set(task.key, best);
     schedules.set(task.key, {
       steps: best.record.steps, source: `${path.basename(best.file)}:${best.line}`, record: recordId(best.record),
       ...(best.record.budget !== undefined ? { budget: best.record.budget } : {}),
@@ -96,6 +98,8 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
       'they were tuned against the default schedules of an older tensortune. Tuning again on the same records times the new defaults ' +
       'against the tuned schedules (no new trials needed); until then compile uses the tuned ones');
   }
+  const chosenThreads = mixedThreads(opts.tasks.map((t) => chosen.get(t.key)).filter((e): e is LogEntry => e !== undefined));
+  if (chosenThreads) warn(chosenThreads);
   if (rejected.length > 0) {
     warn(`${rejected.length} record(s) no longer apply to their task and were passed over (first: ${rejected[0]})`);
   }
@@ -134,4 +138,20 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
     );
   }
   return { schedules, untuned, untunedShare, costs: tunedMs };
+}
+
+/**
+ * The warning for a model whose chosen records were measured at different thread counts
+ * (field `threads`; records that do not say are left out), else undefined. Each tune
+ * resumes and ranks only at its own count, but a log written by tunes at 1 and at 2 threads
+ * gives compile schedules ranked at either.
+ */
+export function mixedThreads(chosen: readonly LogEntry[]): string | undefined {
+  const first = new Map<number, LogEntry>();
+  for (const e of chosen) if (e.record.threads !== undefined && !first.has(e.record.threads)) first.set(e.record.threads, e);
+  if (first.size < 2) return undefined;
+  const counts = [...first.keys()].sort((a, b) => a - b);
+  const where = counts.map((n) => `${n}: ${first.get(n)!.file}:${first.get(n)!.line}`).join(', ');
+  return `the records chosen for this model were measured at ${counts.join(' and ')} thread(s) (field "threads"; first of each at ${where}): ` +
+    'tune at the thread count the model will run at, so that one ranking holds';
 }

@@ -30,7 +30,7 @@ import { promises as fs, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelSpec } from '../frontend/load';
 import { runBench } from '../native/bench';
-import { CONFIRM_POLICY, rankedByWorkload, type RankedSchedule } from '../records/best';
+import { CONFIRM_POLICY, matchesRecord, rankedByWorkload, type RankedSchedule } from '../records/best';
 import { readRecordFiles, type LogEntry } from '../records/log';
 import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
@@ -107,11 +107,11 @@ function candidatesOf(ranked: Map<string, RankedSchedule<LogEntry>[]>, tasks: Ne
  * left without records of its own (a Winograd twin that no variant chose) does not count
  * when its alone pass is older than the network pass.
  */
-function needsNetworkPass(entries: readonly LogEntry[], opts: Pick<NetworkPassOptions, 'tasks' | 'target' | 'fingerprint'>): boolean {
+function needsNetworkPass(entries: readonly LogEntry[], opts: Pick<NetworkPassOptions, 'tasks' | 'target' | 'fingerprint' | 'threads'>): boolean {
   const keys = new Set(opts.tasks.map((t) => t.key));
   let alone = -Infinity, network = -Infinity;
   for (const { record: r } of entries) {
-    if (r.policy !== CONFIRM_POLICY || !keys.has(r.key) || r.target !== opts.target || r.fingerprint !== opts.fingerprint) continue;
+    if (r.policy !== CONFIRM_POLICY || !keys.has(r.key) || !matchesRecord(r, opts)) continue;
     const time = Date.parse(r.time);
     if (r.scope === 'network') network = Math.max(network, time);
     else alone = Math.max(alone, time);
@@ -129,7 +129,7 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
   const rounds = opts.rounds ?? NETWORK_PASS_ROUNDS;
   const files = [...(opts.readRecords ?? []), opts.records];
   const entries = await readRecordFiles(files, { warn: opts.warn });
-  const candidates = candidatesOf(rankedByWorkload(entries, opts.target, opts.fingerprint), opts.tasks, opts.top);
+  const candidates = candidatesOf(rankedByWorkload(entries, opts.target, opts.fingerprint, opts.threads), opts.tasks, opts.top);
   const variants = Math.max(0, ...[...candidates.values()].map((c) => c.length));
   if (variants < 2 || !needsNetworkPass(entries, opts)) return undefined;
 
@@ -203,7 +203,7 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
       tasks += 1;
       for (const { record, ms } of costs.values()) {
         out.push(makeRecord({ steps: record.steps, costs_ms: ms, error: null, build_ms: 0, run_ms: 0 }, {
-          task: { key, desc: record.desc }, target: opts.target, fingerprint: opts.fingerprint, seed: record.seed,
+          task: { key, desc: record.desc }, target: opts.target, fingerprint: opts.fingerprint, seed: record.seed, threads: opts.threads,
           policy: CONFIRM_POLICY, pass, scope: 'network',
         }));
       }

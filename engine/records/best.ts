@@ -141,20 +141,37 @@ export function bestRecords<E extends { record: TuningRecord }>(entries: Iterabl
 }
 
 /**
- * Valid schedules for one target and fingerprint, per workload key, fastest first (so a
- * caller can fall back to the next one when the best no longer applies).
+ * What a run takes records for: the exact target string and hardware fingerprint, and where
+ * `threads` is given (tune, on a CPU), the thread count the candidates ran on. A timing at 2
+ * threads is not comparable with one at 1, so a tune at 1 thread leaves the 2-thread
+ * records of its log alone (they stay in the log). A record that does not say (GPU targets,
+ * logs written before records carried `threads`) matches any thread count.
  */
-export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string): Map<string, RankedSchedule<LogEntry>[]> {
-  const here = [...entries].filter((e) => e.record.target === target && e.record.fingerprint === fingerprint);
+export interface RecordMatch {
+  target: string;
+  fingerprint: string;
+  threads?: number;
+}
+
+export const matchesRecord = (r: Pick<TuningRecord, 'target' | 'fingerprint' | 'threads'>, m: RecordMatch): boolean =>
+  r.target === m.target && r.fingerprint === m.fingerprint && (m.threads === undefined || r.threads === undefined || r.threads === m.threads);
+
+/**
+ * Valid schedules for one target and fingerprint (and thread count, where given), per
+ * workload key, fastest first (so a caller can fall back to the next one when the best no
+ * longer applies).
+ */
+export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string, threads?: number): Map<string, RankedSchedule<LogEntry>[]> {
+  const here = [...entries].filter((e) => matchesRecord(e.record, { target, fingerprint, threads }));
   return new Map([...rankedSchedules(here).values()].map((list) => [list[0].entry.record.key, list]));
 }
 
-/** Entries measured for one target string and fingerprint, per workload key, in log order. */
-export function byWorkload(entries: Iterable<LogEntry>, match: { target: string; fingerprint: string }): Map<string, LogEntry[]> {
+/** Entries of one target string and fingerprint (and thread count, where given), per workload key, in log order. */
+export function byWorkload(entries: Iterable<LogEntry>, match: RecordMatch): Map<string, LogEntry[]> {
   const out = new Map<string, LogEntry[]>();
   for (const entry of entries) {
     const r = entry.record;
-    if (r.target !== match.target || r.fingerprint !== match.fingerprint) continue;
+    if (!matchesRecord(r, match)) continue;
     const list = out.get(r.key);
     if (list) list.push(entry);
     else out.set(r.key, [entry]);

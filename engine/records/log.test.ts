@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UserError } from '../errors';
-import { bestRecords, CONFIRM_POLICY, meanCost, rankedByWorkload, recordGroup } from './best';
+import { bestRecords, CONFIRM_POLICY, matchesRecord, meanCost, rankedByWorkload, recordGroup } from './best';
 import { distill, distillFiles } from './distill';
 import { appendRecords, readRecords, withFileLock } from './log';
 import { makeRecord } from './make';
@@ -56,6 +56,8 @@ test('the schema rejects malformed records, and names the field', () => {
     [{ ...rec(), extra: 1 }, /additional properties 'extra'/],
     [{ ...rec(), v: RECORD_FORMAT_VERSION + 1 }, /newer than this tensortune reads/],
     [{ ...rec(), time: 'yesterday' }, /record\/time must match pattern/],
+    [{ ...rec(), threads: 0 }, /record\/threads must be >= 1/],
+    [{ ...rec(), threads: 1.5 }, /record\/threads must be integer/],
   ];
   for (const [value, re] of bad) {
     const check = checkRecord(value);
@@ -263,6 +265,25 @@ test('openLog groups this machine\'s measurements by workload key', async () => 
   assert.is((await openLog(file('fresh.jsonl'), { target: 't', fingerprint: 'f' })).measured.size, 0);
 });
 
+test('a thread count in the match takes records of that count and records that do not say; without one, all', async () => {
+  const m = { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' };
+  assert.ok(matchesRecord(rec({ threads: 2 }), { ...m, threads: 2 }));
+  assert.not.ok(matchesRecord(rec({ threads: 2 }), { ...m, threads: 1 }));
+  assert.ok(matchesRecord(rec(), { ...m, threads: 1 }), 'a record written before records carried threads');
+  assert.ok(matchesRecord(rec({ threads: 2 }), m), 'no thread count asked (compile, GPU targets)');
+  assert.not.ok(matchesRecord(rec({ threads: 1, fingerprint: 'ffffffffffffffff' }), { ...m, threads: 1 }));
+  const f = file('threads.jsonl');
+  // The 2-thread timings are faster: mixed in, they would win the ranking and the resume's costs.
+  await appendRecords(f, [rec({ costs_ms: [4], threads: 1 }), rec({ costs_ms: [1], threads: 2, steps: OTHER_STEPS }), rec({ costs_ms: [5], steps: THIRD_STEPS })]);
+  const opened = await openLog(f, { ...m, threads: 1 });
+  assert.equal(opened.entries.length, 3, 'the log keeps every record');
+  assert.equal(opened.measured.get(KEY_A)!.map((s) => s.cost_ms), [4, 5], 'resume leaves out the 2-thread record');
+  const ranked = (threads?: number) => rankedByWorkload(opened.entries, m.target, m.fingerprint, threads).get(KEY_A)!.map((s) => s.cost);
+  assert.equal(ranked(1), [4, 5]);
+  assert.equal(ranked(2), [1, 5]);
+  assert.equal(ranked(), [1, 4, 5]);
+});
+
 test('openLog counts a schedule timed again as one measured state, with the mean of its valid timings', async () => {
   const f = file('resume-again.jsonl');
   // The default measured by two tune runs, one of them failing; another schedule; then both re-timed by a confirmation pass.
@@ -285,6 +306,10 @@ test('makeRecord turns measurement outcomes into valid records', async () => {
   assert.ok(checkRecord(ok).ok && checkRecord(bad).ok);
   assert.equal([ok.costs_ms, ok.error, ok.policy, ok.seed], [[0.5, 0.7], null, 'random', 3]);
   assert.ok(bad.message!.length < 8192);
+  assert.is(ok.threads, undefined, 'no thread count given, none written');
+  const at2 = makeRecord({ steps: rec().steps, costs_ms: [1], error: null, build_ms: 1, run_ms: 1 }, { ...ctx, threads: 2 });
+  assert.is(at2.threads, 2);
+  assert.ok(checkRecord(at2).ok);
   const genome = { sketch: 1, values: { 'C/S/i': [1, 2, 4, 8], 'C/unroll': 2 } };
   assert.ok(checkRecord(makeRecord({ steps: rec().steps, costs_ms: [1], error: null, build_ms: 1, run_ms: 1 }, ctx, genome)).ok, 'a record may carry the genome');
   for (const g of [{ sketch: -1, values: {} }, { sketch: 0, values: { a: 'x' } }, { sketch: 0, values: { a: [0] } }, { sketch: 0 }]) {

@@ -10,6 +10,8 @@ export interface RecordContext {
   target: string;
   fingerprint: string;
   seed: number;
+  /** Threads the candidates ran on (CPU targets). */
+  threads?: number;
   policy?: string;
   /** The config budget of an `nx tune` run. */
   budget?: string;
@@ -33,6 +35,7 @@ export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext, genome?:
     seed: ctx.seed, time: (ctx.time ?? new Date()).toISOString(),
   };
   if (outcome.message) record.message = outcome.message.length > MAX_MESSAGE ? `${outcome.message.slice(0, MAX_MESSAGE)}...` : outcome.message;
+  if (ctx.threads !== undefined) record.threads = ctx.threads;
   if (ctx.policy) record.policy = ctx.policy;
   if (ctx.budget) record.budget = ctx.budget;
   if (ctx.pass) record.pass = ctx.pass;

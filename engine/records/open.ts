@@ -1,8 +1,8 @@
 // Opening a log to resume tuning: what has already been measured, per workload key, for
-// the target and machine being tuned (records of other targets or machines would mislead
-// the search and the cost model, so they are left out).
+// the target, machine and thread count being tuned (records of other targets, machines or
+// thread counts would mislead the search and the cost model, so they are left out).
 
-import { byWorkload, meanCost, measuredCost } from './best';
+import { byWorkload, meanCost, measuredCost, type RecordMatch } from './best';
 import { stepsKey } from '../schedule/steps';
 import { readRecords, type LogEntry, type ReadOptions } from './log';
 import type { MeasuredState } from '../search/types';
@@ -18,7 +18,7 @@ export interface OpenedLog {
 
 /** Reads `file` (missing = empty, a new log) and groups this machine's measurements by task. */
 export async function openLog(
-  file: string, match: { target: string; fingerprint: string }, opts: ReadOptions = {},
+  file: string, match: RecordMatch, opts: ReadOptions = {},
 ): Promise<OpenedLog> {
   const { entries, skipped } = await readRecords(file, { missingOk: true, ...opts });
   return { entries, measured: measuredStates(entries, match), skipped };
@@ -32,7 +32,7 @@ export async function openLog(
  * null when none of its records ran. So a resumed search counts distinct schedules as its
  * trials: re-timing what was already measured spends none of a later, larger budget.
  */
-export function measuredStates(entries: Iterable<LogEntry>, match: { target: string; fingerprint: string }): Map<string, MeasuredState[]> {
+export function measuredStates(entries: Iterable<LogEntry>, match: RecordMatch): Map<string, MeasuredState[]> {
   const out = new Map<string, MeasuredState[]>();
   for (const [key, list] of byWorkload(entries, match)) {
     const schedules = new Map<string, { state: MeasuredState; timings: number[] }>();

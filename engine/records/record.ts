@@ -29,6 +29,12 @@ export interface TuningRecord {
   time: string;
   /** Search policy that proposed it. */
   policy?: string;
+  /**
+   * Threads the candidate ran on (a CPU target's measurement); absent on GPU targets and in
+   * records written before tensortune 0.1.0 recorded it (session 30). Tune resumes only from
+   * records of its own thread count (records/best.ts RecordMatch).
+   */
+  threads?: number;
   /** The config budget `nx tune` measured it under; absent for `tensortune tune`. */
   budget?: string;
   /**

@@ -217,6 +217,28 @@ test('a tune says how many measurements were taken again because the machine ran
   }
 });
 
+test('records carry the thread count; a tune resumes only from its own, and says what it left out', async () => {
+  const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 6, seed: 0, randomStats: false, weights: 'random' });
+  b.graph.outputs = [b.relu(b.conv2d(b.input(4), 'conv', { channels: 4, kernel: [3, 3], padding: [1, 1] }))];
+  const [task] = extractTasks(b.graph);
+  const log = path.join(dir, 'threads.jsonl');
+  const tune = async (threads: number | undefined): Promise<{ trials: number; lines: string[] }> => {
+    const out: string[] = [];
+    const r = await tuneTasks('conv', [task], { target, records: log, trials: 2, batchSize: 2, confirm: 0, measure: threads ? { threads } : undefined, log: (l) => out.push(l) });
+    return { trials: r.trials, lines: out };
+  };
+  const at2 = await tune(2);
+  assert.is(at2.trials, 2);
+  assert.equal((await readRecords(log)).entries.map((e) => e.record.threads), [2, 2]);
+  assert.not.ok(at2.lines.some((l) => l.includes('left out')), at2.lines.join('\n'));
+  const at1 = await tune(undefined);
+  assert.is(at1.trials, 2, 'the 2-thread timings are not resumed from: the same budget is measured at 1 thread');
+  assert.ok(at1.lines.includes('2 record(s) measured at 2 thread(s) left out: this run measures at 1, and timings at different thread counts do not compare (they stay in the log)'), at1.lines.join('\n'));
+  assert.equal((await readRecords(log)).entries.map((e) => e.record.threads), [2, 2, 1, 1]);
+  assert.is((await tune(1)).trials, 0, 'a 1-thread tune resumes from the 1-thread records');
+  assert.is((await tune(2)).trials, 0, 'and a 2-thread one from the 2-thread records');
+});
+
 test('compile applies the tuned records and the model runs', async () => {
   const { entries } = await readRecords(records);
   const tuned = new Set(entries.filter((e) => e.record.error === null).map((e) => e.record.key));

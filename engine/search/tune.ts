@@ -12,9 +12,9 @@ import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
-import { byWorkload, CONFIRM_POLICY, measuredSchedule, rankedByWorkload } from '../records/best';
+import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
 import { networkPass } from '../compile/network-pass';
-import { appendRecords, checkLogWritable, readRecordFiles } from '../records/log';
+import { appendRecords, checkLogWritable, readRecordFiles, type LogEntry } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
@@ -204,7 +204,9 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's GPU (${target.kind === 'cuda' ? 'CUDA' : 'OpenCL'}), with the candidates' host side built here`);
   const emit = opts.onEvent ?? (() => undefined);
   const records = path.resolve(opts.records);
-  const match = { target: target.text, fingerprint };
+  // CPU timings depend on the threads the candidates ran on: resume only from this run's count.
+  const threads = isGpu(target) ? undefined : opts.measure?.threads ?? 1;
+  const match: RecordMatch = { target: target.text, fingerprint, threads };
   // Broken lines in a log: one warning per file, in the progress log, else on stderr.
   const warn = opts.log ? (message: string): void => log(`warning: ${message}`) : undefined;
 
@@ -212,8 +214,12 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   // What is known already: further logs first, then our own (its latest lines are the newest).
   const prior = new Map<string, MeasuredState[]>();
   const extra = (opts.readRecords ?? []).map((f) => path.resolve(f)).filter((f) => f !== records);
-  if (extra.length > 0) for (const [key, states] of measuredStates(await readRecordFiles(extra, { warn }), match)) prior.set(key, [...states]);
-  for (const [key, states] of (await openLog(records, match, { warn })).measured) prior.set(key, [...(prior.get(key) ?? []), ...states]);
+  const extraEntries = extra.length > 0 ? await readRecordFiles(extra, { warn }) : [];
+  for (const [key, states] of measuredStates(extraEntries, match)) prior.set(key, [...states]);
+  const opened = await openLog(records, match, { warn });
+  for (const [key, states] of opened.measured) prior.set(key, [...(prior.get(key) ?? []), ...states]);
+  const otherThreads = leftOutForThreads([...extraEntries, ...opened.entries], match);
+  if (otherThreads) log(otherThreads);
   const priorOf = (t: Task): MeasuredState[] => prior.get(t.key) ?? [];
   const measured = tasks.map((t) => priorOf(t).length);
 
@@ -263,7 +269,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       ...(parts.measurer.whenIdle ? { whenIdle: () => parts.measurer.whenIdle!() } : {}),
     };
     const toRecord = (i: number, o: MeasureOutcome, policy?: string, pass?: string): TuningRecord => makeRecord(o, {
-      task: tasks[i], target: target.text, fingerprint, seed, budget: opts.budget, policy: policy ?? (sameSteps(o.steps, defaults[i]) ? 'default' : policyName), pass,
+      task: tasks[i], target: target.text, fingerprint, seed, threads, budget: opts.budget, policy: policy ?? (sameSteps(o.steps, defaults[i]) ? 'default' : policyName), pass,
     }, entries[i].policy.genomeOf?.(o.steps));
 
     // What this run may still measure, for the progress and ETA of each round's line.
@@ -362,13 +368,13 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
  */
 async function confirmBest(opts: {
   tasks: readonly Task[]; defaults: readonly Step[][]; top: number; measurer: Measurer;
-  match: { target: string; fingerprint: string }; files: string[]; warn?: (message: string) => void;
+  match: RecordMatch; files: string[]; warn?: (message: string) => void;
   measuredNow: readonly boolean[];
   /** Appends a task's confirmation records; `pass` names the task's pass (both orders). */
   record: (task: number, pass: string, outcomes: MeasureOutcome[]) => Promise<void>;
 }): Promise<{ tasks: number; schedules: number; newDefaults: number }> {
   const entries = await readRecordFiles(opts.files, { warn: opts.warn });
-  const ranked = rankedByWorkload(entries, opts.match.target, opts.match.fingerprint);
+  const ranked = rankedByWorkload(entries, opts.match.target, opts.match.fingerprint, opts.match.threads);
   const all = byWorkload(entries, opts.match);
   let tasks = 0, schedules = 0, newDefaults = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
@@ -388,4 +394,22 @@ async function confirmBest(opts: {
     if (newDefault) newDefaults += 1;
   }
   return { tasks, schedules, newDefaults };
+}
+
+/**
+ * The line a tune prints when its logs hold records of its target and machine measured at
+ * another thread count: they stay in the log, but the search neither resumes from them nor
+ * ranks them beside this run's timings. Undefined when there are none.
+ */
+export function leftOutForThreads(entries: readonly LogEntry[], match: RecordMatch): string | undefined {
+  if (match.threads === undefined) return undefined;
+  const counts = new Map<number, number>();
+  for (const { record: r } of entries) {
+    if (r.threads === undefined || matchesRecord(r, match) || !matchesRecord(r, { ...match, threads: undefined })) continue;
+    counts.set(r.threads, (counts.get(r.threads) ?? 0) + 1);
+  }
+  if (counts.size === 0) return undefined;
+  const n = [...counts.values()].reduce((a, b) => a + b, 0);
+  const at = [...counts.keys()].sort((a, b) => a - b).join(', ');
+  return `${n} record(s) measured at ${at} thread(s) left out: this run measures at ${match.threads}, and timings at different thread counts do not compare (they stay in the log)`;
 }
