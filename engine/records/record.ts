@@ -31,8 +31,8 @@ export interface TuningRecord {
   policy?: string;
   /**
    * Threads the candidate ran on (a CPU target's measurement); absent on GPU targets and in
-   * records written before tensortune 0.1.0 recorded it (session 30). Tune resumes only from
-   * records of its own thread count (records/best.ts RecordMatch).
+   * records written before records carried it. Tune resumes only from records of its own
+   * thread count (records/best.ts RecordMatch).
    */
   threads?: number;
   /** The config budget `nx tune` measured it under; absent for `tensortune tune`. */
