@@ -146,7 +146,7 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
  * resumes and ranks only at its own count, but a log written by tunes at 1 and at 2 threads
  * gives compile schedules ranked at either.
  */
-export function mixedThreads(chosen: readonly LogEntry[]): string | undefined {
+function mixedThreads(chosen: readonly LogEntry[]): string | undefined {
   const first = new Map<number, LogEntry>();
   for (const e of chosen) if (e.record.threads !== undefined && !first.has(e.record.threads)) first.set(e.record.threads, e);
   if (first.size < 2) return undefined;

@@ -401,7 +401,7 @@ async function confirmBest(opts: {
  * another thread count: they stay in the log, but the search neither resumes from them nor
  * ranks them beside this run's timings. Undefined when there are none.
  */
-export function leftOutForThreads(entries: readonly LogEntry[], match: RecordMatch): string | undefined {
+function leftOutForThreads(entries: readonly LogEntry[], match: RecordMatch): string | undefined {
   if (match.threads === undefined) return undefined;
   const counts = new Map<number, number>();
   for (const { record: r } of entries) {
