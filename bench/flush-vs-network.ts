@@ -45,7 +45,7 @@ async function networkTimes(dir: string): Promise<Map<string, number>> {
 async function main(): Promise<void> {
   const graph = getNetwork(network, { weights: 'zeros' }).graph;
   const tasks = tuningTasks(graph, target.text).filter((t) => !t.alternative);
-  const ranked = rankedByWorkload(await readRecordFiles([records]), target.text, hardwareFingerprint(target));
+  const ranked = rankedByWorkload(await readRecordFiles([records]), { target: target.text, fingerprint: hardwareFingerprint(target) });
   const work = mkdtempSync(path.join(tmpdir(), 'tt-flush-vs-network-'));
   const flushed = new LocalMeasurer(target, { flush: true, threads: 1 });
   const warm = new LocalMeasurer(target, { flush: false, threads: 1 });

@@ -69,7 +69,9 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const log = opts.log ?? (() => undefined);
   const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
   const entries = opts.entries ?? await readRecordFiles(opts.files, { warn });
-  const ranked = rankedByWorkload(entries, opts.target, opts.fingerprint);
+  // Any thread count: compile does not know the one the model will run at (mixedThreads warns).
+  const match = { target: opts.target, fingerprint: opts.fingerprint };
+  const ranked = rankedByWorkload(entries, match);
   const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
 
   const schedules = new Map<string, TunedSchedule>();
@@ -89,7 +91,7 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
     // The schedule's cost as the ranking compares it: its timings in the latest confirmation pass, else its confirmation timings, else all its timings (records/best.ts).
     tunedMs.set(task.key, list.find((s) => s.entry === best)!.cost);
   }
-  const all = opts.defaultOf ? byWorkload(entries, { target: opts.target, fingerprint: opts.fingerprint }) : new Map<string, LogEntry[]>();
+  const all = opts.defaultOf ? byWorkload(entries, match) : new Map<string, LogEntry[]>();
   const staleDefaults = opts.defaultOf
     ? opts.tasks.filter((task) => schedules.has(task.key) && !measuredSchedule(all.get(task.key) ?? [], opts.defaultOf!(task)))
     : [];

@@ -78,7 +78,7 @@ test('a network\'s tune ends with the network pass: each task\'s confirmed sched
   assert.ok([...keys].some((key) => inNetwork.filter((r) => r.key === key).length >= 2), 'some task had two or more schedules to compare');
 
   // Compile ranks them by the network's timings and uses the fastest.
-  const ranked = rankedByWorkload(entries, target, fingerprint);
+  const ranked = rankedByWorkload(entries, { target, fingerprint });
   const outDir = path.join(dir, 'model');
   await compileNetwork({ model: onnx, target, outDir, records: [records], log: () => undefined });
   const kernels = readManifest(outDir).kernels;

@@ -129,7 +129,7 @@ export async function networkPass(opts: NetworkPassOptions): Promise<NetworkPass
   const rounds = opts.rounds ?? NETWORK_PASS_ROUNDS;
   const files = [...(opts.readRecords ?? []), opts.records];
   const entries = await readRecordFiles(files, { warn: opts.warn });
-  const candidates = candidatesOf(rankedByWorkload(entries, opts.target, opts.fingerprint, opts.threads), opts.tasks, opts.top);
+  const candidates = candidatesOf(rankedByWorkload(entries, opts), opts.tasks, opts.top);
   const variants = Math.max(0, ...[...candidates.values()].map((c) => c.length));
   if (variants < 2 || !needsNetworkPass(entries, opts)) return undefined;
 

@@ -23,6 +23,7 @@ import type { Step } from '../schedule/steps';
 import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import { isGpu, type Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
+import { meanCost, measuredCost } from '../records/best';
 import { Builder, type BuiltCandidate } from './builder';
 import { HostRate, keepRetake, MAX_RETAKES, NEW_BEST_SHARE, offSpeed, PROBE_MS, type HostMoves } from './host-rate';
 import { KeptLibraries } from './kept-libraries';
@@ -53,8 +54,6 @@ export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
  */
 export const SLOW_CUTOFF_FACTOR = 100;
 export const SLOW_CUTOFF_FLOOR_MS = 2_000;
-
-const meanOf = (costs: readonly number[]): number => costs.reduce((a, c) => a + c, 0) / costs.length;
 
 export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
   /** Seed of the random inputs (default 0); the reference is computed for it. */
@@ -160,7 +159,10 @@ export class LocalMeasurer implements Measurer {
       await this.retake(task, built, outcomes, off, bestBefore);
       this.moves.keptOffSpeed += off.filter(offSpeed).length;
       // The fastest so far, from the timings kept: a timing the retakes replaced does not set the slow-candidate cut-off.
-      const kept = outcomes.flatMap((o, i) => (o.error === null && o.costs_ms.length > 0 && !offSpeed(off[i]) ? [meanOf(o.costs_ms)] : []));
+      const kept = outcomes.flatMap((o, i) => {
+        const cost = measuredCost(o);
+        return cost !== null && !offSpeed(off[i]) ? [cost] : [];
+      });
       const fastest = Math.min(bestBefore ?? Infinity, ...kept);
       if (this.cutSlow && Number.isFinite(fastest)) this.fastest.set(task.dag, fastest);
     } finally {
@@ -177,7 +179,7 @@ export class LocalMeasurer implements Measurer {
    */
   private async retake(task: MeasuredTask, built: readonly BuiltCandidate[], outcomes: MeasureOutcome[], off: number[], bestBefore: number | undefined): Promise<void> {
     const newBests = new Set(outcomes.flatMap((o, i) =>
-      (bestBefore !== undefined && o.error === null && meanOf(o.costs_ms) < NEW_BEST_SHARE * bestBefore ? [i] : [])));
+      (bestBefore !== undefined && o.error === null && meanCost(o) < NEW_BEST_SHARE * bestBefore ? [i] : [])));
     for (let round = 0; round < MAX_RETAKES; round++) {
       const again = outcomes.flatMap((_, i) => (offSpeed(off[i]) || (round === 0 && newBests.has(i)) ? [i] : []));
       if (again.length === 0) return;
@@ -190,9 +192,9 @@ export class LocalMeasurer implements Measurer {
         if (offSpeed(off[i])) this.moves.retaken++;
         if (round === 0 && newBests.has(i)) {
           this.moves.newBests++;
-          if (outcome.error === null && meanOf(outcome.costs_ms) > meanOf(prev.costs_ms) / NEW_BEST_SHARE) this.moves.newBestsNotHeld++;
+          if (outcome.error === null && meanCost(outcome) > meanCost(prev) / NEW_BEST_SHARE) this.moves.newBestsNotHeld++;
         }
-        const keep = outcome.error === null ? keepRetake({ mean: meanOf(prev.costs_ms), off: off[i] }, { mean: meanOf(outcome.costs_ms), off: o }) : 'first';
+        const keep = outcome.error === null ? keepRetake({ mean: meanCost(prev), off: off[i] }, { mean: meanCost(outcome), off: o }) : 'first';
         if (keep === 'again') {
           outcomes[i] = { ...outcome, steps: b.steps, build_ms: b.build_ms, run_ms: runMs };
           off[i] = o;
@@ -253,7 +255,7 @@ export class LocalMeasurer implements Measurer {
         if (!cmp.ok) return { costs_ms: [], error: 'wrong_answer', message: `${dag.outputs[i].name}: ${cmp.message}`, off: 1 };
       }
       const off = this.hostRate && result.host_rate ? this.hostRate.observe(result.host_rate) : 1;
-      const mean = meanOf(result.costs_ms);
+      const mean = meanCost(result);
       // An off-speed time does not move the slow-candidate cut-off (a fast phase would tighten it for the whole task).
       if (result.costs_ms.length > 0 && !offSpeed(off) && !(mean >= (fastest ?? Infinity))) this.fastest.set(dag, mean);
       return { costs_ms: result.costs_ms, error: null, off };

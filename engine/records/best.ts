@@ -161,8 +161,8 @@ export const matchesRecord = (r: Pick<TuningRecord, 'target' | 'fingerprint' | '
  * workload key, fastest first (so a caller can fall back to the next one when the best no
  * longer applies).
  */
-export function rankedByWorkload(entries: Iterable<LogEntry>, target: string, fingerprint: string, threads?: number): Map<string, RankedSchedule<LogEntry>[]> {
-  const here = [...entries].filter((e) => matchesRecord(e.record, { target, fingerprint, threads }));
+export function rankedByWorkload(entries: Iterable<LogEntry>, match: RecordMatch): Map<string, RankedSchedule<LogEntry>[]> {
+  const here = [...entries].filter((e) => matchesRecord(e.record, match));
   return new Map([...rankedSchedules(here).values()].map((list) => [list[0].entry.record.key, list]));
 }
 

@@ -176,7 +176,7 @@ test('best keeps the fastest valid record per (key, target, fingerprint); distil
   const best = distill(records);
   assert.equal(best, [records[1], records[3], records[4], records[5]]);
   assert.is(meanCost(records[1]), 2);
-  const ranked = rankedByWorkload(records.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef');
+  const ranked = rankedByWorkload(records.map((record, i) => ({ record, file: 'x', line: i + 1 })), { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' });
   assert.equal(ranked.get(KEY_A)!.map((s) => s.entry.line), [2, 1]);
   assert.equal(ranked.get(KEY_B)!.map((s) => s.entry.line), [5]);
   assert.is(bestRecords(records.map((record) => ({ record }))).size, 4);
@@ -199,7 +199,7 @@ test('records of the same steps are one schedule: it ranks by the mean of all th
   const steady = rec({ costs_ms: [2, 2] });
   const again = rec({ costs_ms: [5, 5], steps: OTHER_STEPS, time: '2024-05-01T11:00:00.000Z' }); // the lucky one timed again
   const entries = [lucky, steady, again].map((record) => ({ record }));
-  const at = (list: readonly { record: TuningRecord }[]) => rankedByWorkload(list.map((e, i) => ({ ...e, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  const at = (list: readonly { record: TuningRecord }[]) => rankedByWorkload(list.map((e, i) => ({ ...e, file: 'x', line: i + 1 })), { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' }).get(KEY_A)!;
   assert.equal(at(entries.slice(0, 2)).map((s) => s.entry.line), [1, 2], 'one timing each: the lucky one first');
   const ranked = at(entries);
   assert.equal(ranked.map((s) => s.entry.line), [2, 3], 'timed again, the lucky one falls behind; one entry per schedule');
@@ -210,7 +210,7 @@ test('records of the same steps are one schedule: it ranks by the mean of all th
 });
 
 test('confirmed schedules rank first, by their confirmation timings only: drift between the search and the pass does not pick an unconfirmed lucky one', () => {
-  const at = (list: readonly TuningRecord[]) => rankedByWorkload(list.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  const at = (list: readonly TuningRecord[]) => rankedByWorkload(list.map((record, i) => ({ record, file: 'x', line: i + 1 })), { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' }).get(KEY_A)!;
   // During the search (a fast phase): A 1.5, B 1.4, C 1.3 (never re-timed). The pass (a slow phase) times A and B: 2.0 and 2.4.
   const a = rec({ costs_ms: [1.5] }), b = rec({ costs_ms: [1.4], steps: OTHER_STEPS }), c = rec({ costs_ms: [1.3], steps: THIRD_STEPS });
   const passA = rec({ costs_ms: [2, 2], policy: CONFIRM_POLICY }), passB = rec({ costs_ms: [2.4, 2.4], steps: OTHER_STEPS, policy: CONFIRM_POLICY });
@@ -225,7 +225,7 @@ test('confirmed schedules rank first, by their confirmation timings only: drift 
 test('the latest confirmation pass decides: a schedule an earlier pass timed in a fast phase does not beat the ones re-timed in a slow phase', () => {
   const FOURTH: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [4] }];
   const NEW_DEFAULT: TuningRecord['steps'] = [{ s: 'split', stage: 'conv2d_nhwc', iter: 'ff', lengths: [8] }];
-  const at = (list: readonly TuningRecord[]) => rankedByWorkload(list.map((record, i) => ({ record, file: 'x', line: i + 1 })), 'llvm -mcpu=native', '0123456789abcdef').get(KEY_A)!;
+  const at = (list: readonly TuningRecord[]) => rankedByWorkload(list.map((record, i) => ({ record, file: 'x', line: i + 1 })), { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' }).get(KEY_A)!;
   const confirm = (steps: TuningRecord['steps'], cost: number, time: string, pass?: string): TuningRecord =>
     rec({ steps, costs_ms: [cost, cost], policy: CONFIRM_POLICY, time, ...(pass ? { pass } : {}) });
   // Pass 1 (a fast phase) times A, B, C and the old default D (4th). Hours later, with the top 3 of
@@ -278,7 +278,7 @@ test('a thread count in the match takes records of that count and records that d
   const opened = await openLog(f, { ...m, threads: 1 });
   assert.equal(opened.entries.length, 3, 'the log keeps every record');
   assert.equal(opened.measured.get(KEY_A)!.map((s) => s.cost_ms), [4, 5], 'resume leaves out the 2-thread record');
-  const ranked = (threads?: number) => rankedByWorkload(opened.entries, m.target, m.fingerprint, threads).get(KEY_A)!.map((s) => s.cost);
+  const ranked = (threads?: number) => rankedByWorkload(opened.entries, { ...m, threads }).get(KEY_A)!.map((s) => s.cost);
   assert.equal(ranked(1), [4, 5]);
   assert.equal(ranked(2), [1, 5]);
   assert.equal(ranked(), [1, 4, 5]);

@@ -123,7 +123,7 @@ test('the confirmation pass: the top schedules and the default timed twice more,
   assert.ok(!Number.isNaN(Date.parse(entries.slice(6)[0].pass ?? '')), 'the time it began');
   assert.equal(searched.map((r) => r.policy), ['default', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary', 'evolutionary'], 'the first record keeps the proposer');
   // Compile picks among the confirmed schedules, by their confirmation timings.
-  const [best] = rankedByWorkload((await readRecords(log)).entries, target, searched[0].fingerprint).get(task.key)!;
+  const [best] = rankedByWorkload((await readRecords(log)).entries, { target, fingerprint: searched[0].fingerprint }).get(task.key)!;
   assert.ok(best.confirmed && order.includes(key(best.entry.record)));
   const confirmations = entries.slice(6).filter((r) => key(r) === key(best.entry.record)).flatMap((r) => r.costs_ms);
   assert.is(best.cost, mean({ costs_ms: confirmations }));

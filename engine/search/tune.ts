@@ -374,7 +374,7 @@ async function confirmBest(opts: {
   record: (task: number, pass: string, outcomes: MeasureOutcome[]) => Promise<void>;
 }): Promise<{ tasks: number; schedules: number; newDefaults: number }> {
   const entries = await readRecordFiles(opts.files, { warn: opts.warn });
-  const ranked = rankedByWorkload(entries, opts.match.target, opts.match.fingerprint, opts.match.threads);
+  const ranked = rankedByWorkload(entries, opts.match);
   const all = byWorkload(entries, opts.match);
   let tasks = 0, schedules = 0, newDefaults = 0;
   for (let i = 0; i < opts.tasks.length; i++) {
