@@ -53,6 +53,8 @@ const ERRORS: [string[], RegExp][] = [
   [['tasks'], /^tensortune tasks: missing <network> \(expected one of: mobilenet, .*\)\n$/],
   [['tasks', 'mobilenet', 'resnet-18'], /^tensortune tasks: expected one <network>, got 2: mobilenet resnet-18\n$/],
   [['tune-everything'], /^tensortune: unknown command 'tune-everything' \(expected one of: tasks.*\)\n$/],
+  [['compile', 'mobilenet', '--out', 'never-written', '--threads', '0'], /^tensortune compile: bad --threads '0' \(expected a positive integer\)\n$/],
+  [['compile', 'mobilenet', '--out', 'never-written', '--target', 'cuda -arch=sm_80', '--threads', '2'], /^tensortune compile: --threads applies to CPU targets: the records of cuda -arch=sm_80 do not depend on host threads\n$/],
 ];
 
 test('bad input: one line naming what was expected, exit code 2, no stack trace', async () => {

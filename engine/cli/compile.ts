@@ -5,11 +5,11 @@
 import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
-import { parseTarget } from '../target';
+import { isGpu, parseTarget } from '../target';
 import { remoteFingerprint } from '../remote/open';
-import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, positiveNumber, type CliIo, type Command } from './command';
+import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, optionalInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
-const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" [--host H] --out DIR [--records FILE]... [--strict]
+const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" [--host H] --out DIR [--records FILE]... [--threads N] [--strict]
                           [--layout NHWC|NCHW] [--batch N] [--image-size N]
        (tvmc's spellings are accepted: --output/-o DIR for --out, --tuning-records FILE for --records)
 
@@ -35,6 +35,11 @@ one, or where only Winograd has a record; without a Winograd record, by TVM's ru
 Winograd when 64 < output channels < 512 (with --strict, a conv with a direct record stays
 direct). Compile lists each Winograd layer and why.
 
+Records say how many threads timed them, and timings at different counts do not compare.
+With --threads N, each task takes the best record measured at N threads, and a task with
+none the best at another count (one warning names them); without it, the best at any
+count, with a warning when the chosen records mix counts.
+
 Options:
   --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple; or
                       "opencl", "opencl -device=mali" with -max_threads_per_block=N and the other
@@ -43,6 +48,8 @@ Options:
                       "llvm -mtriple=aarch64-linux-gnu" cross-compiles the host library
   --out DIR           output directory (required)
   --records FILE      a tuning record log (JSON lines); repeat to read several
+  --threads N         CPU targets: rank the records at N threads, the count the model will
+                      run at (default: any count)
   --strict            fail, naming them, if any task has no usable record
 ${modelFlagsUsage('NHWC')}  --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
   --runner CMD        the records to apply are those tuned on the device this runner command
@@ -61,7 +68,7 @@ export const compileCommand: Command = {
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, host: { type: 'string' }, out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
-      cache: { type: 'string' }, records: { type: 'string', multiple: true }, 'tuning-records': { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' },
+      cache: { type: 'string' }, records: { type: 'string', multiple: true }, 'tuning-records': { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' }, threads: { type: 'string' },
       runner: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
@@ -74,10 +81,12 @@ export const compileCommand: Command = {
     const fingerprint = values.runner?.length ? await remoteFingerprint(values.runner, parsedTarget, '--runner', { log: (line) => io.err(`${line}\n`) }) : undefined;
     const records = [...values.records ?? [], ...values['tuning-records'] ?? []];
     const timeoutS = positiveNumber('--timeout', values.timeout);
+    const threads = optionalInt('--threads', values.threads);
+    if (threads !== undefined && isGpu(parsedTarget)) throw new UserError(`--threads applies to CPU targets: the records of ${parsedTarget.text} do not depend on host threads`);
     const started = Date.now();
     const result = await compileNetwork({
       model: positionals[0], ...model, target, host: values.host, outDir: out, fingerprint,
-      cacheDir: values.cache, records: records.length ? records : undefined, strict: values.strict,
+      cacheDir: values.cache, records: records.length ? records : undefined, threads, strict: values.strict,
       timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
       log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
     }).catch((e: unknown) => {

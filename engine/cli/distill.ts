@@ -1,5 +1,5 @@
 // `tensortune distill IN... [--out OUT] [--network NAME|model.onnx]...`: keep the best
-// verified record per (workload key, target, hardware fingerprint) of one or more logs, as
+// verified record per (workload key, target, hardware fingerprint, thread count) of one or more logs, as
 // TVM's `measure_record --mode distill`, passing over records whose steps no longer apply.
 
 import path from 'node:path';
@@ -14,7 +14,7 @@ import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, type Cli
 const USAGE = `Usage: tensortune distill IN.jsonl... [--out OUT.jsonl] [--network NAME|model.onnx]...
 
 Keep only the fastest verified record of each task (workload key, target, hardware
-fingerprint) of the record logs IN..., and write them to OUT (default: IN with the
+fingerprint, and the thread count a CPU record was timed at) of the record logs IN..., and write them to OUT (default: IN with the
 extension replaced by .best.jsonl). Records already in OUT take part, so distilling
 new logs into an existing file keeps the best of all. OUT may be a log that tune is
 appending to: every log is read under its lock, and nothing appended is lost.

@@ -93,9 +93,32 @@ test('applyRecords warns when the records it chose were measured at different th
   };
   const mixed = await run('mixed-threads.jsonl', [rec(lanes4, [2], { threads: 1 }), otherRec(2)]);
   assert.is(mixed.length, 1, mixed.join('\n'));
-  assert.match(mixed[0], /the records chosen for this model were measured at 1 and 2 thread\(s\) \(field "threads"; first of each at 1: .*mixed-threads\.jsonl:1, 2: .*mixed-threads\.jsonl:2\): tune at the thread count the model will run at/);
+  assert.match(mixed[0], /the records chosen for this model were measured at 1 and 2 thread\(s\) \(field "threads"; first of each at 1: .*mixed-threads\.jsonl:1, 2: .*mixed-threads\.jsonl:2\): compile with --threads N \(a config target.s `threads` under Nx\) to rank them at the count the model runs at$/);
   assert.equal(await run('same-threads.jsonl', [rec(lanes4, [2], { threads: 2 }), otherRec(2)]), []);
   assert.equal(await run('legacy-threads.jsonl', [rec(lanes4, [2]), otherRec(2)]), [], 'a record that does not say is not counted');
+});
+
+test('applyRecords at a thread count: each task takes the best measured at it; one without falls back to another count, named in one warning', async () => {
+  const other = tasks.find((t) => t.key !== conv.key && t.desc.startsWith('depthwise'))!;
+  const file = path.join(work, 'at-threads.jsonl');
+  // The conv: faster at 1 thread (lanes4) than lanes2 at 2; the depthwise conv measured at 1 thread only.
+  await appendRecords(file, [rec(lanes4, [1], { threads: 1 }), rec(lanes2, [3], { threads: 2 }), rec(defaultSchedule(other.dag, { vectorLanes: 4 }), [1], { key: other.key, desc: other.desc, threads: 1 })]);
+  const run = async (threads?: number) => {
+    const logs: string[] = [], warnings: string[] = [];
+    const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], threads, log: (l) => logs.push(l), warn: (w) => warnings.push(w) });
+    return { sources: [conv, other].map((t) => applied.schedules.get(t.key)?.source), logs, warnings };
+  };
+  const at2 = await run(2);
+  assert.equal(at2.sources, ['at-threads.jsonl:2', 'at-threads.jsonl:3'], 'the conv\'s 2-thread record, though slower than its 1-thread one');
+  assert.is(at2.warnings.length, 1, at2.warnings.join('\n'));
+  assert.match(at2.warnings[0], /^1 task\(s\) have no record measured at 2 thread\(s\) and use the best measured at 1 \(first: depthwise_conv2d_nhwc[^,]*, .*at-threads\.jsonl:3\): tune at 2 thread\(s\)/);
+  assert.match(at2.logs[0], /^records: 2 of \d+ task\(s\) tuned \(llvm[^)]*, ranked at 2 thread\(s\)\)/);
+  const at1 = await run(1);
+  assert.equal(at1.sources, ['at-threads.jsonl:1', 'at-threads.jsonl:3']);
+  assert.equal(at1.warnings, []);
+  const any = await run();
+  assert.equal(any.sources, ['at-threads.jsonl:1', 'at-threads.jsonl:3'], 'at any count: the fastest');
+  assert.equal(any.warnings, [], 'both chosen records were measured at 1 thread');
 });
 
 test('applyRecords passes over a record whose unroll is unbounded (parallel turned into unroll) for the next one', async () => {

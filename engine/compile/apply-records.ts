@@ -38,6 +38,13 @@ export interface ApplyRecordsOptions {
    * confirmBest).
    */
   defaultOf?: (task: Task) => readonly Step[];
+  /**
+   * CPU targets: the thread count the model will run at. Each task takes the best record
+   * measured at it (or one that does not say); a task with none takes the best at another
+   * count, and one warning names those. Unset: the best at any count (mixedThreads warns
+   * when the chosen records mix counts).
+   */
+  threads?: number;
   /** Fail (UserError naming the untuned tasks) instead of compiling them with default schedules. */
   strict?: boolean;
   log?: (line: string) => void;
@@ -69,9 +76,11 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const log = opts.log ?? (() => undefined);
   const warn = opts.warn ?? ((m: string) => { process.stderr.write(`tensortune: warning: ${m}\n`); });
   const entries = opts.entries ?? await readRecordFiles(opts.files, { warn });
-  // Any thread count: compile does not know the one the model will run at (mixedThreads warns).
   const match = { target: opts.target, fingerprint: opts.fingerprint };
-  const ranked = rankedByWorkload(entries, match);
+  const ranked = rankedByWorkload(entries, { ...match, threads: opts.threads });
+  // At a given thread count, a task without a record at it falls back to any count.
+  const anyCount = opts.threads !== undefined ? rankedByWorkload(entries, match) : undefined;
+  const fallbacks: LogEntry[] = [];
   const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
 
   const schedules = new Map<string, TunedSchedule>();
@@ -80,8 +89,13 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const chosen = new Map<string, LogEntry>();
   const rejected: string[] = [];
   for (const task of opts.tasks) {
-    const list = ranked.get(task.key) ?? [];
-    const best = pick(task, list.map((s) => s.entry), rejected);
+    let list = ranked.get(task.key) ?? [];
+    let best = pick(task, list.map((s) => s.entry), rejected);
+    if (!best && anyCount) {
+      list = anyCount.get(task.key) ?? [];
+      best = pick(task, list.map((s) => s.entry), rejected);
+      if (best) fallbacks.push(best);
+    }
     if (!best) { untuned.push(task); continue; }
     chosen.set(task.key, best);
     schedules.set(task.key, {
@@ -100,10 +114,19 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
       'they were tuned against the default schedules of an older tensortune. Tuning again on the same records times the new defaults ' +
       'against the tuned schedules (no new trials needed); until then compile uses the tuned ones');
   }
-  const chosenThreads = mixedThreads(opts.tasks.map((t) => chosen.get(t.key)).filter((e): e is LogEntry => e !== undefined));
-  if (chosenThreads) warn(chosenThreads);
-  if (rejected.length > 0) {
-    warn(`${rejected.length} record(s) no longer apply to their task and were passed over (first: ${rejected[0]})`);
+  if (opts.threads === undefined) {
+    const chosenThreads = mixedThreads(opts.tasks.map((t) => chosen.get(t.key)).filter((e): e is LogEntry => e !== undefined));
+    if (chosenThreads) warn(chosenThreads);
+  } else if (fallbacks.length > 0) {
+    const counts = [...new Set(fallbacks.map((e) => e.record.threads))].sort((a, b) => (a ?? 0) - (b ?? 0)).join(' and ');
+    const first = fallbacks[0];
+    warn(`${fallbacks.length} task(s) have no record measured at ${opts.threads} thread(s) and use the best measured at ${counts} (first: ${first.record.desc}, ` +
+      `${first.file}:${first.line}): tune at ${opts.threads} thread(s) for schedules ranked at the count the model runs at`);
+  }
+  // A record passed over at the model's thread count is passed over again in the fallback: said once.
+  const passedOver = [...new Set(rejected)];
+  if (passedOver.length > 0) {
+    warn(`${passedOver.length} record(s) no longer apply to their task and were passed over (first: ${passedOver[0]})`);
   }
 
   // Estimated latency per task (ms), see the header.
@@ -116,7 +139,7 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const share = (t: Task): number => (total > 0 ? (t.weight * estimate(t)) / total : 0);
   const untunedShare = untuned.reduce((a, t) => a + share(t), 0);
 
-  const where = `${opts.target}, fingerprint ${opts.fingerprint}`;
+  const where = `${opts.target}, fingerprint ${opts.fingerprint}${opts.threads !== undefined ? `, ranked at ${opts.threads} thread(s)` : ''}`;
   const ignored = elsewhere > 0 ? `; ${elsewhere} record(s) of other targets or machines ignored` : '';
   if (opts.strict && untuned.length > 0) {
     throw new UserError(
@@ -146,7 +169,7 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
  * The warning for a model whose chosen records were measured at different thread counts
  * (field `threads`; records that do not say are left out), else undefined. Each tune
  * resumes and ranks only at its own count, but a log written by tunes at 1 and at 2 threads
- * gives compile schedules ranked at either.
+ * gives compile schedules ranked at either unless it is told the count (`threads`).
  */
 function mixedThreads(chosen: readonly LogEntry[]): string | undefined {
   const first = new Map<number, LogEntry>();
@@ -155,5 +178,5 @@ function mixedThreads(chosen: readonly LogEntry[]): string | undefined {
   const counts = [...first.keys()].sort((a, b) => a - b);
   const where = counts.map((n) => `${n}: ${first.get(n)!.file}:${first.get(n)!.line}`).join(', ');
   return `the records chosen for this model were measured at ${counts.join(' and ')} thread(s) (field "threads"; first of each at ${where}): ` +
-    'tune at the thread count the model will run at, so that one ranking holds';
+    'compile with --threads N (a config target\'s `threads` under Nx) to rank them at the count the model runs at';
 }

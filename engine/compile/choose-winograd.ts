@@ -56,7 +56,7 @@ function outChannelsOf(graph: Graph, groups: readonly FusedGroup[], task: Task):
  */
 export async function chooseWinograd(
   graph: Graph, groups: readonly FusedGroup[], directCosts: ReadonlyMap<string, number>,
-  records: Pick<ApplyRecordsOptions, 'target' | 'fingerprint' | 'files' | 'entries' | 'warn' | 'strict'>,
+  records: Pick<ApplyRecordsOptions, 'target' | 'fingerprint' | 'threads' | 'files' | 'entries' | 'warn' | 'strict'>,
 ): Promise<WinogradChoice> {
   const alternatives = winogradTasks(graph, groups);
   const eligible = alternatives.reduce((a, t) => a + t.weight, 0);

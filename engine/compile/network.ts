@@ -4,6 +4,7 @@
 // keep their default schedules, or `strict` fails naming them.
 
 import path from 'node:path';
+import { UserError } from '../errors';
 import { loadModel, type ModelSpec } from '../frontend/load';
 import { tasksOfGroups } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
@@ -28,6 +29,8 @@ export interface CompileNetworkOptions extends ModelSpec {
   records?: string[];
   /** Fail when a task has no record instead of using its default schedule. */
   strict?: boolean;
+  /** CPU targets: rank records at the thread count the model will run at (apply-records.ts); unset: at any count. */
+  threads?: number;
   /** CPU targets: run a 3x3 stride-1 conv as Winograd where its best record beats the direct conv's, or by TVM's rule without records (default true; choose-winograd.ts). */
   winograd?: boolean;
   /** Time limit of each compiler call (default COMPILER_TIMEOUT_MS); a tuned kernel past it falls back to its default schedule. */
@@ -41,6 +44,7 @@ export interface CompileNetworkOptions extends ModelSpec {
 
 export async function compileNetwork(opts: CompileNetworkOptions): Promise<CompileResult> {
   const target = parseTarget(opts.target, 'target', opts.host);
+  if (opts.threads !== undefined && isGpu(target)) throw new UserError(`threads: ${opts.threads} applies to CPU targets; a GPU target's records do not depend on host threads (target "${target.text}")`);
   const model = loadModel(opts);
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
   let graph = optimize(model.graph);
@@ -54,7 +58,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   if (files.length > 0 || opts.strict) {
     const applied = await applyRecords({
       tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
-      files, entries, strict: opts.strict, log: opts.log, warn: opts.warn,
+      files, entries, threads: opts.threads, strict: opts.strict, log: opts.log, warn: opts.warn,
       defaultOf: (task) => defaultSchedule(task.dag, defaultOptionsOf(target)),
     });
     schedules = applied.schedules;
@@ -63,7 +67,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster, or
   // without a Winograd record where TVM's rule says so (choose-winograd.ts).
   if (!isGpu(target) && opts.winograd !== false) {
-    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, files, entries, warn: opts.warn, strict: opts.strict });
+    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, threads: opts.threads, files, entries, warn: opts.warn, strict: opts.strict });
     ({ graph, groups } = choice);
     if (choice.schedules.size > 0) {
       schedules ??= new Map();

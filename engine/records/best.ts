@@ -1,5 +1,5 @@
 // "Apply history best": the valid schedule with the lowest cost, per (workload key, target,
-// hardware fingerprint): the schedules of the latest confirmation pass first, by that
+// hardware fingerprint, thread count): the schedules of the latest confirmation pass first, by that
 // pass's timings, then those of earlier passes, then the others by the mean of all the
 // timings their records hold (see rankedSchedules). A record counts when it ran and was
 // verified (error null).
@@ -19,8 +19,14 @@ export const measuredCost = (m: { error: unknown; costs_ms: readonly number[] })
 export const isValidRecord = (r: TuningRecord): boolean =>
   r.error === null && r.costs_ms.length > 0 && r.costs_ms.every((c) => Number.isFinite(c) && c >= 0);
 
-/** The identity distill and compile group records by. */
-export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint'>): string => JSON.stringify([r.key, r.target, r.fingerprint]);
+/**
+ * The identity distill and compile rank records by: a workload on one target and machine, at
+ * one thread count. A timing at 2 threads does not compare with one at 1, so each count
+ * keeps its own best (distill keeps both); records that do not say (logs written before
+ * records carried `threads`, GPU records) form a group of their own.
+ */
+export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint' | 'threads'>): string =>
+  JSON.stringify([r.key, r.target, r.fingerprint, r.threads ?? null]);
 
 /** The identity of a schedule: records of the same steps measured the same schedule. */
 const scheduleOf = (r: TuningRecord): string => stepsKey(r.steps);
@@ -82,8 +88,8 @@ function latestPass<E extends { record: TuningRecord }>(confirmations: readonly 
 }
 
 /**
- * Valid schedules per (key, target, fingerprint), fastest first (of equal costs, the first
- * read), in order of each group's first valid entry. Records of the same steps are one
+ * Valid schedules per group (recordGroup, or `groupOf`), fastest first (of equal costs, the
+ * first read), in order of each group's first valid entry. Records of the same steps are one
  * schedule measured more than once; it stands for its latest record.
  *
  * Three tiers. The schedules the task's latest confirmation pass timed rank first, by the
@@ -100,11 +106,13 @@ function latestPass<E extends { record: TuningRecord }>(confirmations: readonly 
  * The entry is a real record, never a merged one: what distill or an Nx output writes back
  * into a store must not count timings twice.
  */
-export function rankedSchedules<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, RankedSchedule<E>[]> {
+export function rankedSchedules<E extends { record: TuningRecord }>(
+  entries: Iterable<E>, groupOf: (r: TuningRecord) => string = recordGroup,
+): Map<string, RankedSchedule<E>[]> {
   const groups = new Map<string, Map<string, E[]>>();
   for (const entry of entries) {
     if (!isValidRecord(entry.record)) continue;
-    const group = recordGroup(entry.record);
+    const group = groupOf(entry.record);
     let schedules = groups.get(group);
     if (!schedules) groups.set(group, (schedules = new Map()));
     const key = scheduleOf(entry.record);
@@ -135,7 +143,7 @@ export function rankedRecords<E extends { record: TuningRecord }>(entries: Itera
   return new Map([...rankedSchedules(entries)].map(([group, list]) => [group, list.map((s) => s.entry)]));
 }
 
-/** The best valid entry per (key, target, fingerprint), in order of each group's first record. */
+/** The best valid entry per (key, target, fingerprint, thread count): recordGroup; in order of each group's first record. */
 export function bestRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E> {
   return new Map([...rankedRecords(entries)].map(([group, list]) => [group, list[0]]));
 }
@@ -159,11 +167,28 @@ export const matchesRecord = (r: Pick<TuningRecord, 'target' | 'fingerprint' | '
 /**
  * Valid schedules for one target and fingerprint (and thread count, where given), per
  * workload key, fastest first (so a caller can fall back to the next one when the best no
- * longer applies).
+ * longer applies). At one thread count, its records and those that do not say are ranked
+ * together. Without one (compile, when not told the count the model runs at), each count is
+ * ranked on its own and the lists are merged, confirmed schedules first, by cost: the same
+ * steps timed at 1 and at 2 threads are two entries, not one schedule with a blended cost.
  */
 export function rankedByWorkload(entries: Iterable<LogEntry>, match: RecordMatch): Map<string, RankedSchedule<LogEntry>[]> {
   const here = [...entries].filter((e) => matchesRecord(e.record, match));
-  return new Map([...rankedSchedules(here).values()].map((list) => [list[0].entry.record.key, list]));
+  if (match.threads !== undefined) return rankedSchedules(here, (r) => r.key);
+  const out = new Map<string, RankedSchedule<LogEntry>[]>();
+  for (const list of rankedSchedules(here).values()) {
+    const key = list[0].entry.record.key;
+    const before = out.get(key);
+    out.set(key, before ? [...before, ...list].sort((a, b) => Number(b.confirmed) - Number(a.confirmed) || a.cost - b.cost) : list);
+  }
+  return out;
+}
+
+/** The thread counts the records of one target and fingerprint were measured at (records that do not say are left out), ascending. */
+export function threadCounts(entries: Iterable<LogEntry>, match: RecordMatch): number[] {
+  const counts = new Set<number>();
+  for (const e of entries) if (e.record.threads !== undefined && matchesRecord(e.record, match)) counts.add(e.record.threads);
+  return [...counts].sort((a, b) => a - b);
 }
 
 /** Entries of one target string and fingerprint (and thread count, where given), per workload key, in log order. */

@@ -1,4 +1,4 @@
-// Distill: keep only the best record per (workload key, target, fingerprint), as TVM's
+// Distill: keep only the best record per (workload key, target, fingerprint, thread count), as TVM's
 // `measure_record --mode distill`: the fastest valid record whose steps still apply
 // (replay.ts: well-formed, and replayed and lowered on the task's DAG where it is known).
 // A faster record that does not apply is passed over for the next one, so compile never
@@ -42,7 +42,7 @@ export interface Distilled<E> {
   notReplayed: number;
 }
 
-/** The fastest valid entry that applies, per (key, target, fingerprint). */
+/** The fastest valid entry that applies, per (key, target, fingerprint, thread count): recordGroup. */
 export function distillEntries<E extends { record: TuningRecord }>(entries: Iterable<E>, opts: DistillOptions = {}): Distilled<E> {
   const out: Distilled<E> = { kept: [], passedOver: [], dropped: 0, notReplayed: 0 };
   for (const list of rankedRecords(entries).values()) {

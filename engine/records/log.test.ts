@@ -284,6 +284,22 @@ test('a thread count in the match takes records of that count and records that d
   assert.equal(ranked(), [1, 4, 5]);
 });
 
+test('timings at two thread counts never blend: the same steps at 1 and 2 threads rank as two entries, and distill keeps the best of each count', async () => {
+  const m = { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' };
+  const one = rec({ costs_ms: [4], threads: 1 }), two = rec({ costs_ms: [2], threads: 2 }), other = rec({ costs_ms: [3], threads: 1, steps: OTHER_STEPS });
+  const entries = [one, two, other].map((record, i) => ({ record, file: 'x', line: i + 1 }));
+  // One schedule with a mean of 3 over both counts would tie with OTHER_STEPS.
+  assert.equal(rankedByWorkload(entries, m).get(KEY_A)!.map((s) => [s.entry.line, s.cost]), [[2, 2], [3, 3], [1, 4]], 'at any count');
+  assert.equal(rankedByWorkload(entries, { ...m, threads: 1 }).get(KEY_A)!.map((s) => [s.entry.line, s.cost]), [[3, 3], [1, 4]], 'at 1 thread');
+  assert.is.not(recordGroup(one), recordGroup(two));
+  assert.is(bestRecords(entries).size, 2);
+  assert.equal(distill([one, two, other]), [other, two], 'the 2-thread best is not lost to a faster-looking 1-thread one');
+  const f = file('distill-threads.jsonl');
+  await appendRecords(f, [one, two, other]);
+  const result = await distillFiles([f], file('distill-threads.best.jsonl'));
+  assert.equal(result.kept, 2);
+});
+
 test('openLog counts a schedule timed again as one measured state, with the mean of its valid timings', async () => {
   const f = file('resume-again.jsonl');
   // The default measured by two tune runs, one of them failing; another schedule; then both re-timed by a confirmation pass.

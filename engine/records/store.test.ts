@@ -12,7 +12,7 @@ import { main } from '../cli';
 import { UserError } from '../errors';
 import { appendRecords, readRecords } from './log';
 import { RECORD_FORMAT_VERSION, type TuningRecord } from './record';
-import { bestDigest, mergeIntoStore, readStore, recordId, storeLogs, writeRecordsFile } from './store';
+import { bestDigest, bestFor, mergeIntoStore, readStore, recordId, storeLogs, writeRecordsFile } from './store';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-store-test-'));
 const KEY_A = '["0123456789abcdef0123456789abcdef", [1, 8, 8, 4], [3, 3, 4, 4], [1, 8, 8, 4]]';
@@ -89,6 +89,16 @@ test('bestDigest changes when a better record arrives, not for a slower one, an 
   assert.equal(bestDigest(entries([...base.reverse()]), MATCH), d0, 'order does not matter');
   assert.is.not(bestDigest(entries([...base, rec(1.5)]), MATCH).digest, d0.digest, 'faster');
   assert.equal(bestDigest(entries([...base, rec(0.5, { key: KEY_B })]), MATCH, new Set([KEY_A])), bestDigest(entries(base), MATCH, new Set([KEY_A])), 'outside the keys');
+});
+
+test('bestDigest covers each thread count compile may rank at: a new best at 2 threads changes it while the best at any count stays', () => {
+  const entries = (records: TuningRecord[]) => records.map((record, i) => ({ record, file: 'x', line: i + 1 }));
+  const base = [rec(1, { threads: 1 }), rec(3, { threads: 2 })];
+  const d0 = bestDigest(entries(base), MATCH);
+  assert.is(d0.workloads, 1, 'workloads, not workloads x counts');
+  assert.is.not(bestDigest(entries([...base, rec(2, { threads: 2 })]), MATCH).digest, d0.digest, 'faster at 2 threads, slower than the 1-thread best');
+  assert.equal(bestDigest(entries([...base, rec(4, { threads: 2 })]), MATCH), d0, 'slower at 2 threads');
+  assert.equal(bestFor(entries([...base, rec(2, { threads: 2 })]), MATCH).map((e) => e.record.costs_ms), [[1]], 'bestFor: one per workload, at any count');
 });
 
 test('tensortune best-digest: one line per target; missing paths read as empty; a bad target is one line, exit 2', async () => {

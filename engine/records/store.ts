@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { bestRecords } from './best';
+import { rankedByWorkload, threadCounts, type RecordMatch } from './best';
 import { appendRecords, readRecordFiles, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
 import { asUserError } from '../errors';
@@ -106,9 +106,9 @@ export async function mergeIntoStore(dir: string, log: string, sources: readonly
   return { read: incoming.length, added };
 }
 
-/** The best valid record of each workload in `keys` for one target string and fingerprint. */
-export function bestFor(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys?: ReadonlySet<string>): LogEntry[] {
-  return [...bestRecords(entries.filter((e) => e.record.target === match.target && e.record.fingerprint === match.fingerprint && (!keys || keys.has(e.record.key)))).values()];
+/** The best valid record of each workload in `keys` for one target string and fingerprint, at any thread count. */
+export function bestFor(entries: readonly LogEntry[], match: RecordMatch, keys?: ReadonlySet<string>): LogEntry[] {
+  return [...rankedByWorkload(entries.filter((e) => !keys || keys.has(e.record.key)), match).values()].map((list) => list[0].entry);
 }
 
 /** Removes `<file>.tmp-<pid>` files that a killed writer of `file` left behind. */
@@ -158,9 +158,19 @@ export async function recordFilesOf(paths: readonly string[]): Promise<string[]>
 
 /**
  * A digest of the best record per workload (restricted to `keys` when given) for one target
- * and fingerprint: it changes exactly when compile would pick another record.
+ * and fingerprint: it changes exactly when compile would pick another record. Compile ranks
+ * at the thread count it is given (`--threads`, a config target's `threads`) or at any, so
+ * the digest holds the best at any count and at each count the records were measured at.
  */
 export function bestDigest(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys?: ReadonlySet<string>): { workloads: number; digest: string } {
-  const best = bestFor(entries, match, keys).map((e) => `${e.record.key} ${recordId(e.record)}`).sort();
-  return { workloads: best.length, digest: createHash('sha256').update(best.join('\n')).digest('hex').slice(0, 32) };
+  const here = keys ? entries.filter((e) => keys.has(e.record.key)) : entries;
+  const lines: string[] = [];
+  const workloads = new Set<string>();
+  for (const threads of [undefined, ...threadCounts(here, match)]) {
+    for (const [key, list] of rankedByWorkload(here, { ...match, threads })) {
+      workloads.add(key);
+      lines.push(`${key} ${threads ?? 'any'} ${recordId(list[0].entry.record)}`);
+    }
+  }
+  return { workloads: workloads.size, digest: createHash('sha256').update(lines.sort().join('\n')).digest('hex').slice(0, 32) };
 }

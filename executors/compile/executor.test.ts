@@ -4,12 +4,13 @@
 // config yields one failure with a clear message and the watch goes on; closing the
 // generator (what Nx does on Ctrl-C) closes the watcher.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { Manifest } from '../../engine/compile/manifest';
 import { loadModel } from '../../engine/frontend/load';
 import { extractTasks } from '../../engine/graph/extract';
 import { appendRecords } from '../../engine/records/log';
@@ -75,6 +76,35 @@ test('compile --watch: recompiles one kernel when a tuning log appears, reports 
   assert.ok(fourth.lines.some((l) => l.startsWith(`compiled 0 kernel(s), reused ${kernels}`)), fourth.lines.join('\n'));
 
   assert.equal(await run.return(undefined), { value: undefined, done: true });
+});
+
+test('compile ranks the store\'s records at the target\'s threads, --threads overrides it, and a GPU target refuses --threads', async () => {
+  const ws = path.join(dir, 'threads');
+  mkdirSync(ws, { recursive: true });
+  writeNetWorkspace(ws, { config: CONFIG.replace('target: llvm', 'target: llvm\n    threads: 2') });
+  const target = parseTarget('llvm');
+  const [task] = extractTasks(loadModel({ model: path.join(ws, 'net.onnx') }).graph).filter((t) => t.desc.startsWith('conv2d'));
+  const random: CostModel = { update: () => undefined, predict: (_t, s) => s.map(() => 0) };
+  const [fast, slow] = createPolicy('random', { task, target, costModel: random, measured: [], seed: 5 }).nextBatch(2);
+  const rec = (steps: typeof fast, cost: number, threads: number) => makeRecord({ steps, costs_ms: [cost], error: null, build_ms: 1, run_ms: 1 }, {
+    task, target: target.text, fingerprint: hardwareFingerprint(target), seed: 5, policy: 'random', threads,
+  });
+  // Faster at 1 thread than the other schedule at 2: timings that do not compare.
+  await appendRecords(path.join(ws, 'records', 'net.cpu.jsonl'), [rec(fast, 0.001, 1), rec(slow, 0.002, 2)]);
+  const ctx = { root: ws, cwd: ws, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const sourceAt = async (options: { threads?: number } = {}): Promise<string | undefined> => {
+    const r = await capture(() => compileExecutor({ config: 'tensortune.config.yaml', network: 'net', ...options }, ctx).next());
+    assert.equal(r.value.value, { success: true }, r.lines.join('\n'));
+    const manifest = JSON.parse(readFileSync(path.join(ws, 'out', 'net', 'cpu', 'manifest.json'), 'utf8')) as Manifest;
+    return manifest.kernels.find((k) => k.key === task.key)?.source;
+  };
+  assert.is(await sourceAt(), 'net.cpu.jsonl:2', 'the target runs at 2 threads: the 2-thread record');
+  assert.is(await sourceAt({ threads: 1 }), 'net.cpu.jsonl:1');
+
+  writeFileSync(path.join(ws, 'tensortune.config.yaml'), CONFIG.replace('target: llvm', 'target: opencl'));
+  const gpu = await capture(() => compileExecutor({ config: 'tensortune.config.yaml', network: 'net', threads: 2 }, ctx).next());
+  assert.equal(gpu.value.value, { success: false });
+  assert.ok(gpu.lines.some((l) => l.includes('--threads applies to CPU targets: target cpu ("opencl") is a GPU target')), gpu.lines.join('\n'));
 });
 
 test.run();
