@@ -73,7 +73,7 @@ export const distillCommand: Command = {
     }
     const out = aliased(values, 'out', 'output') ?? defaultDistillOutput(positionals[0]);
     const result = await distillFiles(positionals, out, { dags: networks.length > 0 ? dags : undefined, warn: (m) => io.err(`tensortune distill: warning: ${m}\n`) });
-    io.out(`kept ${result.kept} of ${result.read} record(s) (best per task, target and machine) in ${result.out}${replayNote(result, networks)}\n`);
+    io.out(`kept ${result.kept} of ${result.read} record(s) (best per task, target, machine and thread count) in ${result.out}${replayNote(result, networks)}\n`);
     return 0;
   },
 };

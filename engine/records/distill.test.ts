@@ -157,7 +157,7 @@ test('CLI: distill --network replays on the network\'s tasks and says which reco
   await appendRecords(log, [rec(noSuchStage, [0.1]), rec(lanes2, [1]), rec(lanes2, [2], { key: UNKNOWN_KEY, desc: 'unknown' })]);
 
   assert.is(await main(['distill', log, '--out', best, '--network', 'mobilenet', '--image-size', '32'], io), 0);
-  assert.is(out.join(''), `kept 2 of 3 record(s) (best per task, target and machine) in ${best}; ` +
+  assert.is(out.join(''), `kept 2 of 3 record(s) (best per task, target, machine and thread count) in ${best}; ` +
     '1 replayed on their task of mobilenet; 1 of tasks not in it: steps checked, not replayed\n');
   assert.is(err.length, 1);
   assert.match(err[0]!, /^tensortune distill: warning: passed over 1 record\(s\) whose steps do not apply to their task, keeping the fastest that does \(first: .*cli\.jsonl:1: .*no_such_stage/);
@@ -166,7 +166,7 @@ test('CLI: distill --network replays on the network\'s tasks and says which reco
   out.length = 0;
   err.length = 0;
   assert.is(await main(['distill', log, '--out', file('cli2.jsonl')], io), 0);
-  assert.is(out.join(''), `kept 2 of 3 record(s) (best per task, target and machine) in ${file('cli2.jsonl')}; ` +
+  assert.is(out.join(''), `kept 2 of 3 record(s) (best per task, target, machine and thread count) in ${file('cli2.jsonl')}; ` +
     'steps checked, not replayed (name the network with --network to replay them on its tasks)\n');
   assert.equal(err, []);
 
