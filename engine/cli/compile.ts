@@ -5,7 +5,7 @@
 import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
-import { isGpu, parseTarget } from '../target';
+import { parseTarget } from '../target';
 import { remoteFingerprint } from '../remote/open';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, optionalInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
@@ -82,7 +82,6 @@ export const compileCommand: Command = {
     const records = [...values.records ?? [], ...values['tuning-records'] ?? []];
     const timeoutS = positiveNumber('--timeout', values.timeout);
     const threads = optionalInt('--threads', values.threads);
-    if (threads !== undefined && isGpu(parsedTarget)) throw new UserError(`--threads applies to CPU targets: the records of ${parsedTarget.text} do not depend on host threads`);
     const started = Date.now();
     const result = await compileNetwork({
       model: positionals[0], ...model, target, host: values.host, outDir: out, fingerprint,

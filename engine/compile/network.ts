@@ -44,7 +44,7 @@ export interface CompileNetworkOptions extends ModelSpec {
 
 export async function compileNetwork(opts: CompileNetworkOptions): Promise<CompileResult> {
   const target = parseTarget(opts.target, 'target', opts.host);
-  if (opts.threads !== undefined && isGpu(target)) throw new UserError(`threads: ${opts.threads} applies to CPU targets; a GPU target's records do not depend on host threads (target "${target.text}")`);
+  if (opts.threads !== undefined && isGpu(target)) throw new UserError(`--threads applies to CPU targets: the records of ${target.text} do not depend on host threads`);
   const model = loadModel(opts);
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
   let graph = optimize(model.graph);

@@ -9,7 +9,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
-import { UserError } from '../../engine/errors';
 import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/compile/network';
 import { storeLogs } from '../../engine/records/store';
@@ -38,10 +37,9 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
   let watched: string[] = [path.resolve(ctx.root, options.config)];
   const result = await reporting('compile', async () => {
     const run = resolveFor('compile', options, ctx);
-    // Records are ranked at the count the model runs at: the option's, else the target's (benchmark's default too).
-    const gpu = isGpu(parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host));
-    if (gpu && options.threads !== undefined) throw new UserError(`--threads applies to CPU targets: target ${run.targetName} ("${run.target.target}") is a GPU target`);
-    const threads = gpu ? undefined : options.threads ?? run.target.threads;
+    const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
+    // Records are ranked at the count the model runs at: the option's (refused for a GPU target), else a CPU target's (benchmark's default too).
+    const threads = options.threads ?? (isGpu(target) ? undefined : run.target.threads);
     const rel = workspaceRelative(ctx);
     watched = [path.resolve(ctx.root, options.config), run.storeDir, ...(run.modelFile ? [run.modelFile] : [])];
     const warn = (m: string): void => console.warn(`warning: ${m}`);
@@ -55,7 +53,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
     const started = Date.now();
     // A target measured through runner(s): the records that apply are the device's (it is asked its fingerprint, nothing more).
     const remote = targetRunners(run.target, run.targetName);
-    const fingerprint = remote ? await remoteFingerprint(remote.runners, parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host), remote.where) : undefined;
+    const fingerprint = remote ? await remoteFingerprint(remote.runners, target, remote.where) : undefined;
     const compiled = await compileNetwork({
       ...run.spec, target: run.target.target, host: run.target.host, outDir: run.modelDir, records, strict: options.strict, fingerprint, threads,
       timeoutMs: options.timeout === undefined ? undefined : Math.round(options.timeout * 1000),
