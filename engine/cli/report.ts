@@ -12,7 +12,7 @@ import { tuningLine, type TuningFigures } from '../report/tuning-data';
 import { tuningPage } from '../report/tuning-html';
 import { formatTaskTable } from '../search/progress';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, type CliIo, type Command } from './command';
+import { MODEL_FLAGS, modelFlags, modelFlagsUsage, optionalInt, parseFlags, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune report <network|model.onnx> --records PATH [--records PATH ...] [options]
 
@@ -29,6 +29,8 @@ Options:
                       "llvm -mcpu=native")
   --fingerprint F     the machine's hardware fingerprint (default: this machine's for the
                       target; 'tensortune fingerprint' prints it)
+  --threads N         only the records measured at N threads (and those that do not say;
+                      default: every count, though timings at different counts do not compare)
 ${modelFlagsUsage('NHWC')}  --compare FILE      an ONNX Runtime comparison to show: the output of 'tensortune benchmark
                       DIR --compare onnxruntime --json' (its last line is the JSON)
   --out FILE          write the HTML page (self-contained: inline SVG, no script)
@@ -49,7 +51,7 @@ export const reportCommand: Command = {
   summary: 'the tuning report of a network from record logs (text, JSON, or an HTML page)',
   async run(argv: readonly string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseFlags(argv, {
-      records: { type: 'string', multiple: true }, target: { type: 'string' }, fingerprint: { type: 'string' },
+      records: { type: 'string', multiple: true }, target: { type: 'string' }, fingerprint: { type: 'string' }, threads: { type: 'string' },
       compare: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       ...MODEL_FLAGS,
     });
@@ -64,7 +66,7 @@ export const reportCommand: Command = {
     const comparison = values.compare === undefined ? undefined : readComparison(values.compare);
     const spec = { model: positionals[0], ...modelFlags(values, positionals) };
     const figures = await networkTuningFigures({
-      network: positionals[0], spec, records, match: { target: target.text, fingerprint }, warn: (m) => io.err(`tensortune report: warning: ${m}\n`),
+      network: positionals[0], spec, records, match: { target: target.text, fingerprint, threads: optionalInt('--threads', values.threads) }, warn: (m) => io.err(`tensortune report: warning: ${m}\n`),
     });
     io.out(values.json ? `${JSON.stringify(figures)}\n` : formatTuningFigures(figures));
     if (values.out !== undefined) {

@@ -54,6 +54,8 @@ export interface Manifest {
   cuda_source?: string;
   cubin?: string;
   fingerprint: string;
+  /** CPU models compiled with records ranked at a thread count (compile --threads, a config target's threads): that count. */
+  records_threads?: number;
   library: string;
   params: string;
   /** sha256 (hex) of the library and of the params file. */

@@ -43,6 +43,8 @@ export interface CompileOptions {
   partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
   /** `hardwareFingerprint(target)`, when the caller already computed it. */
   fingerprint?: string;
+  /** The thread count `schedules` were ranked at (compileNetwork's `threads`), for the manifest. */
+  recordsThreads?: number;
   /** Time limit of each compiler call, kernel or link (default COMPILER_TIMEOUT_MS). */
   timeoutMs?: number;
   log?: (line: string) => void;
@@ -239,6 +241,7 @@ function modelManifest(
     target: opts.target.text,
     ...extra,
     fingerprint: opts.fingerprint ?? hardwareFingerprint(opts.target),
+    ...(opts.recordsThreads !== undefined ? { records_threads: opts.recordsThreads } : {}),
     library: 'model.so',
     params: 'params.bin',
     library_sha256: fileSha256(path.join(dir, 'model.so')),

@@ -84,5 +84,6 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
     schedules, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.timeoutMs, log: opts.log, warn: opts.warn,
+    ...(files.length > 0 && opts.threads !== undefined ? { recordsThreads: opts.threads } : {}),
   });
 }

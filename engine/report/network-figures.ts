@@ -4,6 +4,7 @@
 // fingerprint.
 
 import { loadModel, type ModelSpec } from '../frontend/load';
+import type { RecordMatch } from '../records/best';
 import { readRecordFiles } from '../records/log';
 import { recordFilesOf } from '../records/store';
 import { tuningTasks } from '../search/tune';
@@ -15,7 +16,8 @@ export interface NetworkFiguresOptions {
   spec: ModelSpec;
   /** Record logs, or folders whose `*.jsonl` are logs (a store); missing paths are skipped. */
   records: readonly string[];
-  match: { target: string; fingerprint: string };
+  /** Target, machine, and the thread count where the report is of one (tuning-data.ts). */
+  match: RecordMatch;
   /** Where the one warning per file with broken lines goes. */
   warn?: (message: string) => void;
 }

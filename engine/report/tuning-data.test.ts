@@ -68,6 +68,14 @@ test('two tasks over eight trials: the estimate from trial 4, curves, shares, de
   assert.equal(f.budgets, [{ budget: 'full', trials: 4 }, { budget: 'tensortune tune', trials: 4 }]);
 });
 
+test('at a thread count: the records measured at it and those that do not say; the other counts are left out', () => {
+  const log = [rec(KEY_A, 1, [4], { threads: 1 }), rec(KEY_A, 2, [1], { threads: 2 }), rec(KEY_B, 3, [2]), rec(KEY_B, 4, [0.5], { threads: 2 })];
+  const at1 = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: { ...MATCH, threads: 1 } });
+  assert.equal([at1.trials, at1.threads, at1.tasks.map((t) => t.best_ms)], [2, 1, [4, 2]]);
+  const any = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: MATCH });
+  assert.equal([any.trials, any.threads, any.tasks.map((t) => t.best_ms)], [4, null, [1, 0.5]]);
+});
+
 test('equal times keep the store order', () => {
   const same = [rec(KEY_A, 1, [3]), rec(KEY_A, 1, [2]), rec(KEY_B, 1, [1]), rec(KEY_A, 1, [1])];
   const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(same), match: MATCH });

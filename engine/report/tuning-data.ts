@@ -18,7 +18,7 @@
 // layer group that counts once, with the best of its members. The estimate, the shares and
 // default against tuned are per layer group; trials, errors and curves stay per task.
 
-import { CONFIRM_POLICY, isValidRecord, meanCost } from '../records/best';
+import { CONFIRM_POLICY, isValidRecord, matchesRecord, meanCost, type RecordMatch } from '../records/best';
 import type { LogEntry } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import { recordId } from '../records/store';
@@ -90,6 +90,8 @@ export interface TuningFigures {
   network: string;
   target: string;
   fingerprint: string;
+  /** The thread count the records were measured at (and those that do not say), or null: every count. */
+  threads: number | null;
   /** Trials of the network's tasks on this target and machine. */
   trials: number;
   errors: number;
@@ -112,19 +114,20 @@ export interface TuningFiguresInput {
   tasks: readonly ReportTask[];
   /** Records in store order (as readRecordFiles gives them); others' targets and tasks are ignored. */
   entries: readonly LogEntry[];
-  match: { target: string; fingerprint: string };
+  /** The target and machine of the records, and the thread count they were measured at where given (records that do not say count too). */
+  match: RecordMatch;
 }
 
 /** How records without a budget are named (as the manifest's records summary names them). */
 export const CLI_ORIGIN = 'tensortune tune';
 
 /** The records of `keys` for one target and fingerprint, each measurement once, in trial order (a confirmation re-timing is not a trial). */
-export function trialOrder(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys: ReadonlySet<string>): TuningRecord[] {
+export function trialOrder(entries: readonly LogEntry[], match: RecordMatch, keys: ReadonlySet<string>): TuningRecord[] {
   const seen = new Set<string>();
   const picked: { record: TuningRecord; time: number; index: number }[] = [];
   entries.forEach((e, index) => {
     const r = e.record;
-    if (r.target !== match.target || r.fingerprint !== match.fingerprint || !keys.has(r.key)) return;
+    if (!matchesRecord(r, match) || !keys.has(r.key)) return;
     if (r.policy === CONFIRM_POLICY) return; // a re-timing at the end of a tune, not a trial
     const id = recordId(r);
     if (seen.has(id)) return;
@@ -209,7 +212,7 @@ export function tuningFigures(input: TuningFiguresInput): TuningFigures {
   const complete = heads.length > 0 && layers.every((f) => f.layer_best !== null);
   const defaultsKnown = heads.length > 0 && layers.every((f) => f.default.known);
   return {
-    network: input.network, target: match.target, fingerprint: match.fingerprint,
+    network: input.network, target: match.target, fingerprint: match.fingerprint, threads: match.threads ?? null,
     trials: records.length, errors,
     estimated_ms: complete ? known : null,
     estimated_default_ms: defaultsKnown ? layers.reduce((a, f) => a + f.weight * (f.default as { ms: number }).ms, 0) : null,
@@ -225,5 +228,6 @@ export function tuningLine(f: TuningFigures): string {
   const est = f.estimated_ms === null
     ? `no estimated total latency yet (${f.unmeasured} of ${f.layers} ${f.layers === f.tasks.length ? 'task(s)' : 'layer group(s)'} without a valid measurement)`
     : `estimated total latency ${f.estimated_ms.toFixed(3)} ms`;
-  return `tuning: ${f.trials} trial(s) of ${f.tasks.length} task(s) in the records for this target and machine, ${est}`;
+  const where = f.threads !== null ? `this target and machine at ${f.threads} thread(s)` : 'this target and machine';
+  return `tuning: ${f.trials} trial(s) of ${f.tasks.length} task(s) in the records for ${where}, ${est}`;
 }

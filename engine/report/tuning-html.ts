@@ -37,7 +37,7 @@ const bestFrom = (t: TaskFigures): string => (t.layer_best !== null && t.layer_b
 function summary(f: TuningFigures, o: TuningSectionOptions): string {
   const budgets = f.budgets.map((b) => `${b.budget}: ${b.trials}`).join(', ');
   const lines = [
-    `<p>${f.trials} trial(s) of ${f.tasks.length} task(s) of ${esc(f.network)} on target ${esc(JSON.stringify(f.target))} (machine ${esc(f.fingerprint)}), ` +
+    `<p>${f.trials} trial(s) of ${f.tasks.length} task(s) of ${esc(f.network)} on target ${esc(JSON.stringify(f.target))} (machine ${esc(f.fingerprint)}${f.threads !== null ? `, measured at ${f.threads} thread(s)` : ''}), ` +
       `${f.errors} of them without a valid time (build or run errors, wrong answers, timeouts)${budgets ? `; by budget: ${esc(budgets)}` : ''}.</p>`,
   ];
   if (f.estimated_ms !== null) {

@@ -26,7 +26,8 @@ export async function tuningForReport(
 ): Promise<Required<Pick<BenchmarkReport, 'tuning'>> & Pick<BenchmarkReport, 'comparison' | 'comparison_hint'>> {
   const tuning = await networkTuningFigures({
     network: run.network, spec: run.spec, records: [run.storeDir, ...tuneOutputLogs(run.storeDir)],
-    match: { target: manifest.target, fingerprint: manifest.fingerprint }, warn,
+    // At the thread count compile ranked the records at, where it was given one.
+    match: { target: manifest.target, fingerprint: manifest.fingerprint, threads: manifest.records_threads }, warn,
   });
   const file = comparisonFile(run.reportsDir, run.targetName);
   if (existsSync(file)) return { tuning, comparison: readComparison(file) };

@@ -92,14 +92,14 @@ test('compile ranks the store\'s records at the target\'s threads, --threads ove
   // Faster at 1 thread than the other schedule at 2: timings that do not compare.
   await appendRecords(path.join(ws, 'records', 'net.cpu.jsonl'), [rec(fast, 0.001, 1), rec(slow, 0.002, 2)]);
   const ctx = { root: ws, cwd: ws, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
-  const sourceAt = async (options: { threads?: number } = {}): Promise<string | undefined> => {
+  const sourceAt = async (options: { threads?: number } = {}): Promise<[string | undefined, number | undefined]> => {
     const r = await capture(() => compileExecutor({ config: 'tensortune.config.yaml', network: 'net', ...options }, ctx).next());
     assert.equal(r.value.value, { success: true }, r.lines.join('\n'));
     const manifest = JSON.parse(readFileSync(path.join(ws, 'out', 'net', 'cpu', 'manifest.json'), 'utf8')) as Manifest;
-    return manifest.kernels.find((k) => k.key === task.key)?.source;
+    return [manifest.kernels.find((k) => k.key === task.key)?.source, manifest.records_threads];
   };
-  assert.is(await sourceAt(), 'net.cpu.jsonl:2', 'the target runs at 2 threads: the 2-thread record');
-  assert.is(await sourceAt({ threads: 1 }), 'net.cpu.jsonl:1');
+  assert.equal(await sourceAt(), ['net.cpu.jsonl:2', 2], 'the target runs at 2 threads: the 2-thread record, and the manifest says so');
+  assert.equal(await sourceAt({ threads: 1 }), ['net.cpu.jsonl:1', 1]);
 
   writeFileSync(path.join(ws, 'tensortune.config.yaml'), CONFIG.replace('target: llvm', 'target: opencl'));
   const gpu = await capture(() => compileExecutor({ config: 'tensortune.config.yaml', network: 'net', threads: 2 }, ctx).next());
