@@ -22,8 +22,8 @@ const USAGE = `Usage: tensortune best-digest RECORDS... --target TARGET [--targe
        tensortune best-digest RECORDS... --files
 
 Print, per target, this machine's hardware fingerprint, the number of workloads with a valid
-record and a digest of the best record of each, at any thread count and at each count the
-records were measured at (compile ranks at either). RECORDS and --keys-from are record logs
+record and a digest of the best record of each, as compile picks it without a thread count
+and at each count the records were measured at (compile ranks at either). RECORDS and --keys-from are record logs
 or directories of them; --keys-from restricts the workloads to those its records mention.
 
 Options:

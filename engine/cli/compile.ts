@@ -37,8 +37,8 @@ direct). Compile lists each Winograd layer and why.
 
 Records say how many threads timed them, and timings at different counts do not compare.
 With --threads N, each task takes the best record measured at N threads, and a task with
-none the best at another count (one warning names them); without it, the best at any
-count, with a warning when the chosen records mix counts.
+none the best at another count (one warning names them); without it, the best at the count
+of each task's newest record, with a warning when the chosen records mix counts.
 
 Options:
   --target T          target string (default "llvm -mcpu=native"); -mcpu, -mattr, -mtriple; or
@@ -49,7 +49,7 @@ Options:
   --out DIR           output directory (required)
   --records FILE      a tuning record log (JSON lines); repeat to read several
   --threads N         CPU targets: rank the records at N threads, the count the model will
-                      run at (default: any count)
+                      run at (default: each task's newest count)
   --strict            fail, naming them, if any task has no usable record
 ${modelFlagsUsage('NHWC')}  --cache DIR         object cache (default $TENSORTUNE_CACHE_DIR or node_modules/.cache/tensortune)
   --runner CMD        the records to apply are those tuned on the device this runner command

@@ -102,7 +102,10 @@ test('applyRecords at a thread count: each task takes the best measured at it; o
   const other = tasks.find((t) => t.key !== conv.key && t.desc.startsWith('depthwise'))!;
   const file = path.join(work, 'at-threads.jsonl');
   // The conv: faster at 1 thread (lanes4) than lanes2 at 2; the depthwise conv measured at 1 thread only.
-  await appendRecords(file, [rec(lanes4, [1], { threads: 1 }), rec(lanes2, [3], { threads: 2 }), rec(defaultSchedule(other.dag, { vectorLanes: 4 }), [1], { key: other.key, desc: other.desc, threads: 1 })]);
+  await appendRecords(file, [
+    rec(lanes4, [1], { threads: 1, time: '2024-05-01T11:00:00.000Z' }), rec(lanes2, [3], { threads: 2, time: '2024-05-01T10:00:00.000Z' }),
+    rec(defaultSchedule(other.dag, { vectorLanes: 4 }), [1], { key: other.key, desc: other.desc, threads: 1 }),
+  ]);
   const run = async (threads?: number) => {
     const logs: string[] = [], warnings: string[] = [];
     const applied = await applyRecords({ tasks, target: target.text, fingerprint, files: [file], threads, log: (l) => logs.push(l), warn: (w) => warnings.push(w) });
@@ -117,7 +120,7 @@ test('applyRecords at a thread count: each task takes the best measured at it; o
   assert.equal(at1.sources, ['at-threads.jsonl:1', 'at-threads.jsonl:3']);
   assert.equal(at1.warnings, []);
   const any = await run();
-  assert.equal(any.sources, ['at-threads.jsonl:1', 'at-threads.jsonl:3'], 'at any count: the fastest');
+  assert.equal(any.sources, ['at-threads.jsonl:1', 'at-threads.jsonl:3'], 'without a count: the count of the task\'s newest record (1 thread, an hour after the 2-thread one)');
   assert.equal(any.warnings, [], 'both chosen records were measured at 1 thread');
 });
 

@@ -41,8 +41,9 @@ export interface ApplyRecordsOptions {
   /**
    * CPU targets: the thread count the model will run at. Each task takes the best record
    * measured at it (or one that does not say); a task with none takes the best at another
-   * count, and one warning names those. Unset: the best at any count (mixedThreads warns
-   * when the chosen records mix counts).
+   * count, and one warning names those. Unset: the best at the count of each task's newest
+   * record (records/best.ts rankedByWorkload; mixedThreads warns when the chosen records
+   * mix counts).
    */
   threads?: number;
   /** Fail (UserError naming the untuned tasks) instead of compiling them with default schedules. */

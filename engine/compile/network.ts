@@ -29,7 +29,7 @@ export interface CompileNetworkOptions extends ModelSpec {
   records?: string[];
   /** Fail when a task has no record instead of using its default schedule. */
   strict?: boolean;
-  /** CPU targets: rank records at the thread count the model will run at (apply-records.ts); unset: at any count. */
+  /** CPU targets: rank records at the thread count the model will run at (apply-records.ts); unset: each task's newest count. */
   threads?: number;
   /** CPU targets: run a 3x3 stride-1 conv as Winograd where its best record beats the direct conv's, or by TVM's rule without records (default true; choose-winograd.ts). */
   winograd?: boolean;

@@ -19,11 +19,12 @@ export const measuredCost = (m: { error: unknown; costs_ms: readonly number[] })
 export const isValidRecord = (r: TuningRecord): boolean =>
   r.error === null && r.costs_ms.length > 0 && r.costs_ms.every((c) => Number.isFinite(c) && c >= 0);
 
+/** A workload on one target and machine: what records are ranked within (at each thread count: rankedByCount). */
+const workloadGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint'>): string => JSON.stringify([r.key, r.target, r.fingerprint]);
+
 /**
  * The identity distill and compile rank records by: a workload on one target and machine, at
- * one thread count. A timing at 2 threads does not compare with one at 1, so each count
- * keeps its own best (distill keeps both); records that do not say (logs written before
- * records carried `threads`, GPU records) form a group of their own.
+ * one thread count (null for a workload none of whose records says its count).
  */
 export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprint' | 'threads'>): string =>
   JSON.stringify([r.key, r.target, r.fingerprint, r.threads ?? null]);
@@ -107,7 +108,7 @@ function latestPass<E extends { record: TuningRecord }>(confirmations: readonly 
  * into a store must not count timings twice.
  */
 export function rankedSchedules<E extends { record: TuningRecord }>(
-  entries: Iterable<E>, groupOf: (r: TuningRecord) => string = recordGroup,
+  entries: Iterable<E>, groupOf: (r: TuningRecord) => string = workloadGroup,
 ): Map<string, RankedSchedule<E>[]> {
   const groups = new Map<string, Map<string, E[]>>();
   for (const entry of entries) {
@@ -138,12 +139,42 @@ export function rankedSchedules<E extends { record: TuningRecord }>(
   }));
 }
 
-/** rankedSchedules' entries: one per schedule, fastest first. */
-export function rankedRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E[]> {
-  return new Map([...rankedSchedules(entries)].map(([group, list]) => [group, list.map((s) => s.entry)]));
+/**
+ * rankedSchedules per workload and thread count, by recordGroup. A timing at 2 threads does
+ * not compare with one at 1, so each count is ranked on its own: the same steps timed at
+ * both are two schedules, not one with a blended cost, and each count keeps its best
+ * (distill keeps both). A record that does not say its count (logs written before records
+ * carried `threads`) is ranked with every count of its workload, as a tune at any count
+ * resumes from it; alone where no record of the workload says one (GPU records, old logs),
+ * so a log of one count ranks as it did before records said so.
+ */
+export function rankedByCount<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, RankedSchedule<E>[]> {
+  // Per workload, its entries in log order (a schedule stands for its latest record) and the counts they say, in order of appearance.
+  const byWorkload = new Map<string, { entries: E[]; counts: Set<number> }>();
+  for (const entry of entries) {
+    const group = workloadGroup(entry.record);
+    let w = byWorkload.get(group);
+    if (!w) byWorkload.set(group, (w = { entries: [], counts: new Set() }));
+    w.entries.push(entry);
+    if (entry.record.threads !== undefined) w.counts.add(entry.record.threads);
+  }
+  const out = new Map<string, RankedSchedule<E>[]>();
+  for (const w of byWorkload.values()) {
+    for (const n of w.counts.size > 0 ? [...w.counts] : [undefined]) {
+      const atCount = w.entries.filter((e) => e.record.threads === undefined || e.record.threads === n);
+      const ranked = [...rankedSchedules(atCount).values()][0];
+      if (ranked) out.set(recordGroup({ ...ranked[0].entry.record, threads: n }), ranked);
+    }
+  }
+  return out;
 }
 
-/** The best valid entry per (key, target, fingerprint, thread count): recordGroup; in order of each group's first record. */
+/** rankedByCount's entries: one per schedule, fastest first. */
+export function rankedRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E[]> {
+  return new Map([...rankedByCount(entries)].map(([group, list]) => [group, list.map((s) => s.entry)]));
+}
+
+/** The best valid entry per (key, target, fingerprint, thread count): rankedByCount. */
 export function bestRecords<E extends { record: TuningRecord }>(entries: Iterable<E>): Map<string, E> {
   return new Map([...rankedRecords(entries)].map(([group, list]) => [group, list[0]]));
 }
@@ -169,17 +200,30 @@ export const matchesRecord = (r: Pick<TuningRecord, 'target' | 'fingerprint' | '
  * workload key, fastest first (so a caller can fall back to the next one when the best no
  * longer applies). At one thread count, its records and those that do not say are ranked
  * together. Without one (compile, when not told the count the model runs at), each count is
- * ranked on its own and the lists are merged, confirmed schedules first, by cost: the same
- * steps timed at 1 and at 2 threads are two entries, not one schedule with a blended cost.
+ * ranked on its own (rankedByCount), and a workload measured at several lists first the
+ * count of its newest record (the latest tune's, as the latest confirmation pass ranked
+ * first before records said their count), then the others, newest first: timings at
+ * different counts are never compared.
  */
 export function rankedByWorkload(entries: Iterable<LogEntry>, match: RecordMatch): Map<string, RankedSchedule<LogEntry>[]> {
   const here = [...entries].filter((e) => matchesRecord(e.record, match));
   if (match.threads !== undefined) return rankedSchedules(here, (r) => r.key);
-  const out = new Map<string, RankedSchedule<LogEntry>[]>();
-  for (const list of rankedSchedules(here).values()) {
+  const newestOf = (list: readonly RankedSchedule<LogEntry>[]): number =>
+    Math.max(...list.map((s) => (s.entry.record.threads === undefined ? -Infinity : Date.parse(s.entry.record.time))));
+  const perKey = new Map<string, RankedSchedule<LogEntry>[][]>();
+  for (const list of rankedByCount(here).values()) {
     const key = list[0].entry.record.key;
-    const before = out.get(key);
-    out.set(key, before ? [...before, ...list].sort((a, b) => Number(b.confirmed) - Number(a.confirmed) || a.cost - b.cost) : list);
+    perKey.set(key, [...(perKey.get(key) ?? []), list]);
+  }
+  const out = new Map<string, RankedSchedule<LogEntry>[]>();
+  for (const [key, lists] of perKey) {
+    const merged: RankedSchedule<LogEntry>[] = [];
+    // Stable: of equal times, the count that appeared first in the log.
+    for (const list of [...lists].sort((a, b) => newestOf(b) - newestOf(a))) {
+      // A record that does not say its count ranks at every count: listed once.
+      for (const s of list) if (!merged.some((m) => m.entry === s.entry)) merged.push(s);
+    }
+    out.set(key, merged);
   }
   return out;
 }

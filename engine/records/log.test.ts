@@ -281,7 +281,7 @@ test('a thread count in the match takes records of that count and records that d
   const ranked = (threads?: number) => rankedByWorkload(opened.entries, { ...m, threads }).get(KEY_A)!.map((s) => s.cost);
   assert.equal(ranked(1), [4, 5]);
   assert.equal(ranked(2), [1, 5]);
-  assert.equal(ranked(), [1, 4, 5]);
+  assert.equal(ranked(), [4, 5, 1], 'without a count: each count ranked alone, the newest count first (of equal times, the first in the log)');
 });
 
 test('timings at two thread counts never blend: the same steps at 1 and 2 threads rank as two entries, and distill keeps the best of each count', async () => {
@@ -289,7 +289,7 @@ test('timings at two thread counts never blend: the same steps at 1 and 2 thread
   const one = rec({ costs_ms: [4], threads: 1 }), two = rec({ costs_ms: [2], threads: 2 }), other = rec({ costs_ms: [3], threads: 1, steps: OTHER_STEPS });
   const entries = [one, two, other].map((record, i) => ({ record, file: 'x', line: i + 1 }));
   // One schedule with a mean of 3 over both counts would tie with OTHER_STEPS.
-  assert.equal(rankedByWorkload(entries, m).get(KEY_A)!.map((s) => [s.entry.line, s.cost]), [[2, 2], [3, 3], [1, 4]], 'at any count');
+  assert.equal(rankedByWorkload(entries, m).get(KEY_A)!.map((s) => [s.entry.line, s.cost]), [[3, 3], [1, 4], [2, 2]], 'at any count: 1 thread\'s list, then 2 threads\'');
   assert.equal(rankedByWorkload(entries, { ...m, threads: 1 }).get(KEY_A)!.map((s) => [s.entry.line, s.cost]), [[3, 3], [1, 4]], 'at 1 thread');
   assert.is.not(recordGroup(one), recordGroup(two));
   assert.is(bestRecords(entries).size, 2);
@@ -298,6 +298,24 @@ test('timings at two thread counts never blend: the same steps at 1 and 2 thread
   await appendRecords(f, [one, two, other]);
   const result = await distillFiles([f], file('distill-threads.best.jsonl'));
   assert.equal(result.kept, 2);
+});
+
+test('records that do not say their count rank with every count of their workload: a log tuned before and after records said so ranks as one', async () => {
+  const m = { target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef' };
+  // An old confirmation pass (no thread count) caught a fast phase; the newest pass, at 1 thread, re-timed both schedules.
+  const old = [rec({ costs_ms: [1], policy: CONFIRM_POLICY, time: '2024-05-01T10:00:00.000Z' }), rec({ costs_ms: [3], steps: OTHER_STEPS, policy: CONFIRM_POLICY, time: '2024-05-01T10:00:00.000Z' })];
+  const newest = [rec({ costs_ms: [2], threads: 1, policy: CONFIRM_POLICY, time: '2024-05-01T11:00:00.000Z' }), rec({ costs_ms: [1.5], steps: OTHER_STEPS, threads: 1, policy: CONFIRM_POLICY, time: '2024-05-01T11:00:00.000Z' })];
+  const entries = [...old, ...newest].map((record, i) => ({ record, file: 'x', line: i + 1 }));
+  for (const threads of [undefined, 1]) {
+    assert.equal(rankedByWorkload(entries, { ...m, threads }).get(KEY_A)!.map((s) => s.cost), [1.5, 2], `the newest pass decides (threads ${threads})`);
+  }
+  assert.equal(distill([...old, ...newest]), [newest[1]], 'one group: the newest pass\'s best');
+  // A second count, tuned later: the unsaid records rank with each count; at any count, the newest count's list comes first, each entry once.
+  const two = rec({ costs_ms: [0.5], steps: THIRD_STEPS, threads: 2, time: '2024-05-01T12:00:00.000Z' });
+  const withTwo = [...entries, { record: two, file: 'x', line: 5 }];
+  assert.equal(rankedByWorkload(withTwo, m).get(KEY_A)!.map((s) => s.entry.line), [1, 2, 5, 4, 3], 'at 2 threads: the old pass, then the 2-thread trial; then the 1-thread list');
+  assert.equal(rankedByWorkload(withTwo, { ...m, threads: 1 }).get(KEY_A)!.map((s) => s.entry.line), [4, 3]);
+  assert.equal(distill([...old, ...newest, two]), [newest[1], old[0]], 'at 2 threads the old pass (it does not say its count) still ranks its schedules first');
 });
 
 test('openLog counts a schedule timed again as one measured state, with the mean of its valid timings', async () => {

@@ -98,7 +98,7 @@ test('bestDigest covers each thread count compile may rank at: a new best at 2 t
   assert.is(d0.workloads, 1, 'workloads, not workloads x counts');
   assert.is.not(bestDigest(entries([...base, rec(2, { threads: 2 })]), MATCH).digest, d0.digest, 'faster at 2 threads, slower than the 1-thread best');
   assert.equal(bestDigest(entries([...base, rec(4, { threads: 2 })]), MATCH), d0, 'slower at 2 threads');
-  assert.equal(bestFor(entries([...base, rec(2, { threads: 2 })]), MATCH).map((e) => e.record.costs_ms), [[1]], 'bestFor: one per workload, at any count');
+  assert.equal(bestFor(entries([...base, rec(2, { threads: 2 })]), MATCH).map((e) => e.record.costs_ms), [[2]], 'bestFor: one per workload, the best of its newest record\'s count (2 threads, measured last)');
 });
 
 test('tensortune best-digest: one line per target; missing paths read as empty; a bad target is one line, exit 2', async () => {

@@ -106,7 +106,7 @@ export async function mergeIntoStore(dir: string, log: string, sources: readonly
   return { read: incoming.length, added };
 }
 
-/** The best valid record of each workload in `keys` for one target string and fingerprint, at any thread count. */
+/** The best valid record of each workload in `keys` for one target string and fingerprint, as compile picks it without a thread count (rankedByWorkload). */
 export function bestFor(entries: readonly LogEntry[], match: RecordMatch, keys?: ReadonlySet<string>): LogEntry[] {
   return [...rankedByWorkload(entries.filter((e) => !keys || keys.has(e.record.key)), match).values()].map((list) => list[0].entry);
 }
@@ -159,8 +159,8 @@ export async function recordFilesOf(paths: readonly string[]): Promise<string[]>
 /**
  * A digest of the best record per workload (restricted to `keys` when given) for one target
  * and fingerprint: it changes exactly when compile would pick another record. Compile ranks
- * at the thread count it is given (`--threads`, a config target's `threads`) or at any, so
- * the digest holds the best at any count and at each count the records were measured at.
+ * at the thread count it is given (`--threads`, a config target's `threads`) or without one,
+ * so the digest holds its pick without a count and at each count the records were measured at.
  */
 export function bestDigest(entries: readonly LogEntry[], match: { target: string; fingerprint: string }, keys?: ReadonlySet<string>): { workloads: number; digest: string } {
   const here = keys ? entries.filter((e) => keys.has(e.record.key)) : entries;

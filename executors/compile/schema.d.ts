@@ -6,7 +6,7 @@ export interface CompileExecutorOptions extends NetworkExecutorOptions {
   watch?: boolean;
   /** Fail when a task has no tuning record instead of using its default schedule. */
   strict?: boolean;
-  /** CPU targets: rank the records at this many threads (default: the target's threads, else any count). */
+  /** CPU targets: rank the records at this many threads (default: the target's threads, else each task's newest count). */
   threads?: number;
   /** Time limit of each compiler call, in seconds (default 120). */
   timeout?: number;
