@@ -217,11 +217,13 @@ export function rankedByWorkload(entries: Iterable<LogEntry>, match: RecordMatch
   }
   const out = new Map<string, RankedSchedule<LogEntry>[]>();
   for (const [key, lists] of perKey) {
+    if (lists.length === 1) { out.set(key, lists[0]); continue; }
     const merged: RankedSchedule<LogEntry>[] = [];
+    const listed = new Set<LogEntry>();
     // Stable: of equal times, the count that appeared first in the log.
     for (const list of [...lists].sort((a, b) => newestOf(b) - newestOf(a))) {
       // A record that does not say its count ranks at every count: listed once.
-      for (const s of list) if (!merged.some((m) => m.entry === s.entry)) merged.push(s);
+      for (const s of list) if (!listed.has(s.entry)) { listed.add(s.entry); merged.push(s); }
     }
     out.set(key, merged);
   }
