@@ -79,8 +79,8 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   const entries = opts.entries ?? await readRecordFiles(opts.files, { warn });
   const match = { target: opts.target, fingerprint: opts.fingerprint };
   const ranked = rankedByWorkload(entries, { ...match, threads: opts.threads });
-  // At a given thread count, a task without a record at it falls back to any count.
-  const anyCount = opts.threads !== undefined ? rankedByWorkload(entries, match) : undefined;
+  // At a given thread count, a task without a record at it falls back to any count: that ranking is made only if some task needs it.
+  let anyCount: ReturnType<typeof rankedByWorkload> | undefined;
   const fallbacks: LogEntry[] = [];
   const elsewhere = entries.filter((e) => e.record.target !== opts.target || e.record.fingerprint !== opts.fingerprint).length;
 
@@ -92,7 +92,8 @@ export async function applyRecords(opts: ApplyRecordsOptions): Promise<AppliedRe
   for (const task of opts.tasks) {
     let list = ranked.get(task.key) ?? [];
     let best = pick(task, list.map((s) => s.entry), rejected);
-    if (!best && anyCount) {
+    if (!best && opts.threads !== undefined) {
+      anyCount ??= rankedByWorkload(entries, match);
       list = anyCount.get(task.key) ?? [];
       best = pick(task, list.map((s) => s.entry), rejected);
       if (best) fallbacks.push(best);
