@@ -116,8 +116,10 @@ b2.graph.outputs = [y];
 const model2 = path.join(dir, 'wide-narrow.onnx');
 writeOnnxFile(model2, b2.graph);
 
-test('no records: Winograd by TVM\'s rule (64 < output channels < 512), and the model computes the network', async () => {
-  assert.equal([64, 65, 128, 256, 511, 512].map(winogradByDefault), [false, true, true, true, true, false]);
+test('no records: Winograd by TVM\'s rule (64 < output channels < 512, <= 512 at 16 lanes), and the model computes the network', async () => {
+  const channels = [64, 65, 128, 256, 511, 512, 1024];
+  assert.equal(channels.map((co) => winogradByDefault(co, 8)), [false, true, true, true, true, false, false], 'AVX2: TVM\'s range');
+  assert.equal(channels.map((co) => winogradByDefault(co, 16)), [false, true, true, true, true, true, false], 'AVX-512: 512 channels too');
   const graph = loadModel({ model: model2 }).graph;
   const [, d2, w1] = extractTasks(graph, { winograd: true });
   const logs: string[] = [];

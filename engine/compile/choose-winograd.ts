@@ -34,14 +34,22 @@ export interface WinogradChoice {
 
 /**
  * Whether an eligible conv with `outChannels` output channels runs as Winograd when neither
- * implementation has a record: TVM's rule for x86 with the auto-scheduler (relay op strategy
- * x86.py, conv2d NHWC: the Winograd implementation gets the higher priority when
- * 64 < CO < 512, a range TVM took from profiling ResNets on AVX-512). On our AVX2 box the
- * default schedules agree (`bench/winograd.ts`, resnet-18, Winograd / direct): 0.43 to 0.69
- * on the 128- and 256-channel layers, 0.88 to 1.54 on the 64- and 512-channel ones.
+ * implementation has a record, on a CPU whose vector unit holds `lanes` float32s. TVM's rule
+ * for x86 with the auto-scheduler (relay op strategy x86.py, conv2d NHWC): the Winograd
+ * implementation gets the higher priority when 64 < CO < 512. Our default schedules agree on
+ * AVX2 (`bench/winograd.ts`, resnet-18, Winograd / direct: 0.43 to 0.69 on the 128- and
+ * 256-channel layers, 0.88 to 1.54 on the 64- and 512-channel ones), but on AVX-512 (16
+ * lanes; a Zen 4 box, sessions 27 and 32) the 7x7x512 layers run faster as Winograd too (0.69
+ * to 0.80), so there the range takes in CO = 512. The 64-channel layers stay direct on both
+ * (1.09 to 2.14 on Zen 4).
  */
-export function winogradByDefault(outChannels: number): boolean {
-  return outChannels > 64 && outChannels < 512;
+export function winogradByDefault(outChannels: number, lanes: number): boolean {
+  return outChannels > 64 && (outChannels < 512 || (outChannels === 512 && lanes >= 16));
+}
+
+/** The rule's range in words, for the compile log. */
+function ruleText(lanes: number): string {
+  return lanes >= 16 ? '64 < channels <= 512 at 16 lanes' : '64 < channels < 512';
 }
 
 /** The output channels of the conv of a Winograd task's layer (its HWIO weight's O). */
@@ -52,11 +60,13 @@ function outChannelsOf(graph: Graph, groups: readonly FusedGroup[], task: Task):
 
 /**
  * Chooses per layer. `directCosts`: the mean time of the best record of each direct task
- * (applyRecords' `costs`; empty without records); `records`: what applyRecords read them from.
+ * (applyRecords' `costs`; empty without records); `records`: what applyRecords read them from;
+ * `lanes`: the target's float32 vector lanes (TVM's rule, winogradByDefault).
  */
 export async function chooseWinograd(
   graph: Graph, groups: readonly FusedGroup[], directCosts: ReadonlyMap<string, number>,
   records: Pick<ApplyRecordsOptions, 'target' | 'fingerprint' | 'threads' | 'files' | 'entries' | 'warn' | 'strict'>,
+  lanes: number,
 ): Promise<WinogradChoice> {
   const alternatives = winogradTasks(graph, groups);
   const eligible = alternatives.reduce((a, t) => a + t.weight, 0);
@@ -72,8 +82,8 @@ export async function chooseWinograd(
     if (w !== undefined) return `${head}${w.toFixed(3)} ms, the direct conv has no record`;
     if (d !== undefined && records.strict) return undefined;
     const co = outChannelsOf(graph, groups, t);
-    if (!winogradByDefault(co)) return undefined;
-    const rule = `${co} output channels (Winograd without its record when 64 < channels < 512)`;
+    if (!winogradByDefault(co, lanes)) return undefined;
+    const rule = `${co} output channels (Winograd without its record when ${ruleText(lanes)})`;
     return d !== undefined ? `${head}no Winograd record (direct ${d.toFixed(3)} ms), ${rule}` : `${head}no records, ${rule}`;
   };
   const reasons = alternatives.map(why);

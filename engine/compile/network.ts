@@ -67,7 +67,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster, or
   // without a Winograd record where TVM's rule says so (choose-winograd.ts).
   if (!isGpu(target) && opts.winograd !== false) {
-    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, threads: opts.threads, files, entries, warn: opts.warn, strict: opts.strict });
+    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, threads: opts.threads, files, entries, warn: opts.warn, strict: opts.strict }, target.vectorLanes);
     ({ graph, groups } = choice);
     if (choice.schedules.size > 0) {
       schedules ??= new Map();
