@@ -1,7 +1,8 @@
 // tensortune against ONNX Runtime, the table of issue 6: for each network (batch 1,
 // random weights with non-trivial batch-norm statistics, logits), export it to ONNX,
 // compile that file (NHWC inside, NCHW input kept) with default schedules, and with the
-// tuned records of --records FILE when given, then compare with ONNX Runtime at each
+// tuned records of --records FILE when given (ranked at each thread count compared, as
+// `tensortune compile --threads N`), then compare with ONNX Runtime at each
 // thread count (same weights, same seeded input, interleaved rounds, medians). Beside the
 // ratio of medians: the paired ratio, the median of each round's ratio (both engines timed
 // within a second of each other, so a shared host's slow phases hit both), and the ratio
@@ -41,9 +42,17 @@ async function main(): Promise<void> {
       const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
       for (const log of records.split(',').filter((f) => f !== '')) variants.push({ schedules: `tuned (${path.basename(log)})`, records: [log] });
       for (const [i, v] of variants.entries()) {
-        const outDir = path.join(work, `${name}-${i}`);
-        await compileNetwork({ model: onnx, target, outDir, records: v.records, log: () => undefined });
+        // Default schedules do not depend on the thread count: one build. Records are ranked
+        // at the count each run uses (`tensortune compile --threads N`), as a user deploying
+        // at that count compiles.
+        const builds = new Map<number, string>();
+        for (const t of v.records ? threads : [threads[0]]) {
+          const outDir = path.join(work, `${name}-${i}-${t}`);
+          await compileNetwork({ model: onnx, target, outDir, records: v.records, ...(v.records ? { threads: t } : {}), log: () => undefined });
+          builds.set(t, outDir);
+        }
         for (const t of threads) {
+          const outDir = builds.get(t) ?? builds.get(threads[0])!;
           const r: CompareReport = await compareWithOnnxRuntime({ modelDir: outDir, threads: t, rounds });
           const err = Math.max(...r.outputs.map((o) => o.max_abs_err));
           const scale = Math.max(...r.outputs.map((o) => o.max_abs_value));

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   try {
     const onnx = writeNetworkOnnx(work, name, imageSize);
     const outDir = path.join(work, 'model');
-    await compileNetwork({ model: onnx, target: 'llvm -mcpu=native', outDir, records: records ? [records] : undefined, log: () => undefined });
+    await compileNetwork({ model: onnx, target: 'llvm -mcpu=native', outDir, records: records ? [records] : undefined, ...(records ? { threads } : {}), log: () => undefined });
     const m = readManifest(outDir);
     const files = manifestFiles(outDir, m);
     const inputs = m.inputs.map((inp, i) => uniform(numElements(inp.shape), 0, i));
