@@ -66,6 +66,27 @@ test('text, JSON and the page', async () => {
   assert.is(content.match(/<svg /g)?.length, 3 + figures.tasks.length, 'curve, shares, defaults and one curve per task');
 });
 
+test('records of two thread counts: the newest count, with one warning; --threads picks another', async () => {
+  const tasks = tuningTasks(loadModel({ model }).graph, 'llvm');
+  const counts = path.join(dir, 'counts', 'two.jsonl');
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(path.dirname(counts), { recursive: true });
+  const rec = (s: number, threads: number, cost: number): TuningRecord => ({
+    v: 1, engine: '0.1.0', key: tasks[0].key, desc: 'd', target: 'llvm', fingerprint: FP, steps: [], costs_ms: [cost], error: null, seed: 0,
+    time: new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString(), threads,
+  });
+  await appendRecords(counts, [rec(1, 1, 4), rec(2, 1, 3), rec(3, 2, 1)]);
+  const newest = await run(model, '--records', counts, '--target', 'llvm', '--fingerprint', FP, '--json');
+  assert.is(newest.code, 0, newest.err);
+  const f = JSON.parse(newest.out) as TuningFigures;
+  assert.equal([f.threads, f.trials, f.tasks[0].best_ms], [2, 1, 1], 'the 2-thread record only');
+  assert.is(newest.err.match(/warning/g)?.length, 1, newest.err);
+  assert.match(newest.err, /^tensortune report: warning: the records were measured at 1, 2 thread\(s\), whose timings do not compare: showing those at 2 /);
+  const one = await run(model, '--records', counts, '--target', 'llvm', '--fingerprint', FP, '--threads', '1');
+  assert.is([one.code, one.err].join(''), '0');
+  assert.match(one.out, /tuning: 2 trial\(s\) of \d+ task\(s\) in the records for this target and machine at 1 thread\(s\)/);
+});
+
 test('bad input: one line naming what is wrong, exit 2', async () => {
   const broken = path.join(dir, 'compare.json');
   writeFileSync(broken, '{"ratio": 1}\n');

@@ -30,7 +30,8 @@ Options:
   --fingerprint F     the machine's hardware fingerprint (default: this machine's for the
                       target; 'tensortune fingerprint' prints it)
   --threads N         only the records measured at N threads (and those that do not say;
-                      default: every count, though timings at different counts do not compare)
+                      default: the count of the newest record, with a warning where the
+                      records have several: timings at different counts do not compare)
 ${modelFlagsUsage('NHWC')}  --compare FILE      an ONNX Runtime comparison to show: the output of 'tensortune benchmark
                       DIR --compare onnxruntime --json' (its last line is the JSON)
   --out FILE          write the HTML page (self-contained: inline SVG, no script)

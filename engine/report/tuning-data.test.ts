@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { LogEntry } from '../records/log';
 import type { TuningRecord } from '../records/record';
-import { tuningFigures, type ReportTask } from './tuning-data';
+import { reportMatch, tuningFigures, type ReportTask } from './tuning-data';
 
 const KEY_A = '["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", [1, 8], [1, 8]]';
 const KEY_B = '["bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", [1, 4], [1, 4]]';
@@ -74,6 +74,20 @@ test('at a thread count: the records measured at it and those that do not say; t
   assert.equal([at1.trials, at1.threads, at1.tasks.map((t) => t.best_ms)], [2, 1, [4, 2]]);
   const any = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: MATCH });
   assert.equal([any.trials, any.threads, any.tasks.map((t) => t.best_ms)], [4, null, [1, 0.5]]);
+});
+
+test('without a count, records of several counts: the newest record\'s count, with a warning; one count: nothing chosen', () => {
+  const log = [rec(KEY_A, 1, [4], { threads: 1 }), rec(KEY_A, 3, [1], { threads: 2 }), rec(KEY_B, 2, [2]), rec(KEY_B, 4, [0.5], { threads: 1 })];
+  const chosen = reportMatch(entries(log), TASKS, MATCH);
+  assert.is(chosen.match.threads, 1, 'the newest record (time 4) was measured at 1 thread');
+  assert.match(chosen.warning ?? '', /measured at 1, 2 thread\(s\), whose timings do not compare: showing those at 1 \(the newest tune's\).*--threads N/);
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: chosen.match });
+  assert.equal([f.trials, f.threads, f.tasks.map((t) => t.best_ms)], [3, 1, [4, 0.5]]);
+  assert.equal(reportMatch(entries(log), TASKS, { ...MATCH, threads: 2 }), { match: { ...MATCH, threads: 2 } }, 'a count given is kept');
+  const one = [rec(KEY_A, 1, [4], { threads: 2 }), rec(KEY_B, 2, [2])];
+  assert.equal(reportMatch(entries(one), TASKS, MATCH), { match: MATCH }, 'one count: every record, threads null');
+  const otherTask = [...one, rec('other-task', 3, [1], { threads: 1 })];
+  assert.equal(reportMatch(entries(otherTask), TASKS, MATCH), { match: MATCH }, 'counts of other networks\' tasks do not count');
 });
 
 test('equal times keep the store order', () => {

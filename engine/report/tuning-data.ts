@@ -223,6 +223,39 @@ export function tuningFigures(input: TuningFiguresInput): TuningFigures {
   };
 }
 
+/** The match a report uses, and the warning to print when it chose a thread count. */
+export interface ReportMatch {
+  match: RecordMatch;
+  warning?: string;
+}
+
+/**
+ * Without a thread count, a report of records measured at several counts would draw one
+ * curve and one estimate through timings that do not compare. It shows instead the count
+ * of the newest record of the network's tasks (the latest tune's, the count compile ranks
+ * first without `--threads`), with the records that do not say, and says so. A count given,
+ * or records of one count, change nothing.
+ */
+export function reportMatch(entries: readonly LogEntry[], tasks: readonly ReportTask[], match: RecordMatch): ReportMatch {
+  if (match.threads !== undefined) return { match };
+  const keys = new Set(tasks.map((t) => t.key));
+  let newest: { time: number; threads: number } | undefined;
+  const counts = new Set<number>();
+  for (const e of entries) {
+    const r = e.record;
+    if (r.threads === undefined || !keys.has(r.key) || !matchesRecord(r, match)) continue;
+    counts.add(r.threads);
+    const time = Date.parse(r.time);
+    if (newest === undefined || time >= newest.time) newest = { time, threads: r.threads };
+  }
+  if (counts.size < 2) return { match };
+  const listed = [...counts].sort((a, b) => a - b).join(', ');
+  return {
+    match: { ...match, threads: newest!.threads },
+    warning: `the records were measured at ${listed} thread(s), whose timings do not compare: showing those at ${newest!.threads} (the newest tune's) and those that do not say their count; --threads N for another`,
+  };
+}
+
 /** One line for logs: `tuning: 120 trial(s) of 3 task(s), estimated total latency 1.234 ms` (or why there is none). */
 export function tuningLine(f: TuningFigures): string {
   const est = f.estimated_ms === null
