@@ -92,4 +92,18 @@ test('the threads and load under the summary; a warning line on stderr per reaso
   assert.is(r.err, json.warnings.map((w) => `tensortune benchmark: warning: ${w}\n`).join(''));
 });
 
+test('a model whose records were ranked at another thread count: one warning naming the compile that ranks them', async () => {
+  const ranked = path.join(dir, 'ranked-at-2');
+  cpSync(model, ranked, { recursive: true });
+  const manifestFile = path.join(ranked, 'manifest.json');
+  writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(readFileSync(manifestFile, 'utf8')), records_threads: 2 }));
+  const at1 = await start(ranked, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '1', '--json').done;
+  assert.is(at1.code, 0, at1.err);
+  const warnings = (JSON.parse(at1.out.trimEnd().split('\n').at(-1)!) as { warnings: string[] }).warnings;
+  assert.ok(warnings.includes('the model\'s records were ranked at 2 thread(s) (manifest records_threads) and it ran at 1: `tensortune compile --threads 1` ranks them for 1'), warnings.join('\n'));
+  const at2 = await start(ranked, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '2', '--json').done;
+  assert.is(at2.code, 0, at2.err);
+  assert.not.match(at2.err, /records_threads/);
+});
+
 test.run();

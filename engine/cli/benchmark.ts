@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
-import { manifestFiles, readManifest, type Manifest } from '../compile/manifest';
+import { manifestFiles, readManifest, recordsThreadsWarning, type Manifest } from '../compile/manifest';
 import { checkModelRunsHere } from '../compile/model-opencl';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
 import { remoteSetupLine, runRemoteBench } from '../remote/bench';
@@ -127,15 +127,17 @@ export const benchmarkCommand: Command = {
     if (values.compare !== undefined) {
       oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
       if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');
-      runnableManifest(positionals[0], 'benchmark --compare');
+      const compared = runnableManifest(positionals[0], 'benchmark --compare');
+      const threads = positiveInt('--threads', values.threads, 1);
       const report = await compareWithOnnxRuntime({
-        modelDir: positionals[0], onnx: values.onnx, threads: positiveInt('--threads', values.threads, 1),
+        modelDir: positionals[0], onnx: values.onnx, threads,
         rounds: positiveInt('--rounds', values.rounds, 5), repeat: positiveInt('--repeat', values.repeat, 3),
         number: optionalInt('--number', values.number),
         minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], BENCH_DEFAULTS.minRepeatMs),
         seed: nonNegativeInt('--seed', values.seed, 0), log: (line) => io.err(`${line}\n`),
       });
       io.out(`${formatCompareReport(report)}\n`);
+      for (const w of recordsThreadsWarning(compared, threads, `\`tensortune compile --threads ${threads}\` ranks them for ${threads}`)) io.err(`tensortune benchmark: warning: ${w}\n`);
       if (values.json) io.out(`${JSON.stringify(report)}\n`);
       return 0;
     }
@@ -155,6 +157,7 @@ export const benchmarkCommand: Command = {
       saveOutputs: values['save-outputs'] ? path.resolve(values['save-outputs']) : undefined,
       profile: values.profile,
     });
+    result.warnings.push(...recordsThreadsWarning(manifest, result.threads, `\`tensortune compile --threads ${result.threads}\` ranks them for ${result.threads}`));
     io.out(`${result.summary}\n${benchSetupLine(result)}\n`);
     for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
     if (result.profile) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UserError } from '../errors';
-import { checkManifest, readManifest, type Manifest } from './manifest';
+import { checkManifest, readManifest, recordsThreadsWarning, type Manifest } from './manifest';
 
 const good: Manifest = {
   format_version: 1, engine_version: '0.1.0', name: 'mobilenet', target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef',
@@ -13,6 +13,12 @@ const good: Manifest = {
   outputs: [{ name: 'output', shape: [1, 10], dtype: 'float32' }],
   kernels: [{ symbol: 'tt_k_00ff', groups: [0], key: '["k"]', desc: 'dense', schedule: 'default', source: 'default schedule', flops: 20, objectHash: 'ab12' }],
 };
+
+test('recordsThreadsWarning: only a model ranked at another count than it runs at', () => {
+  assert.equal(recordsThreadsWarning(good, 1, 'FIX'), [], 'default schedules, or records ranked without a count');
+  assert.equal(recordsThreadsWarning({ ...good, records_threads: 2 }, 2, 'FIX'), []);
+  assert.equal(recordsThreadsWarning({ ...good, records_threads: 2 }, 1, 'FIX'), ['the model\'s records were ranked at 2 thread(s) (manifest records_threads) and it ran at 1: FIX']);
+});
 
 test('a well-formed manifest passes', () => {
   assert.equal(checkManifest(structuredClone(good), 'm.json'), good);

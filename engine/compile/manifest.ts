@@ -157,3 +157,15 @@ export function readManifest(dir: string): Manifest {
   checkModelFiles(dir, m, file);
   return m;
 }
+
+/**
+ * Compile ranked the records at `records_threads` (`tensortune compile --threads N`); a run
+ * at another count times schedules ranked for a count it does not run at. One warning
+ * ending in `fix` (how to rank them for `threads`), or none (default schedules, or the
+ * same count).
+ */
+export function recordsThreadsWarning(manifest: Manifest, threads: number, fix: string): string[] {
+  const at = manifest.records_threads;
+  if (at === undefined || at === threads) return [];
+  return [`the model's records were ranked at ${at} thread(s) (manifest records_threads) and it ran at ${threads}: ${fix}`];
+}

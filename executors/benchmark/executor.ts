@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
-import { manifestFiles, readManifest } from '../../engine/compile/manifest';
+import { manifestFiles, readManifest, recordsThreadsWarning } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { BENCH_DEFAULTS, benchSetupLine, runBench, type BenchResult } from '../../engine/native/bench';
 import { remoteSetupLine, runRemoteBench } from '../../engine/remote/bench';
@@ -65,6 +65,7 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
       saveOutputs: options.saveOutputs === undefined ? undefined : path.resolve(ctx.root, options.saveOutputs),
       profile: options.profile,
     });
+    if (!remote) result.warnings.push(...recordsThreadsWarning(manifest, result.threads, `set threads: ${result.threads} on targets.${run.targetName} in the config, which nx compile ranks at and nx benchmark runs at`));
     console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
     console.log(result.summary);
     console.log(result.device !== undefined ? remoteSetupLine(result) : benchSetupLine(result));
