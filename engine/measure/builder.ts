@@ -115,13 +115,17 @@ function renderCudaCandidate(dag: ComputeDAG, steps: Step[], target: GpuTarget, 
   }
 }
 
-/** A rendered kernel `int32_t tt_candidate_kernel(float*, ...)` as a tt_kernel_fn library. */
+/**
+ * A rendered kernel `int32_t tt_candidate_kernel(float*, ...)` as a tt_kernel_fn library.
+ * The kernel keeps external linkage, as in the compiled model (compile/model.ts builds each
+ * kernel as an object of its own), so a candidate is timed as the kernel that ships.
+ */
 export function wrapKernel(kernelSource: string, nargs: number): string {
   const args = Array.from({ length: nargs }, (_, i) => `args[${i}]`).join(', ');
   return [
     C_PRELUDE,
     '#include "tensortune.h"',
-    `static ${kernelSource.trimEnd()}`,
+    kernelSource.trimEnd(),
     `TT_EXPORT int ${CANDIDATE_SYMBOL}(float* const* args) { return tt_candidate_kernel(${args}); }`,
     '',
   ].join('\n');
