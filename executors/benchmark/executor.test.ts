@@ -4,7 +4,7 @@
 // report itself on synthetic results: warnings first and escaped, the history table and
 // plot, broken history lines skipped. The schema's defaults are the CLI's.
 
-import { mkdtempSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, appendFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
@@ -67,6 +67,20 @@ test('two runs: threads and load in the summary, warnings as warning: lines, a h
     assert.ok(lines.includes('tuning: 0 trial(s) of 2 task(s) in the records for this target and machine, no estimated total latency yet (1 of 1 layer group(s) without a valid measurement)'));
     assert.is(report.tuning?.trials, 0);
     assert.ok(html.includes('<section class="tuning"') && html.includes('no value yet'));
+  }
+});
+
+test('a model whose records were ranked at another thread count than the run: a warning naming the config field', async () => {
+  const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const manifestFile = path.join(dir, 'out', 'net', 'cpu', 'manifest.json');
+  const original = readFileSync(manifestFile, 'utf8');
+  writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(original), records_threads: 2 }));
+  try {
+    const { value, lines } = await capture(() => benchmarkExecutor({ config: 'tensortune.config.yaml', network: 'net', repeat: 2, minRepeatMs: 0, threads: 1 }, ctx));
+    assert.equal(value, { success: true }, lines.join('\n'));
+    assert.ok(lines.includes('warning: the model\'s records were ranked at 2 thread(s) (manifest records_threads) and it ran at 1: set threads: 1 on targets.cpu in the config, which nx compile ranks at and nx benchmark runs at'), lines.join('\n'));
+  } finally {
+    writeFileSync(manifestFile, original);
   }
 });
 
