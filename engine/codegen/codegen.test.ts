@@ -216,7 +216,7 @@ test('default: at 16 lanes a stride-1 conv over 16 or more channels tiles 14 pos
   check(wdag, wsteps, 'Winograd F(4) 14x14, 16 lanes', 16, [], WINOGRAD_TOLERANCE);
 });
 
-test('default: at 16 lanes a 7x7 conv whose 64-channel weight slice fits in 512 KB tiles one row of 7 positions by 4 vectors; a 3x3 conv over 512 channels keeps 14 positions', () => {
+test('default: at 16 lanes a 7x7 conv whose 64-channel weight slice fits in 512 KB tiles one row of 7 positions by 4 vectors; a 3x3 conv over 512 channels keeps 14 positions, a 1x1 over 1024 takes 7 by 4', () => {
   const split = (steps: readonly Step[], iter: string, n: number): boolean => steps.some((s) => s.s === 'split' && s.stage === 'T_relu' && s.iter === iter && s.lengths[0] === n);
   // 1x1 over 48 channels to 64, and 3x3 over 32 to 128 (its padding at root): 7 columns x 64 channels.
   for (const [ci, co, k, pad] of [[48, 64, 1, 0], [32, 128, 3, 1]] as const) {
@@ -232,6 +232,13 @@ test('default: at 16 lanes a 7x7 conv whose 64-channel weight slice fits in 512 
   // 3x3 over 512 channels: 9 x 512 x 64 floats is 1.2 MB; a 14x14 output is whole tiles of 14.
   assert.ok(split(dflt(conv(7, 512, 64, 3, 1, 1), 16), 'ax1@ax2', 14), '3x3 7x7x512: 14 positions');
   assert.ok(split(dflt(conv(14, 48, 64, 1, 1, 0), 16), 'ax1@ax2', 14), '1x1 14x14: 14 positions');
+  // 1x1 over 1024 channels: a position's inputs 4 KB apart, so 14 of them would share one set
+  // of the L1; 7 positions by 4 vectors instead (positionTile4Of).
+  const deep = conv(14, 1024, 64, 1, 1, 0);
+  const deepSteps = dflt(deep, 16);
+  assert.ok(split(deepSteps, 'ax1@ax2', 7) && split(deepSteps, 'ax3', 64), '1x1 14x14x1024: 7 positions by 64 channels');
+  assert.match(check(deep, deepSteps, '1x1 14x14x1024 -> 64, 16 lanes', 16, ['weight']), /conv2d_nhwc_v27\b/, '1x1 14x14x1024: 28 accumulators in variables');
+  assert.ok(split(dflt(conv(14, 512, 64, 1, 1, 0), 16), 'ax1@ax2', 14), '1x1 14x14x512 (2 KB apart): 14 positions');
 });
 
 test('default: a transpose whose own last axis is short (NCHW image to NHWC) runs by rows of pixels, loading whole vectors; an elementwise op over the same short axis does not', () => {

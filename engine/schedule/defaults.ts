@@ -209,9 +209,16 @@ function rowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: numbe
  * input serving 4 multiply-adds. On the AVX-512 Xeon (session 24, 1 thread, the kernel
  * alone, 12 and 10 interleaved rounds, the median of each round's ratio to 14 x 2):
  * resnet-18's 56x56x64 3x3 conv 0.82, its 28x28x128 one 0.88. Not for 1x1 convs (mobilenet's
- * 112x112x32 to 64: 1.05) nor, unmeasured, the smaller images, which keep 14 x 2.
+ * 112x112x32 to 64: 1.05) nor, unmeasured, the smaller images, which keep 14 x 2, except
+ * a 1x1 conv whose input positions lie a multiple of 4 KB apart (1024 channels or a multiple):
+ * the 14 positions a tile reads at each step then map to one set of the 8-way L1 and evict
+ * each other. On a Zen 4 box (session 32, per-kernel profiles, 6 interleaved rounds)
+ * resnet-50's 14x14x1024 -> 256 convs took 0.79 of their time with 7 x 4 at 1 thread and
+ * 0.78 at 2, level with ONNX Runtime's (1.46 against 1.47 ms) where 14 x 2 took 1.22x.
  */
 const POSITION_TILE4_MIN_POSITIONS = 28 * 28;
+/** Addresses this far apart share a set of a 32 KB 8-way L1 data cache (x86's, Zen's and Intel's alike). */
+const L1_ALIAS_BYTES = 4096;
 
 function positionTile4Of(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): { vec: number; rows: number } | undefined {
   if (lanes !== 16 || tagOf(conv) !== 'conv2d_nhwc' || outAxes.length !== 4) return undefined;
@@ -219,7 +226,9 @@ function positionTile4Of(conv: Tensor, outAxes: readonly { name: string; extent:
   const taps = kernelWidth(conv);
   const positions = h.extent * w.extent;
   const vec = WIDE_ROW_VECTORS * lanes;
-  if (taps < 2 || c.extent % vec !== 0 || positions < POSITION_TILE4_MIN_POSITIONS || positions % 7 !== 0) return undefined;
+  const aliased = taps < 2 && (inputChannels(conv) * 4) % L1_ALIAS_BYTES === 0;
+  if (c.extent % vec !== 0 || positions % 7 !== 0) return undefined;
+  if (!aliased && (taps < 2 || positions < POSITION_TILE4_MIN_POSITIONS)) return undefined;
   return { vec, rows: 7 };
 }
 
