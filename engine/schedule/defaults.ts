@@ -211,13 +211,13 @@ function rowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: numbe
  * resnet-18's 56x56x64 3x3 conv 0.82, its 28x28x128 one 0.88. Not for 1x1 convs (mobilenet's
  * 112x112x32 to 64: 1.05) nor, unmeasured, the smaller images, which keep 14 x 2, except
  * a 1x1 conv whose input positions lie a multiple of 4 KB apart (1024 channels or a multiple):
- * the 14 positions a tile reads at each step then map to one set of the 8-way L1 and evict
- * each other. On a Zen 4 box (session 32, per-kernel profiles, 6 interleaved rounds)
+ * the 14 positions a tile reads at each step then map to one set of the L1, which has 8 or
+ * 12 ways, and evict each other. On a Zen 4 box (session 32, per-kernel profiles, 6 interleaved rounds)
  * resnet-50's 14x14x1024 -> 256 convs took 0.79 of their time with 7 x 4 at 1 thread and
  * 0.78 at 2, level with ONNX Runtime's (1.46 against 1.47 ms) where 14 x 2 took 1.22x.
  */
 const POSITION_TILE4_MIN_POSITIONS = 28 * 28;
-/** Addresses this far apart share a set of a 32 KB 8-way L1 data cache (x86's, Zen's and Intel's alike). */
+/** Addresses this far apart share a set of the L1 data cache of current x86 cores: 64 sets of 64-byte lines (Zen 4: 8 ways; Zen 5 and Intel's P-cores: 12). */
 const L1_ALIAS_BYTES = 4096;
 
 function positionTile4Of(conv: Tensor, outAxes: readonly { name: string; extent: number }[], lanes: number): { vec: number; rows: number } | undefined {
