@@ -85,6 +85,9 @@ function runnableManifest(dir: string, command: string): Manifest {
   return manifest;
 }
 
+/** How to rank a model's records for the thread count it ran at (recordsThreadsWarning's advice). */
+const compileAt = (threads: number): string => `\`tensortune compile --threads ${threads}\` ranks them for ${threads}`;
+
 export const benchmarkCommand: Command = {
   name: 'benchmark',
   summary: 'time a compiled model (mean / median / max / min / std)',
@@ -137,7 +140,7 @@ export const benchmarkCommand: Command = {
         seed: nonNegativeInt('--seed', values.seed, 0), log: (line) => io.err(`${line}\n`),
       });
       io.out(`${formatCompareReport(report)}\n`);
-      for (const w of recordsThreadsWarning(compared, threads, `\`tensortune compile --threads ${threads}\` ranks them for ${threads}`)) io.err(`tensortune benchmark: warning: ${w}\n`);
+      for (const w of recordsThreadsWarning(compared, threads, compileAt(threads))) io.err(`tensortune benchmark: warning: ${w}\n`);
       if (values.json) io.out(`${JSON.stringify(report)}\n`);
       return 0;
     }
@@ -157,7 +160,7 @@ export const benchmarkCommand: Command = {
       saveOutputs: values['save-outputs'] ? path.resolve(values['save-outputs']) : undefined,
       profile: values.profile,
     });
-    result.warnings.push(...recordsThreadsWarning(manifest, result.threads, `\`tensortune compile --threads ${result.threads}\` ranks them for ${result.threads}`));
+    result.warnings.push(...recordsThreadsWarning(manifest, result.threads, compileAt(result.threads)));
     io.out(`${result.summary}\n${benchSetupLine(result)}\n`);
     for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
     if (result.profile) {

@@ -44,12 +44,15 @@ export interface WinogradChoice {
  * (1.09 to 2.14 on Zen 4).
  */
 export function winogradByDefault(outChannels: number, lanes: number): boolean {
-  return outChannels > 64 && (outChannels < 512 || (outChannels === 512 && lanes >= 16));
+  return outChannels > 64 && (outChannels < 512 || (outChannels === 512 && takesIn512(lanes)));
 }
+
+/** Where the rule's range takes in 512 output channels: AVX-512's 16 lanes. */
+const takesIn512 = (lanes: number): boolean => lanes >= 16;
 
 /** The rule's range in words, for the compile log. */
 function ruleText(lanes: number): string {
-  return lanes >= 16 ? '64 < channels <= 512 at 16 lanes' : '64 < channels < 512';
+  return takesIn512(lanes) ? '64 < channels <= 512 at 16 lanes' : '64 < channels < 512';
 }
 
 /** The output channels of the conv of a Winograd task's layer (its HWIO weight's O). */

@@ -213,7 +213,9 @@ export function rankedByWorkload(entries: Iterable<LogEntry>, match: RecordMatch
   const perKey = new Map<string, RankedSchedule<LogEntry>[][]>();
   for (const list of rankedByCount(here).values()) {
     const key = list[0].entry.record.key;
-    perKey.set(key, [...(perKey.get(key) ?? []), list]);
+    const lists = perKey.get(key);
+    if (lists) lists.push(list);
+    else perKey.set(key, [list]);
   }
   const out = new Map<string, RankedSchedule<LogEntry>[]>();
   for (const [key, lists] of perKey) {

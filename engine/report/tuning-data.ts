@@ -18,7 +18,7 @@
 // layer group that counts once, with the best of its members. The estimate, the shares and
 // default against tuned are per layer group; trials, errors and curves stay per task.
 
-import { CONFIRM_POLICY, isValidRecord, matchesRecord, meanCost, type RecordMatch } from '../records/best';
+import { CONFIRM_POLICY, isValidRecord, matchesRecord, meanCost, threadCounts, type RecordMatch } from '../records/best';
 import type { LogEntry } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import { recordId } from '../records/store';
@@ -239,20 +239,14 @@ export interface ReportMatch {
 export function reportMatch(entries: readonly LogEntry[], tasks: readonly ReportTask[], match: RecordMatch): ReportMatch {
   if (match.threads !== undefined) return { match };
   const keys = new Set(tasks.map((t) => t.key));
-  let newest: { time: number; threads: number } | undefined;
-  const counts = new Set<number>();
-  for (const e of entries) {
-    const r = e.record;
-    if (r.threads === undefined || !keys.has(r.key) || !matchesRecord(r, match)) continue;
-    counts.add(r.threads);
-    const time = Date.parse(r.time);
-    if (newest === undefined || time >= newest.time) newest = { time, threads: r.threads };
-  }
-  if (counts.size < 2) return { match };
-  const listed = [...counts].sort((a, b) => a - b).join(', ');
+  const mine = entries.filter((e) => keys.has(e.record.key) && e.record.threads !== undefined && matchesRecord(e.record, match));
+  const counts = threadCounts(mine, match);
+  if (counts.length < 2) return { match };
+  // The count of the newest record (of equal times, the later in the store).
+  const newest = mine.reduce((a, e) => (Date.parse(e.record.time) >= Date.parse(a.record.time) ? e : a)).record.threads!;
   return {
-    match: { ...match, threads: newest!.threads },
-    warning: `the records were measured at ${listed} thread(s), whose timings do not compare: showing those at ${newest!.threads} (the newest tune's) and those that do not say their count; --threads N for another`,
+    match: { ...match, threads: newest },
+    warning: `the records were measured at ${counts.join(', ')} thread(s), whose timings do not compare: showing those at ${newest} (the newest tune's) and those that do not say their count; --threads N for another`,
   };
 }
 
