@@ -1,48 +1,81 @@
 // The N-thread speed-up of tensortune and ONNX Runtime next to the machine's own at the same
-// moment. On a shared host the second core is not always ours: a 2-thread speed-up read from
-// two runs minutes apart moves between 1.5 and 2.2 for both engines (docs/performance.md, session 25).
-// So each round times, back to back, the peak FMA loop (engine/native/peak.ts) at 1 and N
-// threads, then both engines at 1 and N threads (engine/compare, one interleaved round each).
-// The peak loop keeps its data in registers, so its speed-up is about the most N threads
-// gave in that round. Printed per network: each engine's speed-up over all rounds (median and
-// range), the peak loop's, and each engine's median over the rounds where the peak loop
-// scaled by at least QUIET_SHARE of N (the host gave us the cores then; "-" where none did).
+// moment. On a shared host the second core is not always ours, and the host changes speed
+// from one second to the next: a speed-up read from a 1-thread run and an N-thread run a few
+// seconds apart moved between 1.1 and 2.5 for both engines on the 2-core VM of session 33.
+// So each engine's runs at 1 and N threads are taken in pairs, back to back, in one process
+// (tt_bench --alternate-threads; two ONNX Runtime sessions, one per count), and an engine's
+// speed-up in a round is the median over its pairs of (1-thread time / N-thread time). Each
+// round also times the peak FMA loop (engine/native/peak.ts) at 1 and N threads: it keeps its
+// data in registers, so its speed-up is about the most N threads gave in that round. Printed
+// per network: each engine's speed-up (median of the rounds, and their range), the peak
+// loop's, and each engine's median over the rounds where the peak loop scaled by at least
+// QUIET_SHARE of N (the host gave us the cores then; "-" where none did).
 //
 //   npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2]
-//                            [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"]
+//                            [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"]
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compareWithOnnxRuntime, median } from '../engine/compare/compare';
+import { performance } from 'node:perf_hooks';
+import { median } from '../engine/compare/compare';
+import { openOrtSession, type OrtRunner } from '../engine/compare/ort';
+import { manifestFiles, readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
+import { numElements } from '../engine/ir/tensor';
+import { pairedSpeedup, runBench } from '../engine/native/bench';
 import { measurePeakGflops } from '../engine/native/peak';
+import { uniform } from '../engine/runtime/random';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 
-const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"]';
+const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"]';
+
+/** Each measurement lasts at least this long (ms), on both engines. */
+const MIN_MEASUREMENT_MS = 50;
 
 /** A round counts as quiet where the peak loop's N-thread speed-up is at least this share of N. */
 const QUIET_SHARE = 0.9;
 
-/** One round's times: ms of each engine and the peak loop's GFLOP/s, at 1 and N threads. */
-interface Round { ours: [number, number]; ort: [number, number]; peak: [number, number] }
+/** One round's speed-ups (1-thread time / N-thread time; N-thread GFLOP/s / 1-thread for the peak loop). */
+interface Round { ours: number; ort: number; peak: number }
 
-/** Per-round speed-ups (1-thread ms / N-thread ms; N-thread GFLOP/s / 1-thread for the peak loop). */
-function speedups(rounds: Round[]): { ours: number[]; ort: number[]; peak: number[] } {
-  return {
-    ours: rounds.map((r) => r.ours[0] / r.ours[1]),
-    ort: rounds.map((r) => r.ort[0] / r.ort[1]),
-    peak: rounds.map((r) => r.peak[1] / r.peak[0]),
-  };
+/** Runs of `session` timed as one measurement lasting about MIN_MEASUREMENT_MS (ms per run). */
+async function timeOrt(session: OrtRunner, inputs: Float32Array[], number: number): Promise<number> {
+  const t0 = performance.now();
+  for (let j = 0; j < number; j++) await session.run(inputs);
+  return (performance.now() - t0) / number;
+}
+
+/**
+ * ONNX Runtime's speed-up, as tt_bench --alternate-threads takes ours: `pairs` measurements
+ * on the 1-thread session and as many on the N-thread one, in pairs back to back (which goes
+ * first alternates), each count with its own warm-up and runs per measurement.
+ */
+async function ortPairedSpeedup(one: OrtRunner, many: OrtRunner, inputs: Float32Array[], pairs: number): Promise<number> {
+  const numbers: number[] = [];
+  for (const session of [one, many]) {
+    await session.run(inputs); // warm-up
+    const t0 = performance.now();
+    await session.run(inputs);
+    numbers.push(Math.max(1, Math.ceil(MIN_MEASUREMENT_MS / Math.max(performance.now() - t0, 1e-3))));
+  }
+  const ratios: number[] = [];
+  for (let k = 0; k < pairs; k++) {
+    const ms = [0, 0];
+    for (const i of k % 2 ? [1, 0] : [0, 1]) ms[i] = await timeOrt(i === 0 ? one : many, inputs, numbers[i]);
+    ratios.push(ms[0] / ms[1]);
+  }
+  return median(ratios);
 }
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/scaling.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', rounds: '6', threads: '2', records: '', 'image-size': '224', target: 'llvm -mcpu=native' });
+  const args = benchArgs('bench/scaling.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', rounds: '6', threads: '2', pairs: '8', records: '', 'image-size': '224', target: 'llvm -mcpu=native' });
   const networks = args.list('networks');
   const rounds = args.int('rounds');
   const threads = args.int('threads');
+  const pairs = args.int('pairs');
   const records = args.str('records');
   const imageSize = args.int('image-size');
   const target = parseTarget(args.str('target'));
@@ -52,37 +85,40 @@ async function main(): Promise<void> {
     for (const name of networks) {
       const onnx = writeNetworkOnnx(work, name, imageSize);
       const modelDir = path.join(work, name);
-      await compileNetwork({ model: onnx, target: target.text, outDir: modelDir, records: records ? [records] : undefined, log: () => undefined });
+      await compileNetwork({ model: onnx, target: target.text, outDir: modelDir, records: records ? [records] : undefined, threads: records ? threads : undefined, log: () => undefined });
+      const m = readManifest(modelDir);
+      const files = manifestFiles(modelDir, m);
+      const inputs = m.inputs.map((inp, i) => uniform(numElements(inp.shape), 0, i));
+      const shapes = m.inputs.map((i) => i.shape);
+      const sessions = [await openOrtSession(onnx, 1, shapes), await openOrtSession(onnx, threads, shapes)];
       const done: Round[] = [];
-      for (let r = 0; r < rounds; r++) {
-        // Alternate which thread count goes first, so a slow phase does not always hit one.
-        const order = r % 2 ? [threads, 1] : [1, threads];
-        const round: Round = { ours: [0, 0], ort: [0, 0], peak: [0, 0] };
-        for (const t of order) {
-          const i = t === 1 ? 0 : 1;
-          round.peak[i] = await measurePeakGflops(t, target);
-          const c = await compareWithOnnxRuntime({ modelDir, threads: t, rounds: 1 });
-          round.ours[i] = c.tensortune_median_ms;
-          round.ort[i] = c.onnxruntime_median_ms;
+      try {
+        for (let r = 0; r < rounds; r++) {
+          // Alternate which thread count goes first, so a slow phase does not always hit one.
+          const peak = [0, 0];
+          for (const t of r % 2 ? [threads, 1] : [1, threads]) peak[t === 1 ? 0 : 1] = await measurePeakGflops(t, target);
+          const ours = await runBench({ model: files.library, params: files.params, threads: 1, alternateThreads: threads, repeat: pairs, minRepeatMs: MIN_MEASUREMENT_MS });
+          const round: Round = { ours: pairedSpeedup(ours), ort: await ortPairedSpeedup(sessions[0], sessions[1], inputs, pairs), peak: peak[1] / peak[0] };
+          done.push(round);
+          console.error(`${name} round ${r + 1}: tensortune x${round.ours.toFixed(2)} (${median(ours.runs_ms).toFixed(2)} / ${median(ours.alternate?.runs_ms ?? []).toFixed(2)} ms), ` +
+            `ONNX Runtime x${round.ort.toFixed(2)}, peak ${peak.map((x) => x.toFixed(1)).join(' / ')} GFLOP/s (x${round.peak.toFixed(2)})`);
         }
-        done.push(round);
-        const s = speedups([round]);
-        console.error(`${name} round ${r + 1}: tensortune ${round.ours.map((x) => x.toFixed(2)).join(' / ')} ms (x${s.ours[0].toFixed(2)}), ` +
-          `ONNX Runtime ${round.ort.map((x) => x.toFixed(2)).join(' / ')} ms (x${s.ort[0].toFixed(2)}), peak ${round.peak.map((x) => x.toFixed(1)).join(' / ')} GFLOP/s (x${s.peak[0].toFixed(2)})`);
+      } finally {
+        await Promise.all(sessions.map((s) => s.release()));
       }
-      const s = speedups(done);
-      const quiet = s.peak.map((x) => x >= QUIET_SHARE * threads);
+      const quiet = done.map((r) => r.peak >= QUIET_SHARE * threads);
+      const of = (key: keyof Round): number[] => done.map((r) => r[key]);
       const spread = (xs: number[]): string => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
       const inQuiet = (xs: number[]): string => (quiet.some(Boolean) ? median(xs.filter((_, i) => quiet[i])).toFixed(2) : '-');
-      const row = `| ${name} | ${spread(s.ours)} | ${spread(s.ort)} | ${spread(s.peak)} | ${quiet.filter(Boolean).length} | ${inQuiet(s.ours)} | ${inQuiet(s.ort)} |`;
+      const row = `| ${name} | ${spread(of('ours'))} | ${spread(of('ort'))} | ${spread(of('peak'))} | ${quiet.filter(Boolean).length} | ${inQuiet(of('ours'))} | ${inQuiet(of('ort'))} |`;
       rows.push(row);
       console.error(row);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
-  console.log(`${threads}-thread speed-up (1-thread ms / ${threads}-thread ms; median of ${rounds} rounds, range in brackets), ` +
-    `${records ? `records ${records}` : 'default schedules'}, batch 1, ${imageSize}x${imageSize}; quiet rounds: the peak loop's speed-up >= ${(QUIET_SHARE * threads).toFixed(2)}`);
+  console.log(`${threads}-thread speed-up (1-thread time / ${threads}-thread time, the median of ${pairs} back-to-back pairs per round; median of ${rounds} rounds, range in brackets), ` +
+    `${records ? `records ${records} (ranked at ${threads} threads)` : 'default schedules'}, batch 1, ${imageSize}x${imageSize}; quiet rounds: the peak loop's speed-up >= ${(QUIET_SHARE * threads).toFixed(2)}`);
   console.log('| network | tensortune | ONNX Runtime | peak loop (the machine) | quiet rounds | tensortune, quiet rounds | ONNX Runtime, quiet rounds |');
   console.log('|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);

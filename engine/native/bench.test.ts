@@ -8,7 +8,7 @@ import { ModelRunError, UserError } from '../runtime/errors';
 import { encodeParams, writeParams } from '../runtime/params';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
-import { runBench } from './bench';
+import { pairedSpeedup, runBench } from './bench';
 import { compileSharedLibrary, loadExeca, nativeBinary, nativeDir } from './build';
 
 const FAST = { repeat: 3, number: 1, minRepeatMs: 0, threads: 1 };
@@ -20,9 +20,9 @@ let bench = '';
 const file = (name: string): string => path.join(dir, name);
 
 /** Runs tt_bench directly, for the exit code and stderr. */
-async function rawBench(args: string[]): Promise<{ exitCode?: number; stderr: string; stdout: string }> {
+async function rawBench(args: string[], env: Record<string, string> = {}): Promise<{ exitCode?: number; stderr: string; stdout: string }> {
   const { execa } = await loadExeca();
-  const r = await execa(bench, args, { reject: false });
+  const r = await execa(bench, args, { reject: false, env });
   return { exitCode: r.exitCode, stderr: r.stderr, stdout: r.stdout };
 }
 
@@ -98,6 +98,32 @@ test('min_repeat_ms grows number', async () => {
   assert.ok(r.number > 1, `number ${r.number}`);
 });
 
+test('--alternate-threads: measurements in pairs, which count goes first alternating, each count warmed up once', async () => {
+  const log = file('threads.log');
+  const raw = await rawBench([model, params, '--repeat', '4', '--number', '2', '--warmup', '1', '--threads', '1', '--alternate-threads', '2', '--json', '-'], { TINY_THREAD_LOG: log });
+  assert.is(raw.exitCode, 0, raw.stderr);
+  const counts = (await fs.readFile(log, 'utf8')).trim().split('\n').map(Number);
+  // pair 1: 1 then 2, each a warm-up run and 2 timed runs; pair 2: 2 then 1; and so on
+  const pair = (first: number, second: number, warm: number): number[] => [...Array(warm + 2).fill(first), ...Array(warm + 2).fill(second)];
+  assert.equal(counts, [...pair(1, 2, 1), ...pair(2, 1, 0), ...pair(1, 2, 0), ...pair(2, 1, 0)]);
+  const json = JSON.parse(raw.stdout.slice(raw.stdout.indexOf('{'))) as { threads: number; runs_ms: number[]; alternate: { threads: number; number: number; runs_ms: number[] } };
+  assert.is(json.threads, 1);
+  assert.is(json.alternate.threads, 2);
+  assert.is(json.alternate.number, 2);
+  assert.is(json.alternate.runs_ms.length, 4);
+});
+
+test('--alternate-threads through runBench: each count grows its own number; pairedSpeedup is the median of the pairs\' ratios', async () => {
+  const r = await runBench({ model, params, repeat: 3, number: 1, minRepeatMs: 1, threads: 1, alternateThreads: 2 });
+  assert.is(r.alternate?.threads, 2);
+  assert.is(r.alternate?.runs_ms.length, 3);
+  assert.ok(r.number > 1 && (r.alternate?.number ?? 0) > 1, `${r.number} ${r.alternate?.number}`);
+  assert.is(pairedSpeedup({ runs_ms: [2, 4, 9], alternate: { threads: 2, number: 1, runs_ms: [1, 1, 3] } }), 3);
+  assert.throws(() => pairedSpeedup({ runs_ms: [2] }), /no alternate measurements/);
+  const plain = await runBench({ model, params, ...FAST });
+  assert.is(plain.alternate, undefined);
+});
+
 test('--input feeds a raw float32 file', async () => {
   const x = Float32Array.from([1, 2, 3, -4, 5.5, 0]);
   await writeFloat32File(file('x.bin'), x);
@@ -147,6 +173,7 @@ test('usage errors: exit 2, one line naming the flag', async () => {
   for (const [args, pattern] of [
     [[model, params, '--repeat', '0'], /^tt_bench: --repeat: expected an integer in \[1, 1000000\], got '0'$/],
     [[model, params, '--threads'], /^tt_bench: --threads: missing value$/],
+    [[model, params, '--alternate-threads', '0'], /^tt_bench: --alternate-threads: expected an integer in \[1, 4096\], got '0'$/],
     [[model, params, '--input', 'x'], /^tt_bench: --input: expected NAME=FILE, got 'x'$/],
     [[file('missing.so'), params], /^tt_bench: MODEL\.so '.*missing\.so': cannot load: /],
   ] as [string[], RegExp][]) {

@@ -12,7 +12,7 @@ import { ABI_VERSION } from '../runtime/abi';
 import { ModelRunError, UserError } from '../runtime/errors';
 import { ownedTempDir } from '../temp-dirs';
 import { loadExeca, memoAsync, nativeBinary } from './build';
-import { timingWarnings } from './timing-trust';
+import { median, timingWarnings } from './timing-trust';
 
 /** What `tensortune benchmark` and `nx benchmark` use unless told otherwise: measurements
  *  of at least 100 ms each (a few runs of a 3 ms model are at the mercy of one scheduler
@@ -33,6 +33,9 @@ export interface BenchOptions {
   warmup?: number;
   /** The model's threads (default: OMP_NUM_THREADS, else the CPUs the process may run on). */
   threads?: number;
+  /** Also time at this many threads, each measurement right after one at `threads` (or
+   *  right before: the order alternates): BenchResult.alternate, for pairedSpeedup. */
+  alternateThreads?: number;
   /** Seed of the random inputs (uint32, default 0); see engine/runtime/random.ts. */
   seed?: number;
   /** Input name -> raw float32 file, instead of random data. */
@@ -76,6 +79,8 @@ export interface BenchResult {
   warnings: string[];
   /** With `profile`: each kernel call's mean ms per run, in call order. */
   profile?: CallProfile[];
+  /** With `alternateThreads`: the measurements at that count, runs_ms[r] paired with the main runs_ms[r]. */
+  alternate?: { threads: number; number: number; runs_ms: number[] };
   /** The three lines tt_bench printed ("Execution time summary:" and the table). */
   summary: string;
 }
@@ -109,6 +114,7 @@ function flagArgs(opts: BenchOptions): string[] {
   int('--number', opts.number, 1);
   int('--warmup', opts.warmup, 0);
   int('--threads', opts.threads, 1);
+  int('--alternate-threads', opts.alternateThreads, 1);
   int('--seed', opts.seed, 0);
   if (opts.minRepeatMs !== undefined) {
     if (!(opts.minRepeatMs >= 0)) throw new UserError(`--min-repeat-ms: expected a number >= 0, got ${opts.minRepeatMs}`);
@@ -118,6 +124,18 @@ function flagArgs(opts: BenchOptions): string[] {
   if (opts.saveOutputs !== undefined) args.push('--save-outputs', opts.saveOutputs);
   if (opts.profile) args.push('--profile');
   return args;
+}
+
+/**
+ * How much faster the alternate thread count ran than the main one: the median over pairs of
+ * (main measurement / alternate measurement), each pair taken back to back (runBench's
+ * alternateThreads). With threads 1 and alternateThreads 2, the 2-thread speed-up.
+ */
+export function pairedSpeedup(r: Pick<BenchResult, 'runs_ms' | 'alternate'>): number {
+  const alt = r.alternate;
+  if (!alt || alt.runs_ms.length !== r.runs_ms.length || r.runs_ms.length === 0)
+    throw new Error('pairedSpeedup: the result has no alternate measurements paired with its own (runBench alternateThreads)');
+  return median(r.runs_ms.map((ms, i) => ms / alt.runs_ms[i]));
 }
 
 /** What a signal that killed tt_bench most likely means. */

@@ -21,8 +21,8 @@ enum { EXIT_USAGE = 2, EXIT_MODEL = 3 };
 
 static void usage(void) {
   fputs("usage: tt_bench MODEL.so PARAMS.bin [--repeat R] [--number N] [--min-repeat-ms M]\n"
-        "                [--warmup W] [--threads T] [--seed S] [--input NAME=FILE ...]\n"
-        "                [--save-outputs DIR] [--json FILE|-] [--profile]\n"
+        "                [--warmup W] [--threads T] [--alternate-threads A] [--seed S]\n"
+        "                [--input NAME=FILE ...] [--save-outputs DIR] [--json FILE|-] [--profile]\n"
         "       tt_bench --version   (prints the ABI version this runner speaks)\n",
         stdout);
 }
@@ -172,9 +172,16 @@ typedef struct {
   const char* (*symbol)(int);
 } call_profile;
 
+/* The measurements taken at --alternate-threads, one after each at --threads. */
+typedef struct {
+  int threads; /* 0: none taken */
+  int number;
+  const double* runs;
+} alternate_runs;
+
 static void write_json(FILE* f, const tt_stats* s, const double* runs, int repeat, int number, int threads,
                        int warmup, double min_repeat_ms, unsigned long long seed, double cpu,
-                       const call_profile* profile) {
+                       const call_profile* profile, const alternate_runs* alt) {
   fputs("{\"mean_ms\":", f);
   tt_json_number(f, s->mean);
   fputs(",\"median_ms\":", f);
@@ -195,6 +202,14 @@ static void write_json(FILE* f, const tt_stats* s, const double* runs, int repea
   }
   fputs("],\"cpu_ms\":", f);
   tt_json_number(f, cpu);
+  if (alt->threads > 0) {
+    fprintf(f, ",\"alternate\":{\"threads\":%d,\"number\":%d,\"runs_ms\":[", alt->threads, alt->number);
+    for (int i = 0; i < repeat; i++) {
+      if (i) fputc(',', f);
+      tt_json_number(f, alt->runs[i]);
+    }
+    fputs("]}", f);
+  }
   if (profile) {
     fputs(",\"profile\":[", f);
     for (int k = 0; k < profile->ncalls; k++) {
@@ -211,6 +226,37 @@ static void write_json(FILE* f, const tt_stats* s, const double* runs, int repea
   fprintf(f, ",\"abi_version\":%d}\n", TT_ABI_VERSION);
 }
 
+/*
+ * --alternate-threads: the `repeat` measurements at `threads` and as many at `alt`, taken in
+ * pairs, one right after the other (which goes first alternates), so that measurement r at
+ * each count saw the same minute of a shared host. A speed-up read from two separate runs
+ * of tt_bench moved between 1.1 and 2.5 on the 2-core VM of session 33, where the host
+ * changed speed between them; the ratio within a pair is what such a host leaves alone.
+ * Each count has its own warm-up and its own `number` (grown to min_repeat_ms as usual).
+ */
+static int time_alternating(run_ctx* ctx, const tt_timing* timing, int threads, int alt, double* runs, int* number,
+                            double* alt_runs, int* alt_number) {
+  tt_timing at[2] = {*timing, *timing};
+  const int counts[2] = {threads, alt};
+  double* out[2] = {runs, alt_runs};
+  for (int r = 0; r < timing->repeat; r++) {
+    for (int k = 0; k < 2; k++) {
+      int which = (r % 2) ? 1 - k : k;
+      ctx->api.set_num_threads(counts[which]);
+      tt_timing one = at[which];
+      one.repeat = 1;
+      if (r > 0) one.warmup = 0; /* each count warmed up in its first measurement */
+      int used = one.number;
+      int rc = tt_time_runs(run_once, NULL, NULL, ctx, &one, &out[which][r], &used);
+      if (rc != 0) return rc;
+      at[which].number = used; /* the grown number is kept, as within one tt_time_runs */
+    }
+  }
+  *number = at[0].number;
+  *alt_number = at[1].number;
+  return 0;
+}
+
 int main(int argc, char** argv) {
   tt_die_with_parent("tt_bench");
   const char* positional[2] = {NULL, NULL};
@@ -218,6 +264,7 @@ int main(int argc, char** argv) {
   tt_timing timing = {5, 5, 0, 1};
   long long threads = sysconf(_SC_NPROCESSORS_ONLN);
   if (threads < 1) threads = 1;
+  long long alt_threads = 0; /* --alternate-threads: also time at this count, measurement by measurement */
   unsigned long long seed = 0;
   const char* save_dir = NULL;
   const char* json_path = NULL;
@@ -264,6 +311,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(flag, "--min-repeat-ms")) timing.min_repeat_ms = parse_nonneg(flag, value);
     else if (!strcmp(flag, "--warmup")) timing.warmup = (int)parse_int(flag, value, 0, 1000000);
     else if (!strcmp(flag, "--threads")) threads = parse_int(flag, value, 1, 4096);
+    else if (!strcmp(flag, "--alternate-threads")) alt_threads = parse_int(flag, value, 1, 4096);
     else if (!strcmp(flag, "--seed")) seed = (unsigned long long)parse_int(flag, value, 0, 4294967295LL);
     else if (!strcmp(flag, "--save-outputs")) save_dir = value;
     else if (!strcmp(flag, "--json")) json_path = value;
@@ -384,9 +432,18 @@ int main(int argc, char** argv) {
   if (api->init(params) != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_init failed: %s", model_path, model_error(api));
 
   double* runs = calloc((size_t)timing.repeat, sizeof(double));
-  if (!runs) die(EXIT_USAGE, "out of memory");
+  double* alt_runs = calloc((size_t)timing.repeat, sizeof(double));
+  if (!runs || !alt_runs) die(EXIT_USAGE, "out of memory");
   int number = timing.number;
-  int rc = tt_time_runs(run_once, NULL, NULL, &ctx, &timing, runs, &number);
+  alternate_runs alt = {0, timing.number, alt_runs};
+  int rc;
+  if (alt_threads == 0) {
+    rc = tt_time_runs(run_once, NULL, NULL, &ctx, &timing, runs, &number);
+  } else {
+    rc = time_alternating(&ctx, &timing, (int)threads, (int)alt_threads, runs, &number, alt_runs, &alt.number);
+    alt.threads = (int)alt_threads;
+    api->set_num_threads((int)threads); /* the profile and the outputs' run: at --threads */
+  }
   if (rc != 0) die(EXIT_MODEL, "MODEL.so '%s': tt_run failed (code %d): %s", model_path, rc, model_error(api));
 
   if (save_dir) {
@@ -443,12 +500,12 @@ int main(int argc, char** argv) {
     double cpu = tt_cpu_ms();
     if (!strcmp(json_path, "-")) {
       write_json(stdout, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu,
-                 profile ? &prof : NULL);
+                 profile ? &prof : NULL, &alt);
     } else {
       FILE* f = fopen(json_path, "w");
       if (!f) die(EXIT_USAGE, "--json '%s': cannot write: %s", json_path, strerror(errno));
       write_json(f, &s, runs, timing.repeat, number, (int)threads, timing.warmup, timing.min_repeat_ms, seed, cpu,
-                 profile ? &prof : NULL);
+                 profile ? &prof : NULL, &alt);
       if (fclose(f) != 0) die(EXIT_USAGE, "--json '%s': write error: %s", json_path, strerror(errno));
     }
   }
@@ -463,6 +520,7 @@ int main(int argc, char** argv) {
   free(fnames);
   free(input_files);
   free(runs);
+  free(alt_runs);
   free(call_ms);
   free(params);
   return 0;
