@@ -17,9 +17,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { median } from '../engine/compare/compare';
-import { openOrtSession, type OrtRunner } from '../engine/compare/ort';
+import { openOrtSession, timeOrtRuns, type OrtRunner } from '../engine/compare/ort';
 import { manifestFiles, readManifest } from '../engine/compile/manifest';
 import { compileNetwork } from '../engine/compile/network';
 import { numElements } from '../engine/ir/tensor';
@@ -41,13 +40,6 @@ const QUIET_SHARE = 0.9;
 /** One round's speed-ups (1-thread time / N-thread time; N-thread GFLOP/s / 1-thread for the peak loop). */
 interface Round { ours: number; ort: number; peak: number }
 
-/** Runs of `session` timed as one measurement lasting about MIN_MEASUREMENT_MS (ms per run). */
-async function timeOrt(session: OrtRunner, inputs: Float32Array[], number: number): Promise<number> {
-  const t0 = performance.now();
-  for (let j = 0; j < number; j++) await session.run(inputs);
-  return (performance.now() - t0) / number;
-}
-
 /**
  * ONNX Runtime's speed-up, as tt_bench --alternate-threads takes ours: `pairs` measurements
  * on the 1-thread session and as many on the N-thread one, in pairs back to back (which goes
@@ -57,14 +49,13 @@ async function ortPairedSpeedup(one: OrtRunner, many: OrtRunner, inputs: Float32
   const numbers: number[] = [];
   for (const session of [one, many]) {
     await session.run(inputs); // warm-up
-    const t0 = performance.now();
-    await session.run(inputs);
-    numbers.push(Math.max(1, Math.ceil(MIN_MEASUREMENT_MS / Math.max(performance.now() - t0, 1e-3))));
+    const ms = await timeOrtRuns(session, inputs, 1);
+    numbers.push(Math.max(1, Math.ceil(MIN_MEASUREMENT_MS / Math.max(ms, 1e-3))));
   }
   const ratios: number[] = [];
   for (let k = 0; k < pairs; k++) {
     const ms = [0, 0];
-    for (const i of k % 2 ? [1, 0] : [0, 1]) ms[i] = await timeOrt(i === 0 ? one : many, inputs, numbers[i]);
+    for (const i of k % 2 ? [1, 0] : [0, 1]) ms[i] = await timeOrtRuns(i === 0 ? one : many, inputs, numbers[i]);
     ratios.push(ms[0] / ms[1]);
   }
   return median(ratios);
@@ -100,7 +91,7 @@ async function main(): Promise<void> {
           const ours = await runBench({ model: files.library, params: files.params, threads: 1, alternateThreads: threads, repeat: pairs, minRepeatMs: MIN_MEASUREMENT_MS });
           const round: Round = { ours: pairedSpeedup(ours), ort: await ortPairedSpeedup(sessions[0], sessions[1], inputs, pairs), peak: peak[1] / peak[0] };
           done.push(round);
-          console.error(`${name} round ${r + 1}: tensortune x${round.ours.toFixed(2)} (${median(ours.runs_ms).toFixed(2)} / ${median(ours.alternate?.runs_ms ?? []).toFixed(2)} ms), ` +
+          console.error(`${name} round ${r + 1}: tensortune x${round.ours.toFixed(2)} (${median(ours.runs_ms).toFixed(2)} / ${median(ours.alternate!.runs_ms).toFixed(2)} ms), ` +
             `ONNX Runtime x${round.ort.toFixed(2)}, peak ${peak.map((x) => x.toFixed(1)).join(' / ')} GFLOP/s (x${round.peak.toFixed(2)})`);
         }
       } finally {

@@ -17,7 +17,6 @@
 
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileSha256, manifestFiles, readManifest, type Manifest } from '../compile/manifest';
 import { UserError } from '../errors';
 import { isOpNode, type Graph } from '../graph/graph';
@@ -31,7 +30,7 @@ import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { ownedTempDir } from '../temp-dirs';
-import { openOrtSession } from './ort';
+import { openOrtSession, timeOrtRuns } from './ort';
 
 export interface CompareOptions {
   /** Output directory of `tensortune compile`. */
@@ -186,11 +185,7 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
         const res = await runBench({ ...bench, repeat, number, minRepeatMs: 0 });
         oursMs.push(...res.runs_ms);
         await session.run(inputs); // warm
-        for (let k = 0; k < repeat; k++) {
-          const t0 = performance.now();
-          for (let j = 0; j < number; j++) await session.run(inputs);
-          ortMs.push((performance.now() - t0) / number);
-        }
+        for (let k = 0; k < repeat; k++) ortMs.push(await timeOrtRuns(session, inputs, number));
         log(`round ${r + 1}/${rounds}: tensortune ${median(res.runs_ms).toFixed(3)} ms, onnxruntime ${median(ortMs.slice(-repeat)).toFixed(3)} ms`);
       }
       const oursMedian = median(oursMs), ortMedian = median(ortMs);

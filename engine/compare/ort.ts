@@ -2,6 +2,7 @@
 // when a comparison asks for it. Its CPU binary ships inside the npm package; only its
 // install script reaches the network (for GPU files), so offline installs skip it.
 
+import { performance } from 'node:perf_hooks';
 import { UserError } from '../errors';
 
 /** The part of onnxruntime-node's API we use. */
@@ -85,4 +86,11 @@ export async function openOrtSession(model: string | Uint8Array, threads: number
     },
     release: () => session.release(),
   };
+}
+
+/** One measurement of ONNX Runtime: `number` runs of `session` back to back, in ms per run. */
+export async function timeOrtRuns(session: Pick<OrtRunner, 'run'>, inputs: readonly Float32Array[], number: number): Promise<number> {
+  const t0 = performance.now();
+  for (let j = 0; j < number; j++) await session.run(inputs);
+  return (performance.now() - t0) / number;
 }
