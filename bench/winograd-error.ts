@@ -16,7 +16,7 @@ import { optimize } from '../engine/graph/passes';
 import { winogradEligible } from '../engine/graph/winograd';
 import { ComputeDAG } from '../engine/ir/dag';
 import { evaluate } from '../engine/ir/evaluate';
-import { numElements, placeholder, type Tensor } from '../engine/ir/tensor';
+import { numElements, placeholder, type Tensor, type TensorData } from '../engine/ir/tensor';
 import { uniform } from '../engine/runtime/random';
 import { conv2dNHWC } from '../engine/topi/nn';
 import { conv2dWinogradNHWC, winogradMatrices, winogradWeightTransform, type WinogradTile } from '../engine/topi/winograd';
@@ -44,7 +44,7 @@ for (const name of args.list('networks')) {
   const seen = new Set<string>();
   for (const id of winogradEligible(g)) {
     const n = g.node(id) as OpNode;
-    const w = g.node(n.inputs[1]) as ConstantNode;
+    const w = g.node(n.inputs[1]) as ConstantNode & { data: Float32Array };
     const inShape = g.node(n.inputs[0]).shape;
     const padding = (n.attrs.padding as [number, number, number, number] | undefined) ?? [0, 0, 0, 0];
     const layer = `${inShape.join('x')} -> ${n.shape.join('x')}`;
@@ -55,13 +55,13 @@ for (const name of args.list('networks')) {
       const data = placeholder('p0', inShape);
       const wt = placeholder('p1', w.shape);
       const direct = conv2dNHWC(data, wt, { strides: [1, 1], padding, dilation: [1, 1] });
-      const ref = evaluate(new ComputeDAG([direct]), new Map<Tensor, Float32Array>([[data, dataV], [wt, w.data]])).get(direct.name)!;
+      const ref = evaluate(new ComputeDAG([direct]), new Map<Tensor, TensorData>([[data, dataV], [wt, w.data]])).get(direct.name) as Float32Array;
       const cells: string[] = [];
       for (const m of [2, 4] as WinogradTile[]) {
         const { alpha } = winogradMatrices(m);
         const u = placeholder('p1', [alpha, alpha, w.shape[2], w.shape[3]]);
         const out = conv2dWinogradNHWC(data, u, { padding, tileSize: m });
-        const got = evaluate(new ComputeDAG([out]), new Map<Tensor, Float32Array>([[data, dataV], [u, winogradWeightTransform(w.data, w.shape, m)]])).get(out.name)!;
+        const got = evaluate(new ComputeDAG([out]), new Map<Tensor, TensorData>([[data, dataV], [u, winogradWeightTransform(w.data, w.shape, m)]])).get(out.name) as Float32Array;
         const e = relError(got, ref);
         worst.set(`F(${m})`, Math.max(worst.get(`F(${m})`) ?? 0, e.peak));
         cells.push(`${e.peak.toExponential(2)} (${e.excess.toExponential(2)})`);

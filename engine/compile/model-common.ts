@@ -12,7 +12,7 @@ import { packBlocked, type BlockedLayout } from '../codegen/layout';
 import { partition, type FusedGroup } from '../graph/fuse';
 import type { ConstantNode, Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
-import { numElements } from '../ir/tensor';
+import { asFloatWords, numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, type Compiler } from '../native/build';
 import { outputFileNames } from '../runtime/abi';
 import { writeParams } from '../runtime/params';
@@ -198,7 +198,9 @@ export function packParams(graph: Graph, groups: readonly FusedGroup[], layoutsO
       const key = layout ? `${id}/${layout.axis}/${layout.block}` : `${id}`;
       let entry = stored.get(key);
       if (!entry) {
-        const data = layout ? packBlocked((n as ConstantNode).data, n.shape, layout.axis, layout.block) : (n as ConstantNode).data;
+        // int32/bool constants go in as their 4-byte words (the kernels read them through int32_t pointers).
+        const words = asFloatWords((n as ConstantNode).data);
+        const data = layout ? packBlocked(words, n.shape, layout.axis, layout.block) : words;
         entry = { offset: size, count: numElements(n.shape), data };
         stored.set(key, entry);
         size += Math.ceil(entry.count / 16) * 16;

@@ -25,8 +25,8 @@ function tiny(layout: Layout): NetBuilder {
 test('builder: both layouts compute the same function (flatten of a spatial map included)', () => {
   const shape = [2, 3, 8, 8];
   const x = fillUniform(new Float32Array(2 * 3 * 64), 11, -1, 1);
-  const [la, pa] = runGraph(tiny('NCHW').graph, new Map([['data', x]]));
-  const [lb, pb] = runGraph(tiny('NHWC').graph, new Map([['data', permute(x, shape, [0, 2, 3, 1])]]));
+  const [la, pa] = runGraph(tiny('NCHW').graph, new Map([['data', x]])) as Float32Array[];
+  const [lb, pb] = runGraph(tiny('NHWC').graph, new Map([['data', permute(x, shape, [0, 2, 3, 1])]])) as Float32Array[];
   assert.is(la.length, 10);
   for (let i = 0; i < la.length; i++) assert.ok(Math.abs(la[i] - lb[i]) <= 1e-5 * Math.max(1, Math.abs(la[i])), `${i}: ${la[i]} vs ${lb[i]}`);
   for (let i = 0; i < pa.length; i++) assert.ok(Math.abs(pa[i] - pb[i]) < 1e-6);

@@ -188,7 +188,7 @@ function run(name: string, opts: NetworkOptions, x: Float32Array): { logits: Flo
   const net = getNetwork(name, opts);
   const out = net.graph.outputs[0];
   net.graph.outputs = [out, net.graph.node(out).inputs[0]];
-  const [probs, logits] = runGraph(net.graph, new Map([[net.inputName, x]]));
+  const [probs, logits] = runGraph(net.graph, new Map([[net.inputName, x]])) as Float32Array[];
   return { logits, probs };
 }
 
@@ -226,7 +226,7 @@ for (const { name, imageSize, randomStats } of LAYOUT_CASES) {
 test('reference evaluation of all of mobilenet (224px, NHWC) is a probability vector', () => {
   const net = getNetwork('mobilenet');
   const x = fillUniform(new Float32Array(224 * 224 * 3), 99, -1, 1);
-  const [p] = runGraph(net.graph, new Map([['data', x]]));
+  const [p] = runGraph(net.graph, new Map([['data', x]])) as Float32Array[];
   assert.is(p.length, 1000);
   assert.ok(p.every((v) => Number.isFinite(v) && v >= 0 && v <= 1));
   const total = p.reduce((a, v) => a + v, 0);

@@ -17,12 +17,12 @@ function runGroups(g: Graph, groups: readonly FusedGroup[], feeds: Map<string, F
   const values = new Map<number, Float32Array>();
   for (const n of g.nodes) {
     if (n.op === 'input') values.set(n.id, feeds.get(n.name)!);
-    else if (!isOpNode(n)) values.set(n.id, (n as ConstantNode).data);
+    else if (!isOpNode(n)) values.set(n.id, (n as ConstantNode).data as Float32Array);
   }
   for (const group of groups) {
     const args = new Map(group.dag.inputs.map((t, i) => [t, values.get(group.inputs[i])!]));
     for (const [t, v] of args) assert.ok(v, `group ${group.id}: input ${t.name} computed before use`);
-    values.set(group.output, evaluate(group.dag, args).get(group.dag.outputs[0].name)!);
+    values.set(group.output, evaluate(group.dag, args).get(group.dag.outputs[0].name) as Float32Array);
   }
   return g.outputs.map((o) => values.get(o)!);
 }

@@ -270,13 +270,13 @@ export function groupDag(g: Graph, nodes: readonly number[], output: number): { 
   // First pass: find the order in which the DAG first reads each external input.
   const probe = new Map<Tensor, number>();
   const probeOut = chain(g, nodes, output, (id) => {
-    const t = placeholder(`ext${id}`, g.node(id).shape);
+    const t = placeholder(`ext${id}`, g.node(id).shape, g.node(id).dtype);
     probe.set(t, id);
     return t;
   });
   const firstUse = new ComputeDAG([uniqueNames(probeOut)]).inputs.map((t) => probe.get(t)!);
   // Second pass: the same chain with the final placeholder names.
-  const named = new Map(firstUse.map((id, i) => [id, placeholder(`p${i}`, g.node(id).shape)]));
+  const named = new Map(firstUse.map((id, i) => [id, placeholder(`p${i}`, g.node(id).shape, g.node(id).dtype)]));
   const out = chain(g, nodes, output, (id) => named.get(id)!);
   return { dag: new ComputeDAG([uniqueNames(out)]), inputs: firstUse };
 }

@@ -18,6 +18,12 @@ export function constantOf(g: Graph, id: number): ConstantNode | undefined {
 
 export const isConstant = (n: Node): n is ConstantNode => n.op === 'constant';
 
+/** The float32 constant behind `id`, if it is one (weights, scales: what the float passes fold). */
+export function floatConstantOf(g: Graph, id: number): (ConstantNode & { data: Float32Array }) | undefined {
+  const c = constantOf(g, id);
+  return c && c.data instanceof Float32Array ? (c as ConstantNode & { data: Float32Array }) : undefined;
+}
+
 export function opNodeOf(g: Graph, id: number): OpNode | undefined {
   const n = g.node(id);
   return isOpNode(n) ? n : undefined;
@@ -41,9 +47,9 @@ export class Rebuilder {
 
   /** Copy an old node as it is (inputs remapped). */
   copy(n: Node): number {
-    if (isConstant(n)) return this.out.constant(n.name, n.shape, n.data);
+    if (isConstant(n)) return this.out.constant(n.name, n.shape, n.data, n.dtype);
     if (isOpNode(n)) return this.out.op(n.op, n.inputs.map((i) => this.map(i)), n.attrs, n.name);
-    return this.out.input(n.name, n.shape);
+    return this.out.input(n.name, n.shape, n.dtype);
   }
 
   set(oldId: number, newId: number): void {

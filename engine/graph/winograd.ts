@@ -9,7 +9,7 @@
 
 import { winogradWeightTransform, type WinogradTile } from '../topi/winograd';
 import { isOpNode, type Graph, type OpNode } from './graph';
-import { constantOf, rebuild } from './rewrite';
+import { floatConstantOf, rebuild } from './rewrite';
 
 /** The graph op of a Winograd conv: inputs [data NHWC, transformed kernel [alpha, alpha, CI, CO]], attrs { padding, tileSize }. */
 export const WINOGRAD_OP = 'conv2d_winograd_nhwc';
@@ -22,7 +22,7 @@ export function isWinogradEligible(g: Graph, n: OpNode): boolean {
   const layout = (n.attrs.layout as string | undefined) ?? 'NHWC';
   const groups = (n.attrs.groups as number | undefined) ?? 1;
   if (layout !== 'NHWC' || groups !== 1 || !pairIs(n.attrs.strides, 1) || !pairIs(n.attrs.dilation, 1)) return false;
-  const w = constantOf(g, n.inputs[1]);
+  const w = floatConstantOf(g, n.inputs[1]);
   return w !== undefined && w.shape.length === 4 && w.shape[0] === 3 && w.shape[1] === 3;
 }
 
@@ -53,7 +53,7 @@ export function useWinograd(g: Graph, ids: Iterable<number>): Graph {
   if (chosen.size === 0) return g;
   return rebuild(g, (n, b) => {
     if (!chosen.has(n.id) || !isOpNode(n)) return undefined;
-    const w = constantOf(g, n.inputs[1])!;
+    const w = floatConstantOf(g, n.inputs[1])!;
     const m = winogradTileSize(n.shape);
     const u = winogradWeightTransform(w.data, w.shape, m);
     const alpha = m + 2;

@@ -4,13 +4,14 @@
 // Each compute stage is translated, one to one, into a JavaScript loop nest over its
 // spatial axes with the reduction innermost (`new Function`, no scheduling, no reuse of
 // buffers). Arithmetic runs in float64 and each stored element is rounded to float32, so
-// the reference is at least as accurate as any float32 kernel it checks.
+// the reference is at least as accurate as any float32 kernel it checks. int32 and bool
+// stages store into Int32Array buffers (bool as 0/1).
 
 import type { ComputeDAG } from './dag';
 import type { Expr, MathFn } from './expr';
-import { numElements, type ComputeOp, type Tensor } from './tensor';
+import { allocData, dataFits, numElements, type ComputeOp, type Tensor, type TensorData } from './tensor';
 
-type StageFn = (buffers: Float32Array[]) => void;
+type StageFn = (buffers: TensorData[]) => void;
 
 const MATH: Record<MathFn, (x: string) => string> = {
   exp: (x) => `Math.exp(${x})`,
@@ -138,7 +139,7 @@ function compileStage(t: Tensor & { op: ComputeOp }, slots: Map<Tensor, number>)
   const used = [...new Set(source.match(/\bb\d+\b/g) ?? [])];
   const header = used.map((b) => `const ${b} = buffers[${b.slice(1)}];`).join('\n');
   const fn = new Function('buffers', 'fmod', 'erf', `"use strict";\n${header}\n${source}`) as
-    (buffers: Float32Array[], f: typeof fmod, e: typeof erf) => void;
+    (buffers: TensorData[], f: typeof fmod, e: typeof erf) => void;
   return (buffers) => fn(buffers, fmod, erf);
 }
 
@@ -146,13 +147,14 @@ function compileStage(t: Tensor & { op: ComputeOp }, slots: Map<Tensor, number>)
  * Evaluate a DAG. `inputs` maps each placeholder (by tensor or by name) to its data;
  * returns every stage's buffer by name (outputs included).
  */
-export function evaluate(dag: ComputeDAG, inputs: ReadonlyMap<Tensor | string, Float32Array>): Map<string, Float32Array> {
+export function evaluate(dag: ComputeDAG, inputs: ReadonlyMap<Tensor | string, TensorData>): Map<string, TensorData> {
   const slots = new Map<Tensor, number>();
   dag.stages.forEach((t, i) => slots.set(t, i));
-  const buffers: Float32Array[] = dag.stages.map((t) => {
-    if (t.op.kind !== 'placeholder') return new Float32Array(numElements(t.shape));
+  const buffers: TensorData[] = dag.stages.map((t) => {
+    if (t.op.kind !== 'placeholder') return allocData(t.dtype, numElements(t.shape));
     const data = inputs.get(t) ?? inputs.get(t.name);
     if (!data) throw new Error(`evaluate: no data for input ${t.name}`);
+    if (!dataFits(t.dtype, data)) throw new Error(`evaluate: input ${t.name} is ${t.dtype}, given a ${data.constructor.name}`);
     if (data.length !== numElements(t.shape)) {
       throw new Error(`evaluate: input ${t.name} has ${data.length} elements, shape [${t.shape.join(', ')}] needs ${numElements(t.shape)}`);
     }

@@ -65,7 +65,11 @@ const ASSIGN = { sum: '+=', max: 'max=', min: 'min=' } as const;
  * key's shape list tells those apart).
  */
 export function printStage(t: Tensor, simple = false): string {
-  if (t.op.kind === 'placeholder') return simple ? `${t.name} = PLACEHOLDER ` : `${t.name} = PLACEHOLDER [${t.shape.join(', ')}]`;
+  if (t.op.kind === 'placeholder') {
+    // float32 prints as TVM prints it; another dtype is named, so that it is part of the workload key.
+    const type = t.dtype === 'float32' ? '' : `${t.dtype} `;
+    return simple ? `${t.name} = PLACEHOLDER ${type}` : `${t.name} = PLACEHOLDER ${type}[${t.shape.join(', ')}]`;
+  }
   const head = `${t.name}(${t.op.axes.map((a) => a.name).join(', ')})`;
   const body = t.op.body;
   if (body.k === 'reduce') return `${head} ${ASSIGN[body.combiner]} ${printExpr(body.source)}`;

@@ -67,6 +67,28 @@ function checkShape(name: string, shape: readonly number[]): void {
   }
 }
 
+/**
+ * The elements of a tensor, row-major: float32 tensors as Float32Array; int32 and bool
+ * tensors as Int32Array (bool as 0/1). Every element is 4 bytes, so buffers, the memory
+ * plan and the params blob stay in 4-byte words whatever the type.
+ */
+export type TensorData = Float32Array | Int32Array;
+
+/** A zeroed array for `n` elements of `dtype`. */
+export function allocData(dtype: DType, n: number): TensorData {
+  return dtype === 'float32' ? new Float32Array(n) : new Int32Array(n);
+}
+
+/** The dtype an array stores (Int32Array: int32; pass 'bool' explicitly for masks). */
+export const dataDtype = (data: TensorData): DType => (data instanceof Float32Array ? 'float32' : 'int32');
+
+/** Whether `data` is the array type `dtype` is stored in. */
+export const dataFits = (dtype: DType, data: TensorData): boolean => (dtype === 'float32') === (data instanceof Float32Array);
+
+/** The same 4-byte words seen as float32 (for the params blob and raw files). */
+export const asFloatWords = (data: TensorData): Float32Array =>
+  data instanceof Float32Array ? data : new Float32Array(data.buffer, data.byteOffset, data.length);
+
 export const isCompute = (t: Tensor): t is Tensor & { op: ComputeOp } => t.op.kind === 'compute';
 export const isPlaceholder = (t: Tensor): boolean => t.op.kind === 'placeholder';
 export const numElements = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
@@ -82,7 +104,7 @@ export function rowMajorStrides(shape: readonly number[]): number[] {
  * Permute the axes of a row-major array: output axis i is input axis perm[i]
  * (numpy's `transpose(perm)`). OIHW -> HWIO is [2, 3, 1, 0]; [C, M, kh, kw] -> HWOI is [2, 3, 0, 1].
  */
-export function permute(data: Float32Array, shape: readonly number[], perm: readonly number[]): Float32Array {
+export function permute<T extends TensorData>(data: T, shape: readonly number[], perm: readonly number[]): T {
   const rank = shape.length;
   if (perm.length !== rank || [...perm].sort((x, y) => x - y).some((p, i) => p !== i)) {
     throw new Error(`permute: [${perm.join(', ')}] is not a permutation of ${rank} axes`);
@@ -90,7 +112,7 @@ export function permute(data: Float32Array, shape: readonly number[], perm: read
   const inStrides = rowMajorStrides(shape);
   const outShape = perm.map((p) => shape[p]);
   const strideOf = perm.map((p) => inStrides[p]);
-  const out = new Float32Array(data.length);
+  const out = (data instanceof Float32Array ? new Float32Array(data.length) : new Int32Array(data.length)) as T;
   const idx = new Array<number>(rank).fill(0);
   let src = 0;
   for (let o = 0; o < out.length; o++) {

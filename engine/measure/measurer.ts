@@ -18,7 +18,7 @@ import path from 'node:path';
 import type { Task } from '../graph/extract';
 import { UserError } from '../errors';
 import { numElements } from '../ir/tensor';
-import { readFloat32File } from '../runtime/rawfile';
+import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import type { Step } from '../schedule/steps';
 import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
 import { isGpu, type Target } from '../target';
@@ -27,7 +27,7 @@ import { meanCost, measuredCost } from '../records/best';
 import { Builder, type BuiltCandidate } from './builder';
 import { HostRate, keepRetake, MAX_RETAKES, NEW_BEST_SHARE, offSpeed, PROBE_MS, type HostMoves } from './host-rate';
 import { KeptLibraries } from './kept-libraries';
-import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from './verify';
+import { compareOutput, inputWords, measureInput, ReferenceCache, toleranceFor, type Tolerance } from './verify';
 import { MeasureWorker, type MeasureBuffer, type WorkerOptions } from './worker';
 
 export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
@@ -88,6 +88,8 @@ export class LocalMeasurer implements Measurer {
   private outputSeq = 0;
   /** Each task's fastest verified mean time so far (ms), for the slow-candidate cut-off (CPU targets). */
   private readonly fastest = new WeakMap<MeasuredTask['dag'], number>();
+  /** Workload key -> the files of its int32/bool inputs (integerInputFiles). */
+  private readonly intInputs = new Map<string, (string | undefined)[]>();
   private readonly cutSlow: boolean;
   /** Each task's fastest candidates' libraries, kept for the confirmation pass; the rest are removed once timed. */
   private readonly keptLibraries = new KeptLibraries();
@@ -205,6 +207,22 @@ export class LocalMeasurer implements Measurer {
     }
   }
 
+  /** For each input of `dag`: the file holding its int32/bool data (measureInput), written once per workload; undefined for a float input (the worker draws it). */
+  private async integerInputFiles(dag: MeasuredTask['dag']): Promise<(string | undefined)[]> {
+    if (dag.inputs.every((t) => t.dtype === 'float32')) return dag.inputs.map(() => undefined);
+    let files = this.intInputs.get(dag.workloadKey);
+    if (!files) {
+      files = await Promise.all(dag.inputs.map(async (t, i) => {
+        if (t.dtype === 'float32') return undefined;
+        const file = path.join(this.workDir, `int-input-${this.intInputs.size}-${i}.bin`);
+        await writeFloat32File(file, inputWords(measureInput(t, this.seed, i)));
+        return file;
+      }));
+      this.intInputs.set(dag.workloadKey, files);
+    }
+    return files;
+  }
+
   /** Resolves when no candidate is being timed (Measurer.whenIdle): builds may share the CPU, timed runs may not. */
   whenIdle(): Promise<void> {
     return this.timing === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
@@ -223,7 +241,7 @@ export class LocalMeasurer implements Measurer {
     const dag = task.dag;
     const outFiles = dag.outputs.map(() => path.join(this.workDir, `out-${++this.outputSeq}.bin`));
     const buffers: MeasureBuffer[] = [
-      ...dag.inputs.map((t): MeasureBuffer => ({ kind: 'in', size: numElements(t.shape) })),
+      ...(await this.integerInputFiles(dag)).map((file, i): MeasureBuffer => ({ kind: 'in', size: numElements(dag.inputs[i].shape), ...(file ? { file } : {}) })),
       ...dag.outputs.map((t, i): MeasureBuffer => ({ kind: 'out', size: numElements(t.shape), file: outFiles[i] })),
     ];
     const o = this.options;

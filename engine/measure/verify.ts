@@ -12,11 +12,15 @@
 // elements near zero. NaN in the output (the worker fills outputs with NaN before the
 // runs, so an element the kernel never wrote stays NaN) is a mismatch unless the reference
 // is NaN there too.
+//
+// int32 and bool inputs are not random words (a random index would only test the clamp):
+// they are small integers drawn from the same stream, measureInput below, which the measurer
+// writes to a file for the worker. Integer outputs must match exactly.
 
 import type { ComputeDAG } from '../ir/dag';
 import { unpackBlocked, type BlockedLayout } from '../codegen/layout';
 import { evaluate } from '../ir/evaluate';
-import { numElements, type Tensor } from '../ir/tensor';
+import { asFloatWords, numElements, type Tensor, type TensorData } from '../ir/tensor';
 import { uniform } from '../runtime/random';
 import { isWinogradDag } from '../topi/winograd';
 
@@ -51,7 +55,21 @@ export function toleranceFor(dag: ComputeDAG): Tolerance {
 export interface Reference {
   seed: number;
   /** Expected contents of each output buffer. */
-  outputs: Float32Array[];
+  outputs: TensorData[];
+}
+
+/** Integers of an int32 input: -8..8, so that indices, offsets and signs all occur. */
+const INT_INPUT_SPAN = 17;
+
+/**
+ * Input `stream` of a kernel under `seed`: float32 inputs are uniform(n, seed, stream) (the
+ * worker fills them itself); int32 inputs are floor(u * 17) - 8 and bool inputs u >= 0.5 of
+ * the same stream (the measurer hands these to the worker as files).
+ */
+export function measureInput(t: Pick<Tensor, 'shape' | 'dtype'>, seed: number, stream: number): TensorData {
+  const u = uniform(numElements(t.shape), seed, stream);
+  if (t.dtype === 'float32') return u;
+  return t.dtype === 'bool' ? Int32Array.from(u, (x) => (x >= 0.5 ? 1 : 0)) : Int32Array.from(u, (x) => Math.floor(x * INT_INPUT_SPAN) - 8);
 }
 
 /**
@@ -60,12 +78,12 @@ export interface Reference {
  * then means the row-major tensor it unpacks to.
  */
 export function computeReference(dag: ComputeDAG, seed: number, layouts: readonly BlockedLayout[] = []): Reference {
-  const inputs = dag.inputs.map((t, i) => {
-    const data = uniform(numElements(t.shape), seed, i);
+  const inputs = dag.inputs.map((t, i): TensorData => {
+    const data = measureInput(t, seed, i);
     const l = layouts.find((x) => x.input === i);
-    return l ? unpackBlocked(data, t.shape, l.axis, l.block) : data;
+    return l && data instanceof Float32Array ? unpackBlocked(data, t.shape, l.axis, l.block) : data;
   });
-  const result = evaluate(dag, new Map<Tensor, Float32Array>(dag.inputs.map((t, i) => [t, inputs[i]])));
+  const result = evaluate(dag, new Map<Tensor, TensorData>(dag.inputs.map((t, i) => [t, inputs[i]])));
   const outputs = dag.outputs.map((t) => result.get(t.name)!);
   return { seed, outputs };
 }
@@ -89,9 +107,23 @@ export class ReferenceCache {
 
 export type Comparison = { ok: true } | { ok: false; message: string };
 
-/** Compares one output buffer with its reference. */
-export function compareOutput(got: Float32Array, ref: Float32Array, tol: Tolerance = DEFAULT_TOLERANCE): Comparison {
+function compareExact(got: Int32Array, ref: Int32Array): Comparison {
+  let bad = 0, first = -1;
+  for (let i = 0; i < ref.length; i++) if (got[i] !== ref[i]) { bad++; if (first < 0) first = i; }
+  if (bad === 0) return { ok: true };
+  return { ok: false, message: `${bad} of ${ref.length} integer elements differ; first at index ${first}: got ${got[first]}, expected ${ref[first]} (integers must match exactly)` };
+}
+
+/** The 4-byte words of an input as the worker reads them from a file. */
+export const inputWords = asFloatWords;
+
+/**
+ * Compares one output buffer with its reference: float32 within `tol`, int32 and bool
+ * (an Int32Array reference; `got` holds the same 4-byte words) exactly.
+ */
+export function compareOutput(got: Float32Array, ref: TensorData, tol: Tolerance = DEFAULT_TOLERANCE): Comparison {
   if (got.length !== ref.length) return { ok: false, message: `output has ${got.length} elements, expected ${ref.length}` };
+  if (ref instanceof Int32Array) return compareExact(new Int32Array(got.buffer, got.byteOffset, got.length), ref);
   let peak = 0;
   for (const x of ref) if (Number.isFinite(x)) peak = Math.max(peak, Math.abs(x));
   const atol = tol.atol * peak;

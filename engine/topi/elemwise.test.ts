@@ -23,7 +23,7 @@ function random(n: number, seed: number): Float32Array {
 }
 
 function run(out: Tensor, inputs: [Tensor, ArrayLike<number>][]): Float32Array {
-  return evaluate(new ComputeDAG([out]), new Map(inputs.map(([t, d]) => [t, Float32Array.from(d)]))).get(out.name)!;
+  return evaluate(new ComputeDAG([out]), new Map(inputs.map(([t, d]) => [t, Float32Array.from(d)]))).get(out.name) as Float32Array;
 }
 
 function close(got: ArrayLike<number>, want: ArrayLike<number>, what: string, tol = 1e-6): void {

@@ -36,7 +36,7 @@ function random(n: number, seed: number): Float32Array {
 /** Evaluate the DAG of `out` with the given input data; returns `out`'s buffer. */
 function run(out: Tensor, inputs: [Tensor, ArrayLike<number>][]): Float32Array {
   const result = evaluate(new ComputeDAG([out]), new Map(inputs.map(([t, d]) => [t, Float32Array.from(d)])));
-  return result.get(out.name)!;
+  return result.get(out.name) as Float32Array;
 }
 
 function close(got: ArrayLike<number>, want: ArrayLike<number>, what: string, tol = 1e-6): void {

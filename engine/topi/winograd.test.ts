@@ -54,7 +54,7 @@ function both(shape: [number, number, number, number], co: number, padding: [num
     const data = placeholder('p0', shape), bias = placeholder('p2', [1, 1, 1, co]);
     const { out, weight } = build(data, bias);
     const dag = new ComputeDAG([out]);
-    return evaluate(dag, new Map<Tensor, Float32Array>([[data, dataV], [weight[0], weight[1]], [bias, biasV]])).get(out.name)!;
+    return evaluate(dag, new Map<Tensor, Float32Array>([[data, dataV], [weight[0], weight[1]], [bias, biasV]])).get(out.name) as Float32Array;
   };
   const direct = run((data, bias) => {
     const w = placeholder('p1', [3, 3, ci, co]);

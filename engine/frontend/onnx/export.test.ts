@@ -51,9 +51,9 @@ for (const [name, layout] of [['mobilenet', 'NCHW'], ['mobilenet', 'NHWC'], ['re
     assert.equal(model.inputs, [{ name: 'data', shape: [...net.inputShape] }]);
     const x = uniform(net.inputShape.reduce((a, b) => a * b, 1), 3, 0);
     const feeds = new Map([['data', x]]);
-    const [want] = runGraph(net.graph, feeds);
-    assertClose(runGraph(model.graph, feeds)[0], want, 'imported NCHW');
-    assertClose(runGraph(imported(bytes, 'NHWC'), feeds)[0], want, 'imported NHWC');
+    const [want] = runGraph(net.graph, feeds) as Float32Array[];
+    assertClose(runGraph(model.graph, feeds)[0] as Float32Array, want, 'imported NCHW');
+    assertClose(runGraph(imported(bytes, 'NHWC'), feeds)[0] as Float32Array, want, 'imported NHWC');
     if (!ort.module) { skip(`${name} ${layout} export: the comparison with ONNX Runtime`, ort.error); return; }
     const session = await openOrtSession(bytes, 1, [net.inputShape]);
     const [got] = await session.run([x]);

@@ -68,7 +68,14 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
       continue;
     }
     if (n.op === 'constant') {
-      valueName.set(n.id, floatInit(n.name, n.shape, (n as ConstantNode).data));
+      const c = n as ConstantNode;
+      if (c.data instanceof Float32Array) valueName.set(n.id, floatInit(c.name, c.shape, c.data));
+      else {
+        // int32/bool constants are written as ONNX int64 (what shape and index inputs take).
+        const name = unique(c.name);
+        initializers.push(int64TensorProto(name, c.shape, [...c.data]));
+        valueName.set(n.id, name);
+      }
       continue;
     }
     const op = n as OpNode;

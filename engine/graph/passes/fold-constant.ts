@@ -14,8 +14,8 @@ export function foldConstants(g: Graph): Graph {
     if (!isOpNode(n) || n.inputs.length === 0) return undefined;
     const consts = n.inputs.map((i) => constantOf(g, i));
     if (consts.some((c) => c === undefined)) return undefined;
-    const { shape, data } = evalOp(n, consts as ConstantNode[]);
-    return b.out.constant(n.name, shape, data);
+    const { shape, dtype, data } = evalOp(n, consts as ConstantNode[]);
+    return b.out.constant(n.name, shape, data, dtype);
   });
 }
 
@@ -52,8 +52,8 @@ export function mergeConstantChains(g: Graph): Graph {
     g = rebuild(g, (n, b) => {
       const m = merges.get(n.id);
       if (!m || !isOpNode(n)) return undefined;
-      const { shape, data } = evalOp({ op: n.op, attrs: {} }, [m.c1, m.c2]);
-      return b.out.op(n.op, [b.map(m.x), b.out.constant(`${m.c1.name}+${m.c2.name}`, shape, data)], {}, n.name);
+      const { shape, dtype, data } = evalOp({ op: n.op, attrs: {} }, [m.c1, m.c2]);
+      return b.out.op(n.op, [b.map(m.x), b.out.constant(`${m.c1.name}+${m.c2.name}`, shape, data, dtype)], {}, n.name);
     });
   }
 }

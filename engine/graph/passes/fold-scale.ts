@@ -8,7 +8,7 @@
 // output channel is the last axis).
 
 import { isOpNode, type Graph, type OpNode } from '../graph';
-import { consumerLists, constantOf, opNodeOf, rebuild, sameShape, type Rebuilder } from '../rewrite';
+import { consumerLists, floatConstantOf, opNodeOf, rebuild, sameShape, type Rebuilder } from '../rewrite';
 import { axisShape } from './simplify-inference';
 
 /** Where the output channels of a weight-carrying op live. */
@@ -40,7 +40,7 @@ function channelInfo(g: Graph, n: OpNode): ChannelInfo | undefined {
 
 /** The per-channel values of a constant that broadcasts only along `axis` of a `rank`-d result, or undefined. */
 function perChannel(g: Graph, id: number, rank: number, axis: number, channels: number): Float32Array | undefined {
-  const c = constantOf(g, id);
+  const c = floatConstantOf(g, id);
   if (!c || c.shape.length !== rank) return undefined;
   if (c.shape.some((d, i) => (i === axis ? d !== channels && d !== 1 : d !== 1))) return undefined;
   return c.data.length === channels ? c.data : new Float32Array(channels).fill(c.data[0]);
@@ -67,22 +67,22 @@ function findFolds(g: Graph): Fold[] {
     for (const side of [0, 1]) {
       const kId = m.inputs[1 - side];
       let cur = m.inputs[side];
-      if (!constantOf(g, kId) || !sameShape(g.node(cur).shape, m.shape)) continue;
+      if (!floatConstantOf(g, kId) || !sameShape(g.node(cur).shape, m.shape)) continue;
       const chain: OpNode[] = [];
       let node = opNodeOf(g, cur);
       while (node && node.op === 'add' && private1(cur)) {
         chain.unshift(node);
-        const other = node.inputs.findIndex((i) => constantOf(g, i) !== undefined);
+        const other = node.inputs.findIndex((i) => floatConstantOf(g, i) !== undefined);
         if (other < 0) { node = undefined; break; }
         cur = node.inputs[1 - other];
         node = opNodeOf(g, cur);
       }
       const info = node && channelInfo(g, node);
-      if (!node || !info || !private1(cur) || !sameShape(node.shape, m.shape) || !constantOf(g, node.inputs[1])) continue;
+      if (!node || !info || !private1(cur) || !sameShape(node.shape, m.shape) || !floatConstantOf(g, node.inputs[1])) continue;
       const scale = perChannel(g, kId, rank, info.axis, info.channels);
       if (!scale) continue;
       const adds = chain.map((a) => {
-        const k = a.inputs.findIndex((i) => constantOf(g, i) !== undefined);
+        const k = a.inputs.findIndex((i) => floatConstantOf(g, i) !== undefined);
         const bias = sameShape(a.shape, m.shape) ? perChannel(g, a.inputs[k], rank, info.axis, info.channels) : undefined;
         return bias && { node: a, other: a.inputs[1 - k], constant: a.inputs[k], bias };
       });
@@ -109,14 +109,14 @@ export function foldScaleIntoWeights(g: Graph): Graph {
     for (const f of folds) {
       const { anchor, info, scale } = f;
       byNode.set(anchor.id, (b) => {
-        const w = constantOf(g, anchor.inputs[1])!;
+        const w = floatConstantOf(g, anchor.inputs[1])!;
         const weight = b.out.constant(w.name, w.shape, scaleWeights(w.data, info, scale));
         return b.out.op(anchor.op, [b.map(anchor.inputs[0]), weight], anchor.attrs, anchor.name);
       });
       for (const { node, other, constant, bias } of f.adds) {
         byNode.set(node.id, (b) => {
           const scaled = bias.map((v, c) => v * scale[c]);
-          const k = b.out.constant(constantOf(g, constant)!.name, axisShape(node.shape.length, info.axis, info.channels), scaled);
+          const k = b.out.constant(floatConstantOf(g, constant)!.name, axisShape(node.shape.length, info.axis, info.channels), scaled);
           return b.out.op('add', [b.map(other), k], {}, node.name);
         });
       }
