@@ -19,7 +19,7 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { add, children, dtypeOf, freeVars, int, readTensors, v, type Expr, type MathFn } from '../ir/expr';
+import { add, children, dtypeOf, freeVars, int, readTensors, v, type DType, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
 import { packageRoot } from '../package-root';
@@ -71,6 +71,8 @@ static inline int32_t tt_maxi(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline int32_t tt_mini(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t tt_floordiv(int32_t a, int32_t b) { int32_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline int32_t tt_floormod(int32_t a, int32_t b) { int32_t m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
+static inline int32_t tt_truncdiv(int32_t a, int32_t b) { return b == 0 ? 0 : b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b; }
+static inline int32_t tt_truncmod(int32_t a, int32_t b) { return b == 0 || b == -1 ? 0 : a % b; }
 static inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
@@ -119,6 +121,8 @@ function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named
       switch (e.op) {
         case 'floordiv': return `tt_floordiv(${a}, ${b})`;
         case 'floormod': return `tt_floormod(${a}, ${b})`;
+        case 'truncdiv': return `tt_truncdiv(${a}, ${b})`;
+        case 'truncmod': return `tt_truncmod(${a}, ${b})`;
         case 'min': return isFloat ? `tt_minf(${a}, ${b})` : `tt_mini(${a}, ${b})`;
         case 'max': return isFloat ? `tt_maxf(${a}, ${b})` : `tt_maxi(${a}, ${b})`;
         default: return `(${a} ${e.op} ${b})`;
@@ -208,14 +212,24 @@ class Renderer {
   readonly functions: string[] = [];
   private parallelCount = 0;
 
+  /** Buffers of int32 or bool elements (int32_t in C); every other buffer holds floats. */
+  private readonly intBufs: Set<string>;
+
   constructor(
     lanes: number, private readonly promoted: ReadonlyMap<string, Promotion>, private readonly dialect: Dialect = C_DIALECT,
     /** Prefix of the names of those functions. */
     private readonly prefix = 'tt',
+    intBufs: ReadonlySet<string> = new Set(),
   ) {
+    this.intBufs = new Set(intBufs);
     if (!(VECTOR_WIDTHS as readonly number[]).includes(lanes)) throw new Error(`renderKernel: vectorLanes ${lanes} not in ${VECTOR_WIDTHS.join(', ')}`);
     this.lanes = lanes;
     this.vt = `tt_v${lanes}`;
+  }
+
+  /** The C element type of a buffer. */
+  private elemType(buf: string): string {
+    return this.intBufs.has(buf) ? 'int32_t' : 'float';
   }
 
   private note(buf: string, kind: 'vec' | 'scalar', index: number | undefined): void {
@@ -376,15 +390,17 @@ class Renderer {
     switch (s.k) {
       case 'alloc': {
         this.sizes.set(s.buf, s.size);
+        if (s.dtype !== undefined && s.dtype !== 'float32') this.intBufs.add(s.buf);
         if (!this.logs.has(s.buf)) this.logs.set(s.buf, { vec: new Set(), scalar: new Set(), dynamic: false });
         const p = this.promoted.get(s.buf);
+        const type = this.elemType(s.buf);
         if (p?.mode === 'vector') {
           const names = Array.from({ length: s.size / p.lanes }, (_, i) => `${s.buf}_v${i}`);
           out.push(`${indent}tt_v${p.lanes} ${names.join(', ')};`);
         } else if (p?.mode === 'scalar') {
-          out.push(`${indent}float ${Array.from({ length: s.size }, (_, i) => `${s.buf}_s${i}`).join(', ')};`);
+          out.push(`${indent}${type} ${Array.from({ length: s.size }, (_, i) => `${s.buf}_s${i}`).join(', ')};`);
         } else {
-          out.push(`${indent}float ${s.buf}[${s.size}] __attribute__((aligned(64)));`);
+          out.push(`${indent}${type} ${s.buf}[${s.size}] __attribute__((aligned(64)));`);
         }
         return;
       }
@@ -478,12 +494,12 @@ class Renderer {
     if (buffers.some((b) => this.promoted.has(b))) return false;
     const ints = vars.filter((x) => x !== s.v && this.bound.has(x));
     const name = `${this.prefix}_par${this.parallelCount++}`;
-    const fields = [...buffers.map((b) => `float* ${b};`), ...ints.map((x) => `int32_t ${x};`)];
+    const fields = [...buffers.map((b) => `${this.elemType(b)}* ${b};`), ...ints.map((x) => `int32_t ${x};`)];
     const fn = [
       `struct ${name}_args { ${fields.length ? fields.join(' ') : 'int32_t unused;'} };`,
       `static void ${name}(void* tt_arg, int32_t tt_begin, int32_t tt_end) {`,
       `  const struct ${name}_args* tt_a = (const struct ${name}_args*)tt_arg;`,
-      ...buffers.map((b) => `  float* __restrict__ ${b} = tt_a->${b};`),
+      ...buffers.map((b) => `  ${this.elemType(b)}* __restrict__ ${b} = tt_a->${b};`),
       ...ints.map((x) => `  const int32_t ${x} = tt_a->${x};`),
       `  for (int32_t ${s.v} = tt_begin; ${s.v} < tt_end; ++${s.v}) {`,
     ];
@@ -533,6 +549,7 @@ class Renderer {
       const size = this.sizes.get(buf)!;
       if (log.dynamic || size > MAX_PROMOTED_FLOATS) continue;
       if (log.vec.size > 0) {
+        if (this.intBufs.has(buf)) continue; // vectors hold floats
         if (size % this.lanes !== 0 || [...log.vec].some((i) => i % this.lanes !== 0)) continue;
         out.set(buf, { mode: 'vector', lanes: this.lanes });
       } else {
@@ -605,11 +622,14 @@ function declares(body: readonly Stmt[]): boolean {
  * The lines of a lowered body in `dialect`. Two passes: the first sees how local buffers
  * are accessed once loops are expanded, the second renders with the promotable ones as variables.
  */
-export function renderBody(body: readonly Stmt[], lanes: number, dialect: Dialect, indent: string, functions?: { prefix: string; out: string[] }): string[] {
-  const probe = new Renderer(lanes, new Map(), dialect);
+export function renderBody(
+  body: readonly Stmt[], lanes: number, dialect: Dialect, indent: string, functions?: { prefix: string; out: string[] },
+  intBufs: ReadonlySet<string> = new Set(),
+): string[] {
+  const probe = new Renderer(lanes, new Map(), dialect, undefined, intBufs);
   probe.stmts(body, new Map(), '', []);
   const out: string[] = [];
-  const r = new Renderer(lanes, probe.promotions(), dialect, functions?.prefix);
+  const r = new Renderer(lanes, probe.promotions(), dialect, functions?.prefix, intBufs);
   r.stmts(body, new Map(), indent, out);
   if (r.functions.length > 0 && !functions) throw new Error('renderBody: parallel loops need a place for their functions');
   functions?.out.push(...r.functions);
@@ -619,19 +639,28 @@ export function renderBody(body: readonly Stmt[], lanes: number, dialect: Dialec
 /** Largest whole-tensor temporary kept on the stack (floats); larger ones are heap-allocated. */
 const STACK_TEMP_FLOATS = 16384;
 
-/** Render one kernel as a C function `int32_t name(float* args...)` returning 0, after the functions of its parallel loops. */
+/** The C type of a kernel argument's elements: float, or int32_t for int32 and bool tensors. */
+export const argElemType = (dtype: DType): string => (dtype === 'float32' ? 'float' : 'int32_t');
+
+/** The buffers of a kernel that hold int32 or bool elements: arguments and whole-tensor temporaries. */
+export function integerBuffers(k: Pick<Kernel, 'args' | 'temps'>): Set<string> {
+  return new Set([...k.args.filter((a) => a.tensor.dtype !== 'float32').map((a) => a.buf), ...k.temps.filter((t) => t.dtype && t.dtype !== 'float32').map((t) => t.buf)]);
+}
+
+/** Render one kernel as a C function `int32_t name(float* / int32_t* args...)` returning 0, after the functions of its parallel loops. */
 export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   const lanes = opts.vectorLanes ?? 16;
-  const params = k.args.map((a) => `float* __restrict__ ${a.buf}`).join(', ');
+  const params = k.args.map((a) => `${argElemType(a.tensor.dtype)}* __restrict__ ${a.buf}`).join(', ');
   const out: string[] = [`int32_t ${k.name}(${params}) {`];
   for (const t of k.temps) {
-    if (t.size <= STACK_TEMP_FLOATS) out.push(`  float ${t.buf}[${t.size}] __attribute__((aligned(64)));`);
-    else out.push(`  float* __restrict__ ${t.buf} = (float*)aligned_alloc(64, ${Math.ceil(t.size / 16) * 64});`);
+    const type = argElemType(t.dtype ?? 'float32');
+    if (t.size <= STACK_TEMP_FLOATS) out.push(`  ${type} ${t.buf}[${t.size}] __attribute__((aligned(64)));`);
+    else out.push(`  ${type}* __restrict__ ${t.buf} = (${type}*)aligned_alloc(64, ${Math.ceil(t.size / 16) * 64});`);
   }
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
   const functions: string[] = [];
-  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  ', { prefix: k.name, out: functions }));
+  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  ', { prefix: k.name, out: functions }, integerBuffers(k)));
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
   return [...functions, ...out].join('\n') + '\n';

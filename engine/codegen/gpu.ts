@@ -13,6 +13,7 @@
 // bound loop, two extents for one thread index, a global store that some thread index
 // does not separate) is a ScheduleError, so the search counts it invalid before building.
 
+import { UserError } from '../errors';
 import { walk } from '../ir/expr';
 import { ScheduleError, type State } from '../schedule/state';
 import type { ThreadTag } from '../schedule/steps';
@@ -164,6 +165,10 @@ export function lowerGpu(state: State, name: string, limits: GpuLimits, opts: Lo
 /** lowerGpu for a kernel `state` was already lowered to (the search lowers each state once: lowerOnce). */
 export function gpuProgram(state: State, k: Kernel, limits: GpuLimits): GpuProgram {
   const name = k.name;
+  // The GPU renderers declare every buffer as float; integer tensors are a CPU feature for now.
+  const integer = [...k.args.map((a) => ({ name: a.tensor.name, dtype: a.tensor.dtype })), ...k.temps.map((t) => ({ name: t.buf, dtype: t.dtype ?? 'float32' }))]
+    .find((b) => b.dtype !== 'float32');
+  if (integer) throw new UserError(`${name}: ${integer.name} holds ${integer.dtype} values; GPU targets run float32 tensors only (compile for a CPU target)`);
   const order = [...k.args.map((a) => a.buf), ...k.temps.map((t) => t.buf)];
   const globals = new Set(order);
   const kernels = k.parts.map((part, i): GpuKernel => {

@@ -9,7 +9,7 @@
 // of whole tiles, partition.ts).
 
 import {
-  add, all, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Combiner, type Expr,
+  add, all, dtypeOf, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Combiner, type DType, type Expr,
 } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
@@ -23,8 +23,8 @@ export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll' | ThreadTa
 export type Stmt =
   | { k: 'for'; v: string; extent: number; kind: LoopKind; owner: string; body: Stmt[] }
   | { k: 'store'; buf: string; index: Expr; value: Expr }
-  /** A buffer local to the enclosing loop: per thread, or (`shared`) per GPU block, hoisted by the GPU renderers. */
-  | { k: 'alloc'; buf: string; size: number; scope?: 'shared' }
+  /** A buffer local to the enclosing loop: per thread, or (`shared`) per GPU block, hoisted by the GPU renderers; float32 unless `dtype` says otherwise. */
+  | { k: 'alloc'; buf: string; size: number; scope?: 'shared'; dtype?: DType }
   | { k: 'if'; cond: Expr; body: Stmt[] }
   /** GPU: every thread of the block waits here, and sees the shared memory the others wrote (emitted around shared copies). */
   | { k: 'sync' }
@@ -48,8 +48,8 @@ export interface Kernel {
   readonly name: string;
   /** DAG inputs then outputs, as the kernel's pointer arguments. */
   readonly args: readonly KernelArg[];
-  /** Intermediate whole-tensor buffers, allocated once per call. */
-  readonly temps: readonly { buf: string; size: number }[];
+  /** Intermediate whole-tensor buffers, allocated once per call (float32 unless `dtype` says otherwise). */
+  readonly temps: readonly { buf: string; size: number; dtype?: DType }[];
   readonly body: Stmt[];
   /** `body`, stage by stage: the statements of each stage computed at root (on GPUs, one launch each). */
   readonly parts: readonly { stage: string; body: Stmt[] }[];
@@ -104,10 +104,14 @@ export function alignedStrides(
 
 /** The combination of two values of a reduction (the accumulator and one more value). */
 function combine(combiner: Combiner, a: Expr, b: Expr): Expr {
-  return combiner === 'sum' ? add(a, b) : { k: 'bin', op: combiner, a, b, dtype: 'float32' };
+  return combiner === 'sum' ? add(a, b) : { k: 'bin', op: combiner, a, b, dtype: dtypeOf(a) };
 }
 
-const identityOf = (combiner: Combiner): Expr => f32(combiner === 'sum' ? 0 : combiner === 'max' ? -Infinity : Infinity);
+/** The value a reduction starts from; an int32 max/min starts from the type's extremes. */
+const identityOf = (combiner: Combiner, dtype: DType = 'float32'): Expr => {
+  if (dtype === 'float32') return f32(combiner === 'sum' ? 0 : combiner === 'max' ? -Infinity : Infinity);
+  return int(combiner === 'sum' ? 0 : combiner === 'max' ? -2147483648 : 2147483647);
+};
 interface RootValues { readonly roots: ReadonlyMap<string, Expr>; readonly guards: readonly { cond: Expr; reduce: boolean }[] }
 
 /** A 1-D view of a buffer, so lowered loads reuse the IR's load node with a flat index. */
@@ -344,7 +348,7 @@ class Lowerer {
     const args: KernelArg[] = st.dag.tensors.map((t) => ({ buf: cName(t.name), tensor: t }));
     const temps = st.stages
       .filter((s) => s.attach.k === 'root' && !s.isOutput)
-      .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape) }));
+      .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape), ...(s.tensor.dtype !== 'float32' ? { dtype: s.tensor.dtype } : {}) }));
     const parts = st.stages.filter((s) => s.attach.k === 'root').map((s) => ({ stage: s.name, body: this.emitStage(s) }));
     const body = parts.flatMap((p) => p.body);
     const layouts = st.dag.inputs.flatMap((t, input) => {
@@ -678,7 +682,9 @@ class Lowerer {
     if (!region && s.align.size > 0) {
       throw new ScheduleError(`storage_align ${s.name}: only the buffer of a stage computed at a loop of its reader (a cache stage) can be padded; ${s.name} is computed at root`);
     }
-    const alloc: Stmt[] = region ? [{ k: 'alloc', buf: target.buf, size: region.size, ...(shared ? { scope: 'shared' as const } : {}) }] : [];
+    const alloc: Stmt[] = region
+      ? [{ k: 'alloc', buf: target.buf, size: region.size, ...(shared ? { scope: 'shared' as const } : {}), ...(s.tensor.dtype !== 'float32' ? { dtype: s.tensor.dtype } : {}) }]
+      : [];
     const crossLeaf = s.leaves.find((l) => s.kinds.get(l) === 'R' && s.bind.has(l));
     if (s.body.k !== 'reduce') {
       stmts = nest(s.leaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: value() }], false), true);
@@ -690,9 +696,9 @@ class Lowerer {
       const r = s.body;
       const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
       if (p < 0) throw new ScheduleError(`${s.name}: reduction without a reduce loop`);
-      const current = flatLoad(target.buf, outIndex);
+      const current = flatLoad(target.buf, outIndex, s.tensor.dtype);
       const combined = combine(r.combiner, current, value());
-      const identity = identityOf(r.combiner);
+      const identity = identityOf(r.combiner, s.tensor.dtype);
       const innerLeaves = s.leaves.slice(p);
       const init = nest(innerLeaves.filter((l) => s.kinds.get(l) === 'S'), guarded([{ k: 'store', buf: target.buf, index: outIndex, value: identity }], false), false);
       const update = nest(innerLeaves, guarded([{ k: 'store', buf: target.buf, index: outIndex, value: combined }], true), true);

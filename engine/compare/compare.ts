@@ -21,14 +21,14 @@ import { fileSha256, manifestFiles, readManifest, type Manifest } from '../compi
 import { UserError } from '../errors';
 import { isOpNode, type Graph } from '../graph/graph';
 import { rebuild } from '../graph/rewrite';
-import { numElements } from '../ir/tensor';
+import { asFloatWords, numElements, type TensorData } from '../ir/tensor';
 import { isOnnxPath } from '../frontend/load';
 import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
-import { uniform } from '../runtime/random';
+import { modelInput } from '../runtime/random';
 import { ownedTempDir } from '../temp-dirs';
 import { openOrtSession, timeOrtRuns } from './ort';
 
@@ -121,9 +121,9 @@ export const median = (xs: readonly number[]): number => {
 };
 
 /** Max absolute error, and max relative error |a-b|/|b| over the elements with |b| >= 1e-6 * max|b|. */
-export function outputError(got: Float32Array, want: Float32Array): { maxAbs: number; maxRel: number; maxValue: number } {
+export function outputError(got: ArrayLike<number>, want: ArrayLike<number>): { maxAbs: number; maxRel: number; maxValue: number } {
   let maxAbs = 0, maxRel = 0, maxValue = 0;
-  for (const v of want) maxValue = Math.max(maxValue, Math.abs(v));
+  for (let i = 0; i < want.length; i++) maxValue = Math.max(maxValue, Math.abs(want[i]));
   const floor = 1e-6 * maxValue;
   for (let i = 0; i < want.length; i++) {
     const err = Math.abs(got[i] - want[i]);
@@ -134,7 +134,7 @@ export function outputError(got: Float32Array, want: Float32Array): { maxAbs: nu
 }
 
 /** argmax over the last axis, per row. */
-export function top1(values: Float32Array, classes: number): number[] {
+export function top1(values: ArrayLike<number>, classes: number): number[] {
   const rows = Math.floor(values.length / classes);
   return Array.from({ length: rows }, (_, r) => {
     let best = 0;
@@ -154,11 +154,11 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
     log(`ONNX model: ${onnx.file} (${onnx.source})`);
     const session = await openOrtSession(onnx.file, opts.threads, m.inputs.map((i) => i.shape));
     try {
-      const inputs = m.inputs.map((inp, i) => uniform(numElements(inp.shape), seed, i));
+      const inputs = m.inputs.map((inp, i) => modelInput(inp.dtype, numElements(inp.shape), seed, i));
       const inputFiles: Record<string, string> = {};
       await Promise.all(m.inputs.map(async (inp, i) => {
         inputFiles[inp.name] = path.join(work, `input${i}.bin`);
-        await writeFloat32File(inputFiles[inp.name], inputs[i]);
+        await writeFloat32File(inputFiles[inp.name], asFloatWords(inputs[i]));
       }));
       const files = manifestFiles(dir, m);
       const bench = { model: files.library, params: files.params, threads: opts.threads, inputs: inputFiles };
@@ -167,7 +167,10 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
       const saved = path.join(work, 'outputs');
       await fs.mkdir(saved);
       const first = await runBench({ ...bench, repeat: 1, number: opts.number, minRepeatMs: opts.minRepeatMs, saveOutputs: saved });
-      const ours = await Promise.all(m.outputs.map((o) => readFloat32File(path.join(saved, `${outputFileName(o.name)}.bin`))));
+      const ours = await Promise.all(m.outputs.map(async (o): Promise<TensorData> => {
+        const words = await readFloat32File(path.join(saved, `${outputFileName(o.name)}.bin`));
+        return o.dtype === 'float32' ? words : new Int32Array(words.buffer, words.byteOffset, words.length);
+      }));
       const theirs = await session.run(inputs);
       if (theirs.length !== ours.length) throw new UserError(`${onnx.file}: ONNX Runtime gives ${theirs.length} output(s), the compiled model ${ours.length}`);
       const outputs = m.outputs.map((o, k) => {

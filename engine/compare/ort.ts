@@ -4,11 +4,14 @@
 
 import { performance } from 'node:perf_hooks';
 import { UserError } from '../errors';
+import type { TensorData } from '../ir/tensor';
 
 /** The part of onnxruntime-node's API we use. */
 export interface OrtTensor { readonly data: unknown; readonly dims: readonly number[] }
 export interface OrtSession {
   readonly inputNames: readonly string[];
+  /** Each input's element type ('float32', 'int64', 'bool', ...), where the binding tells (onnxruntime-node >= 1.21). */
+  readonly inputMetadata?: readonly { readonly name: string; readonly isTensor: boolean; readonly type?: string }[];
   readonly outputNames: readonly string[];
   run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
   release(): Promise<void>;
@@ -20,7 +23,7 @@ export interface OrtModule {
       graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
     }): Promise<OrtSession>;
   };
-  Tensor: new (type: 'float32', data: Float32Array, dims: readonly number[]) => OrtTensor;
+  Tensor: new (type: string, data: Float32Array | Int32Array | BigInt64Array | Uint8Array, dims: readonly number[]) => OrtTensor;
   env: { versions?: Record<string, string> };
 }
 
@@ -53,8 +56,28 @@ export function loadOnnxRuntime(): OrtModule {
 
 export interface OrtRunner {
   readonly version: string;
-  run(inputs: readonly Float32Array[]): Promise<Float32Array[]>;
+  /** Inputs and outputs as our 4-byte tensors: float32, or int32 for ONNX's integer and bool types. */
+  run(inputs: readonly TensorData[]): Promise<TensorData[]>;
   release(): Promise<void>;
+}
+
+/** Our data as the ONNX type an input declares: int32 values widen to int64, 0/1 to bool. */
+function ortInput(ort: OrtModule, type: string, data: TensorData, dims: readonly number[]): OrtTensor {
+  switch (type) {
+    case 'int64': return new ort.Tensor('int64', BigInt64Array.from(data, (x) => BigInt(Math.trunc(x))), dims);
+    case 'int32': return new ort.Tensor('int32', Int32Array.from(data), dims);
+    case 'bool': return new ort.Tensor('bool', Uint8Array.from(data, (x) => (x ? 1 : 0)), dims);
+    default: return new ort.Tensor('float32', data instanceof Float32Array ? data : Float32Array.from(data), dims);
+  }
+}
+
+/** An ONNX Runtime output as our data: float types as float32, integer and bool types as int32. */
+function fromOrt(data: unknown): TensorData {
+  if (data instanceof Float32Array || data instanceof Int32Array) return data;
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) return Int32Array.from(data, (x) => Number(BigInt.asIntN(32, x)));
+  if (data instanceof Float64Array || data instanceof Uint16Array) return Float32Array.from(data as ArrayLike<number>);
+  if (ArrayBuffer.isView(data)) return Int32Array.from(data as unknown as ArrayLike<number>);
+  throw new UserError(`ONNX Runtime returned an output that is not a numeric tensor`);
 }
 
 /**
@@ -80,16 +103,19 @@ export async function openOrtSession(model: string | Uint8Array, threads: number
     version: ort.env.versions?.node ?? ort.env.versions?.common ?? 'unknown',
     async run(inputs) {
       const feeds: Record<string, OrtTensor> = {};
-      session.inputNames.forEach((name, i) => { feeds[name] = new ort.Tensor('float32', inputs[i], inputShapes[i]); });
+      session.inputNames.forEach((name, i) => {
+        const type = session.inputMetadata?.find((m) => m.name === name)?.type ?? (inputs[i] instanceof Float32Array ? 'float32' : 'int64');
+        feeds[name] = ortInput(ort, type, inputs[i], inputShapes[i]);
+      });
       const out = await session.run(feeds);
-      return session.outputNames.map((name) => out[name].data as Float32Array);
+      return session.outputNames.map((name) => fromOrt(out[name].data));
     },
     release: () => session.release(),
   };
 }
 
 /** One measurement of ONNX Runtime: `number` runs of `session` back to back, in ms per run. */
-export async function timeOrtRuns(session: Pick<OrtRunner, 'run'>, inputs: readonly Float32Array[], number: number): Promise<number> {
+export async function timeOrtRuns(session: Pick<OrtRunner, 'run'>, inputs: readonly TensorData[], number: number): Promise<number> {
   const t0 = performance.now();
   for (let j = 0; j < number; j++) await session.run(inputs);
   return (performance.now() - t0) / number;

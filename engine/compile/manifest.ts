@@ -11,7 +11,8 @@ import path from 'node:path';
 import { UserError } from '../errors';
 import { describeSchemaError, loadSchema } from '../schedule/validate-steps';
 
-export interface ManifestTensor { name: string; shape: number[]; dtype: 'float32' }
+/** A model input or output: float32, or int32 / bool (0/1) in 4-byte words (native/include/tensortune.h). */
+export interface ManifestTensor { name: string; shape: number[]; dtype: 'float32' | 'int32' | 'bool' }
 
 /** An output, with the file `tt_bench --save-outputs` writes it to (outputFileName + `.bin`). */
 export interface ManifestOutput extends ManifestTensor { file?: string }

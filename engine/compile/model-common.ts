@@ -14,7 +14,7 @@ import type { ConstantNode, Graph } from '../graph/graph';
 import { optimize } from '../graph/passes';
 import { asFloatWords, numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, type Compiler } from '../native/build';
-import { outputFileNames } from '../runtime/abi';
+import { ABI_DTYPE_CODES, outputFileNames } from '../runtime/abi';
 import { writeParams } from '../runtime/params';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
@@ -250,8 +250,8 @@ function modelManifest(
     params_sha256: fileSha256(path.join(dir, 'params.bin')),
     params_count: built.paramsCount,
     workspace_bytes: built.workspaceBytes,
-    inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: [...n.shape], dtype: 'float32' })),
-    outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: [...graph.node(id).shape], dtype: 'float32', file: `${names.files[i]}.bin` })),
+    inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: [...n.shape], dtype: n.dtype })),
+    outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: [...graph.node(id).shape], dtype: graph.node(id).dtype, file: `${names.files[i]}.bin` })),
     records: recordsUsed(kernels),
     kernels,
   };
@@ -267,7 +267,7 @@ export function modelInfoSource(g: Graph, inputIds: readonly number[], names: Te
   const infos = (kind: string, ids: readonly number[], tensorName: (i: number) => string): void => {
     ids.forEach((id, i) => out.push(`static const int64_t ${kind}_shape${i}[] = {${g.node(id).shape.join(', ')}};`));
     out.push(`static const tt_tensor_info ${kind}_info[] = {`);
-    ids.forEach((id, i) => out.push(`  {${cString(utf8(tensorName(i)))}, ${g.node(id).shape.length}, ${kind}_shape${i}},`));
+    ids.forEach((id, i) => out.push(`  {${cString(utf8(tensorName(i)))}, ${g.node(id).shape.length}, ${kind}_shape${i}, ${ABI_DTYPE_CODES[g.node(id).dtype]}},`));
     out.push('};');
   };
   infos('input', inputIds, (i) => names.inputs[i]);

@@ -10,7 +10,7 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
+import { argElemType, C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
@@ -164,8 +164,7 @@ function renderEntryPoint(
     const sym = symbols.get(group.id)!;
     if (protos.has(sym)) continue;
     protos.add(sym);
-    const nargs = group.dag.inputs.length + group.dag.outputs.length;
-    out.push(`int32_t ${sym}(${Array.from({ length: nargs }, () => 'float*').join(', ')});`);
+    out.push(`int32_t ${sym}(${group.dag.tensors.map((t) => `${argElemType(t.dtype)}*`).join(', ')});`);
   }
   out.push(
     ...modelInfoSource(g, inputIds, names, paramsSize, 256),
@@ -212,7 +211,9 @@ function renderEntryPoint(
     return `tt_arena + ${off}`;
   };
   const calls = groups.map((group, i) => {
-    const args = [...group.inputs.map((id, input) => pointer(id, paramOffset.get(`${group.id}:${input}`))), pointer(group.output)].join(', ');
+    const ptrs = [...group.inputs.map((id, input) => pointer(id, paramOffset.get(`${group.id}:${input}`))), pointer(group.output)];
+    // Buffers are float words; an int32/bool tensor's kernel argument is an int32_t*.
+    const args = ptrs.map((p, a) => (group.dag.tensors[a].dtype === 'float32' ? p : `(int32_t*)(${p})`)).join(', ');
     return `  if (${symbols.get(group.id)}(${args}) != 0) { snprintf(tt_error, sizeof tt_error, "kernel %d failed", ${i}); return 2; }`;
   });
   const started = '  if (!tt_params) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }';

@@ -76,6 +76,9 @@ class StageCompiler {
         switch (e.op) {
           case 'floordiv': return `Math.floor(${a} / ${b})`;
           case 'floormod': return `fmod(${a}, ${b})`;
+          // As C renders them (c.ts tt_truncdiv): a zero divisor gives 0; the Int32Array store wraps INT_MIN / -1.
+          case 'truncdiv': return `(${b} === 0 ? 0 : Math.trunc(${a} / ${b}))`;
+          case 'truncmod': return `(${b} === 0 ? 0 : (${a} % ${b}))`;
           case 'min': return `Math.min(${a}, ${b})`;
           case 'max': return `Math.max(${a}, ${b})`;
           case '==': return `(${a} === ${b})`;

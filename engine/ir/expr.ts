@@ -11,7 +11,7 @@ export type DType = 'float32' | 'int32' | 'bool';
 
 export type BinOp =
   | '+' | '-' | '*' | '/'
-  | 'floordiv' | 'floormod' | 'min' | 'max'
+  | 'floordiv' | 'floormod' | 'truncdiv' | 'truncmod' | 'min' | 'max'
   | '==' | '!=' | '<' | '<=' | '>' | '>='
   | '&&' | '||';
 
@@ -128,6 +128,12 @@ export const div = (a: ExprLike, b: ExprLike): Expr => {
   return { k: 'bin', op: '/', a: x, b: y, dtype: 'float32' };
 };
 export const floordiv = (a: ExprLike, b: ExprLike) => arith('floordiv', a, b);
+/**
+ * Integer division rounding toward zero and its remainder (C's `/` and `%`, ONNX's Div and
+ * Mod with fmod on integers). Data, not indices: a zero divisor gives 0 rather than a trap.
+ */
+export const truncdiv = (a: ExprLike, b: ExprLike): Expr => ({ k: 'bin', op: 'truncdiv', a: lift(a), b: lift(b), dtype: 'int32' });
+export const truncmod = (a: ExprLike, b: ExprLike): Expr => ({ k: 'bin', op: 'truncmod', a: lift(a), b: lift(b), dtype: 'int32' });
 export const floormod = (a: ExprLike, b: ExprLike) => arith('floormod', a, b);
 export const min = (a: ExprLike, b: ExprLike) => arith('min', a, b);
 export const max = (a: ExprLike, b: ExprLike) => arith('max', a, b);

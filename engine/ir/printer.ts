@@ -7,7 +7,7 @@ import type { Expr } from './expr';
 import type { Tensor } from './tensor';
 
 const SPACED = new Set(['+', '-', '==', '!=', '<', '<=', '>', '>=', '&&', '||']);
-const FUNCTION_LIKE = new Set(['floordiv', 'floormod', 'min', 'max']);
+const FUNCTION_LIKE = new Set(['floordiv', 'floormod', 'truncdiv', 'truncmod', 'min', 'max']);
 
 /** Shortest decimal that reads back as the same float32. */
 export function formatFloat32(x: number): string {

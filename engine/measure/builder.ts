@@ -14,6 +14,7 @@ import { promises as fs } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
+import type { DType } from '../ir/expr';
 import { lowerGpu } from '../codegen/gpu';
 import { renderOpencl } from '../codegen/opencl';
 import { renderCuda, threadsOf, type CudaLaunchTable } from '../codegen/cuda';
@@ -81,7 +82,7 @@ export function renderCandidate(
   } catch (e) {
     return { ok: false, message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
   }
-  return { ok: true, code: wrapKernel(body, dag.inputs.length + dag.outputs.length), layouts };
+  return { ok: true, code: wrapKernel(body, dag.tensors.length, dag.tensors.map((t) => t.dtype)), layouts };
 }
 
 /**
@@ -120,8 +121,9 @@ function renderCudaCandidate(dag: ComputeDAG, steps: Step[], target: GpuTarget, 
  * The kernel keeps external linkage, as in the compiled model (compile/model.ts builds each
  * kernel as an object of its own), so a candidate is timed as the kernel that ships.
  */
-export function wrapKernel(kernelSource: string, nargs: number): string {
-  const args = Array.from({ length: nargs }, (_, i) => `args[${i}]`).join(', ');
+export function wrapKernel(kernelSource: string, nargs: number, dtypes: readonly DType[] = []): string {
+  // The worker's buffers are float words; an int32/bool argument is passed as an int32_t*.
+  const args = Array.from({ length: nargs }, (_, i) => ((dtypes[i] ?? 'float32') === 'float32' ? `args[${i}]` : `(int32_t*)args[${i}]`)).join(', ');
   return [
     C_PRELUDE,
     '#include "tensortune.h"',

@@ -147,7 +147,7 @@ test('--input with a wrong-size file: exit 2 and a message naming the input', as
 test('ABI mismatch: a clear error', async () => {
   const raw = await rawBench([file('abi99.so'), params]);
   assert.is(raw.exitCode, 2);
-  assert.match(raw.stderr, /^tt_bench: MODEL\.so '.*abi99\.so': built for tensortune ABI version 99, this runner speaks version 1; recompile/);
+  assert.match(raw.stderr, /^tt_bench: MODEL\.so '.*abi99\.so': built for tensortune ABI version 99, this runner speaks version 2; recompile/);
   await rejects(runBench({ model: file('abi99.so'), params, ...FAST }), UserError, /ABI version 99/);
 });
 

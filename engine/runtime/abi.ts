@@ -2,7 +2,10 @@
 
 /** Must equal TT_ABI_VERSION in native/include/tensortune.h; the native binaries report
  *  theirs (`tt_bench --version`, the ready line of tt_measure) and are refused if it differs. */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
+
+/** tt_tensor_info.dtype codes (TT_FLOAT32, TT_INT32, TT_BOOL). */
+export const ABI_DTYPE_CODES = { float32: 0, int32: 1, bool: 2 } as const;
 
 /** Bytes of a name kept in its file name (FILE_NAME_KEEP in native/bench/tt_bench.c). */
 const FILE_NAME_KEEP = 64;

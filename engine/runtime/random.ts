@@ -27,3 +27,13 @@ export function fillUniform(out: Float32Array, seed: number, stream: number): Fl
 export function uniform(length: number, seed: number, stream: number): Float32Array {
   return fillUniform(new Float32Array(length), seed, stream);
 }
+
+/**
+ * Input `stream` of a compiled model under `seed`, as tt_bench fills it when no file is
+ * given: float32 inputs uniform in [0, 1); int32 and bool inputs (ids, masks) 0 or 1 from
+ * the same stream (u >= 0.5), valid as an index into any axis of two or more and as a mask.
+ */
+export function modelInput(dtype: 'float32' | 'int32' | 'bool', length: number, seed: number, stream: number): Float32Array | Int32Array {
+  const u = uniform(length, seed, stream);
+  return dtype === 'float32' ? u : Int32Array.from(u, (x) => (x >= 0.5 ? 1 : 0));
+}

@@ -402,6 +402,12 @@ int main(int argc, char** argv) {
       if (tt_read_floats(what, file, buf, (size_t)n, err) != 0) die(EXIT_USAGE, "%s", err);
     } else {
       tt_fill_uniform(buf, (size_t)n, (uint32_t)seed, (uint32_t)i);
+      /* Integer inputs (ids, masks) get 0 or 1 from the same stream: valid as an index into
+         any axis of two or more, and as a mask (engine/runtime/random.ts, modelInput). */
+      if (t->dtype != TT_FLOAT32) {
+        int32_t* words = (int32_t*)(void*)buf;
+        for (long long k = 0; k < n; k++) words[k] = buf[k] >= 0.5f;
+      }
     }
     ctx.inputs[i] = buf;
   }

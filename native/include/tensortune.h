@@ -1,11 +1,12 @@
 /*
- * tensortune native ABI, version 1.
+ * tensortune native ABI, version 2.
  *
  * Two kinds of shared library meet the native binaries in this directory:
  *
  *  1. A compiled model (`model.so`, emitted by `tensortune compile`), loaded by
  *     tt_bench. It exports the tt_* functions declared below. Every tensor is
- *     float32, dense and row-major.
+ *     dense and row-major, of 4-byte elements: float32, int32, or bool stored as
+ *     int32 0/1 (tt_tensor_info.dtype). An ONNX model's int64 tensors are int32 here.
  *
  *  2. A measurement kernel (one candidate schedule of one task, emitted by the
  *     tuner), loaded by tt_measure. It exports one function of type
@@ -24,7 +25,7 @@
 extern "C" {
 #endif
 
-#define TT_ABI_VERSION 1
+#define TT_ABI_VERSION 2
 
 /* Generated code marks its exported entry points with TT_EXPORT so that they stay
    visible when the library is built with -fvisibility=hidden. */
@@ -36,12 +37,18 @@ extern "C" {
 
 /* ---- 1. compiled model ---------------------------------------------------- */
 
-/* One input or output: its name, rank and extents. float32, row-major. The
+/* Element types of tt_tensor_info.dtype. Every element is 4 bytes. */
+#define TT_FLOAT32 0
+#define TT_INT32 1
+#define TT_BOOL 2 /* int32 holding 0 or 1 */
+
+/* One input or output: its name, rank, extents and element type, row-major. The
    strings and arrays are owned by the library and live as long as it is loaded. */
 typedef struct {
   const char* name;
   int ndim;
   const int64_t* shape;
+  int dtype;
 } tt_tensor_info;
 
 /* TT_ABI_VERSION as seen by the library when it was built. A loader refuses a
@@ -63,7 +70,8 @@ int64_t tt_params_size(void);
 int tt_init(const float* params);
 
 /* Runs the model once: inputs[i] holds the elements of tt_input_info(i), outputs[i]
-   receives tt_output_info(i). Returns 0 on success, otherwise non-zero with a
+   receives tt_output_info(i) (pointers to 4-byte words: cast int32 and bool tensors'
+   buffers to float* to pass them). Returns 0 on success, otherwise non-zero with a
    message in tt_last_error(). tt_init must have succeeded first. */
 int tt_run(const float* const* inputs, float* const* outputs);
 

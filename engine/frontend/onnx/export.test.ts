@@ -58,7 +58,7 @@ for (const [name, layout] of [['mobilenet', 'NCHW'], ['mobilenet', 'NHWC'], ['re
     const session = await openOrtSession(bytes, 1, [net.inputShape]);
     const [got] = await session.run([x]);
     await session.release();
-    assertClose(got, want, 'ONNX Runtime', 1e-4);
+    assertClose(got as Float32Array, want, 'ONNX Runtime', 1e-4);
   });
 }
 
