@@ -269,9 +269,14 @@ function chain(g: Graph, nodes: readonly number[], output: number, external: (id
 export function groupDag(g: Graph, nodes: readonly number[], output: number): { dag: ComputeDAG; inputs: number[] } {
   // First pass: find the order in which the DAG first reads each external input.
   const probe = new Map<Tensor, number>();
+  // One placeholder per external node, however many times the group reads it (x * x).
+  const probed = new Map<number, Tensor>();
   const probeOut = chain(g, nodes, output, (id) => {
+    const known = probed.get(id);
+    if (known) return known;
     const t = placeholder(`ext${id}`, g.node(id).shape, g.node(id).dtype);
     probe.set(t, id);
+    probed.set(id, t);
     return t;
   });
   const firstUse = new ComputeDAG([uniqueNames(probeOut)]).inputs.map((t) => probe.get(t)!);

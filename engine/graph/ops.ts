@@ -64,7 +64,15 @@ export const OPS: Record<string, OpDef> = {
     compute: ([d, w], a) => conv2dWinogradNHWC(d, w, { padding: quad(a, 'padding'), tileSize: num(a, 'tileSize') as WinogradTile }),
   },
   dense: { pattern: OpPattern.OutEWiseFusable, compute: ([d, w]) => nn.dense(d, w) },
-  batch_matmul: { pattern: OpPattern.OutEWiseFusable, compute: ([a, b]) => nn.batchMatmul(a, b) },
+  // transA/transB as TOPI's transpose_a/transpose_b (default false/true: the NT form); batch axes
+  // broadcast; viewA/viewB read an operand through a split-reshape + transpose (nn.OperandView).
+  batch_matmul: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([a, b], at) => nn.batchMatmul(a, b, {
+      transA: at.transA as boolean | undefined, transB: at.transB as boolean | undefined,
+      viewA: at.viewA as nn.OperandView | undefined, viewB: at.viewB as nn.OperandView | undefined,
+    }),
+  },
   max_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('max') },
   avg_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('avg') },
   global_avg_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => nn.adaptivePool2d(d, [1, 1], 'avg', layoutOf(a)) },

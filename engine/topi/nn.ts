@@ -2,7 +2,7 @@
 // TVM's TOPI declares them so that printed tasks read like the seeds.
 
 import {
-  add, all, bool, cast, call, div, eq, f32, floordiv, floormod, ifThenElse, load, lt,
+  add, all, bool, cast, call, div, eq, f32, floordiv, floormod, ifThenElse, int, load, lt,
   max, maxReduce, mul, reduceAxis, select, sub, sum, type Expr,
 } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
@@ -100,23 +100,132 @@ export function depthwiseConv2dNCHW(data: Tensor, kernel: Tensor, p: Conv2dParam
   }, 'depthwise_conv2d_nchw');
 }
 
-/** dense: data [M, K] x weight [N, K] -> [M, N] (weight transposed, as in TVM). */
+/**
+ * dense: data [M, K] x weight [N, K] -> [M, N] (weight transposed, as in TVM). As Relay's
+ * nn.dense, data may have more leading axes ([..., K] -> [..., N]), so a linear layer over
+ * a sequence needs no reshape (and keeps its bias/activation epilogue).
+ */
 export function dense(data: Tensor, weight: Tensor): Tensor {
-  const [m, kd] = data.shape, [n, kw] = weight.shape;
+  const kd = data.shape[data.shape.length - 1], [n, kw] = weight.shape;
+  if (data.shape.length < 2 || weight.shape.length !== 2) throw new Error(`dense: data of rank ${data.shape.length} and weight of rank ${weight.shape.length} (need >= 2 and 2)`);
   if (kd !== kw) throw new Error(`dense: data has K=${kd}, weight has K=${kw}`);
   const k = reduceAxis('k', kd);
-  return compute('T_matmul_NT', [m, n], ['i', 'j'], (i, j) =>
-    sum(mul(load(data, [i, vr(k)]), load(weight, [j, vr(k)])), [k]), 'dense');
+  const lead = data.shape.slice(0, -1);
+  const names = lead.length === 1 ? ['i', 'j'] : [...lead.slice(0, -1).map((_, a) => `b${a}`), 'i', 'j'];
+  return compute('T_matmul_NT', [...lead, n], names, (...ax) =>
+    sum(mul(load(data, [...ax.slice(0, -1), vr(k)]), load(weight, [ax[ax.length - 1], vr(k)])), [k]), 'dense');
 }
 
-/** batch_matmul: x [B, M, K] x y [B, N, K] -> [B, M, N]; a batch of 1 broadcasts. */
-export function batchMatmul(x: Tensor, y: Tensor): Tensor {
-  const [bx, m, kx] = x.shape, [by, n, ky] = y.shape;
+/**
+ * How a batch_matmul operand reads its stored tensor: the operand is
+ * transpose(reshape(stored, shape), perm), where the reshape only splits axes (each stored
+ * axis is the product of consecutive `shape` axes, extent-1 axes anywhere). This is how
+ * attention's head split and K^T (Reshape [B, S, H*D] -> [B, S, H, D], Transpose) are
+ * read in place, through the index arithmetic, with no copy.
+ */
+export interface OperandView {
+  readonly shape: readonly number[];
+  readonly perm: readonly number[];
+}
+
+/** For each axis of `from`, the consecutive axes of `to` it splits into (extent-1 axes anywhere), or undefined. */
+export function splitGroups(from: readonly number[], to: readonly number[]): number[][] | undefined {
+  const groups: number[][] = [];
+  let p = 0;
+  for (const e of from) {
+    const g: number[] = [];
+    let prod = 1;
+    while (prod < e) {
+      if (p >= to.length) return undefined;
+      prod *= to[p];
+      g.push(p++);
+    }
+    if (prod !== e) return undefined;
+    groups.push(g);
+  }
+  for (; p < to.length; p++) {
+    if (to[p] !== 1 || groups.length === 0) return undefined;
+    groups[groups.length - 1].push(p);
+  }
+  return groups;
+}
+
+/** The shape an operand view gives a stored tensor of shape `stored` (throws when the view does not fit it). */
+export function viewShape(stored: readonly number[], view: OperandView | undefined): number[] {
+  if (!view) return [...stored];
+  const r = view.shape.length;
+  if (view.perm.length !== r || [...view.perm].sort((a, b) => a - b).some((p, i) => p !== i)) throw new Error(`operand view: perm [${view.perm.join(', ')}] is not a permutation of ${r} axes`);
+  if (!splitGroups(stored, view.shape)) throw new Error(`operand view: [${stored.join(', ')}] does not split into [${view.shape.join(', ')}]`);
+  return view.perm.map((p) => view.shape[p]);
+}
+
+/** The stored tensor's index for logical indices `idx` of a view of it. */
+function viewIndex(stored: readonly number[], view: OperandView | undefined, idx: readonly Expr[]): Expr[] {
+  if (!view) return [...idx];
+  const inner = new Array<Expr>(view.shape.length);
+  view.perm.forEach((p, i) => { inner[p] = idx[i]; });
+  return splitGroups(stored, view.shape)!.map((g) => {
+    let e: Expr | undefined;
+    for (const a of g) {
+      if (view.shape[a] === 1) continue;
+      const stride = g.filter((b) => b > a).reduce((acc, b) => acc * view.shape[b], 1);
+      const term = stride === 1 ? inner[a] : mul(inner[a], stride);
+      e = e ? add(e, term) : term;
+    }
+    return e ?? int(0);
+  });
+}
+
+export interface BatchMatmulOptions {
+  /** The logical x is stored [..., K, M] (default false: [..., M, K]). */
+  transA?: boolean;
+  /** The logical y is stored [..., N, K] (default true, TVM's NT form); false: [..., K, N]. */
+  transB?: boolean;
+  /** x's logical operand read through a view of the stored tensor (before transA). */
+  viewA?: OperandView;
+  /** y's logical operand read through a view of the stored tensor (before transB). */
+  viewB?: OperandView;
+}
+
+/** The broadcast batch shape of two batch shapes (numpy's rules, aligned on the right). */
+export function broadcastBatch(a: readonly number[], b: readonly number[], what = 'batch_matmul'): number[] {
+  const rank = Math.max(a.length, b.length);
+  return Array.from({ length: rank }, (_, i) => {
+    const x = a[i - rank + a.length] ?? 1, y = b[i - rank + b.length] ?? 1;
+    if (x !== y && x !== 1 && y !== 1) throw new Error(`${what}: batch mismatch ${x} vs ${y} ([${a.join(', ')}] and [${b.join(', ')}])`);
+    return Math.max(x, y);
+  });
+}
+
+/**
+ * batch_matmul (TOPI's, with its transpose_a/transpose_b): x [..., M, K] (transA: [..., K, M])
+ * times y [..., N, K] (the default transB) or [..., K, N] -> [..., M, N]. The batch axes
+ * broadcast as numpy's matmul does (extent 1, or absent, repeats); 3-D operands in the NT
+ * form are TVM's batch_matmul exactly. Transposes (and views) of the operands are read
+ * through the access pattern, never materialised.
+ */
+export function batchMatmul(x: Tensor, y: Tensor, opts: BatchMatmulOptions = {}): Tensor {
+  const transA = opts.transA ?? false, transB = opts.transB ?? true;
+  const xs = viewShape(x.shape, opts.viewA), ys = viewShape(y.shape, opts.viewB);
+  if (xs.length < 2 || ys.length < 2) throw new Error(`batch_matmul: operands of rank ${xs.length} and ${ys.length} (need >= 2)`);
+  const xr = xs.length, yr = ys.length;
+  const [m, kx] = transA ? [xs[xr - 1], xs[xr - 2]] : [xs[xr - 2], xs[xr - 1]];
+  const [n, ky] = transB ? [ys[yr - 2], ys[yr - 1]] : [ys[yr - 1], ys[yr - 2]];
   if (kx !== ky) throw new Error(`batch_matmul: K mismatch ${kx} vs ${ky}`);
-  if (bx !== by && bx !== 1 && by !== 1) throw new Error(`batch_matmul: batch mismatch ${bx} vs ${by}`);
+  const xb = xs.slice(0, -2), yb = ys.slice(0, -2);
+  const batch = broadcastBatch(xb, yb);
   const k = reduceAxis('k', kx);
-  return compute('T_batch_matmul_NT', [Math.max(bx, by), m, n], ['b', 'i', 'j'], (b, i, j) =>
-    sum(mul(load(x, [bx === 1 ? 0 : b, i, vr(k)]), load(y, [by === 1 ? 0 : b, j, vr(k)])), [k]), 'batch_matmul');
+  const names = batch.length === 1 ? ['b', 'i', 'j'] : [...batch.map((_, a) => `b${a}`), 'i', 'j'];
+  // An operand's batch index: its own axes aligned on the right, extent-1 axes read at 0 (TOPI's rule).
+  const batchIndex = (own: readonly number[], ax: readonly Expr[]): Expr[] =>
+    own.map((d, a) => (d === 1 ? int(0) : ax[a + batch.length - own.length]));
+  const name = `T_batch_matmul_${transA ? 'T' : 'N'}${transB ? 'T' : 'N'}`;
+  return compute(name, [...batch, m, n], names, (...ax) => {
+    const i = ax[batch.length], j = ax[batch.length + 1];
+    const xa = viewIndex(x.shape, opts.viewA, [...batchIndex(xb, ax), ...(transA ? [vr(k), i] : [i, vr(k)])]);
+    const ya = viewIndex(y.shape, opts.viewB, [...batchIndex(yb, ax), ...(transB ? [j, vr(k)] : [vr(k), j])]);
+    return sum(mul(load(x, xa), load(y, ya)), [k]);
+  }, 'batch_matmul');
 }
 
 export interface Pool2dParams {

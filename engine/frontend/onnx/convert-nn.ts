@@ -1,12 +1,12 @@
 // Converters of ONNX's neural-network operators (NCHW, as ONNX defines them): Conv,
-// Gemm, MatMul, BatchNormalization, the pools, Softmax and ReduceMean. The graph keeps
+// BatchNormalization, the pools, Softmax and ReduceMean (Gemm, MatMul, Einsum: convert-matmul.ts). The graph keeps
 // ONNX's NCHW layout; loadModel converts it to NHWC afterwards when asked.
 
-import { numElements, permute } from '../../ir/tensor';
-import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
+import { numElements } from '../../ir/tensor';
+import { UnsupportedError, type NodeView, type Value } from './context';
 import { axesOf, reshapeValue, type Converter } from './convert-tensor';
-import { floatTensor, normAxis } from './static';
-import { floatData } from './tensor';
+import { MATMUL_CONVERTERS } from './convert-matmul';
+import { normAxis } from './static';
 
 type Quad = [number, number, number, number];
 
@@ -71,65 +71,6 @@ const conv: Converter = {
 };
 
 const idOf = (v: Value): number => (v as { id: number }).id;
-
-/** dense(a, w [N, K]) from a static or computed weight given as [K, N] (transposed = false) or [N, K]. */
-function dense(n: NodeView, a: number, w: Value, transposed: boolean, suffix = ''): Value {
-  let weight: number;
-  if (transposed) weight = n.nodeOf(w, '_weight');
-  else if (w.kind === 'static') {
-    const [k, m] = w.t.shape;
-    weight = n.constant('_weight', [m, k], permute(floatData(w.t), [k, m], [1, 0]));
-  } else weight = idOf(n.op('transpose', [w.id], { axes: [1, 0] }, '_weight_t'));
-  return n.op('dense', [a, weight], {}, suffix);
-}
-
-function scaled(n: NodeView, v: Value, factor: number, suffix: string): Value {
-  if (factor === 1) return v;
-  if (v.kind === 'static') return staticValue(floatTensor(v.t.shape, Float32Array.from(v.t.data, (x) => x * factor)));
-  return n.op('multiply', [v.id, n.constant(`${suffix}_scale`, [], Float32Array.of(factor))], {}, suffix);
-}
-
-const gemm: Converter = {
-  attrs: ['alpha', 'beta', 'transA', 'transB', 'broadcast'],
-  convert(n) {
-    const alpha = n.attr.float('alpha', 1), beta = n.attr.float('beta', 1);
-    if (n.shape(0).length !== 2 || n.shape(1).length !== 2) throw new Error('Gemm needs 2-D A and B');
-    let a = n.node(0);
-    if (n.attr.int('transA', 0)) a = idOf(n.op('transpose', [a], { axes: [1, 0] }, '_a_t'));
-    const b = n.input(1);
-    const transB = n.attr.int('transB', 0) === 1;
-    // alpha goes into a static B, or multiplies the product.
-    const bScaled = b.kind === 'static' ? scaled(n, b, alpha, '_b') : b;
-    let y = dense(n, a, bScaled, transB);
-    if (b.kind !== 'static') y = scaled(n, y, alpha, '_alpha');
-    const c = n.optional(2);
-    if (c && beta !== 0) {
-      const cs = scaled(n, c, beta, '_c');
-      y = n.op('add', [idOf(y), n.nodeOf(cs, '_c')], {}, '_add');
-    }
-    return [y];
-  },
-};
-
-const matmul: Converter = {
-  attrs: [],
-  convert(n) {
-    const as = n.shape(0), bs = n.shape(1);
-    const b = n.input(1);
-    if (as.length >= 2 && bs.length === 2) {
-      const [k, m] = bs;
-      if (as[as.length - 1] !== k) throw new Error(`MatMul: [${as.join(', ')}] x [${bs.join(', ')}]`);
-      const flat = reshapeValue(n, n.input(0), [numElements(as.slice(0, -1)), k], '_flat');
-      const y = dense(n, n.nodeOf(flat, '_a'), b, false, as.length === 2 ? '' : '_dense');
-      return [reshapeValue(n, y, [...as.slice(0, -1), m])];
-    }
-    if (as.length === 3 && bs.length === 3) {
-      const bT = idOf(n.op('transpose', [n.nodeOf(b, '_b')], { axes: [0, 2, 1] }, '_b_t'));
-      return [n.op('batch_matmul', [n.node(0), bT])];
-    }
-    throw new UnsupportedError(`MatMul of ranks ${as.length} and ${bs.length} (supported: A of rank >= 2 with a 2-D B, or two 3-D batches)`);
-  },
-};
 
 const batchNorm: Converter = {
   attrs: ['epsilon', 'momentum', 'training_mode', 'spatial', 'is_test', 'consumed_inputs'],
@@ -222,8 +163,7 @@ const reduceMean: Converter = {
 
 export const NN_CONVERTERS: Record<string, Converter> = {
   Conv: conv,
-  Gemm: gemm,
-  MatMul: matmul,
+  ...MATMUL_CONVERTERS,
   BatchNormalization: batchNorm,
   MaxPool: pool('max'),
   AveragePool: pool('avg'),
