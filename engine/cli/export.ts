@@ -54,7 +54,7 @@ export const exportCommand: Command = {
       if (code) throw new UserError(`--out ${out}: cannot write (${code})`);
       throw e;
     }
-    io.out(`wrote ${out} (${net.name}, input ${net.inputName} [${net.inputShape.join(', ')}])\n`);
+    io.out(`wrote ${out} (${net.name}, input${net.inputs.length > 1 ? 's' : ''} ${net.inputs.map((i) => `${i.name} [${i.shape.join(', ')}]`).join(', ')})\n`);
     return 0;
   },
 };

@@ -5,7 +5,7 @@
 import type { Graph } from '../graph/graph';
 import path from 'node:path';
 import { getNetwork, type NetworkOptions } from './networks';
-import { loadOnnx } from './onnx/import';
+import { loadOnnx, type InputShape } from './onnx/import';
 
 /** Whether a model reference names an ONNX file (rather than a builtin network). */
 export const isOnnxPath = (model: string): boolean => model.toLowerCase().endsWith('.onnx');
@@ -14,6 +14,8 @@ export const isOnnxPath = (model: string): boolean => model.toLowerCase().endsWi
 export interface ModelSpec extends NetworkOptions {
   /** A builtin network name (see NETWORK_NAMES) or a path to a model file. */
   model: string;
+  /** A model file's input shapes (--input-shapes, a network's `inputs`): they fix its symbolic dimensions. */
+  inputShapes?: readonly InputShape[];
 }
 
 export interface LoadedModel {
@@ -22,8 +24,8 @@ export interface LoadedModel {
   /** The ONNX file's absolute path (absent for a builtin network). */
   file?: string;
   graph: Graph;
-  /** Graph input names and shapes, in order. */
-  inputs: { name: string; shape: readonly number[] }[];
+  /** Graph input names, shapes and element types, in order. */
+  inputs: { name: string; shape: readonly number[]; dtype?: 'float32' | 'int32' | 'bool' }[];
   /** The model's output names, in graph.outputs order (absent for a builtin network: `output`, `output0`, ...). */
   outputs?: string[];
 }
@@ -32,11 +34,11 @@ export function loadModel(spec: ModelSpec): LoadedModel {
   if (isOnnxPath(spec.model)) {
     // The file carries its own weights and input shape; batch sizes a symbolic batch dimension.
     const file = path.resolve(spec.model);
-    const m = loadOnnx(file, { batch: spec.batch, layout: spec.layout });
+    const m = loadOnnx(file, { batch: spec.batch, layout: spec.layout, inputShapes: spec.inputShapes });
     return { name: file, file, graph: m.graph, inputs: m.inputs, outputs: m.outputs };
   }
   const net = getNetwork(spec.model, {
     batch: spec.batch, layout: spec.layout, imageSize: spec.imageSize, seed: spec.seed, randomStats: spec.randomStats, weights: spec.weights,
   });
-  return { name: net.name, graph: net.graph, inputs: [{ name: net.inputName, shape: net.inputShape }] };
+  return { name: net.name, graph: net.graph, inputs: net.inputs.map(({ name, shape }) => ({ name, shape })) };
 }

@@ -1,15 +1,17 @@
 // The builtin networks, mirroring TVM's `relay.testing` workloads, by name:
-//   getNetwork('resnet-18', { layout: 'NCHW' }) -> { graph, inputName, inputShape, outputShape }
+//   getNetwork('resnet-18', { layout: 'NCHW' }) -> { graph, inputs, inputName, inputShape, outputShape }
 // Weights are random (TVM's Xavier rules, our own seeded PRNG: see init.ts), so these are
 // for tuning, benchmarking and testing, not for classifying images.
 
 import { UserError } from '../errors';
 import { didYouMean } from '../suggest';
 import type { ConstantNode, Graph } from '../graph/graph';
+import type { DType } from '../ir/expr';
 import type { Layout } from '../topi/nn';
 import { NetBuilder, type BuildOptions } from './builder';
 import { INCEPTION_MIN_IMAGE, inceptionV3 } from './inception';
 import { mobilenet } from './mobilenet';
+import { mobilenetV2 } from './mobilenet-v2';
 import { RESNET_DEPTHS, RESNET_MIN_IMAGE, resnet } from './resnet';
 import { squeezenet } from './squeezenet';
 import { VGG_DEPTHS, vgg } from './vgg';
@@ -29,12 +31,22 @@ export interface NetworkOptions {
   weights?: 'random' | 'zeros';
 }
 
+export interface NetworkInput {
+  readonly name: string;
+  readonly shape: readonly number[];
+  /** float32 for images; int32 for token ids and masks (ONNX int64 in an exported model). */
+  readonly dtype: DType;
+}
+
 export interface Network {
   readonly name: string;
   readonly graph: Graph;
+  /** Every graph input, in order. */
+  readonly inputs: readonly NetworkInput[];
+  /** The first input's name and shape (an image network's only input). */
   readonly inputName: string;
   readonly inputShape: readonly number[];
-  /** [batch, 1000]: softmax probabilities. */
+  /** The (single) output's shape: [batch, 1000] softmax probabilities for the classifiers, [batch, 128, 768] hidden states for bert-base. */
   readonly outputShape: readonly number[];
 }
 
@@ -42,6 +54,8 @@ interface Entry {
   readonly build: (b: NetBuilder) => number;
   readonly defaultImage: number;
   readonly minImage: number;
+  /** The network reads no image (token ids): imageSize does not apply. */
+  readonly noImage?: boolean;
 }
 
 const ENTRIES = new Map<string, Entry>();
@@ -52,6 +66,7 @@ for (const d of VGG_DEPTHS) ENTRIES.set(`vgg-${d}-bn`, { build: (b) => vgg(b, d,
 ENTRIES.set('squeezenet_v1.0', { build: (b) => squeezenet(b, '1.0'), defaultImage: 224, minImage: 29 });
 ENTRIES.set('squeezenet_v1.1', { build: (b) => squeezenet(b, '1.1'), defaultImage: 224, minImage: 29 });
 ENTRIES.set('inception_v3', { build: inceptionV3, defaultImage: 299, minImage: INCEPTION_MIN_IMAGE });
+ENTRIES.set('mobilenet_v2', { build: mobilenetV2, defaultImage: 224, minImage: 32 });
 
 /** Every builtin network name. */
 export const NETWORK_NAMES: readonly string[] = [...ENTRIES.keys()];
@@ -70,6 +85,7 @@ function resolveOptions(name: string, entry: Entry, opts: NetworkOptions): Build
   if (typeof opts !== 'object' || opts === null) throw new UserError(`network ${name}: options must be an object with keys ${OPTION_KEYS.join(', ')}`);
   const unknown = Object.keys(opts).filter((k) => !OPTION_KEYS.includes(k));
   if (unknown.length) throw new UserError(`network ${name}: unknown option(s) ${unknown.join(', ')} (expected: ${OPTION_KEYS.join(', ')})`);
+  if (entry.noImage && opts.imageSize !== undefined) throw new UserError(`network ${name}: imageSize does not apply (its inputs are token ids, not an image)`);
   const { batch = 1, layout = 'NHWC', imageSize = entry.defaultImage, seed = 0, randomStats = false, weights = 'random' } = opts;
   if (!isPositiveInt(batch)) throw new UserError(`network ${name}: batch must be a positive integer, got ${String(batch)}`);
   if (layout !== 'NHWC' && layout !== 'NCHW') throw new UserError(`network ${name}: layout must be 'NHWC' or 'NCHW', got ${JSON.stringify(layout)}`);
@@ -91,8 +107,8 @@ export function getNetwork(name: string, opts: NetworkOptions = {}): Network {
   const b = new NetBuilder(resolveOptions(name, entry, opts));
   const out = entry.build(b);
   b.graph.outputs = [out];
-  const input = b.graph.nodes.find((n) => n.op === 'input')!;
-  return { name, graph: b.graph, inputName: input.name, inputShape: input.shape, outputShape: b.graph.node(out).shape };
+  const inputs = b.graph.nodes.filter((n) => n.op === 'input').map((n) => ({ name: n.name, shape: n.shape, dtype: n.dtype }));
+  return { name, graph: b.graph, inputs, inputName: inputs[0].name, inputShape: inputs[0].shape, outputShape: b.graph.node(out).shape };
 }
 
 /** Number of parameter values (elements of all constants) in a graph. */
