@@ -207,10 +207,6 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
     if (isModelFile(n.model)) {
       if (!/\.onnx$/i.test(n.model)) throw new ConfigError(label, `${at}.model`, `expected an .onnx file or a builtin network name, got ${show(n.model)}`);
       if (!existsSync(path.resolve(dir, n.model))) throw new ConfigError(label, `${at}.model`, `model file ${show(n.model)} not found (relative to ${label})`);
-      const shapes = Object.values(n.inputs ?? {});
-      if (n.batch !== undefined && shapes.some((s) => s[0] !== n.batch)) {
-        throw new ConfigError(label, `${at}.inputs`, `the first (batch) dimension of every input must equal batch ${n.batch}`);
-      }
       if (n.imageSize !== undefined) throw new ConfigError(label, `${at}.imageSize`, 'applies to builtin networks only (a model file fixes its input size; use inputs)');
     } else {
       if (!NETWORK_NAMES.includes(n.model)) {

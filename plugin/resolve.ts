@@ -99,7 +99,8 @@ export function resolveRun(
   const modelFile = isModelFile(net.model) ? path.resolve(loaded.dir, net.model) : undefined;
   // A model file's symbolic batch dimension comes from batch, else from the inputs' shapes.
   const batch = net.batch ?? Object.values(net.inputs ?? {})[0]?.[0];
-  const spec: ModelSpec = { model: modelFile ?? net.model, batch, layout: net.layout, imageSize: net.imageSize };
+  const inputShapes = net.inputs && modelFile ? Object.entries(net.inputs).map(([name, shape]) => ({ name, shape })) : undefined;
+  const spec: ModelSpec = { model: modelFile ?? net.model, batch, layout: net.layout, imageSize: net.imageSize, ...(inputShapes ? { inputShapes } : {}) };
   const store = storeDir(loaded);
   const out = path.join(outDir(loaded), network);
   return {

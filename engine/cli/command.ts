@@ -119,6 +119,8 @@ export interface ModelFlags {
   batch: number;
   /** Builtin networks only. */
   imageSize?: number;
+  /** Model files only: --input-shapes as given (they fix symbolic dimensions; the importer checks them). */
+  inputShapes?: { name?: string; shape: number[] }[];
 }
 
 /** `"data:[1,3,224,224] mask:[1,8]"` (tvmc's --input-shapes) -> names (optional) and shapes. */
@@ -127,9 +129,10 @@ export function parseInputShapes(text: string): { name?: string; shape: number[]
   const bad = (): UserError => new UserError(`bad --input-shapes '${text}' (expected NAME:[D,D,...] or [D,D,...] per input, separated by spaces)`);
   if (tokens.length === 0) throw bad();
   return tokens.map((token) => {
-    const m = /^(?:([^[\]]+):)?\[([1-9]\d*(?:,[1-9]\d*)*)\]$/.exec(token);
+    // `[]` is a scalar's shape.
+    const m = /^(?:([^[\]]+):)?\[((?:[1-9]\d*(?:,[1-9]\d*)*)?)\]$/.exec(token);
     if (!m) throw bad();
-    return { ...(m[1] === undefined ? {} : { name: m[1] }), shape: m[2].split(',').map(Number) };
+    return { ...(m[1] === undefined ? {} : { name: m[1] }), shape: m[2] === '' ? [] : m[2].split(',').map(Number) };
   });
 }
 
@@ -157,8 +160,7 @@ export function modelFlags(
   }
   const text = values['input-shapes'];
   const shapes = parseInputShapes(text);
-  const batch = shapes[0].shape[0];
-  if (shapes.some((s) => s.shape[0] !== batch)) throw new UserError(`--input-shapes '${text}': every input's first (batch) dimension must be the same`);
+  const batch = shapes[0].shape[0] ?? 1;
   let imageSize: number | undefined;
   if (models.length > files.length) {
     const s = shapes[0].shape;
@@ -169,7 +171,8 @@ export function modelFlags(
     imageSize = h;
   }
   for (const model of models) {
-    const { name, inputs } = loadModel({ model, layout, batch, imageSize, weights: 'zeros' });
+    // A model file takes the shapes (the importer checks them against its inputs); a builtin network is checked here.
+    const { name, inputs } = loadModel({ model, layout, batch, imageSize, weights: 'zeros', ...(isOnnxPath(model) ? { inputShapes: shapes } : {}) });
     const show = (s: readonly number[]): string => `[${s.join(',')}]`;
     if (inputs.length !== shapes.length) throw new UserError(`--input-shapes '${text}' gives ${shapes.length} input(s); ${name} has ${inputs.length}: ${inputs.map((i) => `${i.name}:${show(i.shape)}`).join(' ')}`);
     for (const [i, s] of shapes.entries()) {
@@ -180,5 +183,5 @@ export function modelFlags(
       }
     }
   }
-  return { layout, batch, imageSize };
+  return { layout, batch, imageSize, ...(files.length > 0 ? { inputShapes: shapes } : {}) };
 }

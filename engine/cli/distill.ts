@@ -65,11 +65,11 @@ export const distillCommand: Command = {
         throw new UserError(`unknown --network '${n}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})`);
       }
     }
-    const { layout, batch, imageSize } = modelFlags(values, networks);
+    const { layout, batch, imageSize, inputShapes } = modelFlags(values, networks);
     // Loaded before any lock is taken: tasks are extracted as tune extracts them (the weights do not change a key).
     const dags = new Map<string, ComputeDAG>();
     for (const model of networks) {
-      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
+      for (const task of extractTasks(loadModel({ model, layout, batch, imageSize, inputShapes, weights: 'zeros' }).graph)) dags.set(task.key, task.dag);
     }
     const out = aliased(values, 'out', 'output') ?? defaultDistillOutput(positionals[0]);
     const result = await distillFiles(positionals, out, { dags: networks.length > 0 ? dags : undefined, warn: (m) => io.err(`tensortune distill: warning: ${m}\n`) });

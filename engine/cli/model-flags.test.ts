@@ -30,7 +30,8 @@ test('parseInputShapes: tvmc\'s NAME:[D,...] per input, the name optional, space
   assert.equal(parseInputShapes('data:[1,3,224,224]'), [{ name: 'data', shape: [1, 3, 224, 224] }]);
   assert.equal(parseInputShapes('[2, 64, 64, 3]'), [{ shape: [2, 64, 64, 3] }]);
   assert.equal(parseInputShapes('x:0:[1,8] mask:[1, 8]'), [{ name: 'x:0', shape: [1, 8] }, { name: 'mask', shape: [1, 8] }]);
-  for (const bad of ['', '1,3,224,224', 'data:[1,0,4]', 'data:[]', 'data:[1,2']) {
+  assert.equal(parseInputShapes('x:[1,16000] sr:[]'), [{ name: 'x', shape: [1, 16000] }, { name: 'sr', shape: [] }], 'a scalar is []');
+  for (const bad of ['', '1,3,224,224', 'data:[1,0,4]', 'data:[,]', 'data:[1,2']) {
     throws(() => parseInputShapes(bad), /^bad --input-shapes '.*' \(expected NAME:\[D,D,\.\.\.\] or \[D,D,\.\.\.\] per input, separated by spaces\)$/);
   }
 });
@@ -57,8 +58,9 @@ test('modelFlags: mistakes are one line naming the flag and what was expected', 
 test('modelFlags on an ONNX model: --input-shapes is checked against the file\'s inputs', () => {
   const file = path.join(dir, 'small.onnx');
   writeOnnxFile(file, getNetwork('mobilenet', { layout: 'NCHW', imageSize: 32 }).graph, { name: 'small' });
-  assert.equal(modelFlags({ 'input-shapes': 'data:[1,3,32,32]' }, [file]), { layout: 'NHWC', batch: 1, imageSize: undefined });
-  throws(() => modelFlags({ 'input-shapes': 'data:[1,3,64,64]' }, [file]), /^--input-shapes 'data:\[1,3,64,64\]': .*small\.onnx's input 'data' is \[1,3,32,32\], not \[1,3,64,64\]$/);
+  assert.equal(modelFlags({ 'input-shapes': 'data:[1,3,32,32]' }, [file]), { layout: 'NHWC', batch: 1, imageSize: undefined, inputShapes: [{ name: 'data', shape: [1, 3, 32, 32] }] });
+  throws(() => modelFlags({ 'input-shapes': 'data:[1,3,64,64]' }, [file]), /small\.onnx: graph input 'data' is \[1, 3, 32, 32\]; the shape given for it, \[1, 3, 64, 64\], differs in dimension 2$/);
+  throws(() => modelFlags({ 'input-shapes': 'image:[1,3,32,32]' }, [file]), /small\.onnx: a shape is given for input 'image', which the graph does not have \(its inputs: data\)$/);
 });
 
 test('aliased: a flag under its name or its alias, not both', () => {

@@ -71,8 +71,8 @@ export const tasksCommand: Command = {
     if (!NETWORK_NAMES.includes(network) && !network.endsWith('.onnx')) {
       throw new UserError(`unknown network '${network}' (expected a model.onnx file or one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(network)}`);
     }
-    const { layout, batch, imageSize } = modelFlags(values, [network]);
-    const { graph } = loadModel({ model: network, layout, batch, imageSize, weights: 'zeros' });
+    const { layout, batch, imageSize, inputShapes } = modelFlags(values, [network]);
+    const { graph } = loadModel({ model: network, layout, batch, imageSize, inputShapes, weights: 'zeros' });
     const tasks = extractTasks(graph);
     io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks));
     return 0;

@@ -8,7 +8,8 @@ import { Graph } from '../../graph/graph';
 import type { Attrs } from '../../graph/ops';
 import { AttributeType, type AttributeMessage, type NodeMessage } from './schema';
 import { numElements } from '../../ir/tensor';
-import { floatData, OnnxFormatError, tensorFromProto, type StaticTensor } from './tensor';
+import type { DType } from '../../ir/expr';
+import { constantData, OnnxFormatError, tensorFromProto, type StaticTensor } from './tensor';
 
 export type Value = { readonly kind: 'node'; readonly id: number } | { readonly kind: 'static'; readonly t: StaticTensor };
 
@@ -116,6 +117,9 @@ export class NodeView {
 
   shape(i: number): readonly number[] { return this.cx.shapeOf(this.input(i)); }
 
+  /** The element type input `i` has in our graph (float32, int32 or bool). */
+  dtype(i: number): DType { return this.cx.dtypeOf(this.input(i)); }
+
   /** An op node of our graph, named after this ONNX node. */
   op(op: string, inputs: readonly number[], attrs: Attrs = {}, suffix = ''): Value {
     return nodeValue(this.cx.graph.op(op, inputs, attrs, `${this.name}${suffix}`));
@@ -124,7 +128,9 @@ export class NodeView {
   /** A value as a graph node id; a static one becomes a constant named after this node (+ suffix). */
   nodeOf(v: Value, suffix: string): number {
     if (v.kind === 'node') return v.id;
-    return this.constant(suffix, v.t.shape, floatData(v.t));
+    if (v.t.type === 'float') return this.constant(suffix, v.t.shape, v.t.data);
+    const { data, dtype } = constantData(v.t, `${this.name}${suffix}`);
+    return this.cx.graph.constant(`${this.name}${suffix}`, v.t.shape, data, dtype);
   }
 
   /** A float constant of our graph. */
@@ -145,8 +151,12 @@ export class ImportContext {
   private readonly materialized = new Map<StaticTensor, number>();
   private readonly names = new Map<StaticTensor, string>();
 
-  constructor(modelDir: string) {
+  /** The model file, as messages name it. */
+  readonly fileName: string;
+
+  constructor(modelDir: string, fileName = 'model.onnx') {
     this.modelDir = modelDir;
+    this.fileName = fileName;
   }
 
   has(name: string): boolean { return this.values.has(name); }
@@ -166,16 +176,23 @@ export class ImportContext {
     return v.kind === 'node' ? this.graph.node(v.id).shape : v.t.shape;
   }
 
-  /** The graph node of a value: a static tensor becomes a float constant (once). */
+  /** The graph node of a value: a static tensor becomes a constant (once), float32 or int32/bool as its type. */
   nodeOf(v: Value): number {
     if (v.kind === 'node') return v.id;
     let id = this.materialized.get(v.t);
     if (id === undefined) {
-      const data = floatData(v.t);
+      const name = this.names.get(v.t) ?? `const_${this.graph.nodes.length}`;
+      const { data, dtype } = constantData(v.t, `constant '${name}'`);
       if (numElements(v.t.shape) !== data.length) throw new OnnxFormatError(`constant of shape [${v.t.shape.join(', ')}] has ${data.length} values`);
-      id = this.graph.constant(this.names.get(v.t) ?? `const_${this.graph.nodes.length}`, v.t.shape, data);
+      id = this.graph.constant(name, v.t.shape, data, dtype);
       this.materialized.set(v.t, id);
     }
     return id;
+  }
+
+  /** The element type of a value in our graph: a node's dtype; a static tensor's as constantData gives it. */
+  dtypeOf(v: Value): DType {
+    if (v.kind === 'node') return this.graph.node(v.id).dtype;
+    return v.t.type === 'float' ? 'float32' : v.t.bool ? 'bool' : 'int32';
   }
 }

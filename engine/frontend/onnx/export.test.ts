@@ -48,7 +48,7 @@ for (const [name, layout] of [['mobilenet', 'NCHW'], ['mobilenet', 'NHWC'], ['re
     const net = getNetwork(name, { layout, imageSize: IMAGE, randomStats: true });
     const bytes = exportOnnx(net.graph);
     const model = importOnnx(bytes, 'exported.onnx');
-    assert.equal(model.inputs, [{ name: 'data', shape: [...net.inputShape] }]);
+    assert.equal(model.inputs, [{ name: 'data', shape: [...net.inputShape], dtype: 'float32' }]);
     const x = uniform(net.inputShape.reduce((a, b) => a * b, 1), 3, 0);
     const feeds = new Map([['data', x]]);
     const [want] = runGraph(net.graph, feeds) as Float32Array[];

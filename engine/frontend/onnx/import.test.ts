@@ -117,8 +117,8 @@ test('ReduceMean, Squeeze/Unsqueeze, Transpose, Concat, MatMul, Sub/Div/Mul, Dro
 
 test('symbolic batch takes the batch option; a fixed batch must match', () => {
   const bytes = new OnnxModelBuilder().input('x', ['batch', 3]).node('Relu', ['x'], ['y']).output('y').build();
-  assert.equal(importOnnx(bytes, 'm.onnx', { batch: 4 }).inputs, [{ name: 'x', shape: [4, 3] }]);
-  assert.equal(importOnnx(bytes, 'm.onnx').inputs, [{ name: 'x', shape: [1, 3] }]);
+  assert.equal(importOnnx(bytes, 'm.onnx', { batch: 4 }).inputs, [{ name: 'x', shape: [4, 3], dtype: 'float32' }]);
+  assert.equal(importOnnx(bytes, 'm.onnx').inputs, [{ name: 'x', shape: [1, 3], dtype: 'float32' }]);
   const fixed = new OnnxModelBuilder().input('x', [2, 3]).node('Relu', ['x'], ['y']).output('y').build();
   assert.throws(() => importOnnx(fixed, 'm.onnx', { batch: 4 }), (e: Error) => e instanceof UserError && /fixed batch of 2/.test(e.message));
 });
@@ -226,7 +226,8 @@ test('not ONNX, truncated, wrong opset, no graph: clear UserErrors naming the fi
   expectError(new TextEncoder().encode('this is not a model at all\n'), /not an ONNX model/);
   expectError(good.subarray(0, good.length - 7), /not an ONNX model, or a truncated one/);
   expectError(new Uint8Array(0), /not an ONNX model/);
-  expectError(new OnnxModelBuilder(9).input('x', [1]).node('Relu', ['x'], ['y']).output('y').build(), /opset 9 is not supported \(expected 11-21;/);
+  expectError(new OnnxModelBuilder(6).input('x', [1]).node('Relu', ['x'], ['y']).output('y').build(), /opset 6 is not supported \(expected 7-28;/);
+  expectError(new OnnxModelBuilder(13).input('x', [1]).node('Relu', ['x'], ['y']).node('Neg', ['x'], ['y']).output('y').build(), /^model\.onnx: value 'y' is defined twice \(again by Neg 'y'\); ONNX requires each value name to be defined once$/);
   expectError(new OnnxModelBuilder(13).input('x', [1]).node('Relu', ['z'], ['y']).output('y').build(), /value 'z' is used before it is defined/);
 });
 

@@ -1,11 +1,16 @@
-// ONNX import: a .onnx file (ModelProto, opsets 11-21) -> our graph IR.
+// ONNX import: a .onnx file (ModelProto, opsets 7-28) -> our graph IR.
 //
 // The graph keeps the model's NCHW operators; `loadOnnx` then converts convs and pools
 // to the layout asked for (NHWC by default) with convertLayout, which keeps the model's
 // own input and output layout at the boundary. Everything wrong with a file is a single
 // UserError naming the file: not a protobuf ModelProto, truncated, an opset outside
-// 11-21, or, listed all at once, every node whose operator or attribute we do not
-// support (op type and node name).
+// 7-28, a value defined twice, or, listed all at once, every node whose operator or
+// attribute we do not support (op type and node name). Converters read each operator as
+// its version at the model's opset defines it (n.opset), which is how opsets 7-10 come in.
+//
+// Inputs: float32; int64/int32/int16/int8/uint8/uint16/uint32 inputs run as int32 (ids,
+// masks, indices); bool as bool. Symbolic dimensions: the first takes `batch` (default 1);
+// any dimension, and a scalar, can be fixed with `inputShapes` (tvmc's --input-shapes).
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -17,26 +22,33 @@ import type { Layout } from '../../topi/nn';
 import { ImportContext, NodeView, UnsupportedError, nodeValue, staticValue, type Value } from './context';
 import { NN_CONVERTERS } from './convert-nn';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
-import { decodeModel, DataType, type GraphMessage, type ModelMessage, type ValueInfo } from './schema';
+import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, tensorFromProto } from './tensor';
+import type { DType } from '../../ir/expr';
 
-export const MIN_OPSET = 11;
-export const MAX_OPSET = 21;
+export const MIN_OPSET = 7;
+/** The newest opset of the pinned onnx package (1.23). */
+export const MAX_OPSET = 28;
 
 const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS };
 
 /** The ONNX operators the importer converts. */
 export const SUPPORTED_OPS: readonly string[] = Object.keys(CONVERTERS).sort();
 
+/** A shape for one graph input: by name, or (unnamed) by position. */
+export interface InputShape { readonly name?: string; readonly shape: readonly number[] }
+
 export interface OnnxImportOptions {
-  /** Size of a symbolic first input dimension (default 1); a fixed one must match. */
+  /** Size of a symbolic first input dimension (default 1). A fixed first dimension is kept; a batch other than 1 for a model whose inputs all fix theirs is refused. */
   batch?: number;
+  /** Shapes of the inputs (all named, or all by position): they fix symbolic dimensions; a fixed dimension must match. */
+  inputShapes?: readonly InputShape[];
 }
 
 export interface OnnxModel {
   /** The graph, in the model's own (NCHW) layout. */
   graph: Graph;
-  inputs: { name: string; shape: number[] }[];
+  inputs: { name: string; shape: number[]; dtype: DType }[];
   /** The model's output names, in graph.outputs order. */
   outputs: string[];
   opset: number;
@@ -60,27 +72,52 @@ function opsetOf(model: ModelMessage, file: string): number {
   return v;
 }
 
-function inputShape(vi: ValueInfo, file: string, batch: number | undefined): number[] {
+/** The element type an ONNX input type runs as, or undefined when we cannot run it. */
+function inputDtype(elemType: number | undefined): DType | undefined {
+  switch (elemType) {
+    case DataType.FLOAT: return 'float32';
+    case DataType.BOOL: return 'bool';
+    case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
+    case DataType.UINT32: case DataType.UINT16: case DataType.UINT8:
+      return 'int32';
+    default: return undefined;
+  }
+}
+
+const showShape = (s: readonly (number | string)[]): string => `[${s.join(', ')}]`;
+
+/** The shape of graph input `vi` (position `index`): its fixed dims, symbolic ones from `given` or the batch. */
+function inputShape(vi: ValueInfo, index: number, file: string, opts: OnnxImportOptions): { shape: number[]; symbolicBatch: boolean } {
   const name = vi.name ?? '';
   const tt = vi.type?.tensor_type;
   if (!tt) throw new UserError(`${file}: graph input '${name}' is not a tensor`);
-  if (tt.elem_type !== DataType.FLOAT) throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}, only float inputs are supported`);
-  if (!tt.shape) throw new UserError(`${file}: graph input '${name}' has no shape`);
-  const dims = (tt.shape.dim ?? []).map((d, i) => {
-    if (d.dim_value !== undefined && !(i === 0 && d.dim_value === 0 && d.dim_param)) return d.dim_value;
-    if (i === 0) return batch ?? 1;
-    throw new UserError(`${file}: graph input '${name}' has a symbolic dimension ${i} ('${d.dim_param ?? '?'}'); only the first (batch) dimension may be symbolic`);
+  if (!inputDtype(tt.elem_type)) {
+    throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}; supported input types: FLOAT, the integer types (run as int32) and BOOL`);
+  }
+  const given = opts.inputShapes?.find((s, i) => (s.name === undefined ? i === index : s.name === name))?.shape;
+  const declared = tt.shape?.dim;
+  if (!declared && !given) throw new UserError(`${file}: graph input '${name}' has no shape (give one with --input-shapes ${name}:[...])`);
+  const dims = (declared ?? given!.map((d): Dimension => ({ dim_value: d }))).map((d) => (d.dim_value !== undefined && !(d.dim_value === 0 && d.dim_param) ? d.dim_value : d.dim_param || '?'));
+  if (given && given.length !== dims.length) {
+    throw new UserError(`${file}: graph input '${name}' has rank ${dims.length} ${showShape(dims)}; the shape given for it, ${showShape(given)}, has rank ${given.length}`);
+  }
+  let symbolicBatch = false;
+  const shape = dims.map((d, i) => {
+    if (typeof d === 'number') {
+      if (given && given[i] !== d) throw new UserError(`${file}: graph input '${name}' is ${showShape(dims)}; the shape given for it, ${showShape(given)}, differs in dimension ${i}`);
+      return d;
+    }
+    if (given) return given[i];
+    if (i === 0) { symbolicBatch = true; return opts.batch ?? 1; }
+    throw new UserError(`${file}: graph input '${name}' ${showShape(dims)} has a symbolic dimension ${i} ('${d}'); fix it with --input-shapes ${name}:[${dims.map((x, k) => (typeof x === 'number' ? x : k === 0 ? (opts.batch ?? 1) : 'N')).join(',')}] (or the network's inputs in the config)`);
   });
   try {
-    checkedDims(dims, `graph input '${name}'`);
+    checkedDims(shape, `graph input '${name}'`);
   } catch (e) {
     throw new UserError(`${file}: ${messageOf(e)}`);
   }
-  if (dims.some((d) => d === 0)) throw new UserError(`${file}: graph input '${name}' has an empty dimension [${dims.join(', ')}]`);
-  if (batch !== undefined && dims.length > 0 && dims[0] !== batch) {
-    throw new UserError(`${file}: graph input '${name}' has a fixed batch of ${dims[0]}, cannot use batch ${batch}`);
-  }
-  return dims;
+  if (shape.some((d) => d === 0)) throw new UserError(`${file}: graph input '${name}' has an empty dimension [${shape.join(', ')}]`);
+  return { shape, symbolicBatch };
 }
 
 /** Convert the nodes of `g`; returns the issues (unsupported nodes and broken ones). */
@@ -89,6 +126,9 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
   for (const msg of g.node ?? []) {
     const n = new NodeView(msg, opset, cx);
     const label = `${n.opType || '(no op_type)'} '${n.name}'`;
+    // ONNX graphs are in SSA form: a value is defined once (onnx.checker refuses a second definition).
+    const again = n.outputs.find((o, i) => o && (cx.has(o) || poisoned.has(o) || n.outputs.indexOf(o) !== i));
+    if (again) throw new UserError(`${cx.fileName}: value '${again}' is defined twice (again by ${label}); ONNX requires each value name to be defined once`);
     const fail = (why: string): void => {
       issues.add(`${label}: ${why}`);
       for (const o of n.outputs) if (o) poisoned.add(o);
@@ -147,7 +187,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     throw new UserError(`${file}: not an ONNX model, or a truncated one (no graph with nodes and outputs)`);
   }
   const opset = opsetOf(model, file);
-  const cx = new ImportContext(path.dirname(path.resolve(file)));
+  const cx = new ImportContext(path.dirname(path.resolve(file)), file);
   const issues = new Issues();
 
   const initializerNames = new Set<string>();
@@ -161,14 +201,29 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     }
   }
   const inputs: OnnxModel['inputs'] = [];
-  for (const vi of g.input ?? []) {
+  const graphInputs = (g.input ?? []).filter((vi) => !initializerNames.has(vi.name ?? '')); // IR < 4 lists initializers as inputs too
+  const named = opts.inputShapes?.filter((s) => s.name !== undefined) ?? [];
+  for (const s of named) {
+    if (!graphInputs.some((vi) => vi.name === s.name)) throw new UserError(`${file}: a shape is given for input '${s.name}', which the graph does not have (its inputs: ${graphInputs.map((vi) => vi.name ?? '').join(', ')})`);
+  }
+  if (opts.inputShapes && named.length === 0 && opts.inputShapes.length !== graphInputs.length) {
+    throw new UserError(`${file}: ${opts.inputShapes.length} input shape(s) given by position; the graph has ${graphInputs.length} input(s): ${graphInputs.map((vi) => vi.name ?? '').join(', ')}`);
+  }
+  let symbolicBatch = false;
+  for (const [index, vi] of graphInputs.entries()) {
     const name = vi.name ?? '';
-    if (initializerNames.has(name)) continue; // IR < 4 lists initializers as inputs too
-    const shape = inputShape(vi, file, opts.batch);
-    cx.set(name, nodeValue(cx.graph.input(name, shape)));
-    inputs.push({ name, shape });
+    if (cx.has(name)) throw new UserError(`${file}: graph input '${name}' is listed twice`);
+    const { shape, symbolicBatch: sym } = inputShape(vi, index, file, opts);
+    symbolicBatch ||= sym;
+    const dtype = inputDtype(vi.type?.tensor_type?.elem_type)!;
+    cx.set(name, nodeValue(cx.graph.input(name, shape, dtype)));
+    inputs.push({ name, shape, dtype });
   }
   if (inputs.length === 0) throw new UserError(`${file}: the graph has no (non-initializer) inputs`);
+  if (opts.batch !== undefined && opts.batch !== 1 && !symbolicBatch && !opts.inputShapes) {
+    const first = inputs.find((i) => i.shape.length > 0);
+    throw new UserError(`${file}: graph input '${first?.name ?? inputs[0].name}' has a fixed batch of ${first?.shape[0] ?? 1}, cannot use batch ${opts.batch} (no input has a symbolic first dimension)`);
+  }
 
   convertNodes(g, cx, opset, issues);
 

@@ -13,7 +13,8 @@ import { DataType, EXTERNAL_DATA, type TensorMessage } from './schema';
 
 export type StaticTensor =
   | { readonly type: 'float'; readonly shape: readonly number[]; readonly data: Float32Array }
-  | { readonly type: 'int'; readonly shape: readonly number[]; readonly data: readonly number[] };
+  /** Integers; `bool` marks an ONNX bool tensor (0/1). */
+  | { readonly type: 'int'; readonly shape: readonly number[]; readonly data: readonly number[]; readonly bool?: boolean };
 
 /** A problem with the model's content; the importer prefixes the file name. */
 export class OnnxFormatError extends Error {}
@@ -151,7 +152,23 @@ export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tens
       ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 ? halfToFloat(v) : v))
       : field.map((v) => (dataType === DataType.BOOL ? (v ? 1 : 0) : v));
   }
-  return values instanceof Float32Array ? { type: 'float', shape, data: values } : { type: 'int', shape, data: values };
+  if (values instanceof Float32Array) return { type: 'float', shape, data: values };
+  return dataType === DataType.BOOL ? { type: 'int', shape, data: values, bool: true } : { type: 'int', shape, data: values };
+}
+
+/**
+ * A static tensor as graph constant data: float32 as is; integers as int32 (ONNX's int64
+ * ids, indices and shapes run as int32 here: a value outside int32 is refused), bools as 0/1.
+ */
+export function constantData(t: StaticTensor, what: string): { data: Float32Array | Int32Array; dtype: 'float32' | 'int32' | 'bool' } {
+  if (t.type === 'float') return { data: t.data, dtype: 'float32' };
+  const data = new Int32Array(t.data.length);
+  for (let i = 0; i < t.data.length; i++) {
+    const x = t.data[i];
+    if (!(x >= -2147483648 && x <= 2147483647)) throw new OnnxFormatError(`${what}: integer value ${x} does not fit in int32 (integer tensors run as int32)`);
+    data[i] = x;
+  }
+  return { data, dtype: t.bool ? 'bool' : 'int32' };
 }
 
 function typedField(t: TensorMessage, dataType: number): number[] {
