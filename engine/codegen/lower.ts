@@ -104,13 +104,15 @@ export function alignedStrides(
 
 /** The combination of two values of a reduction (the accumulator and one more value). */
 function combine(combiner: Combiner, a: Expr, b: Expr): Expr {
-  return combiner === 'sum' ? add(a, b) : { k: 'bin', op: combiner, a, b, dtype: dtypeOf(a) };
+  if (combiner === 'sum') return add(a, b);
+  if (combiner === 'prod') return mul(a, b);
+  return { k: 'bin', op: combiner, a, b, dtype: dtypeOf(a) };
 }
 
 /** The value a reduction starts from; an int32 max/min starts from the type's extremes. */
 const identityOf = (combiner: Combiner, dtype: DType = 'float32'): Expr => {
-  if (dtype === 'float32') return f32(combiner === 'sum' ? 0 : combiner === 'max' ? -Infinity : Infinity);
-  return int(combiner === 'sum' ? 0 : combiner === 'max' ? -2147483648 : 2147483647);
+  if (dtype === 'float32') return f32(combiner === 'sum' ? 0 : combiner === 'prod' ? 1 : combiner === 'max' ? -Infinity : Infinity);
+  return int(combiner === 'sum' ? 0 : combiner === 'prod' ? 1 : combiner === 'max' ? -2147483648 : 2147483647);
 };
 interface RootValues { readonly roots: ReadonlyMap<string, Expr>; readonly guards: readonly { cond: Expr; reduce: boolean }[] }
 

@@ -6,6 +6,8 @@ import type { Tensor } from '../ir/tensor';
 import * as nn from '../topi/nn';
 import * as ew from '../topi/elemwise';
 import * as tr from '../topi/transform';
+import * as norm from '../topi/normalization';
+import * as red from '../topi/reduce';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 
 /** Fusion patterns, ordered as in TVM (lower fuses more freely). */
@@ -103,6 +105,37 @@ export const OPS: Record<string, OpDef> = {
     pattern: OpPattern.CommReduce,
     compute: ([x], a) => nn.reduceMean(x, a.axes as number[], (a.keepdims as boolean | undefined) ?? true),
   },
+  // reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_sum_square, reduce_l1, reduce_l2,
+  // reduce_log_sum, reduce_log_sum_exp (topi/reduce.ts; `mean` above): attrs axes, keepdims.
+  ...Object.fromEntries(red.REDUCE_KINDS.filter((k) => k !== 'mean').map((k): [string, OpDef] => [`reduce_${k}`, {
+    pattern: OpPattern.CommReduce,
+    compute: ([x], a) => red.reduce(x, k, a.axes as number[], (a.keepdims as boolean | undefined) ?? true),
+  }])),
+  // Normalizations (topi/normalization.ts): reductions for the statistics, then elementwise.
+  layer_norm: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([x, s, b], a) => norm.layerNorm(x, s, b, num(a, 'axis'), num(a, 'epsilon')),
+  },
+  // LayerNormalization's Mean / InvStdDev outputs (attr which: 'mean' | 'inv_std_dev').
+  layer_norm_stat: {
+    pattern: OpPattern.CommReduce,
+    compute: ([x], a) => norm.layerNormStat(x, num(a, 'axis'), num(a, 'epsilon'), a.which as 'mean' | 'inv_std_dev'),
+  },
+  instance_norm: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([x, s, b], a) => norm.instanceNorm(x, s, b, num(a, 'epsilon'), (a.axis as number | undefined) ?? 1),
+  },
+  group_norm: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([x, s, b], a) => norm.groupNorm(x, s, b, num(a, 'groups'), num(a, 'epsilon'), a.perChannel as boolean),
+  },
+  mean_variance_normalization: { pattern: OpPattern.OutEWiseFusable, compute: ([x], a) => norm.meanVarianceNorm(x, a.axes as number[]) },
+  lrn: {
+    pattern: OpPattern.Opaque,
+    compute: ([x], a) => norm.lrn(x, num(a, 'size'), num(a, 'alpha'), num(a, 'beta'), num(a, 'bias'), (a.axis as number | undefined) ?? 1),
+  },
+  log_softmax: { pattern: OpPattern.Opaque, compute: ([d], a) => norm.logSoftmax(d, (a.axis as number | undefined) ?? -1) },
+  hardmax: { pattern: OpPattern.Opaque, compute: ([d], a) => norm.hardmax(d, (a.axis as number | undefined) ?? -1) },
   pad: {
     pattern: OpPattern.Injective,
     compute: ([x], a) => tr.pad(x, a.before as number[], a.after as number[], 'PadInput', (a.value as number | undefined) ?? 0),

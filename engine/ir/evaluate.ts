@@ -100,14 +100,14 @@ class StageCompiler {
     }
     const target = `b${out}[${flatIndex(axes.map((a) => jsVar(a.name)), t.shape)}]`;
     if (body.k === 'reduce') {
-      const init = { sum: '0', max: '-Infinity', min: 'Infinity' }[body.combiner];
+      const init = { sum: '0', max: '-Infinity', min: 'Infinity', prod: '1' }[body.combiner];
       lines.push(`${indent}let acc = ${init};`);
       for (const r of body.axes) {
         lines.push(`${indent}for (let ${jsVar(r.name)} = 0; ${jsVar(r.name)} < ${r.extent}; ${jsVar(r.name)}++) {`);
         indent += ' ';
       }
       const src = this.expr(body.source);
-      lines.push(body.combiner === 'sum' ? `${indent}acc += ${src};` : `${indent}acc = Math.${body.combiner}(acc, ${src});`);
+      lines.push(body.combiner === 'sum' ? `${indent}acc += ${src};` : body.combiner === 'prod' ? `${indent}acc *= ${src};` : `${indent}acc = Math.${body.combiner}(acc, ${src});`);
       for (let i = 0; i < body.axes.length; i++) { indent = indent.slice(1); lines.push(`${indent}}`); }
       lines.push(`${indent}${target} = acc;`);
     } else {

@@ -18,7 +18,7 @@ export type BinOp =
 /** Pure math intrinsics (elementwise, float32 -> float32). */
 export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf';
 
-export type Combiner = 'sum' | 'max' | 'min';
+export type Combiner = 'sum' | 'max' | 'min' | 'prod';
 
 /** A loop axis of a compute stage: a name unique within the stage and a constant extent. */
 export interface IterVar { readonly name: string; readonly extent: number }
@@ -150,6 +150,7 @@ export const reduceAxis = (name: string, extent: number): IterVar => ({ name, ex
 export const sum = (source: Expr, axes: readonly IterVar[]): Reduce => ({ k: 'reduce', combiner: 'sum', source, axes });
 export const maxReduce = (source: Expr, axes: readonly IterVar[]): Reduce => ({ k: 'reduce', combiner: 'max', source, axes });
 export const minReduce = (source: Expr, axes: readonly IterVar[]): Reduce => ({ k: 'reduce', combiner: 'min', source, axes });
+export const prodReduce = (source: Expr, axes: readonly IterVar[]): Reduce => ({ k: 'reduce', combiner: 'prod', source, axes });
 
 /** Conjunction of a list of conditions; `undefined` when the list is empty. */
 export function all(conds: readonly Expr[]): Expr | undefined {

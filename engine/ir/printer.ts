@@ -55,7 +55,7 @@ export function printExpr(e: Expr): string {
   }
 }
 
-const ASSIGN = { sum: '+=', max: 'max=', min: 'min=' } as const;
+const ASSIGN = { sum: '+=', max: 'max=', min: 'min=', prod: '*=' } as const;
 
 /**
  * One line per tensor. `simple` is TVM's simple mode (`ComputeDAG::PrintDAG(true)`), the
