@@ -94,6 +94,19 @@ test('batch_matmul views: attention reads Q and K^T through the head split and t
   assert.throws(() => batchMatmul(q, k, { viewA: { shape: [B, S, 5, 3], perm: [0, 1, 2, 3] } }), /does not split/);
 });
 
+test('batch_matmul views with a region: q, k and v read in place from one fused qkv projection', () => {
+  const [B, S, H, D] = [2, 3, 2, 4], C = H * D;
+  const qkv = placeholder('qkv', [B, S, 3 * C]);
+  const data = random(B * S * 3 * C, 21);
+  // part p of the last axis, as [B, S, C] (what Split gives).
+  const part = (p: number): Float32Array => Float32Array.from({ length: B * S * C }, (_, i) => data[Math.floor(i / C) * 3 * C + p * C + (i % C)]);
+  const view = (p: number, perm: number[]): OperandView => ({ begin: [0, 0, p * C], box: [B, S, C], shape: [B, S, H, D], perm });
+  const want = matmulRef(permute(part(0), [B, S, H, D], [0, 2, 1, 3]), [B, H, S, D], permute(part(1), [B, S, H, D], [0, 2, 3, 1]), [B, H, D, S]);
+  const out = batchMatmul(qkv, qkv, { transB: false, viewA: view(0, [0, 2, 1, 3]), viewB: view(1, [0, 2, 3, 1]) });
+  close(run(out, [[qkv, data]]), want.data, 'q k^T from qkv');
+  assert.throws(() => viewShape(qkv.shape, { begin: [0, 0, 20], box: [B, S, C], shape: [B, S, C], perm: [0, 1, 2] }), /not inside/);
+});
+
 test('dense over an N-D input: [..., K] x [N, K] -> [..., N]', () => {
   const x = placeholder('x', [2, 3, 4]), w = placeholder('w', [5, 4]);
   const xd = random(24, 11), wd = random(20, 12);

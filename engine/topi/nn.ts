@@ -118,15 +118,22 @@ export function dense(data: Tensor, weight: Tensor): Tensor {
 
 /**
  * How a batch_matmul operand reads its stored tensor: the operand is
- * transpose(reshape(stored, shape), perm), where the reshape only splits axes (each stored
- * axis is the product of consecutive `shape` axes, extent-1 axes anywhere). This is how
- * attention's head split and K^T (Reshape [B, S, H*D] -> [B, S, H, D], Transpose) are
+ * transpose(reshape(stored[begin : begin + box], shape), perm), where the reshape only
+ * splits axes (each axis of the box is the product of consecutive `shape` axes, extent-1
+ * axes anywhere). This is how attention's head split and K^T (Reshape [B, S, H*D] ->
+ * [B, S, H, D], Transpose), and q, k, v as parts of one fused qkv projection (Split), are
  * read in place, through the index arithmetic, with no copy.
  */
 export interface OperandView {
+  /** The region read, per stored axis: first index and extent (default: the whole tensor). */
+  readonly begin?: readonly number[];
+  readonly box?: readonly number[];
   readonly shape: readonly number[];
   readonly perm: readonly number[];
 }
+
+/** The stored region a view reads: its extents (the whole tensor without a box). */
+export const viewBox = (stored: readonly number[], view: OperandView): readonly number[] => view.box ?? stored;
 
 /** For each axis of `from`, the consecutive axes of `to` it splits into (extent-1 axes anywhere), or undefined. */
 export function splitGroups(from: readonly number[], to: readonly number[]): number[][] | undefined {
@@ -155,7 +162,11 @@ export function viewShape(stored: readonly number[], view: OperandView | undefin
   if (!view) return [...stored];
   const r = view.shape.length;
   if (view.perm.length !== r || [...view.perm].sort((a, b) => a - b).some((p, i) => p !== i)) throw new Error(`operand view: perm [${view.perm.join(', ')}] is not a permutation of ${r} axes`);
-  if (!splitGroups(stored, view.shape)) throw new Error(`operand view: [${stored.join(', ')}] does not split into [${view.shape.join(', ')}]`);
+  const box = viewBox(stored, view), begin = view.begin ?? stored.map(() => 0);
+  if (box.length !== stored.length || begin.length !== stored.length || box.some((e, j) => e < 1 || begin[j] < 0 || begin[j] + e > stored[j])) {
+    throw new Error(`operand view: region [${begin.join(', ')}] + [${box.join(', ')}] is not inside [${stored.join(', ')}]`);
+  }
+  if (!splitGroups(box, view.shape)) throw new Error(`operand view: [${box.join(', ')}] does not split into [${view.shape.join(', ')}]`);
   return view.perm.map((p) => view.shape[p]);
 }
 
@@ -164,8 +175,8 @@ function viewIndex(stored: readonly number[], view: OperandView | undefined, idx
   if (!view) return [...idx];
   const inner = new Array<Expr>(view.shape.length);
   view.perm.forEach((p, i) => { inner[p] = idx[i]; });
-  return splitGroups(stored, view.shape)!.map((g) => {
-    let e: Expr | undefined;
+  return splitGroups(viewBox(stored, view), view.shape)!.map((g, j) => {
+    let e: Expr | undefined = view.begin?.[j] ? int(view.begin[j]) : undefined;
     for (const a of g) {
       if (view.shape[a] === 1) continue;
       const stride = g.filter((b) => b > a).reduce((acc, b) => acc * view.shape[b], 1);

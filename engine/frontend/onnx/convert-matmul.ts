@@ -24,7 +24,7 @@ const same = (a: readonly number[], b: readonly number[]): boolean => a.length =
 
 /** `view` followed by a transpose of its logical axes by `perm`. */
 export function transposeView(view: OperandView, perm: readonly number[]): OperandView {
-  return { shape: view.shape, perm: perm.map((p) => view.perm[p]) };
+  return { ...view, perm: perm.map((p) => view.perm[p]) };
 }
 
 /** `view` followed by a reshape of its logical shape to `to`, when that only splits axes; else undefined. */
@@ -40,7 +40,7 @@ export function reshapeView(view: OperandView, to: readonly number[]): OperandVi
   for (let a = 0; a < view.shape.length; a++) {
     for (const t of groups[owner[a]]) { position[t] = shape.length; shape.push(to[t]); }
   }
-  return { shape, perm: iota(to.length).map((t) => position[t]) };
+  return { ...view, shape, perm: iota(to.length).map((t) => position[t]) };
 }
 
 export interface FoldedOperand {
@@ -78,6 +78,7 @@ export function operandView(g: Graph, id: number): FoldedOperand {
   }
   const stored = g.node(base).shape;
   const r = view.perm.length;
+  if (view.box) return { id: base, swapped: false, view };
   if (same(view.shape, stored) && same(view.perm, iota(r))) return { id: base, swapped: false };
   if (r >= 2 && same(view.shape, stored) && same(view.perm, [...iota(r - 2), r - 1, r - 2])) return { id: base, swapped: true };
   return { id: base, swapped: false, view };

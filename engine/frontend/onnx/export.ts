@@ -5,7 +5,10 @@
 // boundary, as in models exported from TensorFlow).
 
 import { writeFileSync } from 'node:fs';
-import { isOpNode, type ConstantNode, type Graph, type OpNode } from '../../graph/graph';
+import { isOpNode, liveNodes, type ConstantNode, type Graph, type OpNode } from '../../graph/graph';
+import type { DType } from '../../ir/expr';
+import { permute } from '../../ir/tensor';
+import type { OperandView } from '../../topi/nn';
 import { convertLayout } from '../../graph/passes';
 import { DataType, encodeModel, type AttributeMessage, type NodeMessage, type TensorMessage, type ValueInfo } from './schema';
 import { floatTensorProto, int64TensorProto } from './tensor';
@@ -21,14 +24,27 @@ export interface ExportOptions {
   name?: string;
   /** Graph output names (default 'output', or 'output0', 'output1', ...). */
   outputNames?: readonly string[];
+  /**
+   * The opset to write (default EXPORT_OPSET, 14): 13 to 17. At 17 a layer_norm is a
+   * LayerNormalization node; below it is decomposed as exporters write it for older opsets
+   * (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add).
+   */
+  opset?: number;
 }
+
+/** The IR version of an opset (onnx/helper.py's VERSION_TABLE). */
+const irVersionOf = (opset: number): number => (opset <= 14 ? 7 : 8);
+
+/** ONNX's element type of a value of ours: int32 and bool are written as int64 (ids, masks) and BOOL. */
+const elemType = (dtype: DType): number => (dtype === 'float32' ? DataType.FLOAT : dtype === 'bool' ? DataType.BOOL : DataType.INT64);
+
 
 const ints = (name: string, v: readonly number[]): AttributeMessage => ({ name, type: AttributeType.INTS, ints: [...v] });
 const int = (name: string, v: number): AttributeMessage => ({ name, type: AttributeType.INT, i: v });
 const float = (name: string, v: number): AttributeMessage => ({ name, type: AttributeType.FLOAT, f: v });
 
-function valueInfo(name: string, shape: readonly number[]): ValueInfo {
-  return { name, type: { tensor_type: { elem_type: DataType.FLOAT, shape: { dim: shape.map((d) => ({ dim_value: d })) } } } };
+function valueInfo(name: string, shape: readonly number[], dtype: DType = 'float32'): ValueInfo {
+  return { name, type: { tensor_type: { elem_type: elemType(dtype), shape: { dim: shape.map((d) => ({ dim_value: d })) } } } };
 }
 
 /** Serialize `graph` (with its constants as initializers) as an ONNX model. */
@@ -60,16 +76,54 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
     return name;
   };
 
+  const opset = opts.opset ?? EXPORT_OPSET;
+  if (!Number.isInteger(opset) || opset < 13 || opset > 17) throw new Error(`onnx writer: opset ${opset} (13 to 17 are written)`);
+  // Nodes nothing reads (a transpose folded into a batch_matmul's view) are not written.
+  const live = liveNodes(g);
+  const splits = splitPlans(g, live);
+  // Constant weights read only by dense over rank > 2 (a MatMul in the file).
+  const readers = new Map<number, OpNode[]>();
+  for (const n of g.nodes) if (live.has(n.id) && isOpNode(n)) for (const i of n.inputs) readers.set(i, [...(readers.get(i) ?? []), n]);
+  const matmulWeights = new Set([...readers].filter(([id, rs]) => g.node(id).op === 'constant' && !g.outputs.includes(id)
+    && rs.every((r) => r.op === 'dense' && r.inputs[1] === id && r.inputs[0] !== id && r.shape.length > 2)).map(([id]) => id));
+  const regions = new Map<string, string>();
+  /** The region of node `id` a view reads: a Split output when the views tile it along one axis (a fused qkv), else a Slice. */
+  const regionOf = (id: number, view: OperandView, at: string): string => {
+    const key = `${id}|${String(view.begin)}|${String(view.box)}`;
+    const known = regions.get(key);
+    if (known) return known;
+    const stored = g.node(id).shape, source = valueName.get(id)!;
+    const plan = splits.get(id);
+    if (plan) {
+      const outs = plan.parts.map(([b]) => unique(`${g.node(id).name}_split${b}`));
+      nodes.push({ op_type: 'Split', name: `${g.node(id).name}_split`, input: [source, intInit(`${g.node(id).name}_split_sizes`, plan.parts.map(([, e]) => e))], output: outs, attribute: [int('axis', plan.axis)] });
+      plan.parts.forEach(([b, e], k) => {
+        const begin = stored.map((_, j) => (j === plan.axis ? b : 0)), box = stored.map((d, j) => (j === plan.axis ? e : d));
+        regions.set(`${id}|${String(begin)}|${String(box)}`, outs[k]);
+      });
+      return regions.get(key)!;
+    }
+    const begin = view.begin ?? stored.map(() => 0), box = view.box!;
+    const out = unique(`${at}_slice`);
+    nodes.push({ op_type: 'Slice', name: `${at}_slice`, input: [source, intInit(`${at}_starts`, begin), intInit(`${at}_ends`, begin.map((b, j) => b + box[j])), intInit(`${at}_axes`, begin.map((_, j) => j))], output: [out], attribute: [] });
+    regions.set(key, out);
+    return out;
+  };
   for (const n of g.nodes) {
     if (n.op === 'input') {
       const name = unique(n.name);
       valueName.set(n.id, name);
-      inputs.push(valueInfo(name, n.shape));
+      inputs.push(valueInfo(name, n.shape, n.dtype));
       continue;
     }
+    if (!live.has(n.id)) continue;
     if (n.op === 'constant') {
       const c = n as ConstantNode;
-      if (c.data instanceof Float32Array) valueName.set(n.id, floatInit(c.name, c.shape, c.data));
+      if (c.data instanceof Float32Array && matmulWeights.has(c.id)) {
+        // Read only by linear layers over [..., K]: written once, as MatMul's [K, N].
+        const [units, k] = c.shape;
+        valueName.set(n.id, floatInit(c.name, [k, units], permute(c.data, [units, k], [1, 0])));
+      } else if (c.data instanceof Float32Array) valueName.set(n.id, floatInit(c.name, c.shape, c.data));
       else {
         // int32/bool constants are written as ONNX int64 (what shape and index inputs take).
         const name = unique(c.name);
@@ -110,11 +164,40 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
         ]);
         break;
       }
-      case 'dense': emit('Gemm', ins, [int('transB', 1)]); break;
+      case 'dense': {
+        if (op.shape.length === 2) { emit('Gemm', ins, [int('transB', 1)]); break; }
+        // A linear layer over [..., K], as exporters write it: MatMul by the [K, N] weight.
+        let weight: string;
+        if (matmulWeights.has(op.inputs[1])) weight = ins[1];
+        else {
+          weight = unique(`${op.name}_wt`);
+          emit('Transpose', [ins[1]], [ints('perm', [1, 0])], weight, '_wt');
+        }
+        emit('MatMul', [ins[0], weight]);
+        break;
+      }
       case 'batch_matmul': {
-        const t = unique(`${op.name}_bt`);
-        emit('Transpose', [ins[1]], [ints('perm', [0, 2, 1])], t, '_bt');
-        emit('MatMul', [ins[0], t]);
+        // Each operand as exporters write it: Reshape (the head split) and Transpose of the stored tensor.
+        const operand = (i: number, view: OperandView | undefined, trans: boolean, tag: string): string => {
+          let v = view?.box ? regionOf(op.inputs[i], view, `${op.name}_${tag}`) : ins[i];
+          const rank = view ? view.shape.length : g.node(op.inputs[i]).shape.length;
+          let perm = view ? [...view.perm] : Array.from({ length: rank }, (_, d) => d);
+          if (view && view.shape.join() !== (view.box ?? g.node(op.inputs[i]).shape).join()) {
+            const r = unique(`${op.name}_${tag}_split`);
+            emit('Reshape', [v, intInit(`${op.name}_${tag}_shape`, view.shape)], [], r, `_${tag}_split`);
+            v = r;
+          }
+          if (trans) perm = [...perm.slice(0, -2), perm[rank - 1], perm[rank - 2]];
+          if (perm.some((p, d) => p !== d)) {
+            const t = unique(`${op.name}_${tag}_t`);
+            emit('Transpose', [v], [ints('perm', perm)], t, `_${tag}_t`);
+            v = t;
+          }
+          return v;
+        };
+        const a = operand(0, a0(op, 'viewA'), op.attrs.transA === true, 'a');
+        const b = operand(1, a0(op, 'viewB'), op.attrs.transB !== false, 'b');
+        emit('MatMul', [a, b]);
         break;
       }
       case 'max_pool2d': case 'avg_pool2d':
@@ -156,22 +239,70 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
       case 'mean':
         emit('ReduceMean', ins, [ints('axes', a.axes as number[]), int('keepdims', (a.keepdims as boolean | undefined) ?? true ? 1 : 0)]);
         break;
+      case 'layer_norm': {
+        const rank = op.shape.length, axis = a.axis as number, eps = a.epsilon as number;
+        if (opset >= 17) { emit('LayerNormalization', ins, [int('axis', axis), float('epsilon', eps)]); break; }
+        // Before opset 17, as torch.onnx writes nn.LayerNorm: the moments by ReduceMean.
+        const axes = Array.from({ length: rank }, (_, d) => d).slice(axis < 0 ? axis + rank : axis);
+        const step = (opType: string, inputs: string[], tag: string, attrs: AttributeMessage[] = []): string => {
+          const v = unique(`${op.name}_${tag}`);
+          emit(opType, inputs, attrs, v, `_${tag}`);
+          return v;
+        };
+        const mean = step('ReduceMean', [ins[0]], 'mean', [ints('axes', axes), int('keepdims', 1)]);
+        const d = step('Sub', [ins[0], mean], 'centered');
+        const sq = step('Pow', [d, floatInit(`${op.name}_two`, [], Float32Array.of(2))], 'square');
+        const variance = step('ReduceMean', [sq], 'var', [ints('axes', axes), int('keepdims', 1)]);
+        const std = step('Sqrt', [step('Add', [variance, floatInit(`${op.name}_eps`, [], Float32Array.of(eps))], 'var_eps')], 'std');
+        const normed = step('Div', [d, std], 'normed');
+        if (ins.length > 2) emit('Add', [step('Mul', [normed, ins[1]], 'scaled'), ins[2]]);
+        else emit('Mul', [normed, ins[1]]);
+        break;
+      }
       default:
         throw new Error(`onnx writer: operator '${op.op}' has no ONNX form here`);
     }
   }
   return encodeModel({
-    ir_version: EXPORT_IR_VERSION,
+    ir_version: opset === EXPORT_OPSET ? EXPORT_IR_VERSION : irVersionOf(opset),
     producer_name: 'tensortune',
-    opset_import: [{ domain: '', version: EXPORT_OPSET }],
+    opset_import: [{ domain: '', version: opset }],
     graph: {
       name: opts.name ?? 'tensortune',
       node: nodes,
       initializer: initializers,
       input: inputs,
-      output: g.outputs.map((id, i) => valueInfo(outputNames[i], g.node(id).shape)),
+      output: g.outputs.map((id, i) => valueInfo(outputNames[i], g.node(id).shape, g.node(id).dtype)),
     },
   });
+}
+
+const a0 = (op: OpNode, key: string): OperandView | undefined => op.attrs[key] as OperandView | undefined;
+
+/**
+ * For each tensor that batch_matmul views read in regions along one axis that tile it
+ * (q, k and v of a fused qkv projection), that axis and the parts [begin, extent] in order.
+ */
+function splitPlans(g: Graph, live: ReadonlySet<number>): Map<number, { axis: number; parts: [number, number][] }> {
+  const regions = new Map<number, OperandView[]>();
+  for (const n of g.nodes) {
+    if (!live.has(n.id) || !isOpNode(n) || n.op !== 'batch_matmul') continue;
+    (['viewA', 'viewB'] as const).forEach((key, i) => {
+      const v = n.attrs[key] as OperandView | undefined;
+      if (v?.box) regions.set(n.inputs[i], [...(regions.get(n.inputs[i]) ?? []), v]);
+    });
+  }
+  const plans = new Map<number, { axis: number; parts: [number, number][] }>();
+  for (const [id, views] of regions) {
+    const stored = g.node(id).shape;
+    const axes = new Set(views.flatMap((v) => stored.flatMap((d, j) => (v.box![j] !== d ? [j] : []))));
+    if (axes.size !== 1) continue;
+    const [axis] = axes;
+    const parts = [...new Map(views.map((v) => [(v.begin ?? [])[axis] ?? 0, v.box![axis]] as [number, number])).entries()].sort((x, y) => x[0] - y[0]);
+    let at = 0;
+    if (parts.every(([b, e]) => { const ok = b === at; at += e; return ok; }) && at === stored[axis]) plans.set(id, { axis, parts });
+  }
+  return plans;
 }
 
 export function writeOnnxFile(file: string, graph: Graph, opts: ExportOptions = {}): void {
