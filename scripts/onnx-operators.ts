@@ -6,6 +6,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { NN_CONVERTERS } from '../engine/frontend/onnx/convert-nn';
+import { NORMALIZATION_CONVERTERS } from '../engine/frontend/onnx/convert-normalization';
+import { REDUCE_CONVERTERS } from '../engine/frontend/onnx/convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from '../engine/frontend/onnx/convert-tensor';
 import { MAX_OPSET, MIN_OPSET, SUPPORTED_OPS } from '../engine/frontend/onnx/import';
 
@@ -28,9 +30,18 @@ export const LIMITS: Readonly<Record<string, string>> = {
   GlobalMaxPool: '2-D images (rank 4)',
   Pad: 'mode `constant`, non-negative pads',
   Slice: 'of a constant tensor only',
+  ...Object.fromEntries(['ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceSumSquare'].map((op) => [op, 'constant `axes`; no bool data'])),
+  ...Object.fromEntries(['ReduceMean', 'ReduceL1', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp'].map((op) => [op, 'constant `axes`; float data'])),
+  LayerNormalization: 'float data; `stash_type=1`',
+  GroupNormalization: 'float data; `stash_type=1`',
+  InstanceNormalization: 'float data of rank >= 3',
+  MeanVarianceNormalization: 'float data',
+  LRN: 'float data; `bias > 0`, `alpha >= 0`',
+  LogSoftmax: 'float data',
+  Hardmax: 'float data',
 };
 
-const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS };
+const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS };
 
 export function operatorsMarkdown(): string {
   const rows = SUPPORTED_OPS.map((op) => {

@@ -1,10 +1,11 @@
 // Converters of ONNX's neural-network operators (NCHW, as ONNX defines them): Conv,
-// BatchNormalization, the pools, Softmax and ReduceMean (Gemm, MatMul, Einsum: convert-matmul.ts). The graph keeps
+// BatchNormalization, the pools and Softmax (Gemm, MatMul, Einsum: convert-matmul.ts; the Reduce*:
+// convert-reduce.ts; the other normalizations: convert-normalization.ts). The graph keeps
 // ONNX's NCHW layout; loadModel converts it to NHWC afterwards when asked.
 
 import { numElements } from '../../ir/tensor';
 import { UnsupportedError, type NodeView, type Value } from './context';
-import { axesOf, reshapeValue, type Converter } from './convert-tensor';
+import { reshapeValue, type Converter } from './convert-tensor';
 import { MATMUL_CONVERTERS } from './convert-matmul';
 import { normAxis } from './static';
 
@@ -141,26 +142,6 @@ const softmax: Converter = {
   },
 };
 
-const reduceMean: Converter = {
-  attrs: ['axes', 'keepdims', 'noop_with_empty_axes'],
-  convert(n) {
-    const shape = n.shape(0);
-    const keepdims = n.attr.int('keepdims', 1) === 1;
-    let axes = axesOf(n, 18);
-    if (!axes || axes.length === 0) {
-      if (n.attr.int('noop_with_empty_axes', 0) === 1) return [n.input(0)];
-      axes = shape.map((_, i) => i);
-    }
-    const norm = [...new Set(axes.map((a) => normAxis(a, shape.length, 'ReduceMean axis')))].sort();
-    if (shape.length === 4 && norm.length === 2 && norm[0] === 2 && norm[1] === 3) {
-      // The mean over H and W of an NCHW map is a global average pool.
-      const y = n.op('global_avg_pool2d', [n.node(0)], { layout: 'NCHW' }, keepdims ? '' : '_pool');
-      return [keepdims ? y : reshapeValue(n, y, shape.slice(0, 2))];
-    }
-    return [n.op('mean', [n.node(0)], { axes: norm, keepdims })];
-  },
-};
-
 export const NN_CONVERTERS: Record<string, Converter> = {
   Conv: conv,
   ...MATMUL_CONVERTERS,
@@ -170,5 +151,4 @@ export const NN_CONVERTERS: Record<string, Converter> = {
   GlobalAveragePool: globalPool('global_avg_pool2d'),
   GlobalMaxPool: globalPool('global_max_pool2d'),
   Softmax: softmax,
-  ReduceMean: reduceMean,
 };

@@ -21,6 +21,8 @@ import { rebuild } from '../../graph/rewrite';
 import type { Layout } from '../../topi/nn';
 import { ImportContext, NodeView, UnsupportedError, nodeValue, staticValue, type Value } from './context';
 import { NN_CONVERTERS } from './convert-nn';
+import { NORMALIZATION_CONVERTERS } from './convert-normalization';
+import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, tensorFromProto } from './tensor';
@@ -30,7 +32,7 @@ export const MIN_OPSET = 7;
 /** The newest opset of the pinned onnx package (1.23). */
 export const MAX_OPSET = 28;
 
-const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS };
+const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS };
 
 /** The ONNX operators the importer converts. */
 export const SUPPORTED_OPS: readonly string[] = Object.keys(CONVERTERS).sort();
