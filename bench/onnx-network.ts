@@ -1,16 +1,17 @@
 // What the ONNX Runtime comparisons (compare-ort.ts, contention.ts) compile: a builtin
-// network at batch 1 with random weights and non-trivial batch-norm statistics, its
-// logits (no softmax), exported to ONNX.
+// network (batch 1 unless asked) with random weights and non-trivial batch-norm (and
+// layer-norm) statistics, its logits (no softmax), exported to ONNX (opset 14 unless asked;
+// bert-base's LayerNormalization needs 17, or 13 for its decomposed form).
 
 import path from 'node:path';
 import { withoutSoftmax } from '../engine/compare/compare';
-import { getNetwork } from '../engine/frontend/networks';
+import { getNetwork, NO_IMAGE_NETWORKS } from '../engine/frontend/networks';
 import { writeOnnxFile } from '../engine/frontend/onnx/export';
 
 /** Writes the network `name` to `dir`/<name>.onnx and returns that path. */
-export function writeNetworkOnnx(dir: string, name: string, imageSize: number): string {
-  const net = getNetwork(name, { layout: 'NCHW', imageSize, randomStats: true });
-  const onnx = path.join(dir, `${name}.onnx`);
-  writeOnnxFile(onnx, withoutSoftmax(net.graph), { name });
+export function writeNetworkOnnx(dir: string, name: string, imageSize: number, opts: { batch?: number; opset?: number } = {}): string {
+  const net = getNetwork(name, { layout: 'NCHW', ...(NO_IMAGE_NETWORKS.includes(name) ? {} : { imageSize }), randomStats: true, batch: opts.batch ?? 1 });
+  const onnx = path.join(dir, `${name}${opts.batch && opts.batch > 1 ? `-b${opts.batch}` : ''}${opts.opset ? `-opset${opts.opset}` : ''}.onnx`);
+  writeOnnxFile(onnx, withoutSoftmax(net.graph), { name, opset: opts.opset });
   return onnx;
 }

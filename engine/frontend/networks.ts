@@ -71,6 +71,9 @@ ENTRIES.set('mobilenet_v2', { build: mobilenetV2, defaultImage: 224, minImage: 3
 /** Every builtin network name. */
 export const NETWORK_NAMES: readonly string[] = [...ENTRIES.keys()];
 
+/** The builtin networks that read no image (token ids): imageSize does not apply to them. */
+export const NO_IMAGE_NETWORKS: readonly string[] = [...ENTRIES].filter(([, e]) => e.noImage).map(([n]) => n);
+
 /** `; did you mean mobilenet?` to close the message about an unknown network name, or ''. */
 export function networkSuggestion(name: string): string {
   const hint = didYouMean(name, NETWORK_NAMES);
