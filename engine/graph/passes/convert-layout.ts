@@ -10,12 +10,16 @@
 
 import { permute } from '../../ir/tensor';
 import type { Layout } from '../../topi/nn';
+import { REDUCE_KINDS } from '../../topi/reduce';
 import { isOpNode, type Graph, type OpNode } from '../graph';
 import { constantOf, rebuild, type Rebuilder } from '../rewrite';
 import { BINARY_OPS } from './canonicalize-bias';
 
 const LAYOUT_OPS = new Set(['conv2d', 'max_pool2d', 'avg_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d']);
 const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh', 'hard_sigmoid', 'hard_swish']);
+/** Ops with an `axis` attribute (default -1), and ops with an `axes` list (topi/reduce.ts, topi/normalization.ts). */
+const AXIS_OPS = new Set(['softmax', 'log_softmax', 'hardmax', 'lrn', 'instance_norm']);
+const AXES_OPS = new Set(['mean', 'mean_variance_normalization', ...REDUCE_KINDS.filter((k) => k !== 'mean').map((k) => `reduce_${k}`)]);
 
 const TO_NHWC = [0, 2, 3, 1], TO_NCHW = [0, 3, 1, 2];
 
@@ -75,6 +79,12 @@ export function convertLayout(g: Graph, target: Layout): Graph {
     if (n.shape.length !== 4 || !n.inputs.some((i) => converted.has(i))) return undefined;
     const x = n.inputs[0];
     if (UNARY.has(n.op)) return b.out.op(n.op, [get(b, x, true)], n.attrs, n.name);
+    // Ops over an axis or axes (softmax, LRN, instance norm over channels; a reduction with
+    // keepdims) follow their input, the axes remapped to where the dims moved.
+    if (AXIS_OPS.has(n.op) && is4d(x)) {
+      return b.out.op(n.op, [get(b, x, true), ...n.inputs.slice(1).map((i) => b.map(i))], { ...n.attrs, axis: newAxis((n.attrs.axis as number | undefined) ?? -1) }, n.name);
+    }
+    if (AXES_OPS.has(n.op) && is4d(x)) return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, axes: (n.attrs.axes as number[]).map(newAxis) }, n.name);
     if (n.op === 'pad') {
       const permute = (w: unknown): number[] => forward.map((a) => (w as number[])[a]);
       return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, before: permute(n.attrs.before), after: permute(n.attrs.after) }, n.name);
