@@ -9,6 +9,10 @@ import * as tr from '../topi/transform';
 import * as norm from '../topi/normalization';
 import * as red from '../topi/reduce';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
+import { conv3dNCDHW, conv3dNDHWC, type Conv3dParams } from '../topi/conv3d';
+import { convTranspose } from '../topi/conv-transpose';
+import * as pl from '../topi/pool';
+import type { Layout3d } from '../topi/pool';
 
 /** Fusion patterns, ordered as in TVM (lower fuses more freely). */
 export enum OpPattern {
@@ -46,13 +50,53 @@ function conv2d([data, kernel]: readonly Tensor[], attrs: Attrs): Tensor {
 }
 
 function pool(kind: 'max' | 'avg') {
-  return ([data]: readonly Tensor[], attrs: Attrs): Tensor => nn.pool2d(data, {
+  return ([data]: readonly Tensor[], attrs: Attrs): Tensor => (attrs.dilation !== undefined || attrs.ceilPadding !== undefined ? poolNd(kind)([data], attrs) : nn.pool2d(data, {
     kind,
     kernel: pair(attrs, 'kernel', [1, 1]),
     strides: pair(attrs, 'strides', [1, 1]),
     padding: quad(attrs, 'padding'),
     countIncludePad: attrs.countIncludePad as boolean | undefined,
     layout: layoutOf(attrs),
+  }));
+}
+
+/** Pools with dilations or ceil_mode's extra padding (2-D), and the 3-D pools (topi/pool.ts). */
+function poolNd(kind: 'max' | 'avg') {
+  return ([data]: readonly Tensor[], attrs: Attrs): Tensor => {
+    const spatial = data.shape.length - 2;
+    return pl.poolNd(data, {
+      kind,
+      kernel: attrs.kernel as number[],
+      strides: (attrs.strides as number[] | undefined) ?? new Array<number>(spatial).fill(1),
+      dilation: attrs.dilation as number[] | undefined,
+      padding: (attrs.padding as number[] | undefined) ?? new Array<number>(2 * spatial).fill(0),
+      ceilPadding: attrs.ceilPadding as number[] | undefined,
+      countIncludePad: attrs.countIncludePad as boolean | undefined,
+      channelsLast: pl.channelsLast((attrs.layout as string | undefined) ?? (spatial === 3 ? 'NDHWC' : 'NHWC')),
+    });
+  };
+}
+
+function conv3d([data, kernel]: readonly Tensor[], attrs: Attrs): Tensor {
+  const p: Conv3dParams = {
+    strides: (attrs.strides as Conv3dParams['strides'] | undefined) ?? [1, 1, 1],
+    padding: (attrs.padding as Conv3dParams['padding'] | undefined) ?? [0, 0, 0, 0, 0, 0],
+    dilation: (attrs.dilation as Conv3dParams['dilation'] | undefined) ?? [1, 1, 1],
+  };
+  const groups = (attrs.groups as number | undefined) ?? 1;
+  return ((attrs.layout as string | undefined) ?? 'NDHWC') === 'NCDHW' ? conv3dNCDHW(data, kernel, p, groups) : conv3dNDHWC(data, kernel, p, groups);
+}
+
+function convTransposeOp([data, kernel]: readonly Tensor[], attrs: Attrs): Tensor {
+  const spatial = data.shape.length - 2;
+  const ones = new Array<number>(spatial).fill(1), zeros = new Array<number>(spatial).fill(0);
+  return convTranspose(data, kernel, {
+    strides: (attrs.strides as number[] | undefined) ?? ones,
+    dilation: (attrs.dilation as number[] | undefined) ?? ones,
+    padding: (attrs.padding as number[] | undefined) ?? [...zeros, ...zeros],
+    outputPadding: (attrs.outputPadding as number[] | undefined) ?? zeros,
+    groups: (attrs.groups as number | undefined) ?? 1,
+    channelsLast: pl.channelsLast((attrs.layout as string | undefined) ?? (spatial === 3 ? 'NDHWC' : 'NHWC')),
   });
 }
 
@@ -75,6 +119,14 @@ export const OPS: Record<string, OpDef> = {
       viewA: at.viewA as nn.OperandView | undefined, viewB: at.viewB as nn.OperandView | undefined,
     }),
   },
+  // 3-D convs, transposed convs (2-D, 3-D) and 3-D pools: layout NCDHW/NDHWC (2-D: NCHW/NHWC) in attrs.layout.
+  conv3d: { pattern: OpPattern.OutEWiseFusable, compute: conv3d },
+  conv2d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
+  conv3d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
+  max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('max') },
+  avg_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('avg') },
+  global_avg_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => pl.globalPool3d(d, 'avg', (a.layout as Layout3d | undefined) ?? 'NDHWC') },
+  global_max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => pl.globalPool3d(d, 'max', (a.layout as Layout3d | undefined) ?? 'NDHWC') },
   max_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('max') },
   avg_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: pool('avg') },
   global_avg_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => nn.adaptivePool2d(d, [1, 1], 'avg', layoutOf(a)) },
