@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// npm test's test runs: the unit tests, then (if they pass) the end-to-end suite, as
-// package.json's test:unit and test:e2e scripts define them, with their output passed
-// through as it comes; then every skipped test with its reason, and one closing line summed
-// over both runs: `N passed, N failed, N skipped`.
+// npm test's test runs: the unit tests, then (if they pass) the end-to-end suite and the ONNX
+// node conformance suite (engine/conformance/), as package.json's test:unit, test:e2e and
+// test:conformance scripts define them, with their output passed through as it comes; then
+// every skipped test with its reason, and one closing line summed over the runs:
+// `N passed, N failed, N skipped`.
 //
 // uvu counts a test that returned early as passed. A test that cannot run here says so
 // through skip() (engine/skip.fixture.ts), which prints `skip: <test>: <reason>`; each such
@@ -61,7 +62,7 @@ const FAILURE_LINES = 40;
  */
 function failures(result) {
   const lines = plain(result.text).split('\n');
-  const isFile = (line) => /^\S+\.(?:test|e2e)\.ts$/.test(line.trim());
+  const isFile = (line) => /^\S+\.(?:test|e2e|conformance)\.ts$/.test(line.trim());
   const isEnd = (line) => isFile(line) || /^\s*Total:/.test(line);
   const blocks = [];
   for (let i = 0; i < lines.length; i++) {
@@ -82,19 +83,22 @@ function failures(result) {
 
 async function main() {
   const runs = [];
-  for (const name of ['test:unit', 'test:e2e']) {
+  const steps = ['test:unit', 'test:e2e', 'test:conformance'];
+  for (const name of steps) {
     const result = await run(name);
     runs.push({ ...result, ...tally(result) });
-    if (result.code !== 0) break;
+    if (name === 'test:unit' && result.code !== 0) break;
   }
   const sum = (k) => runs.reduce((a, r) => a + r[k], 0);
   const skips = runs.flatMap((r) => r.skips);
   const lines = ['', ...runs.flatMap(failures)];
   for (const r of runs) if (r.unfinished) lines.push(`${r.name} stopped before its summary (exit ${r.signal ?? r.code})`);
-  if (runs.length < 2) lines.push('test:e2e not run: test:unit failed');
+  if (runs.length < steps.length) lines.push(`${steps.slice(runs.length).join(' and ')} not run: test:unit failed`);
   for (const s of skips) lines.push(`skipped: ${s}`);
   const uvuSkipped = sum('uvuSkipped');
   if (uvuSkipped > 0) lines.push(`skipped: ${uvuSkipped} test(s) marked test.skip`);
+  // The conformance suite's own summary (`conformance: P/N passed (x%), ...`), again next to the closing line.
+  for (const r of runs) for (const m of plain(r.text).matchAll(/^conformance: \d+\/\d+ passed.*$/gm)) lines.push(m[0]);
   lines.push(`${sum('passed')} passed, ${sum('failed')} failed, ${skips.length + uvuSkipped} skipped`);
   process.stdout.write(`${lines.join('\n')}\n`);
   process.exitCode = runs.every((r) => r.code === 0) ? 0 : 1;

@@ -1,0 +1,284 @@
+// The conformance suite's pure parts: which case values the runner can feed and compare,
+// the raw numpy bytes read as the compiled model's 4-byte words, an output compared with its
+// expected value at the case's tolerances, a UserError turned into one line, and the tallies
+// (per operator, per refusal reason), the summary line and the check against the baseline.
+
+import type { DType } from '../ir/expr';
+import type { CaseValue, ConformanceCase } from './cases';
+
+/** How a case ends: exactly one of these. */
+export type Outcome = 'passed' | 'refused' | 'wrong' | 'crash' | 'hang';
+export const OUTCOMES: readonly Outcome[] = ['passed', 'refused', 'wrong', 'crash', 'hang'];
+
+export interface CaseResult {
+  name: string;
+  operator: string;
+  outcome: Outcome;
+  /** One line: the refusal's reason, the mismatch (with its max error), the crash or the time limit. */
+  reason?: string;
+  /** refused by the importer: each node it cannot import, as `<Op>: <why>` (the reason joins them), for grouping. */
+  issues?: string[];
+  /** wrong: the largest absolute error over the outputs (NaN where a value is NaN on one side only). */
+  max_abs_error?: number;
+}
+
+/** numpy dtypes whose values run as int32 (ONNX int64 is carried as int32), with their byte widths. */
+const INT_BYTES: Record<string, number> = { int8: 1, int16: 2, int32: 4, int64: 8, uint8: 1, uint16: 2, uint32: 4, uint64: 8 };
+
+/** The class of a case's dtype the compiled model's dtype must match: float32 tensors, integers (as int32), bool. */
+export function dtypeClass(dtype: string | undefined): DType | undefined {
+  if (dtype === 'float32' || dtype === 'bool') return dtype;
+  return dtype !== undefined && dtype in INT_BYTES ? 'int32' : undefined;
+}
+
+function valueRefusal(v: CaseValue, role: 'input' | 'output'): string | undefined {
+  const what = `${role} '${v.name}'`;
+  if (v.kind !== 'tensor') return `${what} is ${v.kind === 'optional' ? 'an optional (None)' : `a ${v.kind}`}: only tensors are supported`;
+  if (v.dtype === 'object' || v.dtype?.startsWith('str')) return `${what} holds strings: supported tensor types are float32, the integer types (as int32) and bool`;
+  if (!dtypeClass(v.dtype)) return `${what} is ${v.dtype}: supported tensor types are float32, the integer types (as int32) and bool`;
+  if (v.file === undefined || v.shape === undefined) return `${what} has no data`;
+  return undefined;
+}
+
+/** Why the runner cannot feed or compare the case's values (one line), or undefined. */
+export function caseRefusal(c: ConformanceCase): string | undefined {
+  if (c.data_sets.length !== 1) return `${c.data_sets.length} data sets (the runner compiles a case for one)`;
+  const other = c.graph_inputs.find((i) => i.type !== 'tensor') ?? c.graph_outputs.find((o) => o.type !== 'tensor');
+  if (other) return `graph ${c.graph_inputs.includes(other) ? 'input' : 'output'} '${other.name}' is a ${other.type}: only tensors are supported`;
+  const [{ inputs, outputs }] = c.data_sets;
+  for (const v of inputs) { const why = valueRefusal(v, 'input'); if (why) return why; }
+  for (const v of outputs) { const why = valueRefusal(v, 'output'); if (why) return why; }
+  if (inputs.length !== c.graph_inputs.length) return `the case gives ${inputs.length} value(s) for the graph's ${c.graph_inputs.length} input(s)`;
+  if (outputs.length !== c.graph_outputs.length) return `the case gives ${outputs.length} expected value(s) for the graph's ${c.graph_outputs.length} output(s)`;
+  return undefined;
+}
+
+/** A value's numbers, decoded from its raw little-endian bytes (integers as JS numbers, exact up to 2^53; bool as 0/1). */
+export function decodeValue(bytes: Uint8Array, dtype: string): Float64Array | Float32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (dtype === 'float32') {
+    const out = new Float32Array(bytes.length / 4);
+    for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(i * 4, true);
+    return out;
+  }
+  const width = dtype === 'bool' ? 1 : INT_BYTES[dtype];
+  if (!width) throw new Error(`decodeValue: dtype ${dtype} is not decoded`);
+  if (bytes.length % width) throw new Error(`decodeValue: ${bytes.length} bytes is not a whole number of ${dtype} values`);
+  const out = new Float64Array(bytes.length / width);
+  const signed = dtype.startsWith('int');
+  for (let i = 0; i < out.length; i++) {
+    const at = i * width;
+    switch (width) {
+      case 1: out[i] = dtype === 'bool' ? (bytes[at] ? 1 : 0) : signed ? view.getInt8(at) : view.getUint8(at); break;
+      case 2: out[i] = signed ? view.getInt16(at, true) : view.getUint16(at, true); break;
+      case 4: out[i] = signed ? view.getInt32(at, true) : view.getUint32(at, true); break;
+      default: out[i] = Number(signed ? view.getBigInt64(at, true) : view.getBigUint64(at, true));
+    }
+  }
+  return out;
+}
+
+const INT32_MIN = -(2 ** 31), INT32_MAX = 2 ** 31 - 1;
+
+/** The first value outside int32's range, if any (ONNX int64 is carried as int32). */
+export function outsideInt32(values: ArrayLike<number>): number | undefined {
+  for (let i = 0; i < values.length; i++) if (values[i] < INT32_MIN || values[i] > INT32_MAX) return values[i];
+  return undefined;
+}
+
+/** A case value as the 4-byte words of the compiled model's `dtype`, or why it cannot be fed (one line). */
+export function modelWords(v: CaseValue, bytes: Uint8Array, dtype: DType): Float32Array | Int32Array | string {
+  const cls = dtypeClass(v.dtype);
+  if (cls !== dtype) return `input '${v.name}' is ${v.dtype}, the compiled model takes ${dtype}`;
+  const values = decodeValue(bytes, v.dtype!);
+  if (dtype === 'float32') return values as Float32Array;
+  const big = outsideInt32(values);
+  if (big !== undefined) return `input '${v.name}' (${v.dtype}) holds ${big}, outside the int32 range int64 values are carried in`;
+  return Int32Array.from(values);
+}
+
+const showShape = (s: readonly number[]): string => `[${s.join(', ')}]`;
+
+function unravel(i: number, shape: readonly number[]): number[] {
+  const at = new Array<number>(shape.length);
+  for (let d = shape.length - 1; d >= 0; d--) { at[d] = i % shape[d]; i = Math.floor(i / shape[d]); }
+  return at;
+}
+
+/** The bits of the NaN tt_bench fills outputs with (C's NAN: 0x7fc00000). */
+const NAN_WORD = 0x7fc00000;
+
+export interface OutputCheck {
+  ok: boolean;
+  /** When not ok: one line naming the output, how many values are off, the max error and where. */
+  why?: string;
+  max_abs_error?: number;
+}
+
+/**
+ * Compares one output with its expected value as numpy.testing.assert_allclose does (what
+ * onnx's backend test runner calls): |actual - expected| <= atol + rtol * |expected|, NaN
+ * equal to NaN, an infinity only equal to itself; integers and bools exactly (never looser).
+ * `actual` holds the compiled model's words of `dtype`, `shape` its shape.
+ */
+export function compareOutput(
+  expected: CaseValue, expectedBytes: Uint8Array, actual: Float32Array | Int32Array, dtype: DType, shape: readonly number[], rtol: number, atol: number,
+): OutputCheck {
+  const what = `output '${expected.name}'`;
+  const cls = dtypeClass(expected.dtype);
+  if (cls !== dtype) return { ok: false, why: `${what} is ${dtype}, expected ${expected.dtype}` };
+  const want = expected.shape!;
+  if (want.length !== shape.length || want.some((d, i) => d !== shape[i])) return { ok: false, why: `${what} has shape ${showShape(shape)}, expected ${showShape(want)}` };
+  const e = decodeValue(expectedBytes, expected.dtype!);
+  if (e.length !== actual.length) return { ok: false, why: `${what} has ${actual.length} values, expected ${e.length}` };
+  const exact = dtype !== 'float32';
+  let bad = 0, worst = -1, maxErr = 0;
+  for (let i = 0; i < e.length; i++) {
+    const x = e[i], y = actual[i];
+    let ok: boolean, err: number;
+    if (Number.isNaN(x) || Number.isNaN(y)) { ok = Number.isNaN(x) && Number.isNaN(y); err = ok ? 0 : NaN; }
+    else if (!Number.isFinite(x) || !Number.isFinite(y)) { ok = x === y; err = ok ? 0 : Infinity; }
+    else { err = Math.abs(y - x); ok = exact ? err === 0 : err <= atol + rtol * Math.abs(x); }
+    if (ok) continue;
+    bad++;
+    if (worst < 0 || !(err <= maxErr)) { worst = i; maxErr = err; }
+  }
+  if (bad === 0) return { ok: true };
+  // tt_bench fills every output with NaN before the run: an output still all NaN words was never written.
+  const words = new Int32Array(actual.buffer, actual.byteOffset, actual.length);
+  if (bad === e.length && words.every((w) => w === NAN_WORD)) {
+    return { ok: false, max_abs_error: NaN, why: `${what} was never written (all ${e.length} value(s) still hold tt_bench's NaN fill)` };
+  }
+  const at = shape.length ? showShape(unravel(worst, shape)) : '[]';
+  const tol = exact ? 'exact' : `rtol ${rtol}, atol ${atol}`;
+  return {
+    ok: false, max_abs_error: maxErr,
+    why: `${what}: ${bad} of ${e.length} value(s) off, max abs error ${maxErr.toPrecision(3)} at ${at} (expected ${e[worst]}, got ${actual[worst]}; ${tol})`,
+  };
+}
+
+const MAX_REASON = 300;
+const cut = (text: string): string => (text.length > MAX_REASON ? `${text.slice(0, MAX_REASON - 3)}...` : text);
+
+/**
+ * A UserError's message as one line (`reason`): the model file's path dropped; the
+ * importer's list of nodes it cannot import as `<Op>: <why>` (node names dropped, repeats
+ * once: `issues`), joined by '; '.
+ */
+export function refusalOf(message: string, file?: string): { reason: string; issues?: string[] } {
+  const text = file ? message.split(`${file}: `).join('') : message;
+  const lines = text.split('\n');
+  const items = lines.filter((l) => /^\s+- /.test(l)).map((l) => l.replace(/^\s+- /, '').replace(/^(\S+) '[^']*': /, '$1: ').trim());
+  if (/cannot import \d+ node\(s\)/.test(lines[0]) && items.length) {
+    const issues = [...new Set(items)].map(cut);
+    return { reason: cut(issues.join('; ')), issues };
+  }
+  return { reason: cut(lines.find((l) => l.trim())?.trim() ?? '') };
+}
+
+/** A reason as its group: the names of tensors left out, so one limit counts once. */
+export const reasonGroup = (reason: string): string =>
+  reason.replace(/\b(graph input|graph output|input|output|initializer) '[^']*'/g, "$1 '…'");
+
+export interface OperatorRow { operator: string; cases: number; passed: number; refused: number; wrong: number; crash: number; hang: number }
+
+export interface Tally {
+  total: number;
+  counts: Record<Outcome, number>;
+  operators: OperatorRow[];
+  /** Refusal reasons (grouped; a case the importer refused counts once under each of its issues), most frequent first. */
+  reasons: { reason: string; count: number }[];
+  /** Per operator: its most frequent refusal reason. */
+  topReason: Record<string, { reason: string; count: number }>;
+}
+
+export function tally(results: readonly CaseResult[]): Tally {
+  const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  const rows = new Map<string, OperatorRow>();
+  const reasons = new Map<string, number>();
+  const perOp = new Map<string, Map<string, number>>();
+  for (const r of results) {
+    counts[r.outcome]++;
+    let row = rows.get(r.operator);
+    if (!row) rows.set(r.operator, (row = { operator: r.operator, cases: 0, passed: 0, refused: 0, wrong: 0, crash: 0, hang: 0 }));
+    row.cases++;
+    row[r.outcome]++;
+    if (r.outcome !== 'refused') continue;
+    const m = perOp.get(r.operator) ?? new Map<string, number>();
+    perOp.set(r.operator, m);
+    for (const g of new Set((r.issues ?? [r.reason ?? '(no reason)']).map(reasonGroup))) {
+      reasons.set(g, (reasons.get(g) ?? 0) + 1);
+      m.set(g, (m.get(g) ?? 0) + 1);
+    }
+  }
+  const ranked = (m: Map<string, number>): { reason: string; count: number }[] =>
+    [...m].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
+  const topReason = Object.fromEntries([...perOp].map(([op, m]) => [op, ranked(m)[0]]));
+  return {
+    total: results.length, counts,
+    operators: [...rows.values()].sort((a, b) => a.operator.localeCompare(b.operator)), reasons: ranked(reasons), topReason,
+  };
+}
+
+/** `conformance: P/N passed (x%), R refused, W wrong, C crashed, H hung`. */
+export function summaryLine(t: Pick<Tally, 'total' | 'counts'>): string {
+  const c = t.counts;
+  const pct = t.total ? ((100 * c.passed) / t.total).toFixed(1) : '0.0';
+  return `conformance: ${c.passed}/${t.total} passed (${pct}%), ${c.refused} refused, ${c.wrong} wrong, ${c.crash} crashed, ${c.hang} hung`;
+}
+
+/** The per-operator table (Markdown), then the top refusal reasons. */
+export function report(t: Tally, topReasons = 25): string[] {
+  const cols = ['operator', 'cases', 'passed', 'refused', 'wrong', 'crash', 'hang'] as const;
+  const cells = t.operators.map((r) => cols.map((c) => String(r[c])));
+  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
+  const line = (row: readonly string[]): string => `| ${row.map((s, i) => (i === 0 ? s.padEnd(widths[i]) : s.padStart(widths[i]))).join(' | ')} |`;
+  const out = [line(cols), `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...cells.map(line)];
+  out.push('', `refusal reasons (top ${Math.min(topReasons, t.reasons.length)} of ${t.reasons.length}; a case refused for several nodes counts under each):`);
+  for (const { reason, count } of t.reasons.slice(0, topReasons)) out.push(`  ${String(count).padStart(5)}  ${reason}`);
+  return out;
+}
+
+export interface Baseline {
+  onnx_version: string;
+  cases: number;
+  passed: number;
+  pass_rate: number;
+  /** Cases known to come out wrong, crash or hang today: their outcome and reason. The aim is none. */
+  known_bad: Record<string, string>;
+  /** Every case that passed. */
+  passing: string[];
+}
+
+export function makeBaseline(results: readonly CaseResult[], onnxVersion: string): Baseline {
+  const passing = results.filter((r) => r.outcome === 'passed').map((r) => r.name).sort();
+  const bad = results.filter((r) => r.outcome === 'wrong' || r.outcome === 'crash' || r.outcome === 'hang').sort((a, b) => a.name.localeCompare(b.name));
+  return {
+    onnx_version: onnxVersion, cases: results.length, passed: passing.length,
+    pass_rate: results.length ? Number((passing.length / results.length).toFixed(4)) : 0,
+    known_bad: Object.fromEntries(bad.map((r) => [r.name, `${r.outcome}: ${r.reason ?? ''}`])),
+    passing,
+  };
+}
+
+export interface BaselineCheck {
+  /** Cases that passed in the baseline and do not now. */
+  regressions: CaseResult[];
+  /** Wrong, crashed or hung cases the baseline does not list as known. */
+  unexpected: CaseResult[];
+  /** Passing cases the baseline does not list (update it to keep them). */
+  newPasses: string[];
+  /** Known-bad cases that are no longer wrong, crashed or hung. */
+  fixed: string[];
+  ok: boolean;
+}
+
+export function checkBaseline(results: readonly CaseResult[], b: Baseline): BaselineCheck {
+  const was = new Set(b.passing);
+  const regressions = results.filter((r) => was.has(r.name) && r.outcome !== 'passed');
+  const unexpected = results.filter((r) => (r.outcome === 'wrong' || r.outcome === 'crash' || r.outcome === 'hang') && !(r.name in b.known_bad));
+  const newPasses = results.filter((r) => r.outcome === 'passed' && !was.has(r.name)).map((r) => r.name);
+  const byName = new Map(results.map((r) => [r.name, r]));
+  const fixed = Object.keys(b.known_bad).filter((n) => { const o = byName.get(n)?.outcome; return o === 'passed' || o === 'refused'; });
+  return { regressions, unexpected, newPasses, fixed, ok: regressions.length === 0 && unexpected.length === 0 };
+}

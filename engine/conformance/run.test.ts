@@ -1,0 +1,76 @@
+// The conformance runner end to end on a few cases written here in generate.py's layout:
+// cases that import are compiled together into one model.so and run by one tt_bench; each
+// ends as passed, wrong (with its max error) or refused (the importer's reason, or a value
+// the runner cannot feed), the same whether batched or one per library.
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
+import { Graph } from '../graph/graph';
+import type { CaseValue, ConformanceCase } from './cases';
+import { mergeGraphs, runConformance } from './run';
+
+const work = mkdtempSync(path.join(tmpdir(), 'tt-conformance-test-'));
+const bytes = (a: Float32Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+/** Writes one case: its model, its input x (and b), its expected output y. */
+function writeCase(name: string, model: Uint8Array, inputs: [string, string, number[], Uint8Array][], y: Float32Array, yShape: number[]): ConformanceCase {
+  const dir = path.join(work, 'cases', name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'model.onnx'), model);
+  const values: CaseValue[] = inputs.map(([n, dtype, shape, data], i) => {
+    writeFileSync(path.join(dir, `0-in${i}.bin`), data);
+    return { name: n, kind: 'tensor', dtype, shape, file: `0-in${i}.bin` };
+  });
+  writeFileSync(path.join(dir, '0-out0.bin'), bytes(y));
+  return {
+    name, operator: name.split('_')[1], expanded: false, domains: [], opset: 13, rtol: 1e-3, atol: 1e-7,
+    graph_inputs: inputs.map(([n]) => ({ name: n, type: 'tensor' })), graph_outputs: [{ name: 'y', type: 'tensor' }],
+    data_sets: [{ inputs: values, outputs: [{ name: 'y', kind: 'tensor', dtype: 'float32', shape: yShape, file: '0-out0.bin' }] }],
+  };
+}
+
+const x = Float32Array.from([-1, 2, -3, 4, 5, -6]);
+const relu = (): Uint8Array => new OnnxModelBuilder().input('x', [2, 3]).output('y').node('Relu', ['x'], ['y']).build();
+const cases = [
+  writeCase('test_relu', relu(), [['x', 'float32', [2, 3], bytes(x)]], x.map((v) => Math.max(v, 0)), [2, 3]),
+  writeCase('test_relu_wrong', relu(), [['x', 'float32', [2, 3], bytes(x)]], x.map((v) => Math.max(v, 0) + (v === 4 ? 0.5 : 0)), [2, 3]),
+  writeCase('test_add_bcast', new OnnxModelBuilder().input('a', ['N', 3]).input('b', [3]).output('y').node('Add', ['a', 'b'], ['y']).build(),
+    [['a', 'float32', [2, 3], bytes(x)], ['b', 'float32', [3], bytes(Float32Array.from([10, 20, 30]))]], x.map((v, i) => v + [10, 20, 30][i % 3]), [2, 3]),
+  writeCase('test_foo', new OnnxModelBuilder().input('x', [2, 3]).output('y').node('FooBar', ['x'], ['y']).build(), [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]),
+  writeCase('test_relu_f64', relu(), [['x', 'float64', [2, 3], new Uint8Array(48)]], x, [2, 3]),
+];
+
+const outcomes = (rs: { name: string; outcome: string }[]): Record<string, string> => Object.fromEntries(rs.map((r) => [r.name, r.outcome]));
+const expected = { test_relu: 'passed', test_relu_wrong: 'wrong', test_add_bcast: 'passed', test_foo: 'refused', test_relu_f64: 'refused' };
+
+test('cases compile together into one library, each classified; one per library gives the same', async () => {
+  const opts = { dir: work, cases, workDir: path.join(work, 'batches'), cacheDir: path.join(work, 'kernels'), threads: 1 };
+  const batched = await runConformance({ ...opts, batchSize: 8 });
+  assert.equal(outcomes(batched.results), expected);
+  assert.is(batched.libraries, 1, 'the three cases that import share one model.so');
+  const wrong = batched.results.find((r) => r.name === 'test_relu_wrong')!;
+  assert.is(wrong.max_abs_error, 0.5);
+  assert.match(wrong.reason!, /^output 'y': 1 of 6 value\(s\) off, max abs error 0\.500 at \[1, 0\] \(expected 4\.5, got 4; rtol 0\.001, atol 1e-7\)$/);
+  assert.is(batched.results.find((r) => r.name === 'test_foo')!.reason, 'FooBar: operator is not supported');
+  assert.match(batched.results.find((r) => r.name === 'test_relu_f64')!.reason!, /^input 'x' is float64/);
+  const single = await runConformance({ ...opts, batchSize: 1, parallel: 1 });
+  assert.equal(outcomes(single.results), expected);
+  assert.is(single.libraries, 3);
+});
+
+test('merged graphs keep each case apart under its prefix', () => {
+  const a = new Graph();
+  a.outputs = [a.op('relu', [a.input('x', [2])])];
+  const m = mergeGraphs([{ graph: a, outputs: ['y'] }, { graph: a, outputs: ['y'] }]);
+  assert.equal(m.graph.nodes.filter((n) => n.op === 'input').map((n) => n.name), ['c0/x', 'c1/x']);
+  assert.equal(m.outputs, ['c0/y', 'c1/y']);
+  assert.equal(m.graph.outputs.map((id) => m.graph.node(id).inputs[0]), [0, 2]);
+});
+
+test.after(() => rmSync(work, { recursive: true, force: true }));
+
+test.run();
