@@ -123,6 +123,23 @@ test('symbolic batch takes the batch option; a fixed batch must match', () => {
   assert.throws(() => importOnnx(fixed, 'm.onnx', { batch: 4 }), (e: Error) => e instanceof UserError && /fixed batch of 2/.test(e.message));
 });
 
+test('input shapes fix symbolic dimensions and scalars; inputs may differ in their first dimension; int and bool inputs', () => {
+  const sym = new OnnxModelBuilder().input('x', ['N', 'L']).input('s', []).node('Mul', ['x', 's'], ['y']).output('y').build();
+  assert.throws(() => importOnnx(sym, 'm.onnx'), (e: Error) => e instanceof UserError &&
+    e.message === "m.onnx: graph input 'x' [N, L] has a symbolic dimension 1 ('L'); fix it with --input-shapes x:[1,<L>], a number for each <dimension> (in Nx: the network's inputs)");
+  const fixed = importOnnx(sym, 'm.onnx', { inputShapes: [{ name: 'x', shape: [2, 7] }, { name: 's', shape: [] }] });
+  assert.equal(fixed.inputs.map((i) => i.shape), [[2, 7], []]);
+  assert.equal(importOnnx(sym, 'm.onnx', { inputShapes: [{ shape: [3, 5] }, { shape: [] }] }).inputs.map((i) => i.shape), [[3, 5], []], 'by position');
+  assert.throws(() => importOnnx(sym, 'm.onnx', { inputShapes: [{ name: 'x', shape: [2] }] }), (e: Error) => /graph input 'x' has rank 2 \[N, L\]; the shape given for it, \[2\], has rank 1/.test(e.message));
+  const gemm = new OnnxModelBuilder().input('a', [3, 5]).input('b', [5, 4]).node('Gemm', ['a', 'b'], ['y']).output('y').build();
+  assert.equal(importOnnx(gemm, 'm.onnx').inputs.map((i) => i.shape), [[3, 5], [5, 4]], 'different fixed first dimensions are kept');
+  assert.throws(() => importOnnx(gemm, 'm.onnx', { inputShapes: [{ name: 'a', shape: [4, 5] }] }), (e: Error) => /differs in dimension 0/.test(e.message));
+  const ints = new OnnxModelBuilder().typedInput('ids', DataType.INT64, [1, 4]).typedInput('m', DataType.BOOL, [1, 4]).node('Identity', ['ids'], ['y']).output('y').build();
+  assert.equal(importOnnx(ints, 'm.onnx').inputs.map((i) => i.dtype), ['int32', 'bool']);
+  const dbl = new OnnxModelBuilder().typedInput('d', DataType.DOUBLE, [2]).node('Identity', ['d'], ['y']).output('y').build();
+  assert.throws(() => importOnnx(dbl, 'm.onnx'), (e: Error) => e.message === "m.onnx: graph input 'd' is DOUBLE; supported input types: FLOAT, the integer types (run as int32) and BOOL");
+});
+
 test('external data: initializers read from a file next to the model', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-onnx-'));
   try {

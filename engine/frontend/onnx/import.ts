@@ -111,7 +111,7 @@ function inputShape(vi: ValueInfo, index: number, file: string, opts: OnnxImport
     }
     if (given) return given[i];
     if (i === 0) { symbolicBatch = true; return opts.batch ?? 1; }
-    throw new UserError(`${file}: graph input '${name}' ${showShape(dims)} has a symbolic dimension ${i} ('${d}'); fix it with --input-shapes ${name}:[${dims.map((x, k) => (typeof x === 'number' ? x : k === 0 ? (opts.batch ?? 1) : 'N')).join(',')}] (or the network's inputs in the config)`);
+    throw new UserError(`${file}: graph input '${name}' ${showShape(dims)} has a symbolic dimension ${i} ('${d}'); fix it with --input-shapes ${name}:[${dims.map((x, k) => (typeof x === 'number' ? x : k === 0 ? (opts.batch ?? 1) : `<${x}>`)).join(',')}], a number for each <dimension> (in Nx: the network's inputs)`);
   });
   try {
     checkedDims(shape, `graph input '${name}'`);

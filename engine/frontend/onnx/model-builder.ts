@@ -31,6 +31,12 @@ export class OnnxModelBuilder {
     return this;
   }
 
+  /** An input of any ONNX element type (DataType). */
+  typedInput(name: string, elemType: number, dims: readonly (number | string)[]): this {
+    this.ins.push({ name, type: { tensor_type: { elem_type: elemType, shape: { dim: dims.map((d) => (typeof d === 'string' ? { dim_param: d } : { dim_value: d })) } } } });
+    return this;
+  }
+
   output(name: string): this {
     this.outs.push({ name, type: { tensor_type: { elem_type: DataType.FLOAT } } });
     return this;
