@@ -12,6 +12,8 @@ import { NetBuilder, type BuildOptions } from './builder';
 import { INCEPTION_MIN_IMAGE, inceptionV3 } from './inception';
 import { mobilenet } from './mobilenet';
 import { mobilenetV2 } from './mobilenet-v2';
+import { bert } from './bert';
+import { vit } from './vit';
 import { RESNET_DEPTHS, RESNET_MIN_IMAGE, resnet } from './resnet';
 import { squeezenet } from './squeezenet';
 import { VGG_DEPTHS, vgg } from './vgg';
@@ -67,6 +69,8 @@ ENTRIES.set('squeezenet_v1.0', { build: (b) => squeezenet(b, '1.0'), defaultImag
 ENTRIES.set('squeezenet_v1.1', { build: (b) => squeezenet(b, '1.1'), defaultImage: 224, minImage: 29 });
 ENTRIES.set('inception_v3', { build: inceptionV3, defaultImage: 299, minImage: INCEPTION_MIN_IMAGE });
 ENTRIES.set('mobilenet_v2', { build: mobilenetV2, defaultImage: 224, minImage: 32 });
+ENTRIES.set('vit-s16', { build: (b) => vit(b), defaultImage: 224, minImage: 16 });
+ENTRIES.set('bert-base', { build: (b) => bert(b), defaultImage: 224, minImage: 1, noImage: true });
 
 /** Every builtin network name. */
 export const NETWORK_NAMES: readonly string[] = [...ENTRIES.keys()];

@@ -287,6 +287,19 @@ function sameShape(a: { tensor: Tensor }, b: { tensor: Tensor }): boolean {
   return a.tensor.shape.length === b.tensor.shape.length && a.tensor.shape.every((d, i) => d === b.tensor.shape[i]);
 }
 
+/**
+ * A stage read by several stages of its task that costs less to repeat in each reader than
+ * to store: plain arithmetic on loads and constants, no math call or branch. A bias add that
+ * GELU's epilogue reads twice (x * 0.5 * (1 + erf(x / sqrt 2))) is one; left at root, it
+ * sat between the tiled dense and the output holding the tile, and the schedule was invalid.
+ */
+function cheapToRepeat(t: Tensor): boolean {
+  if (t.op.kind !== 'compute' || t.op.reduceAxes.length > 0) return false;
+  let cheap = true;
+  walk(t.op.body, (e) => { if (e.k === 'call' || e.k === 'if' || e.k === 'select' || e.k === 'reduce') cheap = false; });
+  return cheap;
+}
+
 export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   if (opts.gpu) return defaultGpuSchedule(dag, opts.gpu);
   if (isWinogradDag(dag)) return winogradDefaultSchedule(dag, opts);
@@ -299,7 +312,7 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   for (const s of [...state.stages]) {
     if (s.isOutput || s.reduceAxes.length > 0) continue;
     if (hasBranch(s.tensor) && state.readers(s.name).some((r) => padAtRoot(s.tensor, r.tensor, opts.vectorLanes))) continue;
-    if (state.readers(s.name).length === 1) apply({ s: 'compute_inline', stage: s.name });
+    if (state.readers(s.name).length === 1 || cheapToRepeat(s.tensor)) apply({ s: 'compute_inline', stage: s.name });
   }
 
   // 2. Tile the main reduction into the output's loops.

@@ -239,6 +239,11 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
       case 'mean':
         emit('ReduceMean', ins, [ints('axes', a.axes as number[]), int('keepdims', (a.keepdims as boolean | undefined) ?? true ? 1 : 0)]);
         break;
+      // The transformers' other operators, as torch.onnx writes them.
+      case 'erf': emit('Erf', ins); break;
+      case 'take': emit('Gather', ins, [int('axis', (a.axis as number | undefined) ?? 0)]); break;
+      case 'cast': emit('Cast', ins, [int('to', elemType(op.dtype) === DataType.INT64 ? DataType.INT64 : elemType(op.dtype))]); break;
+      case 'broadcast_to': emit('Expand', [ins[0], intInit(`${op.name}_shape`, a.shape as number[])]); break;
       case 'layer_norm': {
         const rank = op.shape.length, axis = a.axis as number, eps = a.epsilon as number;
         if (opset >= 17) { emit('LayerNormalization', ins, [int('axis', axis), float('epsilon', eps)]); break; }
