@@ -1,7 +1,8 @@
 // The conformance runner end to end on a few cases written here in generate.py's layout:
-// cases that import are compiled together into one model.so and run by one tt_bench; each
-// ends as passed, wrong (with its max error) or refused (the importer's reason, or a value
-// the runner cannot feed), the same whether batched or one per library.
+// cases that import are compiled together into one model.so and run by one tt_bench (a batch
+// that fails is split until the failing case is found); each ends as passed, wrong (with its
+// max error) or refused (the importer's or compiler's reason, or a value the runner cannot
+// feed), the same whether batched or one per library.
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,16 +43,20 @@ const cases = [
     [['a', 'float32', [2, 3], bytes(x)], ['b', 'float32', [3], bytes(Float32Array.from([10, 20, 30]))]], x.map((v, i) => v + [10, 20, 30][i % 3]), [2, 3]),
   writeCase('test_foo', new OnnxModelBuilder().input('x', [2, 3]).output('y').node('FooBar', ['x'], ['y']).build(), [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]),
   writeCase('test_relu_f64', relu(), [['x', 'float64', [2, 3], new Uint8Array(48)]], x, [2, 3]),
+  // Imports, and then fails to compile (a NUL in a tensor name): its batch is split until it is found.
+  writeCase('test_relu_nul', new OnnxModelBuilder().input('x', [2, 3]).output('y\0z').node('Relu', ['x'], ['y\0z']).build(), [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]),
 ];
 
 const outcomes = (rs: { name: string; outcome: string }[]): Record<string, string> => Object.fromEntries(rs.map((r) => [r.name, r.outcome]));
-const expected = { test_relu: 'passed', test_relu_wrong: 'wrong', test_add_bcast: 'passed', test_foo: 'refused', test_relu_f64: 'refused' };
+const expected = { test_relu: 'passed', test_relu_wrong: 'wrong', test_add_bcast: 'passed', test_foo: 'refused', test_relu_f64: 'refused', test_relu_nul: 'refused' };
 
-test('cases compile together into one library, each classified; one per library gives the same', async () => {
+test('cases compile together into one library, each classified; a failing batch is split; one per library gives the same', async () => {
   const opts = { dir: work, cases, workDir: path.join(work, 'batches'), cacheDir: path.join(work, 'kernels'), threads: 1 };
   const batched = await runConformance({ ...opts, batchSize: 8 });
   assert.equal(outcomes(batched.results), expected);
-  assert.is(batched.libraries, 1, 'the three cases that import share one model.so');
+  // The four cases that import, together; then halves: [relu, relu_wrong], [add, nul]; then [add], [nul].
+  assert.is(batched.libraries, 5);
+  assert.match(batched.results.find((r) => r.name === 'test_relu_nul')!.reason!, /cannot hold a NUL byte/);
   const wrong = batched.results.find((r) => r.name === 'test_relu_wrong')!;
   assert.is(wrong.max_abs_error, 0.5);
   assert.match(wrong.reason!, /^output 'y': 1 of 6 value\(s\) off, max abs error 0\.500 at \[1, 0\] \(expected 4\.5, got 4; rtol 0\.001, atol 1e-7\)$/);
@@ -59,7 +64,7 @@ test('cases compile together into one library, each classified; one per library 
   assert.match(batched.results.find((r) => r.name === 'test_relu_f64')!.reason!, /^input 'x' is float64/);
   const single = await runConformance({ ...opts, batchSize: 1, parallel: 1 });
   assert.equal(outcomes(single.results), expected);
-  assert.is(single.libraries, 3);
+  assert.is(single.libraries, 4);
 });
 
 test('merged graphs keep each case apart under its prefix', () => {
