@@ -155,7 +155,12 @@ async function compileBatch(batch: readonly Prepared[], outDir: string, target: 
     cacheDir: opts.cacheDir, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.compilerTimeoutMs ?? 60_000,
     warn: () => undefined,
   });
-  return { dir: outDir, manifest: readManifest(outDir) };
+  try {
+    return { dir: outDir, manifest: readManifest(outDir) };
+  } catch (e) {
+    // Compile wrote a folder its own reader refuses: ours to fix (a crash), not a refusal.
+    throw new Error(`the compiled model's manifest is refused by readManifest: ${messageOf(e).split(`${path.join(outDir, 'manifest.json')}: `).join('')}`);
+  }
 }
 
 /** A batch that failed (compiling it, or in tt_bench): for a batch of one, that case's outcome. */
@@ -265,6 +270,7 @@ export async function runConformance(opts: RunOptions): Promise<RunSummary> {
       return;
     }
     // Find the case that failed: each half on its own.
+    log(`conformance: a batch of ${batch.length} failed (${outcome.outcome}: ${outcome.reason ?? ''}); splitting it`);
     const half = Math.ceil(batch.length / 2);
     await attempt(batch.slice(0, half));
     await attempt(batch.slice(half));
