@@ -1,49 +1,77 @@
 // convertLayout(graph, 'NHWC'): run an NCHW network's convs and pools in NHWC (or the
 // reverse), as TVM's ConvertLayout does, keeping the model's boundary layout.
 //
-// Every 4-d value is tracked in the layout it is available in. Layout-carrying ops
-// (conv2d, pools) are rebuilt in the target layout, with constant weights permuted
-// (OIHW -> HWIO, depthwise [C, m, kh, kw] -> HWOI); element-wise ops, batch norm, pad and
-// concatenate follow their inputs' layout (constants are permuted, axes remapped);
-// anything else, and the graph outputs, get the original layout back through a
-// `transpose`, inserted once per value and only where needed.
+// Every 4-d and 5-d value is tracked in the layout it is available in. Layout-carrying ops
+// (conv2d, conv2d_transpose, pools; conv3d, conv3d_transpose, 3-D pools) are rebuilt in the
+// target layout, with constant weights permuted (OIHW -> HWIO, depthwise [C, m, kh, kw] ->
+// HWOI, OIDHW -> DHWIO, a transposed conv's [Ci, Co, k...] -> [k..., Ci, Co]); element-wise
+// ops, batch norm, pad and concatenate follow their inputs' layout (constants are permuted,
+// axes remapped); anything else, and the graph outputs, get the original layout back
+// through a `transpose`, inserted once per value and only where needed.
+//
+// 3-D ops follow the 2-D ones: 'NHWC' asks for channels last at every rank, so a 3-D
+// network converted to NHWC runs its convs and pools in NDHWC (TVM's layout for conv3d on
+// x86 with the auto-scheduler), with its input and output transposed once at the boundary,
+// rather than in NCDHW between transposes. A 1-D conv or pool is a 2-D one over H = 1 (the
+// importer's reshape to [N, C, 1, L]); the reshapes around it read and write NCHW, so it
+// gets a transpose on each side.
 
 import { permute } from '../../ir/tensor';
 import type { Layout } from '../../topi/nn';
+import { channelsLast } from '../../topi/pool';
 import { REDUCE_KINDS } from '../../topi/reduce';
 import { isOpNode, type Graph, type OpNode } from '../graph';
 import { constantOf, rebuild, type Rebuilder } from '../rewrite';
 import { BINARY_OPS } from './canonicalize-bias';
 
-const LAYOUT_OPS = new Set(['conv2d', 'max_pool2d', 'avg_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d']);
+/** Ops over 3-D images: layout 'NCDHW' or 'NDHWC'; the others 'NCHW' or 'NHWC'. */
+const LAYOUT_OPS_3D = new Set(['conv3d', 'conv3d_transpose', 'max_pool3d', 'avg_pool3d', 'global_avg_pool3d', 'global_max_pool3d']);
+const LAYOUT_OPS = new Set(['conv2d', 'conv2d_transpose', 'max_pool2d', 'avg_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d', ...LAYOUT_OPS_3D]);
 const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh', 'hard_sigmoid', 'hard_swish']);
 /** Ops with an `axis` attribute (default -1), and ops with an `axes` list (topi/reduce.ts, topi/normalization.ts). */
 const AXIS_OPS = new Set(['softmax', 'log_softmax', 'hardmax', 'lrn', 'instance_norm']);
 const AXES_OPS = new Set(['mean', 'mean_variance_normalization', ...REDUCE_KINDS.filter((k) => k !== 'mean').map((k) => `reduce_${k}`)]);
 
-const TO_NHWC = [0, 2, 3, 1], TO_NCHW = [0, 3, 1, 2];
+/** The permutation that moves channels last ([0, 2, 3, 1] for rank 4), or first. */
+const toLast = (rank: number): number[] => [0, ...Array.from({ length: rank - 2 }, (_, i) => i + 2), 1];
+const toFirst = (rank: number): number[] => [0, rank - 1, ...Array.from({ length: rank - 2 }, (_, i) => i + 1)];
+
+/** The kernel permutation of a layout op's weight into the target layout (channels last or first). */
+function kernelPerm(op: string, rank: number, depthwise: boolean, last: boolean): number[] {
+  if (op === 'conv2d') return depthwise ? [2, 3, 0, 1] : last ? [2, 3, 1, 0] : [3, 2, 0, 1];
+  if (op === 'conv3d') return last ? [2, 3, 4, 1, 0] : [4, 3, 0, 1, 2];
+  // conv2d_transpose, conv3d_transpose: [Ci, Co/g, k...] <-> [k..., Ci, Co/g].
+  const spatial = rank - 2;
+  return last ? [...Array.from({ length: spatial }, (_, i) => i + 2), 0, 1] : [spatial, spatial + 1, ...Array.from({ length: spatial }, (_, i) => i)];
+}
 
 export function convertLayout(g: Graph, target: Layout): Graph {
   const source: Layout = target === 'NHWC' ? 'NCHW' : 'NHWC';
-  const forward = target === 'NHWC' ? TO_NHWC : TO_NCHW; // source -> target
-  const backward = target === 'NHWC' ? TO_NCHW : TO_NHWC; // target -> source
-  const layoutOf = (n: OpNode): Layout => (n.attrs.layout as Layout | undefined) ?? 'NHWC';
-  if (!g.nodes.some((n) => isOpNode(n) && LAYOUT_OPS.has(n.op) && layoutOf(n) === source)) return g;
+  const last = target === 'NHWC';
+  const forward = (rank: number): number[] => (last ? toLast(rank) : toFirst(rank)); // source -> target
+  const backward = (rank: number): number[] => (last ? toFirst(rank) : toLast(rank)); // target -> source
+  const layoutOf = (n: OpNode): string => (n.attrs.layout as string | undefined) ?? (LAYOUT_OPS_3D.has(n.op) ? 'NDHWC' : 'NHWC');
+  const inSource = (n: OpNode): boolean => channelsLast(layoutOf(n)) !== last;
+  const targetOf = (n: OpNode): string => (LAYOUT_OPS_3D.has(n.op) ? (last ? 'NDHWC' : 'NCDHW') : target);
+  if (!g.nodes.some((n) => isOpNode(n) && LAYOUT_OPS.has(n.op) && inSource(n))) return g;
 
-  /** Old 4-d op nodes whose new version is in the target layout. */
+  /** Old 4-d and 5-d op nodes whose new version is in the target layout. */
   const converted = new Set<number>();
   const cache = new Map<string, number>();
-  const is4d = (id: number): boolean => g.node(id).shape.length === 4;
-  const newAxis = (axis: number): number => forward.indexOf(axis < 0 ? axis + 4 : axis);
+  const rankOf = (id: number): number => g.node(id).shape.length;
+  const isImage = (id: number): boolean => rankOf(id) === 4 || rankOf(id) === 5;
+  /** An image input of the same rank as `n`'s output (an op broadcasting a 4-d value to 5-d reads it in the source layout). */
+  const sameRank = (n: OpNode, id: number): boolean => rankOf(id) === n.shape.length;
+  const newAxis = (axis: number, rank: number): number => forward(rank).indexOf(axis < 0 ? axis + rank : axis);
 
   /** Old node `id` in the new graph, in the target layout (`want`) or the source one; constants are permuted, values transposed. */
   const get = (b: Rebuilder, id: number, want: boolean): number => {
-    if (!is4d(id) || converted.has(id) === want) return b.map(id);
+    if (!isImage(id) || converted.has(id) === want) return b.map(id);
     const key = `${id}:${want}`;
     let out = cache.get(key);
     if (out === undefined) {
       const c = constantOf(g, id);
-      const perm = want ? forward : backward;
+      const perm = want ? forward(rankOf(id)) : backward(rankOf(id));
       out = c
         ? b.out.constant(c.name, perm.map((a) => c.shape[a]), permute(c.data, c.shape, perm))
         : b.out.op('transpose', [b.map(id)], { axes: perm }, `${g.node(id).name}_${want ? target : source}`);
@@ -54,54 +82,55 @@ export function convertLayout(g: Graph, target: Layout): Graph {
 
   /** The op rebuilt in the target layout, or undefined when it must run in the source layout. */
   const convert = (n: OpNode, b: Rebuilder): number | undefined => {
-    if (LAYOUT_OPS.has(n.op) && layoutOf(n) === source) {
+    if (LAYOUT_OPS.has(n.op) && inSource(n)) {
       const inputs = [get(b, n.inputs[0], true)];
-      if (n.op === 'conv2d') {
+      if (n.inputs.length > 1) {
         const data = g.node(n.inputs[0]).shape;
         const groups = (n.attrs.groups as number | undefined) ?? 1;
-        const depthwise = groups > 1 && groups === data[source === 'NHWC' ? 3 : 1];
-        // OIHW <-> HWIO; depthwise [C, m, kh, kw] <-> HWOI [kh, kw, C, m].
-        const perm = depthwise ? [2, 3, 0, 1] : target === 'NHWC' ? [2, 3, 1, 0] : [3, 2, 0, 1];
+        const depthwise = n.op === 'conv2d' && groups > 1 && groups === data[last ? 1 : 3];
+        const perm = kernelPerm(n.op, data.length, depthwise, last);
         const w = constantOf(g, n.inputs[1]);
         inputs.push(w
           ? b.out.constant(w.name, perm.map((p) => w.shape[p]), permute(w.data, w.shape, perm))
           : b.out.op('transpose', [b.map(n.inputs[1])], { axes: perm }));
       }
-      return b.out.op(n.op, inputs, { ...n.attrs, layout: target }, n.name);
+      return b.out.op(n.op, inputs, { ...n.attrs, layout: targetOf(n) }, n.name);
     }
     // A batch norm always moves to the target layout, even on a graph input (ResNet's
     // bn_data): its input is transposed once at the boundary, and the op stays one that
     // both layouts express (ONNX's BatchNormalization knows only axis 1).
-    if (n.op === 'batch_norm' && n.shape.length === 4) {
+    const rank = n.shape.length;
+    if (n.op === 'batch_norm' && (rank === 4 || rank === 5)) {
       const inputs = n.inputs.map((i, k) => (k === 0 ? get(b, i, true) : b.map(i)));
-      return b.out.op(n.op, inputs, { ...n.attrs, axis: newAxis(n.attrs.axis as number) }, n.name);
+      return b.out.op(n.op, inputs, { ...n.attrs, axis: newAxis(n.attrs.axis as number, rank) }, n.name);
     }
-    if (n.shape.length !== 4 || !n.inputs.some((i) => converted.has(i))) return undefined;
+    if ((rank !== 4 && rank !== 5) || !n.inputs.some((i) => converted.has(i) && sameRank(n, i))) return undefined;
     const x = n.inputs[0];
+    if (!sameRank(n, x) && !BINARY_OPS.has(n.op)) return undefined;
     if (UNARY.has(n.op)) return b.out.op(n.op, [get(b, x, true)], n.attrs, n.name);
     // Ops over an axis or axes (softmax, LRN, instance norm over channels; a reduction with
     // keepdims) follow their input, the axes remapped to where the dims moved.
-    if (AXIS_OPS.has(n.op) && is4d(x)) {
-      return b.out.op(n.op, [get(b, x, true), ...n.inputs.slice(1).map((i) => b.map(i))], { ...n.attrs, axis: newAxis((n.attrs.axis as number | undefined) ?? -1) }, n.name);
+    if (AXIS_OPS.has(n.op)) {
+      return b.out.op(n.op, [get(b, x, true), ...n.inputs.slice(1).map((i) => b.map(i))], { ...n.attrs, axis: newAxis((n.attrs.axis as number | undefined) ?? -1, rank) }, n.name);
     }
-    if (AXES_OPS.has(n.op) && is4d(x)) return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, axes: (n.attrs.axes as number[]).map(newAxis) }, n.name);
+    if (AXES_OPS.has(n.op)) return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, axes: (n.attrs.axes as number[]).map((a) => newAxis(a, rank)) }, n.name);
     if (n.op === 'pad') {
-      const permute = (w: unknown): number[] => forward.map((a) => (w as number[])[a]);
+      const permute = (w: unknown): number[] => forward(rank).map((a) => (w as number[])[a]);
       return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, before: permute(n.attrs.before), after: permute(n.attrs.after) }, n.name);
     }
-    if (n.op === 'concatenate' && n.inputs.every(is4d)) {
-      return b.out.op(n.op, n.inputs.map((i) => get(b, i, true)), { ...n.attrs, axis: newAxis(n.attrs.axis as number) }, n.name);
+    if (n.op === 'concatenate' && n.inputs.every((i) => sameRank(n, i))) {
+      return b.out.op(n.op, n.inputs.map((i) => get(b, i, true)), { ...n.attrs, axis: newAxis(n.attrs.axis as number, rank) }, n.name);
     }
     if (BINARY_OPS.has(n.op)) {
-      // Lower-rank constants broadcast as if with leading 1s: make them 4-d, then permute.
+      // Lower-rank constants broadcast as if with leading 1s: make them full rank, then permute.
       const inputs: number[] = [];
       for (const i of n.inputs) {
         const c = constantOf(g, i);
-        if (is4d(i)) inputs.push(get(b, i, true));
+        if (sameRank(n, i)) inputs.push(get(b, i, true));
         else if (!c) return undefined;
         else {
-          const full = [...new Array<number>(4 - c.shape.length).fill(1), ...c.shape];
-          inputs.push(b.out.constant(c.name, forward.map((a) => full[a]), permute(c.data, full, forward)));
+          const full = [...new Array<number>(rank - c.shape.length).fill(1), ...c.shape];
+          inputs.push(b.out.constant(c.name, forward(rank).map((a) => full[a]), permute(c.data, full, forward(rank))));
         }
       }
       return b.out.op(n.op, inputs, n.attrs, n.name);
@@ -117,9 +146,9 @@ export function convertLayout(g: Graph, target: Layout): Graph {
       return id;
     }
     if (n.op === 'batch_flatten' && converted.has(n.inputs[0])) {
-      // [N, C, 1, 1] and [N, 1, 1, C] flatten to the same [N, C].
+      // [N, C, 1, 1] and [N, 1, 1, C] flatten to the same [N, C] (and [N, C, 1, 1, 1]).
       const s = g.node(n.inputs[0]).shape;
-      if ((source === 'NCHW' ? [s[2], s[3]] : [s[1], s[2]]).every((d) => d === 1)) return b.out.op(n.op, [b.map(n.inputs[0])], n.attrs, n.name);
+      if ((last ? s.slice(2) : s.slice(1, -1)).every((d) => d === 1)) return b.out.op(n.op, [b.map(n.inputs[0])], n.attrs, n.name);
     }
     // Anything else reads its inputs in the source layout.
     return b.out.op(n.op, n.inputs.map((i) => get(b, i, false)), n.attrs, n.name);
