@@ -189,7 +189,7 @@ async function runBatch(compiled: Compiled, batch: readonly Prepared[], opts: Ru
   await checkBenchVersion(binary);
   const { execa } = await loadExeca();
   const r = await execa(binary, [
-    manifest.library === 'model.so' ? path.join(dir, 'model.so') : path.join(dir, manifest.library), path.join(dir, manifest.params),
+    path.join(dir, manifest.library), path.join(dir, manifest.params),
     '--repeat', '1', '--number', '1', '--warmup', '0', '--min-repeat-ms', '0', '--threads', String(opts.threads ?? 2),
     ...args, '--save-outputs', outDir,
   ], { reject: false, timeout: timeoutMs, env: { TT_PARENT_PID: String(process.pid) } });
@@ -200,6 +200,8 @@ async function runBatch(compiled: Compiled, batch: readonly Prepared[], opts: Ru
   }
   // Outputs, each compared with its case's expected value.
   const outs = manifest.outputs;
+  const want = batch.reduce((a, p) => a + p.c.data_sets[0].outputs.length, 0);
+  if (outs.length !== want) throw new Error(`the compiled model has ${outs.length} output(s), the cases expect ${want}`);
   let o = 0;
   for (const [k, p] of batch.entries()) {
     const expected = p.c.data_sets[0].outputs;
