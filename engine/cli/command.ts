@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UserError } from '../errors';
 import { didYouMean } from '../suggest';
 import { isOnnxPath, loadModel } from '../frontend/load';
+import { NO_IMAGE_NETWORKS } from '../frontend/networks';
 import type { Layout } from '../topi/nn';
 
 export interface CliIo {
@@ -162,7 +163,7 @@ export function modelFlags(
   const shapes = parseInputShapes(text);
   const batch = shapes[0].shape[0] ?? 1;
   let imageSize: number | undefined;
-  if (models.length > files.length) {
+  if (models.some((m) => !isOnnxPath(m) && !NO_IMAGE_NETWORKS.includes(m))) {
     const s = shapes[0].shape;
     const [h, w] = layout === 'NHWC' ? [s[1], s[2]] : [s[2], s[3]];
     if (shapes.length !== 1 || s.length !== 4 || h !== w) {

@@ -23,7 +23,7 @@ import { isOpNode, type Graph } from '../graph/graph';
 import { rebuild } from '../graph/rewrite';
 import { asFloatWords, numElements, type TensorData } from '../ir/tensor';
 import { isOnnxPath } from '../frontend/load';
-import { getNetwork, NETWORK_NAMES } from '../frontend/networks';
+import { getNetwork, NETWORK_NAMES, NO_IMAGE_NETWORKS } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
@@ -106,7 +106,8 @@ async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promis
   }
   const shape = m.inputs[0].shape;
   const layout = shape.length === 4 && shape[1] === 3 ? 'NCHW' : 'NHWC';
-  const net = getNetwork(m.name, { batch: shape[0], layout, imageSize: layout === 'NCHW' ? shape[2] : shape[1] });
+  const imageSize = NO_IMAGE_NETWORKS.includes(m.name) ? undefined : layout === 'NCHW' ? shape[2] : shape[1];
+  const net = getNetwork(m.name, { batch: shape[0], layout, imageSize });
   const file = path.join(work, `${m.name}.onnx`);
   writeOnnxFile(file, net.graph);
   return { file, source: 'exported builtin network' };
