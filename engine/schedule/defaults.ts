@@ -20,12 +20,18 @@ import { numElements, type Tensor } from '../ir/tensor';
 import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
 import { winogradDefaultSchedule } from './defaults-winograd';
-import { State } from './state';
+import { ScheduleError, State } from './state';
 import { channelTile, largestDivisorAtMost, POSITION_TILE_ROWS_16, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
 
 /** Reductions that the multi-level tiling rule (and this default) tiles. */
-const TILED_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', 'depthwise_conv2d_nhwc', 'depthwise_conv2d_nchw', 'dense', 'batch_matmul']);
+/**
+ * conv3d and the transposed convs (topi/conv3d.ts, topi/conv-transpose.ts): tiled as a
+ * conv2d is (channels last: a vector tile of output channels by a block of columns), with
+ * none of the conv2d_nhwc tiles measured for them (position tiles, wide rows).
+ */
+const CONV_ND_TAGS = ['conv3d_ndhwc', 'conv3d_ncdhw', 'conv2d_transpose_nhwc', 'conv2d_transpose_nchw', 'conv3d_transpose_ndhwc', 'conv3d_transpose_ncdhw'];
+const TILED_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', 'depthwise_conv2d_nhwc', 'depthwise_conv2d_nchw', 'dense', 'batch_matmul', ...CONV_ND_TAGS]);
 
 export interface DefaultOptions {
   /** float32 lanes of the target's vector unit: 16 for AVX-512, 8 for AVX2/NEON. */
@@ -48,7 +54,7 @@ const tagOf = (t: Tensor): string => (t.op.kind === 'compute' ? t.op.tag : '');
  * by many output channels. Not depthwise convs: they read each element a few times, are
  * bound by memory, and ran 1.5x slower with the copy (mobilenet's, same A/B).
  */
-const PAD_AT_ROOT_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw']);
+const PAD_AT_ROOT_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', ...CONV_ND_TAGS]);
 
 /**
  * Whether `pad`, read by `conv`, is written at root. Not where an NHWC input has fewer
@@ -119,6 +125,14 @@ const DEPTHWISE_ACCUMULATORS = 8;
 
 /** The register tile of a tiled reduction: channels per tile (`vec`, the vector loop) and rows of its block axis. */
 function registerTile(tag: string, channels: number, blockExtent: number | undefined, lanes: number): { vec: number; rows: number } {
+  if ((tag === 'dense' || tag === 'batch_matmul') && blockExtent !== undefined) {
+    // Rows that divide nothing useful (ViT's 197 tokens are prime: 1 row per tile, each
+    // weight vector loaded for one multiply-add) take the full block, the last one partial:
+    // its guard is versioned out of the whole tiles (codegen/partition.ts).
+    const t = channelTile(channels, blockExtent, lanes);
+    const full = t.vec > lanes ? 7 : 14;
+    return t.rows * 2 <= full && blockExtent >= 4 * full ? { vec: t.vec, rows: full } : t;
+  }
   if (tag === 'depthwise_conv2d_nhwc' && channels % lanes === 0) {
     let vectors = DEPTHWISE_VECTORS;
     while ((channels / lanes) % vectors !== 0) vectors -= 1;
@@ -302,7 +316,18 @@ function cheapToRepeat(t: Tensor): boolean {
 
 export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   if (opts.gpu) return defaultGpuSchedule(dag, opts.gpu);
-  if (isWinogradDag(dag)) return winogradDefaultSchedule(dag, opts);
+  try {
+    return isWinogradDag(dag) ? winogradDefaultSchedule(dag, opts) : cpuDefaultSchedule(dag, opts);
+  } catch (e) {
+    // A DAG whose shape the heuristics above did not foresee: every stage at root in its own
+    // loops (no steps) is always a valid schedule, slow but correct, where a crash is neither.
+    if (!(e instanceof ScheduleError)) throw e;
+    new State(dag).validate();
+    return [];
+  }
+}
+
+function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   const steps: Step[] = [];
   const state = new State(dag);
   const apply = (st: Step): void => { state.apply(st); steps.push(st); };
@@ -319,7 +344,12 @@ export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   const main = state.stages.find((s) => TILED_TAGS.has(tagOf(s.tensor)));
   const outputs = state.stages.filter((s) => s.isOutput);
   if (main && outputs.length === 1) {
-    const out = outputs[0];
+    // The tile is held by the output, which must then be the reduction's only reader once
+    // the cheap stages are inlined. Where a stage kept at root reads it too (a sigmoid that
+    // two stages of the epilogue read), the reduction is tiled on its own, at root, and the
+    // epilogue's stages follow at root (step 3).
+    const held = state.effectiveReaders(main.name);
+    const out = held.length === 1 && held[0] === outputs[0].name ? outputs[0] : main;
     let local = main;
     if (out === main) {
       // No epilogue to hold the tile: compute into a local copy (TVM's cache_write rule).
