@@ -8,10 +8,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openOrtSession, tryLoadOnnxRuntime } from '../../compare/ort';
 import { extractTasks } from '../../graph/extract';
-import { liveNodes } from '../../graph/graph';
+import { Graph, liveNodes } from '../../graph/graph';
+import { OPS } from '../../graph/ops';
 import { runGraph } from '../../graph/run';
 import { uniform } from '../../runtime/random';
 import { skip } from '../../skip.fixture';
+import { operandView } from './convert-matmul';
 import { importOnnx } from './import';
 import { OnnxModelBuilder } from './model-builder';
 
@@ -150,6 +152,18 @@ test('Einsum: matmul-shaped forms and transposes agree with ONNX Runtime; other 
     b.node('Einsum', r.shapes.map((_, k) => `x${k}`), ['y'], { equation: r.eq }, 'e').output('y');
     assert.throws(() => importOnnx(b.build(), 'e.onnx'), (e: Error) => r.why.test(e.message), r.eq);
   }
+});
+
+test('operandView: a unit-step slice (one part of a Split) under a head split is a region of the stored tensor', () => {
+  if (!('strided_slice' in OPS)) { skip('operandView of a slice', 'no strided_slice operator yet'); return; }
+  const g = new Graph();
+  const qkv = g.input('qkv', [2, 5, 24]);
+  const k = g.op('strided_slice', [qkv], { begin: [0, 0, 8], step: [1, 1, 1], shape: [2, 5, 8] });
+  const t = g.op('transpose', [g.op('reshape', [k], { newShape: [2, 5, 2, 4] })], { axes: [0, 2, 1, 3] });
+  assert.equal(operandView(g, t), { id: qkv, swapped: false, view: { begin: [0, 0, 8], box: [2, 5, 8], shape: [2, 5, 2, 4], perm: [0, 2, 1, 3] } });
+  // A slice after the head split is not a region of the stored tensor: the chain starts there.
+  const late = g.op('strided_slice', [g.op('reshape', [qkv], { newShape: [2, 5, 6, 4] })], { begin: [0, 0, 2, 0], step: [1, 1, 1, 1], shape: [2, 5, 2, 4] });
+  assert.equal(operandView(g, late).id, late);
 });
 
 test.run();

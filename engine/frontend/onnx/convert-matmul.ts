@@ -53,15 +53,17 @@ export interface FoldedOperand {
 }
 
 /**
- * The node a batch_matmul operand reads, through the chain of transposes and
- * axis-splitting reshapes that produce `id` (the chain's nodes are not read any more).
+ * The node a batch_matmul operand reads, through the chain of transposes, axis-splitting
+ * reshapes and (first) a unit-step slice, a part of a Split, that produce `id` (the
+ * chain's nodes are not read any more).
  */
 export function operandView(g: Graph, id: number): FoldedOperand {
   const chain: number[] = [];
   let cur = id;
   for (;;) {
     const node = g.node(cur);
-    if (!isOpNode(node) || (node.op !== 'transpose' && node.op !== 'reshape')) break;
+    const unitSlice = isOpNode(node) && node.op === 'strided_slice' && (node.attrs.step as number[]).every((st) => st === 1);
+    if (!isOpNode(node) || (node.op !== 'transpose' && node.op !== 'reshape' && !unitSlice)) break;
     chain.push(cur);
     cur = node.inputs[0];
   }
@@ -70,7 +72,10 @@ export function operandView(g: Graph, id: number): FoldedOperand {
   for (let i = chain.length - 1; i >= 0; i--) {
     const node = g.node(chain[i]);
     const attrs = isOpNode(node) ? node.attrs : {};
-    const next = node.op === 'transpose' ? transposeView(view, attrs.axes as number[]) : reshapeView(view, node.shape);
+    // A slice (one part of a Split) is a region of the stored tensor: only first in the chain.
+    const region = (): OperandView | undefined => (i === chain.length - 1
+      ? { begin: [...(attrs.begin as number[])], box: [...node.shape], shape: node.shape, perm: iota(node.shape.length) } : undefined);
+    const next = node.op === 'transpose' ? transposeView(view, attrs.axes as number[]) : node.op === 'strided_slice' ? region() : reshapeView(view, node.shape);
     if (next) view = next;
     else {
       base = chain[i];
