@@ -1,5 +1,5 @@
 // `tensortune export <network> --out model.onnx`: write a builtin network, with its
-// weights, as an ONNX model (opset 14), e.g. to compare with ONNX Runtime or to compile
+// weights, as an ONNX model (opset 14; 17 for the transformers), e.g. to compare with ONNX Runtime or to compile
 // it back from the file.
 
 import { UserError } from '../errors';
@@ -9,9 +9,11 @@ import { withoutSoftmax } from '../compare/compare';
 import { aliased, MODEL_FLAGS, modelFlags, parseFlags, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune export <network> --out model.onnx [--layout NCHW|NHWC] [--batch N] [--image-size N]
-                         [--seed S] [--random-stats] [--logits]
+                         [--seed S] [--random-stats] [--logits] [--opset 13..17]
 
-Write a builtin network and its weights as an ONNX model (opset 14).
+Write a builtin network and its weights as an ONNX model (opset 14; 17 for vit-s16 and
+bert-base, whose LayerNorms are LayerNormalization nodes there; --opset 13 writes them
+decomposed, as exporters do for older opsets).
 
 Options:
   --out FILE          the .onnx file to write (required; tvmc's --output/-o is accepted)
@@ -23,6 +25,7 @@ Options:
   --seed S            weight seed (default 0, the weights 'compile <network>' uses)
   --random-stats      non-trivial batch-norm statistics instead of TVM's identity ones
   --logits            drop the final softmax (the model outputs logits)
+  --opset N           the opset to write, 13 to 17
   -h, --help          show this help
 
 Networks: ${NETWORK_NAMES.join(', ')}
@@ -34,7 +37,7 @@ export const exportCommand: Command = {
   run(argv: readonly string[], io: CliIo): number {
     const { values, positionals } = parseFlags(argv, {
       out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
-      seed: { type: 'string' }, 'random-stats': { type: 'boolean' }, logits: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      seed: { type: 'string' }, 'random-stats': { type: 'boolean' }, logits: { type: 'boolean' }, opset: { type: 'string' }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')})`);
@@ -47,8 +50,10 @@ export const exportCommand: Command = {
     if (!NETWORK_NAMES.includes(name)) throw new UserError(`unknown network ${JSON.stringify(name)} (expected one of: ${NETWORK_NAMES.join(', ')})${networkSuggestion(name)}`);
     const net = getNetwork(positionals[0], { ...modelFlags(values, positionals, 'NCHW'), seed, randomStats: values['random-stats'] ?? false });
     const graph = values.logits ? withoutSoftmax(net.graph) : net.graph;
+    if (values.opset !== undefined && !/^(1[3-7])$/.test(values.opset)) throw new UserError(`bad --opset '${values.opset}' (expected 13 to 17)`);
+    const opset = values.opset !== undefined ? Number(values.opset) : graph.nodes.some((n) => n.op === 'layer_norm') ? 17 : undefined;
     try {
-      writeOnnxFile(out, graph, { name: net.name });
+      writeOnnxFile(out, graph, { name: net.name, opset });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code) throw new UserError(`--out ${out}: cannot write (${code})`);
