@@ -30,7 +30,7 @@ import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { modelInput } from '../runtime/random';
 import { ownedTempDir } from '../temp-dirs';
-import { openOrtSession, timeOrtRuns } from './ort';
+import { openOrtSession, timeOrtRuns, type OrtRunner } from './ort';
 
 export interface CompareOptions {
   /** Output directory of `tensortune compile`. */
@@ -105,8 +105,9 @@ async function findOnnx(opts: CompareOptions, m: Manifest, work: string): Promis
     throw new UserError(`${opts.modelDir}: compiled from '${m.name}', neither an ONNX file nor a builtin network; pass --onnx FILE`);
   }
   const shape = m.inputs[0].shape;
-  const layout = shape.length === 4 && shape[1] === 3 ? 'NCHW' : 'NHWC';
-  const imageSize = NO_IMAGE_NETWORKS.includes(m.name) ? undefined : layout === 'NCHW' ? shape[2] : shape[1];
+  // An image [N, 3, H, W] or a clip [N, 3, D, H, W] is NCHW; the width (= height) is the image size.
+  const layout = shape.length >= 4 && shape[1] === 3 ? 'NCHW' : 'NHWC';
+  const imageSize = NO_IMAGE_NETWORKS.includes(m.name) ? undefined : layout === 'NCHW' ? shape[shape.length - 1] : shape[shape.length - 2];
   const net = getNetwork(m.name, { batch: shape[0], layout, imageSize });
   const file = path.join(work, `${m.name}.onnx`);
   writeOnnxFile(file, net.graph);
@@ -183,7 +184,7 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
       const a = top1(ours[0], classes), b = top1(theirs[0], classes);
 
       // Interleaved timing with the same runs per measurement on both sides.
-      const number = opts.number ?? first.number;
+      const number = opts.number ?? compareNumber(first.number, await ortRunMs(session, inputs), opts.minRepeatMs ?? first.min_repeat_ms);
       const oursMs: number[] = [], ortMs: number[] = [];
       for (let r = 0; r < rounds; r++) {
         const res = await runBench({ ...bench, repeat, number, minRepeatMs: 0 });
@@ -205,6 +206,32 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
     }
   } finally {
     await fs.rm(work, { recursive: true, force: true });
+  }
+}
+
+/** The most runs per measurement a comparison picks by itself (each engine makes as many). */
+export const COMPARE_MAX_NUMBER = 10_000;
+
+/**
+ * The runs per measurement of both engines, when not given: what tt_bench grew to for
+ * `minRepeatMs` on our model (`benchNumber`), but no more than COMPARE_MAX_NUMBER nor than
+ * lets one ONNX Runtime measurement (`ortMs` a run) last about 4 x minRepeatMs. A model that
+ * takes ~0 ms (outputs copied from its inputs) gets tens of millions of runs from tt_bench,
+ * and ONNX Runtime, microseconds a run, spent minutes on each of its measurements.
+ */
+export function compareNumber(benchNumber: number, ortMs: number, minRepeatMs: number): number {
+  const byOrt = ortMs > 0 && minRepeatMs > 0 ? Math.max(1, Math.ceil((4 * minRepeatMs) / ortMs)) : Infinity;
+  return Math.max(1, Math.min(benchNumber, COMPARE_MAX_NUMBER, byOrt));
+}
+
+/** ONNX Runtime's ms per run, from runs back to back until they last 20 ms (at most 1,000). */
+async function ortRunMs(session: Pick<OrtRunner, 'run'>, inputs: readonly TensorData[]): Promise<number> {
+  await session.run(inputs);
+  let n = 1, ms = 0;
+  for (;;) {
+    ms = await timeOrtRuns(session, inputs, n);
+    if (ms * n >= 20 || n >= 1000) return ms;
+    n = Math.min(1000, n * 4);
   }
 }
 

@@ -15,6 +15,8 @@ import { mobilenetV2 } from './mobilenet-v2';
 import { bert } from './bert';
 import { vit } from './vit';
 import { RESNET_DEPTHS, RESNET_MIN_IMAGE, resnet } from './resnet';
+import { RESNET3D_MIN_IMAGE, resnet3d18 } from './resnet3d';
+import { dcgan } from './dcgan';
 import { squeezenet } from './squeezenet';
 import { VGG_DEPTHS, vgg } from './vgg';
 
@@ -48,7 +50,7 @@ export interface Network {
   /** The first input's name and shape (an image network's only input). */
   readonly inputName: string;
   readonly inputShape: readonly number[];
-  /** The (single) output's shape: [batch, 1000] softmax probabilities for the classifiers, [batch, 128, 768] hidden states for bert-base. */
+  /** The (single) output's shape: [batch, 1000] softmax probabilities for the classifiers, [batch, 128, 768] hidden states for bert-base, [batch, 3, 64, 64] images for dcgan (NHWC: [batch, 64, 64, 3]). */
   readonly outputShape: readonly number[];
 }
 
@@ -69,6 +71,9 @@ ENTRIES.set('squeezenet_v1.0', { build: (b) => squeezenet(b, '1.0'), defaultImag
 ENTRIES.set('squeezenet_v1.1', { build: (b) => squeezenet(b, '1.1'), defaultImage: 224, minImage: 29 });
 ENTRIES.set('inception_v3', { build: inceptionV3, defaultImage: 299, minImage: INCEPTION_MIN_IMAGE });
 ENTRIES.set('mobilenet_v2', { build: mobilenetV2, defaultImage: 224, minImage: 32 });
+// resnet3d-18 reads a 16-frame clip of imageSize x imageSize frames; dcgan a code vector [batch, 100] and writes a 64x64 image.
+ENTRIES.set('resnet3d-18', { build: resnet3d18, defaultImage: 112, minImage: RESNET3D_MIN_IMAGE });
+ENTRIES.set('dcgan', { build: dcgan, defaultImage: 64, minImage: 1, noImage: true });
 ENTRIES.set('vit-s16', { build: (b) => vit(b), defaultImage: 224, minImage: 16 });
 ENTRIES.set('bert-base', { build: (b) => bert(b), defaultImage: 224, minImage: 1, noImage: true });
 
@@ -92,7 +97,7 @@ function resolveOptions(name: string, entry: Entry, opts: NetworkOptions): Build
   if (typeof opts !== 'object' || opts === null) throw new UserError(`network ${name}: options must be an object with keys ${OPTION_KEYS.join(', ')}`);
   const unknown = Object.keys(opts).filter((k) => !OPTION_KEYS.includes(k));
   if (unknown.length) throw new UserError(`network ${name}: unknown option(s) ${unknown.join(', ')} (expected: ${OPTION_KEYS.join(', ')})`);
-  if (entry.noImage && opts.imageSize !== undefined) throw new UserError(`network ${name}: imageSize does not apply (its inputs are token ids, not an image)`);
+  if (entry.noImage && opts.imageSize !== undefined) throw new UserError(`network ${name}: imageSize does not apply (its inputs are not an image: token ids, or dcgan's code vector)`);
   const { batch = 1, layout = 'NHWC', imageSize = entry.defaultImage, seed = 0, randomStats = false, weights = 'random' } = opts;
   if (!isPositiveInt(batch)) throw new UserError(`network ${name}: batch must be a positive integer, got ${String(batch)}`);
   if (layout !== 'NHWC' && layout !== 'NCHW') throw new UserError(`network ${name}: layout must be 'NHWC' or 'NCHW', got ${JSON.stringify(layout)}`);

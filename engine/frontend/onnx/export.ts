@@ -49,7 +49,7 @@ function valueInfo(name: string, shape: readonly number[], dtype: DType = 'float
 
 /** Serialize `graph` (with its constants as initializers) as an ONNX model. */
 export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
-  const g = graph.nodes.some((n) => isOpNode(n) && n.attrs.layout === 'NHWC') ? convertLayout(graph, 'NCHW') : graph;
+  const g = graph.nodes.some((n) => isOpNode(n) && (n.attrs.layout === 'NHWC' || n.attrs.layout === 'NDHWC')) ? convertLayout(graph, 'NCHW') : graph;
   const used = new Set<string>();
   const unique = (base: string): string => {
     let name = base || 'v';
@@ -200,12 +200,38 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
         emit('MatMul', [a, b]);
         break;
       }
-      case 'max_pool2d': case 'avg_pool2d':
-        emit(op.op === 'max_pool2d' ? 'MaxPool' : 'AveragePool', ins, [
+      case 'max_pool2d': case 'avg_pool2d': case 'max_pool3d': case 'avg_pool3d': {
+        const avg = op.op.startsWith('avg');
+        const dilation = a.dilation as number[] | undefined;
+        const dilated = dilation !== undefined && dilation.some((d) => d !== 1);
+        if (avg && dilated && opset < 19) throw new Error(`onnx writer: an average pool with dilations needs opset 19 (writing ${opset})`);
+        // ceil_mode's extra end padding (kept apart under count_include_pad): ceil_mode=1, which the importer turns back into it.
+        emit(avg ? 'AveragePool' : 'MaxPool', ins, [
           ints('kernel_shape', a.kernel as number[]), ints('strides', a.strides as number[]), ints('pads', a.padding as number[]),
-          ...(op.op === 'avg_pool2d' ? [int('count_include_pad', a.countIncludePad ? 1 : 0)] : []),
+          ...(avg ? [int('count_include_pad', a.countIncludePad ? 1 : 0)] : []),
+          ...(dilated ? [ints('dilations', dilation)] : []), ...(a.ceilPadding ? [int('ceil_mode', 1)] : []),
         ]);
         break;
+      }
+      case 'conv3d': {
+        const w = g.node(op.inputs[1]).shape;
+        emit('Conv', [ins[0], ins[1]], [
+          ints('kernel_shape', w.slice(2)), ints('strides', a.strides as number[]), ints('pads', a.padding as number[]),
+          ints('dilations', (a.dilation as number[] | undefined) ?? [1, 1, 1]), int('group', (a.groups as number | undefined) ?? 1),
+        ]);
+        break;
+      }
+      case 'conv2d_transpose': case 'conv3d_transpose': {
+        // Our channels-first kernel [Ci, Co/groups, k...] is ONNX's.
+        const w = g.node(op.inputs[1]).shape;
+        emit('ConvTranspose', [ins[0], ins[1]], [
+          ints('kernel_shape', w.slice(2)), ints('strides', a.strides as number[]), ints('pads', a.padding as number[]),
+          ints('dilations', a.dilation as number[]), ints('output_padding', a.outputPadding as number[]), int('group', (a.groups as number | undefined) ?? 1),
+        ]);
+        break;
+      }
+      case 'global_avg_pool3d': emit('GlobalAveragePool', ins); break;
+      case 'global_max_pool3d': emit('GlobalMaxPool', ins); break;
       case 'global_avg_pool2d': emit('GlobalAveragePool', ins); break;
       case 'global_max_pool2d': emit('GlobalMaxPool', ins); break;
       case 'softmax': emit('Softmax', ins, [int('axis', (a.axis as number | undefined) ?? -1)]); break;
