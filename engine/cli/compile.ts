@@ -2,6 +2,7 @@
 // a builtin network for a CPU or OpenCL target, with the best tuned record of each task where
 // the record logs have one and default schedules elsewhere.
 
+import { reportInternal } from '../compile/internal-error';
 import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
@@ -83,16 +84,22 @@ export const compileCommand: Command = {
     const timeoutS = positiveNumber('--timeout', values.timeout);
     const threads = optionalInt('--threads', values.threads);
     const started = Date.now();
-    const result = await compileNetwork({
-      model: positionals[0], ...model, target, host: values.host, outDir: out, fingerprint,
-      cacheDir: values.cache, records: records.length ? records : undefined, threads, strict: values.strict,
-      timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
-      log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
-    }).catch((e: unknown) => {
-      // A failed write names no path (a full disk): say where compile was writing.
-      if ((e as NodeJS.ErrnoException).path !== undefined) throw e;
-      throw asUserError(e, `cannot write the compiled model to ${out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
-    });
+    let result: Awaited<ReturnType<typeof compileNetwork>>;
+    try {
+      result = await compileNetwork({
+        model: positionals[0], ...model, target, host: values.host, outDir: out, fingerprint,
+        cacheDir: values.cache, records: records.length ? records : undefined, threads, strict: values.strict,
+        timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
+        log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
+      }).catch((e: unknown) => {
+        // A failed write names no path (a full disk): say where compile was writing.
+        if ((e as NodeJS.ErrnoException).path !== undefined) throw e;
+        throw asUserError(e, `cannot write the compiled model to ${out}${values.cache ? ` or the object cache ${values.cache}` : ''}`) ?? e;
+      });
+    } catch (e) {
+      // A bug of tensortune: one line naming the kernel it was compiling, not a stack.
+      return reportInternal('compile', `compiling ${positionals[0]}`, e, io.err);
+    }
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     if (result.cuda) {
       io.out(`compiled ${result.kernels.length} CUDA kernel program(s) into one cubin (${result.cuda.launches} launches${result.cuda.spilling ? `, ${result.cuda.spilling} kernel(s) spilling registers` : ''}) in ${seconds} s\n`);

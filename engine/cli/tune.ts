@@ -4,13 +4,14 @@
 // and exits 130; a second Ctrl-C quits at once (the log still parses: each line is one
 // write under a lock, so at most the batch in flight is lost).
 
+import { reportInternal } from '../compile/internal-error';
 import { UserError } from '../errors';
 import { loadModel, type ModelSpec } from '../frontend/load';
 import { NETWORK_NAMES } from '../frontend/networks';
 import type { Task } from '../graph/extract';
 import { ProgressReporter } from '../search/progress';
 import { DEFAULT_WARMUP_TRIALS } from '../search/task-scheduler';
-import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
+import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, NOTHING_TO_TUNE, nothingToTuneLine, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
 import { openRemoteDevices, type OpenedDevices } from '../remote/open';
 import { isGpu, parseTarget } from '../target';
@@ -207,7 +208,14 @@ export const tuneCommand: Command = {
         confirm: optionalNonNegativeInt('--confirm', values.confirm),
         networkPass: values['network-pass'] === true ? true : undefined,
         measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
-      });
+      }).catch((e: unknown) => reportInternal('tune', `tuning ${positionals[0]}`, e, io.err));
+      // A bug of tensortune: said in one line naming the task (reportInternal), exit code 70.
+      if (typeof result === 'number') return result;
+      if (result.reason === NOTHING_TO_TUNE) {
+        // One line, said by the tune's log unless that is silent (CI); no empty table or summary.
+        if (!json && !reporter.log) io.out(`${nothingToTuneLine(selected?.name ?? loadModel(model).name)}\n`);
+        return 0;
+      }
       reporter.finish(result);
       return result.reason === 'aborted' ? 130 : 0;
     } finally {

@@ -9,8 +9,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { cString, utf8 } from '../codegen/c-string';
 import { packBlocked, type BlockedLayout } from '../codegen/layout';
-import { partition, type FusedGroup } from '../graph/fuse';
-import type { ConstantNode, Graph } from '../graph/graph';
+import { groupDag, partition, type FusedGroup } from '../graph/fuse';
+import { Graph, type ConstantNode } from '../graph/graph';
 import { optimize } from '../graph/passes';
 import { asFloatWords, numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, type Compiler } from '../native/build';
@@ -91,14 +91,47 @@ export interface CompileStart {
 }
 
 export async function startCompile(opts: CompileOptions): Promise<CompileStart> {
-  const graph = opts.partitioned?.graph ?? optimize(opts.graph);
-  const groups = opts.partitioned?.groups ?? partition(graph);
+  const optimized = opts.partitioned?.graph ?? optimize(opts.graph);
+  const { graph, groups } = withOutputCopies(optimized, opts.partitioned?.groups ?? partition(optimized));
   const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
   await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
   return {
     log: opts.log ?? (() => undefined), warn: opts.warn ?? warnToStderr, graph, groups, compiler,
-    names: tensorNames(graph, opts.outputNames), timeoutMs: opts.timeoutMs ?? COMPILER_TIMEOUT_MS,
+    names: tensorNames(optimized, opts.outputNames), timeoutMs: opts.timeoutMs ?? COMPILER_TIMEOUT_MS,
   };
+}
+
+/**
+ * Every model output written by a kernel of its own. An output that no group computes (a
+ * graph input, as after Identity or Dropout; a constant, as after Shape or a folded
+ * subgraph) or that is listed again (the same value twice) gets a copy node: an identity
+ * transpose appended to the graph, and a group of its own appended to `groups` (ids go on
+ * from the last). The copy of a constant reads it from params; of a listed-again output, the
+ * output buffer its group wrote. Without this such outputs had no writer and came back as
+ * the NaN the runner fills them with. The existing nodes keep their ids (the groups stay valid).
+ */
+export function withOutputCopies(graph: Graph, groups: readonly FusedGroup[]): { graph: Graph; groups: readonly FusedGroup[] } {
+  const written = new Set(groups.map((grp) => grp.output));
+  const seen = new Set<number>();
+  const copies = graph.outputs.map((id) => {
+    const copy = !written.has(id) || seen.has(id);
+    seen.add(id);
+    return copy;
+  });
+  if (!copies.includes(true)) return { graph, groups };
+  const g = new Graph();
+  g.nodes.push(...graph.nodes);
+  const added: FusedGroup[] = [];
+  const firstId = groups.reduce((m, grp) => Math.max(m, grp.id + 1), 0);
+  g.outputs = graph.outputs.map((id, i) => {
+    if (!copies[i]) return id;
+    const src = graph.node(id);
+    const copy = g.op('transpose', [id], { axes: src.shape.map((_, k) => k) }, `copy_output${i}_of_${src.name}`);
+    const { dag, inputs } = groupDag(g, [copy], copy);
+    added.push({ id: firstId + added.length, nodes: [copy], inputs, output: copy, dag, hasReduction: false });
+    return copy;
+  });
+  return { graph: g, groups: [...groups, ...added] };
 }
 
 /** What goes into the model folder besides what every target writes. */
@@ -164,7 +197,13 @@ function tensorNames(g: Graph, outputNames: readonly string[] | undefined): Tens
   }
   let files: string[];
   try {
-    files = outputFileNames(outputs);
+    // One value listed twice under its one name (ONNX allows it) is saved to one file.
+    const distinct = outputs.filter((name, i) => {
+      const j = outputs.indexOf(name);
+      return j === i || g.outputs[j] !== g.outputs[i];
+    });
+    const fileOf = new Map(outputFileNames(distinct).map((f, i) => [distinct[i], f]));
+    files = outputs.map((name) => fileOf.get(name)!);
   } catch (e) {
     throw new UserError(`cannot compile this model: ${(e as Error).message} by --save-outputs`);
   }

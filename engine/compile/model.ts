@@ -20,8 +20,10 @@ import { compilerFailure, loadExeca, nativeIncludeDir, poolObject } from '../nat
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
 import { isGpu } from '../target';
 import { UserError } from '../errors';
+import { inContext, REPORT_HINT } from './internal-error';
 import { planMemory } from './memory-plan';
 import {
   kernelFields, modelInfoSource, packParams, sha, startCompile, writeModel,
@@ -47,11 +49,36 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const kernels = new Map<string, PlannedKernel>();
   const groupSymbol = new Map<number, string>();
   const groupLayouts = new Map<number, readonly BlockedLayout[]>();
-  const place = (group: FusedGroup, tuned: TunedSchedule | undefined): void => {
-    const steps = tuned?.steps ?? defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes });
+  const build = (group: FusedGroup, steps: Step[]) => {
     const kernel = lower(State.replay(group.dag, steps), 'KERNEL', { packable: new Set(constantPlaceholders(graph, group)) });
+    return { kernel, body: renderKernel(kernel, { vectorLanes: opts.target.vectorLanes }) };
+  };
+  const place = (group: FusedGroup, tuned: TunedSchedule | undefined): void => {
+    const desc = (): string => describeGroup(graph, group);
+    let built: ReturnType<typeof build> | undefined;
+    // A tuned schedule that does not replay or lower (a record of another tensortune) gives
+    // way to the default; a default that does not gives way to the plain schedule (every
+    // stage at root: slow, correct) with a warning; an error past that names the kernel.
+    if (tuned) {
+      try {
+        built = build(group, tuned.steps);
+      } catch (e) {
+        if (e instanceof UserError) throw e;
+        warn(`the tuned schedule of ${desc()} from ${tuned.source} does not lower (${(e as Error).message}); its task uses the default schedule`);
+        tuned = undefined;
+      }
+    }
+    if (!built) {
+      try {
+        built = build(group, defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes }));
+      } catch (e) {
+        if (e instanceof UserError) throw e;
+        built = inContext(() => `compiling the kernel of ${desc()}`, () => build(group, []));
+        warn(`the default schedule of ${desc()} does not lower (${(e as Error).message}): compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
+      }
+    }
+    const { kernel, body } = built;
     groupLayouts.set(group.id, kernel.layouts);
-    const body = renderKernel(kernel, { vectorLanes: opts.target.vectorLanes });
     const symbol = `tt_k_${sha(body).slice(0, 16)}`;
     groupSymbol.set(group.id, symbol);
     const existing = kernels.get(symbol);
@@ -63,7 +90,9 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       compiled: false, code,
     });
   };
-  for (const group of groups) place(group, opts.schedules?.get(group.dag.workloadKey));
+  const placeNamed = (group: FusedGroup, tuned: TunedSchedule | undefined): void =>
+    inContext(() => `compiling the kernel of ${describeGroup(graph, group)}`, () => place(group, tuned));
+  for (const group of groups) placeNamed(group, opts.schedules?.get(group.dag.workloadKey));
 
   // Object cache: compile what is missing or does not match its seal, two at a time (one
   // per core on a laptop CI box). Failures are returned with the compiler's reason.
@@ -112,7 +141,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       warn(`kernel ${kernel.symbol} (${kernel.desc}) from ${kernel.source} did not compile (${headline.trim()}); its task uses the default schedule`);
       kernels.delete(kernel.symbol);
     }
-    for (const { kernel } of fallbacks) for (const id of kernel.groups) place(groups.find((g) => g.id === id)!, undefined);
+    for (const { kernel } of fallbacks) for (const id of kernel.groups) placeNamed(groups.find((g) => g.id === id)!, undefined);
     failed = [...failed.filter((f) => f.kernel.schedule === 'default'), ...(await compileMissing())];
   }
   if (failed.length > 0) {

@@ -7,12 +7,14 @@
 // Until one candidate succeeds, the first batches are held back: a run whose first
 // batches all fail alike stops with one line and writes nothing (fail-fast.ts).
 
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { extractTasks, type Task } from '../graph/extract';
 import type { Graph } from '../graph/graph';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
+import { inContext } from '../compile/internal-error';
 import { networkPass } from '../compile/network-pass';
 import { appendRecords, checkLogWritable, readRecordFiles, type LogEntry } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
@@ -101,6 +103,19 @@ export function withDefaultFirst(policy: SearchPolicy, defaultSteps: Step[], mea
   };
 }
 
+/** `policy` with an engine error in any of its calls named by `where` (an InternalError). */
+function namedPolicy(policy: SearchPolicy, where: () => string): SearchPolicy {
+  return {
+    name: policy.name,
+    nextBatch: (n) => inContext(where, () => policy.nextBatch(n)),
+    ...(policy.nextBatchAsync ? {
+      nextBatchAsync: (n: number, pause: () => Promise<void>) => policy.nextBatchAsync!(n, pause).catch((e: unknown) => inContext(where, () => { throw e; })),
+    } : {}),
+    notify: (m) => inContext(where, () => policy.notify(m)),
+    genomeOf: (steps) => policy.genomeOf?.(steps),
+  };
+}
+
 function checkCount(name: string, value: number | undefined, min: number): void {
   if (value === undefined) return;
   if (!Number.isInteger(value) || value < min) {
@@ -124,6 +139,13 @@ function checkOptions(opts: Omit<TuneNetworkOptions, 'model'>): void {
   }
   if (typeof opts.records !== 'string' || opts.records === '') throw new UserError('tuneNetwork: records (the log file to append to) is required');
 }
+
+/** The `reason` of a tune of a model without a tuning task (TuneNetworkResult.reason). */
+export const NOTHING_TO_TUNE = 'nothing to tune';
+
+/** The one line a tune of a model without a tuning task prints. */
+export const nothingToTuneLine = (name: string): string =>
+  `${name}: nothing to tune: no task with a reduction (conv, dense, matmul, pooling, ...); compile gives its kernels their default schedules`;
 
 /** Where the wall time of a run went (for the "outside measurement" figure of the benches). */
 export interface TuneTiming {
@@ -154,7 +176,7 @@ export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult>
   // are timed again inside the compiled network.
   const target = parseTarget(opts.target, 'target');
   const top = opts.confirm ?? CONFIRM_TOP;
-  if (opts.networkPass !== true || result.reason === 'aborted') return result;
+  if (opts.networkPass !== true || result.reason === 'aborted' || result.reason === NOTHING_TO_TUNE) return result;
   const log = opts.log ?? (() => undefined);
   const skip = top === 0 ? 'no confirmation pass (confirm 0) ranked the schedules' : opts.device ? 'the schedules were measured on another device'
     : isGpu(target) ? 'it profiles CPU kernels' : undefined;
@@ -211,6 +233,18 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const warn = opts.log ? (message: string): void => log(`warning: ${message}`) : undefined;
 
   await checkLogWritable(opts.records); // a log we cannot append to fails before anything is read or measured
+  if (tasks.length === 0) {
+    // Only injective and elementwise kernels (a lone Relu, a reshape): nothing has a schedule
+    // worth searching, and compile gives every kernel its default. The log is still there
+    // afterwards (empty if new), as after any tune, so `compile --records` reads it.
+    await fs.mkdir(path.dirname(records), { recursive: true });
+    await fs.appendFile(records, '');
+    emit({ type: 'start', tasks: [] });
+    log(nothingToTuneLine(name));
+    const wallS = (Date.now() - started) / 1000;
+    emit({ type: 'done', total_trials: 0, estimated_ms: 0, wall_s: wallS, reason: NOTHING_TO_TUNE });
+    return { tasks: [], trials: 0, estimatedMs: 0, wallS, reason: NOTHING_TO_TUNE, timing: { measureS: 0, buildS: 0, runS: 0, recordS: 0 } };
+  }
   // What is known already: further logs first, then our own (its latest lines are the newest).
   const prior = new Map<string, MeasuredState[]>();
   const extra = (opts.readRecords ?? []).map((f) => path.resolve(f)).filter((f) => f !== records);
@@ -249,10 +283,12 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     const resumed = measured.reduce((a, m) => a + m, 0);
     log(`${name}: ${tasks.length} tasks, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
 
-    const defaults = tasks.map((task) => defaultSchedule(task.dag, defaultOptionsOf(target)));
+    // An error of the engine in a task's default schedule or search names the task (compile/internal-error.ts).
+    const doing = (i: number) => (): string => `tuning task ${i} (${tasks[i].desc})`;
+    const defaults = tasks.map((task, i) => inContext(doing(i), () => defaultSchedule(task.dag, defaultOptionsOf(target))));
     const entries: SchedulerTask[] = tasks.map((task, i) => ({
       task, prior: priorOf(task),
-      policy: withDefaultFirst(parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0), defaults[i], priorOf(task)),
+      policy: namedPolicy(withDefaultFirst(inContext(doing(i), () => parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0)), defaults[i], priorOf(task)), doing(i)),
     }));
     const measurer: Measurer = {
       async measure(task, candidates) {

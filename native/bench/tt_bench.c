@@ -427,8 +427,9 @@ int main(int argc, char** argv) {
     if (!fnames) die(EXIT_USAGE, "out of memory");
     for (int i = 0; i < nout; i++) {
       file_name_for(api->output_info(i)->name, fnames[i]);
+      /* The same name twice is one value listed twice (ONNX allows it): both write its one file. */
       for (int j = 0; j < i; j++)
-        if (!strcmp(fnames[i], fnames[j]))
+        if (!strcmp(fnames[i], fnames[j]) && strcmp(api->output_info(i)->name, api->output_info(j)->name))
           die(EXIT_USAGE, "--save-outputs: outputs '%s' and '%s' would both be saved as %s.bin", api->output_info(j)->name,
               api->output_info(i)->name, fnames[i]);
     }
