@@ -8,6 +8,9 @@ import * as ew from '../topi/elemwise';
 import * as tr from '../topi/transform';
 import * as norm from '../topi/normalization';
 import * as red from '../topi/reduce';
+import * as lg from '../topi/logic';
+import * as ix from '../topi/indexing';
+import type { DType } from '../ir/expr';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 import { conv3dNCDHW, conv3dNDHWC, type Conv3dParams } from '../topi/conv3d';
 import { convTranspose } from '../topi/conv-transpose';
@@ -197,6 +200,33 @@ export const OPS: Record<string, OpDef> = {
   transpose: { pattern: OpPattern.Injective, compute: ([x], a) => tr.transpose(x, a.axes as number[]) },
   concatenate: { pattern: OpPattern.Injective, compute: (xs, a) => tr.concatenate(xs, num(a, 'axis')) },
 };
+
+// Comparisons and logic (topi/logic.ts): bool results; cast's attr dtype is the target type.
+const LOGIC_OPS: Record<string, OpDef> = {
+  ...Object.fromEntries((['equal', 'not_equal', 'less', 'less_equal', 'greater', 'greater_equal'] as const).map((k): [string, OpDef] => [k, {
+    pattern: OpPattern.Broadcast, compute: ([a, b]) => lg.compare(k, a, b),
+  }])),
+  ...Object.fromEntries((['logical_and', 'logical_or', 'logical_xor'] as const).map((k): [string, OpDef] => [k, {
+    pattern: OpPattern.Broadcast, compute: ([a, b]) => lg.logical(k, a, b),
+  }])),
+  logical_not: { pattern: OpPattern.ElemWise, compute: ([x]) => lg.logicalNot(x) },
+  floor_mod: { pattern: OpPattern.Broadcast, compute: ([a, b]) => lg.intMod('floor_mod', a, b) },
+  trunc_mod: { pattern: OpPattern.Broadcast, compute: ([a, b]) => lg.intMod('trunc_mod', a, b) },
+  where: { pattern: OpPattern.Broadcast, compute: ([c, x, y]) => lg.where(c, x, y) },
+  cast: { pattern: OpPattern.ElemWise, compute: ([x], a) => lg.cast(x, a.dtype as DType) },
+  // Indexing (topi/indexing.ts); data-dependent indices are wrapped and clamped into range.
+  take: { pattern: OpPattern.Injective, compute: ([d, i], a) => ix.take(d, i, (a.axis as number | undefined) ?? 0) },
+  gather_elements: { pattern: OpPattern.Injective, compute: ([d, i], a) => ix.gatherElements(d, i, (a.axis as number | undefined) ?? 0) },
+  gather_nd: { pattern: OpPattern.Injective, compute: ([d, i], a) => ix.gatherNd(d, i, (a.batchDims as number | undefined) ?? 0) },
+  argmax: { pattern: OpPattern.CommReduce, compute: ([x], a) => ix.argReduce('max', x, num(a, 'axis'), a.keepdims as boolean, a.selectLast as boolean) },
+  argmin: { pattern: OpPattern.CommReduce, compute: ([x], a) => ix.argReduce('min', x, num(a, 'axis'), a.keepdims as boolean, a.selectLast as boolean) },
+  cumsum: { pattern: OpPattern.Opaque, compute: ([x], a) => ix.cumsum(x, num(a, 'axis'), a.exclusive as boolean, a.reverse as boolean) },
+  one_hot: {
+    pattern: OpPattern.OutEWiseFusable,
+    compute: ([i], a) => ix.oneHot(i, num(a, 'depth'), num(a, 'off'), num(a, 'on'), num(a, 'axis'), a.dtype as DType),
+  },
+};
+Object.assign(OPS, LOGIC_OPS);
 
 export function opDef(op: string): OpDef {
   const def = OPS[op];

@@ -1,6 +1,6 @@
 // Elementwise and broadcasting operators.
 
-import { call, f32, gt, select, load, max, min, mul, add, sub, div, type Expr, type MathFn } from '../ir/expr';
+import { call, f32, gt, select, load, max, min, mul, add, sub, div, dtypeOf, truncdiv, type Expr, type MathFn } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
 
 const axisNames = (rank: number): string[] => Array.from({ length: rank }, (_, i) => `ax${i}`);
@@ -29,7 +29,8 @@ const BINARY: Record<BinaryKind, (a: Expr, b: Expr) => Expr> = {
   add: (a, b) => add(a, b),
   subtract: (a, b) => sub(a, b),
   multiply: (a, b) => mul(a, b),
-  divide: (a, b) => div(a, b),
+  // Integer division truncates toward zero (ONNX Div on ints, C's /; a zero divisor gives 0).
+  divide: (a, b) => (dtypeOf(a) === 'float32' || dtypeOf(b) === 'float32' ? div(a, b) : truncdiv(a, b)),
   maximum: (a, b) => max(a, b),
   minimum: (a, b) => min(a, b),
 };

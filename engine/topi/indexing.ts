@@ -1,0 +1,148 @@
+// Indexing computes: take (ONNX Gather), gather_elements, gather_nd, argmax/argmin,
+// cumsum and one_hot, named as TVM's TOPI names them. Indices are int32 tensors read
+// inside the body (a load whose index is another load).
+//
+// Every data-dependent index is wrapped (a negative index counts from the end, as ONNX
+// defines) and then CLAMPED into [0, extent - 1]: ONNX leaves an out-of-range index
+// undefined (ONNX Runtime raises), and a generated kernel must never read outside its
+// buffer whatever the ids it is fed, so an out-of-range index reads the nearest edge
+// element (TVM's take mode "clip" after the "wrap" of negative ones).
+
+import {
+  add, eq, ge, gt, int, load, lt, max, maxReduce, min, minReduce, reduceAxis, select, sum, type DType, type Expr,
+} from '../ir/expr';
+import { compute, type Tensor } from '../ir/tensor';
+
+const names = (prefix: string, rank: number): string[] => Array.from({ length: rank }, (_, i) => `${prefix}${i}`);
+
+function checkIndices(op: string, t: Tensor): void {
+  if (t.dtype !== 'int32') throw new Error(`${op}: indices must be int32, not ${t.dtype}`);
+}
+
+function checkAxis(op: string, axis: number, rank: number): number {
+  const a = axis < 0 ? axis + rank : axis;
+  if (!Number.isInteger(a) || a < 0 || a >= rank) throw new Error(`${op}: axis ${axis} is out of range for rank ${rank}`);
+  return a;
+}
+
+/** A data-dependent index into an axis of `extent`: negative ones wrapped, then clamped into range (see the header). */
+export function safeIndex(i: Expr, extent: number): Expr {
+  const wrapped = select(lt(i, 0), add(i, extent), i);
+  return min(max(wrapped, int(0)), int(extent - 1));
+}
+
+/**
+ * TOPI's take / ONNX Gather along `axis`: out[o..., j..., i...] = data[o..., indices[j...], i...].
+ * Output shape data.shape[:axis] + indices.shape + data.shape[axis+1:] (a scalar index drops the axis).
+ */
+export function take(data: Tensor, indices: Tensor, axis: number): Tensor {
+  checkIndices('take', indices);
+  const a = checkAxis('take', axis, data.shape.length);
+  const r = indices.shape.length;
+  const shape = [...data.shape.slice(0, a), ...indices.shape, ...data.shape.slice(a + 1)];
+  return compute('T_take', shape, names('ax', shape.length), (...ax) => {
+    const idx = safeIndex(load(indices, ax.slice(a, a + r)), data.shape[a]);
+    return load(data, [...ax.slice(0, a), idx, ...ax.slice(a + r)]);
+  }, 'injective');
+}
+
+/** ONNX GatherElements: out[i...] = data[i... with i_axis replaced by indices[i...]]; out has the indices' shape. */
+export function gatherElements(data: Tensor, indices: Tensor, axis: number): Tensor {
+  checkIndices('gather_elements', indices);
+  const a = checkAxis('gather_elements', axis, data.shape.length);
+  if (indices.shape.length !== data.shape.length) throw new Error(`gather_elements: indices of rank ${indices.shape.length} for data of rank ${data.shape.length}`);
+  indices.shape.forEach((d, i) => {
+    if (i !== a && d > data.shape[i]) throw new Error(`gather_elements: indices dimension ${i} (${d}) exceeds the data's (${data.shape[i]})`);
+  });
+  return compute('T_gather_elements', indices.shape, names('ax', indices.shape.length), (...ax) => {
+    const idx = safeIndex(load(indices, ax), data.shape[a]);
+    return load(data, ax.map((x, i) => (i === a ? idx : x)));
+  }, 'injective');
+}
+
+/**
+ * ONNX GatherND with `batchDims` leading batch axes: indices [b..., n..., q] pick the slices
+ * data[b..., idx_0..idx_{q-1}, rest...]; out shape indices.shape[:-1] + data.shape[batchDims+q:].
+ */
+export function gatherNd(data: Tensor, indices: Tensor, batchDims = 0): Tensor {
+  checkIndices('gather_nd', indices);
+  const ri = indices.shape.length, q = indices.shape[ri - 1];
+  if (ri < 1 || batchDims < 0 || batchDims >= ri) throw new Error(`gather_nd: batch_dims ${batchDims} for indices of rank ${ri}`);
+  if (batchDims + q > data.shape.length) throw new Error(`gather_nd: ${q} indices per slice after ${batchDims} batch axes exceed the data's rank ${data.shape.length}`);
+  for (let i = 0; i < batchDims; i++) {
+    if (indices.shape[i] !== data.shape[i]) throw new Error(`gather_nd: batch axis ${i} is ${indices.shape[i]} in the indices, ${data.shape[i]} in the data`);
+  }
+  const outer = indices.shape.slice(0, ri - 1), rest = data.shape.slice(batchDims + q);
+  const shape = [...outer, ...rest];
+  return compute('T_gather_nd', shape, names('ax', shape.length), (...ax) => {
+    const pre = ax.slice(0, outer.length);
+    const picked = Array.from({ length: q }, (_, k) => safeIndex(load(indices, [...pre, int(k)]), data.shape[batchDims + k]));
+    return load(data, [...pre.slice(0, batchDims), ...picked, ...ax.slice(outer.length)]);
+  }, 'injective');
+}
+
+/**
+ * ONNX ArgMax / ArgMin (TOPI's argmax/argmin) along `axis`: the int32 position of the
+ * largest (smallest) element, the first one (or with `selectLast` the last one) among ties.
+ * Two stages instead of TVM's tuple (index, value) reducer, which our IR does not have:
+ * the extreme value by a max (min) reduction, then the position as a min (max) reduction
+ * over the positions holding that value (the others contribute the extent, or -1).
+ * Both read the same float32 elements, so the equality is exact.
+ */
+export function argReduce(kind: 'max' | 'min', x: Tensor, axis: number, keepdims: boolean, selectLast: boolean): Tensor {
+  const rank = x.shape.length;
+  const a = checkAxis(`arg${kind}`, axis, rank);
+  const n = x.shape[a];
+  const kept = x.shape.map((d, i) => (i === a ? 1 : d));
+  const at = (o: readonly Expr[], k: Expr): Expr[] => o.map((e, i) => (i === a ? k : e));
+  const ext = compute(`T_arg${kind}_value`, kept, names('ax', rank), (...o) => {
+    const k = reduceAxis('k', n);
+    const v = load(x, at(o, { k: 'var', name: 'k' }));
+    return kind === 'max' ? maxReduce(v, [k]) : minReduce(v, [k]);
+  }, 'comm_reduce');
+  const shape = keepdims ? kept : x.shape.filter((_, i) => i !== a);
+  return compute(`T_arg${kind}`, shape, names('ax', shape.length), (...ax) => {
+    const o: Expr[] = keepdims ? ax : [...ax.slice(0, a), int(0), ...ax.slice(a)];
+    const r = reduceAxis('k', n);
+    const kv: Expr = { k: 'var', name: 'k' };
+    const hit = eq(load(x, at(o, kv)), load(ext, at(o, int(0))));
+    return selectLast ? maxReduce(select(hit, kv, int(-1)), [r]) : minReduce(select(hit, kv, int(n)), [r]);
+  }, 'comm_reduce');
+}
+
+/**
+ * ONNX CumSum along `axis` (float32 or int32): out[..i..] = sum of x[..k..] over k <= i
+ * (k < i when `exclusive`; k >= i, or k > i, when `reverse`). One reduction over the whole
+ * axis with the other positions contributing 0: quadratic in the axis length, which is
+ * what an IR without scans allows.
+ */
+export function cumsum(x: Tensor, axis: number, exclusive: boolean, reverse: boolean): Tensor {
+  const rank = x.shape.length;
+  const a = checkAxis('cumsum', axis, rank);
+  const n = x.shape[a];
+  return compute('T_cumsum', x.shape, names('ax', rank), (...ax) => {
+    const r = reduceAxis('k', n);
+    const k: Expr = { k: 'var', name: 'k' };
+    const i = ax[a];
+    const take = reverse ? (exclusive ? gt(k, i) : ge(k, i)) : exclusive ? lt(k, i) : ge(i, k);
+    return sum(select(take, load(x, ax.map((e, d) => (d === a ? k : e))), 0), [r]);
+  }, 'cumsum');
+}
+
+/**
+ * ONNX OneHot (TOPI's one_hot): a new axis of `depth` at `axis`, `on` where it equals the
+ * index (negative indices count from the end), `off` elsewhere; an index outside
+ * [-depth, depth) gives a row of `off`.
+ */
+export function oneHot(indices: Tensor, depth: number, off: number, on: number, axis: number, dtype: DType): Tensor {
+  checkIndices('one_hot', indices);
+  const rank = indices.shape.length + 1;
+  const a = checkAxis('one_hot', axis, rank);
+  const shape = [...indices.shape.slice(0, a), depth, ...indices.shape.slice(a)];
+  const value = (x: number): Expr => (dtype === 'float32' ? { k: 'const', value: Math.fround(x), dtype: 'float32' } : { k: 'const', value: Math.trunc(x), dtype });
+  return compute('T_one_hot', shape, names('ax', rank), (...ax) => {
+    const i = load(indices, ax.filter((_, d) => d !== a));
+    const wrapped = select(lt(i, 0), add(i, depth), i);
+    return select(eq(wrapped, ax[a]), value(on), value(off));
+  }, 'injective');
+}
