@@ -6,6 +6,7 @@ import type { Tensor } from '../ir/tensor';
 import * as nn from '../topi/nn';
 import * as ew from '../topi/elemwise';
 import * as tr from '../topi/transform';
+import * as rz from '../topi/resize';
 import * as norm from '../topi/normalization';
 import * as red from '../topi/reduce';
 import * as lg from '../topi/logic';
@@ -199,6 +200,23 @@ export const OPS: Record<string, OpDef> = {
   batch_flatten: { pattern: OpPattern.Injective, compute: ([x]) => tr.batchFlatten(x) },
   transpose: { pattern: OpPattern.Injective, compute: ([x], a) => tr.transpose(x, a.axes as number[]) },
   concatenate: { pattern: OpPattern.Injective, compute: (xs, a) => tr.concatenate(xs, num(a, 'axis')) },
+  // Data movement (topi/transform.ts) and resize (topi/resize.ts).
+  pad_mode: { pattern: OpPattern.Injective, compute: ([x], a) => tr.padMode(x, a.before as number[], a.after as number[], a.mode as tr.PadMode) },
+  strided_slice: { pattern: OpPattern.Injective, compute: ([x], a) => tr.stridedSlice(x, a.begin as number[], a.step as number[], a.shape as number[]) },
+  broadcast_to: { pattern: OpPattern.Broadcast, compute: ([x], a) => tr.broadcastTo(x, a.shape as number[]) },
+  tile: { pattern: OpPattern.Injective, compute: ([x], a) => tr.tile(x, a.reps as number[]) },
+  depth_to_space: { pattern: OpPattern.Injective, compute: ([x], a) => tr.depthToSpace(x, num(a, 'block'), a.mode as 'DCR' | 'CRD') },
+  space_to_depth: { pattern: OpPattern.Injective, compute: ([x], a) => tr.spaceToDepth(x, num(a, 'block'), (a.mode as 'DCR' | 'CRD' | undefined) ?? 'DCR') },
+  trilu: { pattern: OpPattern.Injective, compute: ([x], a) => tr.trilu(x, num(a, 'k'), a.upper as boolean) },
+  reverse_sequence: { pattern: OpPattern.Injective, compute: ([x, lens], a) => tr.reverseSequence(x, lens, num(a, 'seqAxis'), num(a, 'batchAxis')) },
+  // Inputs: data, then per resized axis its index table and (taps > 1) its weight table; attrs axes, taps, extrapolation.
+  resize: {
+    pattern: OpPattern.Injective,
+    compute: ([x, ...tables], a) => {
+      const per = num(a, 'taps') > 1 ? 2 : 1;
+      const axes = (a.axes as number[]).map((axis, k) => ({ axis, index: tables[k * per], weight: per === 2 ? tables[k * per + 1] : undefined }));
+      return rz.resize(x, axes, num(a, 'taps'), a.extrapolation as number | undefined);
+    },
 };
 
 // Comparisons and logic (topi/logic.ts): bool results; cast's attr dtype is the target type.

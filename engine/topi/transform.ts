@@ -1,7 +1,18 @@
-// Injective operators: padding, reshape, flatten, transpose, concatenate.
+// Injective operators: padding (constant, and reflect / edge / wrap), reshape, flatten,
+// transpose, concatenate, strided slice, broadcast_to, tile, depth_to_space /
+// space_to_depth, trilu and reverse_sequence. Each takes its element type from its input.
 
-import { add, all, int, floordiv, floormod, ge, f32, ifThenElse, load, lt, mul, sub, type Expr } from '../ir/expr';
+import {
+  add, all, bool, int, floordiv, floormod, ge, f32, ifThenElse, load, lt, max, min, mul, sub, type DType, type Expr,
+} from '../ir/expr';
 import { compute, numElements, rowMajorStrides, type Tensor } from '../ir/tensor';
+
+/** A constant of `dtype` (the fill value of a pad, the zero of trilu). */
+export function constOf(dtype: DType, value: number): Expr {
+  if (dtype === 'float32') return f32(value);
+  if (dtype === 'bool') return bool(value !== 0);
+  return int(Math.trunc(value));
+}
 
 const axisNames = (rank: number, prefix: string): string[] => Array.from({ length: rank }, (_, i) => `${prefix}${i}`);
 
@@ -31,7 +42,7 @@ export function pad(
       return sub(a, before[i]);
     });
     const cond = all(conds);
-    return cond ? ifThenElse(cond, load(data, idx), f32(value)) : load(data, idx);
+    return cond ? ifThenElse(cond, load(data, idx), constOf(data.dtype, value)) : load(data, idx);
   }, 'injective');
 }
 
@@ -92,5 +103,125 @@ export function concatenate(inputs: readonly Tensor[], axis: number): Tensor {
       body = ifThenElse(ge(ax[a], offsets[i]), load(inputs[i], idx), body);
     }
     return body;
+  }, 'injective');
+}
+
+export type PadMode = 'reflect' | 'edge' | 'wrap';
+
+/**
+ * Padding that reads the data itself (ONNX Pad's reflect, edge and wrap modes; numpy's
+ * `reflect`, `edge`, `wrap`): index `i - before` folded back into [0, d). Reflect mirrors
+ * without repeating the edge element and has period 2(d - 1), so any width works.
+ */
+export function padMode(data: Tensor, before: readonly number[], after: readonly number[], mode: PadMode): Tensor {
+  const rank = data.shape.length;
+  if (before.length !== rank || after.length !== rank) throw new Error(`pad: ${rank}-d data needs ${rank} pad widths on each side`);
+  if ([...before, ...after].some((w) => w < 0)) throw new Error(`pad ${mode}: negative widths`);
+  const shape = data.shape.map((d, i) => d + before[i] + after[i]);
+  return compute(`${mode === 'reflect' ? 'MirrorPad' : mode === 'edge' ? 'EdgePad' : 'WrapPad'}Input`, shape, axisNames(rank, 'ax'), (...ax) => load(data, ax.map((a, i) => {
+    const d = data.shape[i];
+    if (before[i] === 0 && after[i] === 0) return a;
+    const x = sub(a, before[i]);
+    if (d === 1) return 0;
+    if (mode === 'edge') return min(max(x, 0), d - 1);
+    if (mode === 'wrap') return floormod(x, d);
+    const m = floormod(x, 2 * (d - 1));
+    return ifThenElse(lt(m, d), m, sub(2 * (d - 1), m));
+  })), 'injective');
+}
+
+/**
+ * Strided slice: output element `ax` reads `begin + ax * step` on each axis (a negative
+ * step walks backwards); the caller clamps begin and sizes the output (ONNX Slice, Split).
+ */
+export function stridedSlice(data: Tensor, begin: readonly number[], step: readonly number[], shape: readonly number[], name = 'T_strided_slice'): Tensor {
+  const rank = data.shape.length;
+  if (begin.length !== rank || step.length !== rank || shape.length !== rank) throw new Error(`strided_slice: ${rank}-d data needs ${rank} begins, steps and sizes`);
+  shape.forEach((n, i) => {
+    const last = begin[i] + (n - 1) * step[i];
+    if (begin[i] < 0 || begin[i] >= data.shape[i] || last < 0 || last >= data.shape[i]) {
+      throw new Error(`strided_slice: axis ${i} reads ${begin[i]}..${last} of ${data.shape[i]}`);
+    }
+  });
+  return compute(name, shape, axisNames(rank, 'ax'), (...ax) => load(data, ax.map((a, i) => add(begin[i], step[i] === 1 ? a : mul(a, step[i])))), 'injective');
+}
+
+/** The shape two shapes broadcast to (numpy rules, right-aligned); throws when they do not. */
+export function broadcastShapes(a: readonly number[], b: readonly number[]): number[] {
+  const rank = Math.max(a.length, b.length);
+  return Array.from({ length: rank }, (_, i) => {
+    const x = a[i - rank + a.length] ?? 1, y = b[i - rank + b.length] ?? 1;
+    if (x !== y && x !== 1 && y !== 1) throw new Error(`cannot broadcast [${a.join(', ')}] with [${b.join(', ')}]`);
+    return x === 1 ? y : x;
+  });
+}
+
+/** broadcast_to: `data` repeated along its 1-extent and missing leading axes up to `shape` (which must be its broadcast). */
+export function broadcastTo(data: Tensor, shape: readonly number[]): Tensor {
+  const out = broadcastShapes(data.shape, shape);
+  if (out.some((d, i) => d !== shape[i]) || out.length !== shape.length) throw new Error(`broadcast_to: [${data.shape.join(', ')}] does not broadcast to [${shape.join(', ')}]`);
+  const off = shape.length - data.shape.length;
+  return compute('T_broadcast_to', shape, axisNames(shape.length, 'ax'), (...ax) => load(data, data.shape.map((d, i) => (d === 1 ? 0 : ax[i + off]))), 'broadcast');
+}
+
+/** tile: `data` repeated `reps[i]` times along axis i (ONNX Tile; reps has one entry per axis). */
+export function tile(data: Tensor, reps: readonly number[]): Tensor {
+  if (reps.length !== data.shape.length) throw new Error(`tile: ${reps.length} repeats for a ${data.shape.length}-d tensor`);
+  const shape = data.shape.map((d, i) => d * reps[i]);
+  return compute('T_tile', shape, axisNames(shape.length, 'ax'), (...ax) => load(data, ax.map((a, i) => (reps[i] === 1 ? a : data.shape[i] === 1 ? 0 : floormod(a, data.shape[i])))), 'injective');
+}
+
+/**
+ * depth_to_space on NCHW (ONNX DepthToSpace): out[n, c, h*b + i, w*b + j] reads channel
+ * (i*b + j)*C' + c in DCR mode (depth-column-row, the default) or c*b*b + i*b + j in CRD mode.
+ */
+export function depthToSpace(data: Tensor, block: number, mode: 'DCR' | 'CRD'): Tensor {
+  const [n, c, h, w] = data.shape;
+  if (data.shape.length !== 4 || c % (block * block) !== 0) throw new Error(`depth_to_space: [${data.shape.join(', ')}] with block ${block}`);
+  const oc = c / (block * block);
+  return compute('depth_to_space', [n, oc, h * block, w * block], ['b', 'c', 'y', 'x'], (b, ch, y, x) => {
+    const i = floormod(y, block), j = floormod(x, block);
+    const channel = mode === 'DCR' ? add(mul(add(mul(i, block), j), oc), ch) : add(mul(ch, block * block), add(mul(i, block), j));
+    return load(data, [b, channel, floordiv(y, block), floordiv(x, block)]);
+  }, 'injective');
+}
+
+/**
+ * space_to_depth on NCHW (ONNX SpaceToDepth), the inverse of depth_to_space: in[n, c, h*b + i, w*b + j]
+ * goes to channel (i*b + j)*C + c in DCR mode (the default) or c*b*b + i*b + j in CRD mode (opset 28).
+ */
+export function spaceToDepth(data: Tensor, block: number, mode: 'DCR' | 'CRD' = 'DCR'): Tensor {
+  const [n, c, h, w] = data.shape;
+  if (data.shape.length !== 4 || h % block !== 0 || w % block !== 0) throw new Error(`space_to_depth: [${data.shape.join(', ')}] with block ${block}`);
+  return compute('space_to_depth', [n, c * block * block, h / block, w / block], ['b', 'c', 'y', 'x'], (b, ch, y, x) => {
+    const [src, q] = mode === 'DCR' ? [floormod(ch, c), floordiv(ch, c)] : [floordiv(ch, block * block), floormod(ch, block * block)];
+    return load(data, [b, src, add(mul(y, block), floordiv(q, block)), add(mul(x, block), floormod(q, block))]);
+  }, 'injective');
+}
+
+/** trilu: the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, the rest zero (ONNX Trilu). */
+export function trilu(data: Tensor, k: number, upper: boolean): Tensor {
+  const rank = data.shape.length;
+  if (rank < 2) throw new Error(`trilu: a ${rank}-d tensor (needs 2 or more axes)`);
+  return compute('T_trilu', data.shape, axisNames(rank, 'ax'), (...ax) => {
+    const d = sub(ax[rank - 1], ax[rank - 2]);
+    return ifThenElse(upper ? ge(d, k) : lt(d, k + 1), load(data, ax), constOf(data.dtype, 0));
+  }, 'injective');
+}
+
+/**
+ * reverse_sequence (ONNX ReverseSequence): along `seqAxis`, the first lens[b] elements of
+ * batch b in reverse order, the rest as they are; `lens` is an int32 tensor [batch] read at run time.
+ */
+export function reverseSequence(data: Tensor, lens: Tensor, seqAxis: number, batchAxis: number): Tensor {
+  const rank = data.shape.length;
+  if (lens.shape.length !== 1 || lens.shape[0] !== data.shape[batchAxis] || seqAxis === batchAxis) {
+    throw new Error(`reverse_sequence: lengths [${lens.shape.join(', ')}] for data [${data.shape.join(', ')}] (batch axis ${batchAxis}, time axis ${seqAxis})`);
+  }
+  return compute('T_reverse_sequence', data.shape, axisNames(rank, 'ax'), (...ax) => {
+    const len = min(max(load(lens, [ax[batchAxis]]), 0), data.shape[seqAxis]);
+    const idx: Expr[] = [...ax];
+    idx[seqAxis] = ifThenElse(lt(ax[seqAxis], len), sub(sub(len, 1), ax[seqAxis]), ax[seqAxis]);
+    return load(data, idx);
   }, 'injective');
 }

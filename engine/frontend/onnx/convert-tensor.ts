@@ -4,10 +4,14 @@
 // result is computed here (static), which is what makes exporters' Shape/Gather/Concat
 // flatten patterns disappear.
 
-import { numElements } from '../../ir/tensor';
+import { numElements, placeholder } from '../../ir/tensor';
+import { computeNode } from '../../graph/graph';
+import type { Attrs } from '../../graph/ops';
+import { broadcastShapes } from '../../topi/transform';
 import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
+import { RESIZE_CONVERTERS } from './convert-resize';
 import {
-  binaryStatic, concatStatic, floatTensor, gatherStatic, intTensor, normAxis, reshapeTarget, sliceStatic, transposeStatic, withShape,
+  binaryStatic, concatStatic, floatTensor, foldOp, gatherStatic, intTensor, normAxis, reshapeTarget, transposeStatic, withShape,
 } from './static';
 import { DataType } from './schema';
 import { floatData, type StaticTensor } from './tensor';
@@ -141,16 +145,175 @@ const cast: Converter = {
   },
 };
 
+/**
+ * Apply graph op `op` to inputs `values`: folded now when every input is static (and the
+ * result is integer, or no bigger than max(2^16, the inputs)), else a node of the graph.
+ */
+export function applyOp(n: NodeView, op: string, values: readonly Value[], attrs: Attrs, suffix = ''): Value {
+  if (values.every(isStatic)) {
+    const tensors = values.map((v) => (v as Extract<Value, { kind: 'static' }>).t);
+    const inElements = tensors.reduce((acc, t) => acc + numElements(t.shape), 0);
+    const out = computeNode({ op, attrs }, tensors.map((t, i) => placeholder(`in${i}`, t.shape, t.type === 'float' ? 'float32' : t.bool ? 'bool' : 'int32')));
+    if (out.dtype !== 'float32' || numElements(out.shape) <= Math.max(2 ** 16, inElements)) return staticValue(foldOp(op, attrs, tensors, `${n.opType} '${n.name}'`));
+  }
+  return n.op(op, values.map((v, i) => n.nodeOf(v, `_in${i}`)), attrs, suffix);
+}
+
+/** ONNX Slice's clamped start, step and element count on each axis (all axes, untouched ones whole). */
+export function sliceRanges(shape: readonly number[], starts: readonly number[], ends: readonly number[], axes: readonly number[], steps: readonly number[]): { start: number; step: number; count: number }[] {
+  const rank = shape.length;
+  const ranges = shape.map((d) => ({ start: 0, step: 1, count: d }));
+  if (starts.length !== ends.length || axes.length !== starts.length || steps.length !== starts.length) throw new Error(`Slice: ${starts.length} starts, ${ends.length} ends, ${axes.length} axes, ${steps.length} steps`);
+  const seen = new Set<number>();
+  axes.forEach((axis, k) => {
+    const a = normAxis(axis, rank, 'Slice axis'), d = shape[a], step = steps[k];
+    if (seen.has(a)) throw new Error(`Slice: axis ${axis} given twice`);
+    seen.add(a);
+    if (step === 0) throw new Error('Slice step 0');
+    const clamp = (v: number, lo: number, hi: number): number => Math.min(Math.max(v < 0 ? v + d : v, lo), hi);
+    const start = step > 0 ? clamp(starts[k], 0, d) : clamp(starts[k], -1, d - 1);
+    const end = step > 0 ? clamp(ends[k], 0, d) : clamp(ends[k], -1, d - 1);
+    ranges[a] = { start, step, count: Math.max(0, Math.ceil((end - start) / step)) };
+  });
+  return ranges;
+}
+
+/** A strided slice of a value (static: folded; whole: the value itself). */
+function sliceValue(n: NodeView, v: Value, ranges: readonly { start: number; step: number; count: number }[], suffix = ''): Value {
+  const shape = ranges.map((r) => r.count);
+  if (shape.some((d) => d === 0)) throw new UnsupportedError(`an empty result (shape [${shape.join(', ')}])`);
+  const input = isStatic(v) ? v.t.shape : n.graph.node(v.id).shape;
+  if (ranges.every((r, i) => r.start === 0 && r.step === 1 && r.count === input[i])) return v;
+  return applyOp(n, 'strided_slice', [v], { begin: ranges.map((r) => r.start), step: ranges.map((r) => r.step), shape }, suffix);
+}
+
 const slice: Converter = {
   attrs: ['starts', 'ends', 'axes'],
   convert(n) {
     const v = n.input(0);
-    if (!isStatic(v)) throw new UnsupportedError('Slice of a computed tensor (only constant-foldable Slice is supported)');
     const starts = n.opset < 10 ? n.attr.ints('starts') ?? [] : n.ints(1, 'starts');
     const ends = n.opset < 10 ? n.attr.ints('ends') ?? [] : n.ints(2, 'ends');
     const axes = (n.opset < 10 ? n.attr.ints('axes') : n.optional(3) && n.ints(3, 'axes')) || starts.map((_, i) => i);
     const steps = (n.opset >= 10 && n.optional(4) && n.ints(4, 'steps')) || starts.map(() => 1);
-    return [staticValue(sliceStatic(v.t, starts, ends, axes, steps))];
+    return [sliceValue(n, v, sliceRanges(n.shape(0), starts, ends, axes, steps))];
+  },
+};
+
+const split: Converter = {
+  attrs: ['axis', 'split', 'num_outputs'],
+  convert(n) {
+    const shape = n.shape(0);
+    const axis = normAxis(n.attr.int('axis', 0), shape.length, 'Split axis');
+    const d = shape[axis];
+    let sizes = n.opset < 13 ? n.attr.ints('split') : n.optional(1) && n.ints(1, 'split');
+    const count = n.outputs.length;
+    if (!sizes) {
+      const parts = n.opset >= 18 && n.attr.has('num_outputs') ? n.attr.int('num_outputs', count) : count;
+      if (parts < 1 || parts !== count) throw new Error(`Split: num_outputs ${parts} for ${count} outputs`);
+      if (n.opset >= 18) {
+        // Opset 18: chunks of ceil(d / parts), the last one smaller.
+        const chunk = Math.ceil(d / parts);
+        sizes = Array.from({ length: parts }, (_, i) => Math.max(0, Math.min(chunk, d - i * chunk)));
+      } else {
+        if (d % parts !== 0) throw new Error(`Split: axis ${axis} of ${d} does not split evenly into ${parts}`);
+        sizes = new Array<number>(parts).fill(d / parts);
+      }
+    }
+    if (sizes.length !== count) throw new Error(`Split: ${sizes.length} sizes for ${count} outputs`);
+    if (sizes.reduce((a, b) => a + b, 0) !== d || sizes.some((s) => s < 0)) throw new Error(`Split: sizes [${sizes.join(', ')}] do not add up to ${d}`);
+    const v = n.input(0);
+    let start = 0;
+    return sizes.map((size, i) => {
+      const ranges = shape.map((e, a) => (a === axis ? { start, step: 1, count: size } : { start: 0, step: 1, count: e }));
+      start += size;
+      return sliceValue(n, v, ranges, `_${i}`);
+    });
+  },
+};
+
+const expand: Converter = {
+  attrs: [],
+  convert(n) {
+    const target = n.ints(1, 'shape');
+    if (target.some((t) => t < 0)) throw new Error(`Expand: bad shape [${target.join(', ')}]`);
+    const shape = broadcastShapes(n.shape(0), target);
+    if (shape.some((t) => t === 0)) throw new UnsupportedError(`an empty result (shape [${shape.join(', ')}])`);
+    const v = n.input(0);
+    if (shape.length === n.shape(0).length && shape.every((t, i) => t === n.shape(0)[i])) return [v];
+    return [applyOp(n, 'broadcast_to', [v], { shape })];
+  },
+};
+
+const tile: Converter = {
+  attrs: [],
+  convert(n) {
+    const reps = n.ints(1, 'repeats');
+    const rank = n.shape(0).length;
+    if (reps.length !== rank || reps.some((r) => r < 0)) throw new Error(`Tile: repeats [${reps.join(', ')}] for rank ${rank}`);
+    if (reps.some((r) => r === 0)) throw new UnsupportedError('an empty result (a repeat of 0)');
+    if (reps.every((r) => r === 1)) return [n.input(0)];
+    return [applyOp(n, 'tile', [n.input(0)], { reps })];
+  },
+};
+
+const depthToSpace: Converter = {
+  attrs: ['blocksize', 'mode'],
+  convert(n) {
+    const block = n.attr.int('blocksize', 0);
+    const mode = n.opset >= 11 ? n.attr.string('mode', 'DCR') : 'DCR';
+    if (mode !== 'DCR' && mode !== 'CRD') throw new Error(`DepthToSpace: mode '${mode}'`);
+    const shape = n.shape(0);
+    if (shape.length !== 4) throw new UnsupportedError(`input of rank ${shape.length} (only 4)`);
+    if (block < 1 || shape[1] % (block * block) !== 0) throw new Error(`DepthToSpace: ${shape[1]} channels with blocksize ${block}`);
+    return [applyOp(n, 'depth_to_space', [n.input(0)], { block, mode })];
+  },
+};
+
+const spaceToDepth: Converter = {
+  attrs: ['blocksize', 'mode'],
+  convert(n) {
+    const block = n.attr.int('blocksize', 0);
+    const mode = n.opset >= 28 ? n.attr.string('mode', 'DCR') : 'DCR';
+    if (mode !== 'DCR' && mode !== 'CRD') throw new Error(`SpaceToDepth: mode '${mode}'`);
+    const shape = n.shape(0);
+    if (shape.length !== 4) throw new UnsupportedError(`input of rank ${shape.length} (only 4)`);
+    if (block < 1 || shape[2] % block !== 0 || shape[3] % block !== 0) throw new Error(`SpaceToDepth: [${shape.join(', ')}] with blocksize ${block}`);
+    return [applyOp(n, 'space_to_depth', [n.input(0)], { block, mode })];
+  },
+};
+
+const eyeLike: Converter = {
+  attrs: ['dtype', 'k'],
+  convert(n) {
+    const shape = n.shape(0);
+    if (shape.length !== 2) throw new Error(`EyeLike: input of rank ${shape.length} (must be 2)`);
+    const k = n.attr.int('k', 0);
+    const to = n.attr.has('dtype') ? n.attr.int('dtype', DataType.FLOAT) : undefined;
+    const float = to === undefined ? n.dtype(0) === 'float32' : to === DataType.FLOAT || to === DataType.DOUBLE || to === DataType.FLOAT16;
+    const values = Array.from({ length: shape[0] * shape[1] }, (_, i) => (i % shape[1] - Math.floor(i / shape[1]) === k ? 1 : 0));
+    if (float) return [staticValue(floatTensor(shape, Float32Array.from(values)))];
+    const bool = to === DataType.BOOL || (to === undefined && n.dtype(0) === 'bool');
+    return [staticValue(bool ? { type: 'int', shape: [...shape], data: values, bool: true } : intTensor(shape, values))];
+  },
+};
+
+const trilu: Converter = {
+  attrs: ['upper'],
+  convert(n) {
+    const k = n.optional(1) ? n.ints(1, 'k')[0] : 0;
+    if (n.shape(0).length < 2) throw new Error(`Trilu: input of rank ${n.shape(0).length}`);
+    return [applyOp(n, 'trilu', [n.input(0)], { k, upper: n.attr.int('upper', 1) !== 0 })];
+  },
+};
+
+const reverseSequence: Converter = {
+  attrs: ['batch_axis', 'time_axis'],
+  convert(n) {
+    const rank = n.shape(0).length;
+    const batchAxis = normAxis(n.attr.int('batch_axis', 1), rank, 'ReverseSequence batch_axis');
+    const seqAxis = normAxis(n.attr.int('time_axis', 0), rank, 'ReverseSequence time_axis');
+    if (batchAxis === seqAxis || rank < 2) throw new Error(`ReverseSequence: batch_axis ${batchAxis} and time_axis ${seqAxis} for rank ${rank}`);
+    return [applyOp(n, 'reverse_sequence', [n.input(0), n.input(1)], { seqAxis, batchAxis })];
   },
 };
 
@@ -227,12 +390,15 @@ const concat: Converter = {
   },
 };
 
+const PAD_MODES = ['constant', 'reflect', 'edge', 'wrap'];
+
 const pad: Converter = {
   attrs: ['mode', 'pads', 'value'],
   convert(n) {
     const mode = n.attr.string('mode', 'constant');
-    if (mode !== 'constant') throw new UnsupportedError(`Pad mode '${mode}' (only 'constant')`);
-    const rank = n.shape(0).length;
+    if (!PAD_MODES.includes(mode) || (mode === 'wrap' && n.opset < 19)) throw new UnsupportedError(`Pad mode '${mode}'${mode === 'wrap' ? ' before opset 19' : ''}`);
+    const shape = n.shape(0);
+    const rank = shape.length;
     let pads: number[], value: number;
     if (n.opset < 11) {
       pads = n.attr.ints('pads') ?? [];
@@ -243,14 +409,28 @@ const pad: Converter = {
       if (n.optional(3)) {
         // opset 18: pads for the listed axes only.
         const axes = n.ints(3, 'axes').map((a) => normAxis(a, rank));
+        if (pads.length !== 2 * axes.length) throw new Error(`Pad: ${pads.length} pads for ${axes.length} axes`);
         const full = new Array<number>(2 * rank).fill(0);
         axes.forEach((a, k) => { full[a] = pads[k]; full[a + rank] = pads[k + axes.length]; });
         pads = full;
       }
     }
     if (pads.length !== 2 * rank) throw new Error(`Pad: ${pads.length} pads for rank ${rank}`);
-    if (pads.some((p) => p < 0)) throw new UnsupportedError('Pad with negative pads (cropping)');
-    return [n.op('pad', [n.node(0)], { before: pads.slice(0, rank), after: pads.slice(rank), value })];
+    let v = n.input(0);
+    // Negative pads crop: a slice first, then the padding of the positive widths.
+    if (pads.some((p) => p < 0)) {
+      if (mode !== 'constant') throw new UnsupportedError(`Pad mode '${mode}' with negative pads`);
+      const ranges = shape.map((d, i) => {
+        const lo = Math.max(0, -pads[i]), hi = Math.max(0, -pads[i + rank]);
+        return { start: lo, step: 1, count: d - lo - hi };
+      });
+      v = sliceValue(n, v, ranges, '_crop');
+      pads = pads.map((p) => Math.max(p, 0));
+    }
+    const before = pads.slice(0, rank), after = pads.slice(rank);
+    if (pads.every((p) => p === 0)) return [v];
+    if (mode === 'constant') return [applyOp(n, 'pad', [v], { before, after, value })];
+    return [applyOp(n, 'pad_mode', [v], { before, after, mode })];
   },
 };
 
@@ -278,4 +458,13 @@ export const TENSOR_CONVERTERS: Record<string, Converter> = {
   Transpose: transpose,
   Concat: concat,
   Pad: pad,
+  Split: split,
+  Expand: expand,
+  Tile: tile,
+  DepthToSpace: depthToSpace,
+  SpaceToDepth: spaceToDepth,
+  EyeLike: eyeLike,
+  Trilu: trilu,
+  ReverseSequence: reverseSequence,
+  ...RESIZE_CONVERTERS,
 };

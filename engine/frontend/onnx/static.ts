@@ -3,8 +3,10 @@
 // write a flatten) and rearranged initializers (a transposed weight).
 
 import { numElements, permute, rowMajorStrides } from '../../ir/tensor';
+import type { Attrs } from '../../graph/ops';
+import { evalOp } from '../../graph/run';
 import { broadcastShape } from '../../topi/elemwise';
-import { floatData, type StaticTensor } from './tensor';
+import { constantData, floatData, type StaticTensor } from './tensor';
 
 export const intTensor = (shape: readonly number[], data: readonly number[]): StaticTensor => ({ type: 'int', shape: [...shape], data: [...data] });
 export const floatTensor = (shape: readonly number[], data: Float32Array): StaticTensor => ({ type: 'float', shape: [...shape], data });
@@ -131,4 +133,17 @@ export function reshapeTarget(input: readonly number[], target: readonly number[
   }
   if (numElements(out) !== total) throw new Error(`Reshape: [${input.join(', ')}] has ${total} elements, [${out.join(', ')}] has ${numElements(out)}`);
   return out;
+}
+
+/**
+ * A graph operator applied to static tensors now, by the reference evaluator on the op's
+ * own compute (data movement of shapes and small constants: Split, Expand, Tile, Slice...).
+ * Integers go through int32 (constantData refuses a value outside it); bools stay bools.
+ */
+export function foldOp(op: string, attrs: Attrs, inputs: readonly StaticTensor[], what = op): StaticTensor {
+  const consts = inputs.map((t) => ({ shape: t.shape, ...constantData(t, what) }));
+  const { shape, dtype, data } = evalOp({ op, attrs }, consts);
+  if (dtype === 'float32') return floatTensor(shape, data as Float32Array);
+  const ints = intTensor(shape, Array.from(data));
+  return dtype === 'bool' ? { ...ints, bool: true } as StaticTensor : ints;
 }

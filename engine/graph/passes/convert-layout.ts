@@ -114,9 +114,13 @@ export function convertLayout(g: Graph, target: Layout): Graph {
       return b.out.op(n.op, [get(b, x, true), ...n.inputs.slice(1).map((i) => b.map(i))], { ...n.attrs, axis: newAxis((n.attrs.axis as number | undefined) ?? -1, rank) }, n.name);
     }
     if (AXES_OPS.has(n.op)) return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, axes: (n.attrs.axes as number[]).map((a) => newAxis(a, rank)) }, n.name);
-    if (n.op === 'pad') {
+    if (n.op === 'pad' || n.op === 'pad_mode') {
       const permute = (w: unknown): number[] => forward(rank).map((a) => (w as number[])[a]);
       return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, before: permute(n.attrs.before), after: permute(n.attrs.after) }, n.name);
+    }
+    // A resize's tables belong to its axes, wherever those move.
+    if (n.op === 'resize') {
+      return b.out.op(n.op, [get(b, x, true), ...n.inputs.slice(1).map((i) => b.map(i))], { ...n.attrs, axes: (n.attrs.axes as number[]).map((a) => newAxis(a, rank)) }, n.name);
     }
     if (n.op === 'concatenate' && n.inputs.every((i) => sameRank(n, i))) {
       return b.out.op(n.op, n.inputs.map((i) => get(b, i, true)), { ...n.attrs, axis: newAxis(n.attrs.axis as number, rank) }, n.name);
