@@ -85,13 +85,12 @@ export function attention(b: NetBuilder, x: AttentionInputs, heads: number, name
     const head = { shape: [B, S, heads, D], perm };
     return x.offsets ? { begin: [0, 0, x.offsets[part]], box: [B, S, C], ...head } : head;
   };
-  // K^T: read in place only as a region of a fused qkv (ViT, whose Split it keeps); else one
-  // copy (Reshape + Transpose, a transpose kernel), so the scores' rows read it contiguously
-  // (convert-matmul.ts, rowsContiguous: in place it ran at 3% of peak in bert-base).
-  const kT = x.offsets ? undefined : g.op('transpose', [g.op('reshape', [x.k], { newShape: [B, S, heads, D] })], { axes: [0, 2, 3, 1] }, `${name}_key_t`);
-  let s = kT === undefined
-    ? g.op('batch_matmul', [x.q, x.k], { transB: false, viewA: view(0, [0, 2, 1, 3]), viewB: view(1, [0, 2, 3, 1]) }, `${name}_scores`)
-    : g.op('batch_matmul', [x.q, kT], { transB: false, viewA: view(0, [0, 2, 1, 3]) }, `${name}_scores`);
+  // K^T is one copy (Reshape + Transpose, of k's part of a fused qkv), so the scores' rows
+  // read it contiguously (convert-matmul.ts, rowsContiguous: read in place, bert-base's ran
+  // at 3% of peak); the writer makes k's slice one output of the qkv Split.
+  const k = x.offsets ? g.op('strided_slice', [x.k], { begin: [0, 0, x.offsets[1]], step: [1, 1, 1], shape: [B, S, C] }, `${name}_key`) : x.k;
+  const kT = g.op('transpose', [g.op('reshape', [k], { newShape: [B, S, heads, D] })], { axes: [0, 2, 3, 1] }, `${name}_key_t`);
+  let s = g.op('batch_matmul', [x.q, kT], { transB: false, viewA: view(0, [0, 2, 1, 3]) }, `${name}_scores`);
   if (scale.divide !== undefined) s = g.op('divide', [s, scalar(b, `${name}_scale`, scale.divide)]);
   if (scale.multiply !== undefined) s = g.op('multiply', [s, scalar(b, `${name}_scale`, scale.multiply)]);
   if (mask !== undefined) s = g.op('add', [s, mask]);

@@ -1,7 +1,8 @@
 // ViT-S/16 (timm's vit_small_patch16_224): a 16x16 stride-16 conv embeds 14x14 patches of
 // a 224 image into 384 channels, a class token is prepended (Expand + Concat in the ONNX
 // form) and a position embedding [1, 197, 384] added; 12 pre-norm blocks (LayerNorm, one
-// fused qkv linear layer to 1152 read as q, k, v of 6 heads of 64 (Split in the ONNX form),
+// fused qkv linear layer to 1152 whose parts are q, k, v of 6 heads of 64 (one Split in the
+// ONNX form; q and v read in place, k^T copied),
 // scores * 1/8, softmax, output projection + residual; LayerNorm, MLP 384 -> 1536 -> 384
 // with GELU as erf, residual; eps 1e-6); the final LayerNorm, the class token's 384 values,
 // the head dense to 1000 + bias, softmax. 22,050,664 weights.

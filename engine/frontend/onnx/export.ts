@@ -133,6 +133,11 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
       continue;
     }
     const op = n as OpNode;
+    if (isUnitSlice(op) && splits.has(op.inputs[0])) {
+      // One part of a Split the views and slices of the tensor share.
+      valueName.set(op.id, regionOf(op.inputs[0], sliceRegion(op), op.name));
+      continue;
+    }
     const outIndex = g.outputs.indexOf(op.id);
     const out = outIndex >= 0 ? outputNames[outIndex] : unique(op.name);
     valueName.set(op.id, out);
@@ -270,6 +275,13 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
       case 'take': emit('Gather', ins, [int('axis', (a.axis as number | undefined) ?? 0)]); break;
       case 'cast': emit('Cast', ins, [int('to', elemType(op.dtype) === DataType.INT64 ? DataType.INT64 : elemType(op.dtype))]); break;
       case 'broadcast_to': emit('Expand', [ins[0], intInit(`${op.name}_shape`, a.shape as number[])]); break;
+      case 'strided_slice': {
+        const begin = a.begin as number[], step = a.step as number[];
+        // ends one step past the last element read; a backward slice to the start ends below 0.
+        const ends = begin.map((b, j) => { const e = b + op.shape[j] * step[j]; return e < 0 ? -(2 ** 31) : e; });
+        emit('Slice', [ins[0], intInit(`${op.name}_starts`, begin), intInit(`${op.name}_ends`, ends), intInit(`${op.name}_axes`, begin.map((_, j) => j)), intInit(`${op.name}_steps`, step)]);
+        break;
+      }
       case 'layer_norm': {
         const rank = op.shape.length, axis = a.axis as number, eps = a.epsilon as number;
         if (opset >= 17) { emit('LayerNormalization', ins, [int('axis', axis), float('epsilon', eps)]); break; }
@@ -314,10 +326,16 @@ const a0 = (op: OpNode, key: string): OperandView | undefined => op.attrs[key] a
  * For each tensor that batch_matmul views read in regions along one axis that tile it
  * (q, k and v of a fused qkv projection), that axis and the parts [begin, extent] in order.
  */
+const isUnitSlice = (n: OpNode): boolean => n.op === 'strided_slice' && (n.attrs.step as number[]).every((st) => st === 1);
+const sliceRegion = (n: OpNode): OperandView => ({ begin: n.attrs.begin as number[], box: n.shape, shape: n.shape, perm: n.shape.map((_, i) => i) });
+
 function splitPlans(g: Graph, live: ReadonlySet<number>): Map<number, { axis: number; parts: [number, number][] }> {
   const regions = new Map<number, OperandView[]>();
   for (const n of g.nodes) {
-    if (!live.has(n.id) || !isOpNode(n) || n.op !== 'batch_matmul') continue;
+    if (!live.has(n.id) || !isOpNode(n)) continue;
+    // A unit-step slice is a region too (ViT's k, copied into K^T, beside the q and v views).
+    if (isUnitSlice(n)) regions.set(n.inputs[0], [...(regions.get(n.inputs[0]) ?? []), sliceRegion(n)]);
+    if (n.op !== 'batch_matmul') continue;
     (['viewA', 'viewB'] as const).forEach((key, i) => {
       const v = n.attrs[key] as OperandView | undefined;
       if (v?.box) regions.set(n.inputs[i], [...(regions.get(n.inputs[i]) ?? []), v]);
