@@ -1,7 +1,7 @@
 // `tensortune tune` as a user runs it: flag errors, a target whose every candidate fails,
 // Ctrl-C, and SIGKILL then resume (the worker dies with the CLI, its temp folder is swept).
 
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'uvu';
@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import { childProcesses, eventually, processGone } from '../fs-faults.fixture';
 import { spawnCli, type CliRun } from './spawn.fixture';
 import { readRecords } from '../records/log';
+import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-tune-'));
 // The random policy: these tests are about the process, not the search, and it proposes fastest.
@@ -134,6 +135,24 @@ test('--workload: tunes the named tasks only (by key or by hash); a name no task
   assert.is(bad.code, 2);
   assert.match(bad.err, /--workload feedface: no task of mobilenet has this workload key or hash \(\d+ tasks; `tensortune tasks mobilenet --json` lists their keys/);
   assert.is(bad.err.trim().split('\n').length, 1, bad.err);
+});
+
+test('a model with nothing to tune (a lone Relu): one line saying so, exit 0, an empty log that compile --records reads', async () => {
+  const model = path.join(dir, 'relu.onnx');
+  writeFileSync(model, new OnnxModelBuilder(13).input('x', [2, 3]).output('y').node('Relu', ['x'], ['y']).build());
+  const records = path.join(dir, 'relu', 'records.jsonl');
+  for (const env of [{}, { CI: '1' }]) {
+    const r = await startWith(env, model, '--records', records, '--trials', '10').done;
+    assert.is(r.code, 0, r.err);
+    assert.is(r.out, `${model}: nothing to tune: no task with a reduction (conv, dense, matmul, pooling, ...); compile gives its kernels their default schedules\n`);
+    assert.is(r.err, '');
+    assert.is(readFileSync(records, 'utf8'), '');
+  }
+  const json = await startWith({}, model, '--records', records, '--json').done;
+  assert.equal(json.out.trim().split('\n').map((l) => (JSON.parse(l) as { type: string }).type), ['start', 'done']);
+  const compiled = await spawnCli(['compile', model, '--records', records, '--out', path.join(dir, 'relu', 'model')]).done;
+  assert.is(compiled.code, 0, compiled.err);
+  assert.match(compiled.out, /compiled \d+ kernel\(s\), reused \d+/);
 });
 
 test.after(() => rmSync(dir, { recursive: true, force: true }));
