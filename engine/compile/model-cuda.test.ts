@@ -21,6 +21,7 @@ import { getNetwork } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { loadOnnx } from '../frontend/onnx/import';
 import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
+import { floatTensorProto } from '../frontend/onnx/tensor';
 import { extractTasks } from '../graph/extract';
 import { runGraph } from '../graph/run';
 import { runBench } from '../native/bench';
@@ -191,6 +192,36 @@ test('without nvcc, a cuda compile says so in one line', async () => {
   } finally {
     process.env.PATH = saved.PATH;
     if (saved.CUDA_HOME !== undefined) process.env.CUDA_HOME = saved.CUDA_HOME;
+  }
+});
+
+test('outputs no kernel computes (an input passed through, a Constant, a value listed twice, an input): one copy launch each; on a GPU every output exact', async () => {
+  const why = nvccMissing();
+  if (why) { skip('output copies for cuda', why); return; }
+  const b = new OnnxModelBuilder(13).input('x', [2, 3, 4]);
+  for (const o of ['id', 'k', 'r', 'r', 'x']) b.output(o);
+  b.node('Identity', ['x'], ['id']).node('Constant', [], ['k'], { value: { tensor: floatTensorProto('k', [2, 2], Float32Array.from([1.5, -2, 0.25, 8])) } })
+    .node('Relu', ['x'], ['r']);
+  const onnx = path.join(work, 'passthrough.onnx');
+  writeFileSync(onnx, b.build());
+  const out = path.join(work, 'passthrough-cuda');
+  const r = await cli('compile', onnx, '--target', cudaTestTarget(), '--out', out, '--cache', cache);
+  assert.is(r.code, 0, r.err);
+  // Relu, and the copies of id, k, the second r and x (three of one shape share a program).
+  assert.match(r.out, /compiled 3 CUDA kernel program\(s\) into one cubin \(5 launches\)/);
+  const x = uniform(24, 11, 0);
+  const input = path.join(work, 'passthrough.in.bin');
+  await writeFloat32File(input, x);
+  const saved = path.join(work, 'passthrough.out');
+  try {
+    await runBench({ model: path.join(out, 'model.so'), params: path.join(out, 'params.bin'), repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: { x: input }, saveOutputs: saved });
+  } catch (e) {
+    if (e instanceof Error && NO_DRIVER.test(e.message)) { skip('output copies on a CUDA GPU', e.message); return; }
+    throw e;
+  }
+  const want = runGraph(loadOnnx(onnx).graph, new Map([['x', x]]));
+  for (const [k, name] of ['id', 'k', 'r', 'r', 'x'].entries()) {
+    assert.equal([...await readFloat32File(path.join(saved, `${outputFileName(name)}.bin`))], [...want[k]], `output ${k} (${name})`);
   }
 });
 

@@ -17,6 +17,7 @@ import * as assert from 'uvu/assert';
 import { cSourceLiteral } from '../codegen/opencl-host';
 import { loadOnnx } from '../frontend/onnx/import';
 import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
+import { floatTensorProto } from '../frontend/onnx/tensor';
 import { getNetwork } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { withoutSoftmax } from '../compare/compare';
@@ -157,6 +158,32 @@ test('a tuned schedule that does not lower for the device falls back to the defa
   assert.equal(fits.kernels.map((k) => [k.schedule, k.source]), [['tuned', 'conv.jsonl:1']]);
   assert.ok(fits.kernels[0].launches!.every((l) => l.local[0] === 16));
   assert.ok(existsSync(path.join(work, 'tuned', 'kernels.cl')));
+});
+
+test('outputs no kernel computes (an input passed through, a Constant, a value listed twice, an input): one copy launch each; every output exact on the device', async () => {
+  if (openclAvailable() === OPENCL_HEADERS_MISSING) { skip('output copies for opencl', OPENCL_HEADERS_MISSING); return; }
+  const b = new OnnxModelBuilder(13).input('x', [2, 3, 4]);
+  for (const o of ['id', 'k', 'r', 'r', 'x']) b.output(o);
+  b.node('Identity', ['x'], ['id']).node('Constant', [], ['k'], { value: { tensor: floatTensorProto('k', [2, 2], Float32Array.from([1.5, -2, 0.25, 8])) } })
+    .node('Relu', ['x'], ['r']);
+  const file = path.join(work, 'passthrough.onnx');
+  writeFileSync(file, b.build());
+  const out = path.join(work, 'passthrough-opencl');
+  const r = await cli('compile', file, '--target', 'opencl', '--out', out, '--cache', cache);
+  assert.is(r.code, 0, r.err);
+  // Relu, and the copies of id, k, the second r and x (three of one shape share a program).
+  assert.match(r.out, /rendered 3 OpenCL kernel program\(s\), 5 launches/);
+  const why = openclAvailable();
+  if (why !== undefined) { skip('output copies on opencl: running the compiled model', why); return; }
+  const x = uniform(24, 11, 0);
+  const input = path.join(work, 'passthrough.in.bin');
+  await writeFloat32File(input, x);
+  const saved = path.join(work, 'passthrough.out');
+  await runBench({ model: path.join(out, 'model.so'), params: path.join(out, 'params.bin'), repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: { x: input }, saveOutputs: saved });
+  const want = runGraph(loadOnnx(file).graph, new Map([['x', x]]));
+  for (const [k, name] of ['id', 'k', 'r', 'r', 'x'].entries()) {
+    assert.equal([...await readFloat32File(path.join(saved, `${outputFileName(name)}.bin`))], [...want[k]], `output ${k} (${name})`);
+  }
 });
 
 test.after(() => rmSync(work, { recursive: true, force: true }));
