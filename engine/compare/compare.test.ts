@@ -24,7 +24,7 @@ import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { skip } from '../skip.fixture';
-import { compareWithOnnxRuntime, formatCompareReport, minRatio, outputError, pairedRatio, top1, withoutSoftmax } from './compare';
+import { COMPARE_MAX_NUMBER, compareNumber, compareWithOnnxRuntime, formatCompareReport, minRatio, outputError, pairedRatio, top1, withoutSoftmax } from './compare';
 import { openOrtSession, tryLoadOnnxRuntime } from './ort';
 
 const IMAGE = 64;
@@ -43,6 +43,17 @@ test('outputError and top1', () => {
   assert.is(e.maxAbs, 0.5);
   assert.is(e.maxRel, 0.25); // 1e-9 is below 1e-6 * max|b| and does not count
   assert.equal(top1(Float32Array.from([0, 3, 1, 5, 4, 2]), 3), [1, 0]);
+});
+
+test('compareNumber: tt_bench\'s runs per measurement, bounded by count and by what ONNX Runtime takes a run', () => {
+  // A model that takes ~0 ms: tt_bench grew to 3e7 runs for 100 ms; ONNX Runtime at 8 us a run would take 240 s a measurement.
+  assert.is(compareNumber(32_000_000, 0.008, 100), COMPARE_MAX_NUMBER);
+  // ONNX Runtime far slower than our model: about 4 x min-repeat-ms of it per measurement.
+  assert.is(compareNumber(5000, 2, 100), 200);
+  // Within 4x of each other: tt_bench's number stands (as before).
+  assert.is(compareNumber(40, 3, 100), 40);
+  assert.is(compareNumber(5, 0, 0), 5);
+  assert.is(compareNumber(1, 1e9, 100), 1);
 });
 
 const kernelHashes = async (out: string): Promise<Set<string>> =>
