@@ -98,7 +98,11 @@ function weightsOutweighInput(t: Tensor): boolean {
   if (t.op.kind !== 'compute') return false;
   const names = t.op.axes.map((a) => a.name);
   const channel = names[names.length - 1];
-  const others = names.slice(0, -1);
+  // A transposed conv's kernel is also indexed by the output position's phase (its tap
+  // index is (y + pad) mod stride + stride*t): only a load of the batch axis is slid over.
+  // With the channel tiles inside, DCGAN's 4x4x1024x512 deconv (32 MB of weights over a
+  // 4x4 map) reads all its weights once per row of positions (not timed on a quiet machine).
+  const others = tagOf(t).includes('_transpose_') ? names.slice(0, 1) : names.slice(0, -1);
   let weights = 0, input = 0;
   const seen = new Set<string>();
   walk(t.op.body, (e) => {
