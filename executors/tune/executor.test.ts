@@ -1,8 +1,9 @@
 // `nx tune` on a network with nothing to tune (a lone Relu: no task with a reduction) tunes
 // trivially: success, one line saying so, the store's log and the target's declared Nx
-// output written (empty); `nx compile` then builds the model from that store.
+// output written (empty); `nx compile` then builds the model from that store. An engine error
+// during a tune is one line naming the task.
 
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
@@ -10,7 +11,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { OnnxModelBuilder } from '../../engine/frontend/onnx/model-builder';
 import compileExecutor from '../compile/executor';
-import { captureConsole } from '../workspace.fixture';
+import { State } from '../../engine/schedule/state';
+import { captureConsole, writeNetWorkspace } from '../workspace.fixture';
 import tuneExecutor from './executor';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-executor-'));
@@ -53,6 +55,26 @@ test('nx tune of a network without a tuning task: one "nothing to tune" line, th
   const compiled = await captureConsole(async () => (await compileExecutor({ config: 'tensortune.config.yaml', network: 'tiny' }, ctx).next()).value);
   assert.equal(compiled.value, { success: true }, compiled.lines.join('\n'));
   assert.ok(existsSync(path.join(dir, 'out', 'tiny', 'cpu', 'manifest.json')), compiled.lines.join('\n'));
+});
+
+test('nx tune meeting an engine error: success false, one line naming the task and asking for a report, no stack', async () => {
+  const ws = path.join(dir, 'broken');
+  mkdirSync(ws);
+  writeNetWorkspace(ws, { convOnly: true });
+  const ctx = { root: ws, cwd: ws, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const original = State.prototype.validate;
+  State.prototype.validate = () => { throw new TypeError('boom'); };
+  let r;
+  try {
+    r = await captureConsole(() => tuneExecutor({ config: 'tensortune.config.yaml', network: 'net', trials: 2 }, ctx));
+  } finally {
+    State.prototype.validate = original;
+  }
+  assert.equal(r.value, { success: false }, r.lines.join('\n'));
+  const errors = r.lines.filter((l) => l.includes('internal error'));
+  assert.is(errors.length, 1, r.lines.join('\n'));
+  assert.match(errors[0], /^tensortune tune: internal error while tuning task 0 \(conv2d\S* [0-9x]+ -> [0-9x]+\): TypeError: boom; this is a bug in tensortune: please report it/);
+  assert.not.ok(r.lines.some((l) => /^\s+at /.test(l)), 'no stack');
 });
 
 test.run();

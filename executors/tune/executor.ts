@@ -12,6 +12,7 @@ import { mkdirSync } from 'node:fs';
 import type { ExecutorContext } from '@nx/devkit';
 import { openRemoteDevices, remoteFingerprint } from '../../engine/remote/open';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
+import { reportInternal } from '../../engine/compile/internal-error';
 import { UserError } from '../../engine/errors';
 import type { MeasureOptions } from '../../engine/search/types';
 import { targetRunners, type BudgetConfig } from '../../plugin/config';
@@ -56,71 +57,77 @@ const overridesOf = (o: TuneExecutorOptions): string[] => executorOptions('tune'
 });
 
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
-  return reporting('tune', async () => {
-    const run = resolveFor('tune', options, ctx, options.budget);
-    const rel = workspaceRelative(ctx);
-    // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
-    const sharding = shardingOf(run, options.shard, ctx.root);
-    if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && sharding?.shard !== undefined) {
-      throw new UserError(`${run.network}: no cached tune for shard ${sharding.shard.index} (${run.network}:tune--${sharding.shard.index}), target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} ` +
-        'on a machine of this kind (local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run it on such a machine with the shared remote cache, or unset it');
-    }
-    if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && !sharding) {
-      // Not an input of the hash, on purpose: CI sets it and still hits the tuning machines' cache entries.
-      const c = `${run.network}${run.budgetName ? ` -c ${run.targetName}-${run.budgetName}` : ''}`;
-      throw new UserError(`${run.network}: no cached tune for target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} on a machine of this kind ` +
-        `(local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run \`nx tune ${c}\` on such a machine with the shared remote cache, or unset it`);
-    }
-    mkdirSync(run.storeDir, { recursive: true });
-    const warn = (m: string): void => console.warn(`warning: ${m}`);
-    const absorbed = await absorbTuneOutputs(run.storeDir, warn);
-    if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
-    const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
-    // A target measured on a device through its runner(s): the device's fingerprint keys the records (engine/remote).
-    const remote = targetRunners(run.target, run.targetName);
-    const log = (line: string): void => console.log(line);
-    if (sharding && !sharding.shard) {
-      // The merge measures nothing: of the device, only its fingerprint.
-      const fingerprint = remote ? await remoteFingerprint(remote.runners, target, remote.where, { log }) : hardwareFingerprint(target);
-      const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint }, warn);
-      console.log(`tensortune tune ${run.network}: ${describeShard(sharding)}; output ${rel(sharding.output)}: best records for ${merged.best} of ${sharding.tasks.length} task(s)` +
-        `${merged.missing.length ? `; no valid record yet for: ${merged.missing.map((t) => t.desc).join('; ')}` : ''}`);
-      return { success: true };
-    }
-    const device = remote ? await openRemoteDevices(remote.runners, target, remote.where, { log }) : undefined;
-    const others = await otherLogs(run.storeDir, run.recordsFile);
-    const overrides = overridesOf(options);
-    console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
-      `${overrides.length ? ` with ${overrides.join(' ')}` : ''}${sharding ? `, ${describeShard(sharding)}` : ''}` +
-      `, log ${rel(run.recordsFile)}${others.length ? `, reading ${others.length} other log(s) of the store` : ''}`);
-    const aborter = abortOnSignals();
-    try {
-      if (sharding?.shard?.tasks.length === 0) console.log('no task of the network hashes to this shard: nothing to tune');
-      const result = sharding?.shard?.tasks.length === 0 ? undefined : await tuneRun(sharding, {
-        model: run.spec,
-        target: run.target.target,
-        host: run.target.host,
-        records: run.recordsFile,
-        readRecords: others,
-        device,
-        ...budgetFor(run.budget, options, run.target.threads),
-        budget: run.budgetName,
-        log,
-        signal: aborter.signal,
-      });
-      const match = { target: target.text, fingerprint: device?.fingerprint ?? hardwareFingerprint(target) };
-      const output = sharding?.output ?? run.tuneOutput;
-      const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
-      const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
-      console.log(`output ${rel(output)}: ${out.records} measurement(s) of ${sharding?.shard ? 'this shard\'s' : 'this network\'s'} tasks, best records for ${out.best} of ${keys.length} task(s)`);
-      if (!result) return { success: true };
-      const est = result.estimatedMs === null ? 'n/a (some task has no valid program yet)' : `${result.estimatedMs.toFixed(3)} ms`;
-      console.log(`tuned ${result.trials} trial(s) in ${result.wallS.toFixed(1)} s (${result.reason}); estimated latency ${est}`);
-      if (result.reason === 'aborted') return { success: false };
-      return { success: true };
-    } finally {
-      await device?.close();
-      aborter.dispose();
-    }
-  });
+  // An engine error (a bug) is one line naming the task it was tuning, as in `tensortune tune`.
+  return reporting('tune', () => tuneOnce(options, ctx).catch((e: unknown) => {
+    reportInternal('tune', `tuning ${options.network}`, e, (text) => console.error(text.trimEnd()));
+    return { success: false };
+  }));
+}
+
+async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
+  const run = resolveFor('tune', options, ctx, options.budget);
+  const rel = workspaceRelative(ctx);
+  // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
+  const sharding = shardingOf(run, options.shard, ctx.root);
+  if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && sharding?.shard !== undefined) {
+    throw new UserError(`${run.network}: no cached tune for shard ${sharding.shard.index} (${run.network}:tune--${sharding.shard.index}), target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} ` +
+      'on a machine of this kind (local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run it on such a machine with the shared remote cache, or unset it');
+  }
+  if (process.env.TENSORTUNE_REQUIRE_CACHED_TUNE === '1' && !sharding) {
+    // Not an input of the hash, on purpose: CI sets it and still hits the tuning machines' cache entries.
+    const c = `${run.network}${run.budgetName ? ` -c ${run.targetName}-${run.budgetName}` : ''}`;
+    throw new UserError(`${run.network}: no cached tune for target ${run.targetName}${run.budgetName ? `, budget ${run.budgetName}` : ''} on a machine of this kind ` +
+      `(local or remote Nx cache), and TENSORTUNE_REQUIRE_CACHED_TUNE=1 forbids searching here: run \`nx tune ${c}\` on such a machine with the shared remote cache, or unset it`);
+  }
+  mkdirSync(run.storeDir, { recursive: true });
+  const warn = (m: string): void => console.warn(`warning: ${m}`);
+  const absorbed = await absorbTuneOutputs(run.storeDir, warn);
+  if (absorbed > 0) console.log(`merged ${absorbed} measurement(s) from restored tune outputs into the store ${rel(run.storeDir)}`);
+  const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
+  // A target measured on a device through its runner(s): the device's fingerprint keys the records (engine/remote).
+  const remote = targetRunners(run.target, run.targetName);
+  const log = (line: string): void => console.log(line);
+  if (sharding && !sharding.shard) {
+    // The merge measures nothing: of the device, only its fingerprint.
+    const fingerprint = remote ? await remoteFingerprint(remote.runners, target, remote.where, { log }) : hardwareFingerprint(target);
+    const merged = await writeMergedOutput(run.storeDir, sharding, { target: target.text, fingerprint }, warn);
+    console.log(`tensortune tune ${run.network}: ${describeShard(sharding)}; output ${rel(sharding.output)}: best records for ${merged.best} of ${sharding.tasks.length} task(s)` +
+      `${merged.missing.length ? `; no valid record yet for: ${merged.missing.map((t) => t.desc).join('; ')}` : ''}`);
+    return { success: true };
+  }
+  const device = remote ? await openRemoteDevices(remote.runners, target, remote.where, { log }) : undefined;
+  const others = await otherLogs(run.storeDir, run.recordsFile);
+  const overrides = overridesOf(options);
+  console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
+    `${overrides.length ? ` with ${overrides.join(' ')}` : ''}${sharding ? `, ${describeShard(sharding)}` : ''}` +
+    `, log ${rel(run.recordsFile)}${others.length ? `, reading ${others.length} other log(s) of the store` : ''}`);
+  const aborter = abortOnSignals();
+  try {
+    if (sharding?.shard?.tasks.length === 0) console.log('no task of the network hashes to this shard: nothing to tune');
+    const result = sharding?.shard?.tasks.length === 0 ? undefined : await tuneRun(sharding, {
+      model: run.spec,
+      target: run.target.target,
+      host: run.target.host,
+      records: run.recordsFile,
+      readRecords: others,
+      device,
+      ...budgetFor(run.budget, options, run.target.threads),
+      budget: run.budgetName,
+      log,
+      signal: aborter.signal,
+    });
+    const match = { target: target.text, fingerprint: device?.fingerprint ?? hardwareFingerprint(target) };
+    const output = sharding?.output ?? run.tuneOutput;
+    const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
+    const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
+    console.log(`output ${rel(output)}: ${out.records} measurement(s) of ${sharding?.shard ? 'this shard\'s' : 'this network\'s'} tasks, best records for ${out.best} of ${keys.length} task(s)`);
+    if (!result) return { success: true };
+    const est = result.estimatedMs === null ? 'n/a (some task has no valid program yet)' : `${result.estimatedMs.toFixed(3)} ms`;
+    console.log(`tuned ${result.trials} trial(s) in ${result.wallS.toFixed(1)} s (${result.reason}); estimated latency ${est}`);
+    if (result.reason === 'aborted') return { success: false };
+    return { success: true };
+  } finally {
+    await device?.close();
+    aborter.dispose();
+  }
 }
