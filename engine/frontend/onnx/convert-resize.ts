@@ -67,13 +67,16 @@ export function originalCoordinate(mode: CoordinateMode, x: number, a: AxisResiz
 /** C's std::round: halves away from zero. */
 const roundAway = (x: number): number => (x < 0 ? -Math.round(-x) : Math.round(x));
 
+/** Within 1e-6 of a half (ONNX Runtime 1.30's rounding modes count such a coordinate as the half: measured). */
+const nearHalf = (x: number): boolean => Math.abs(f(x - f(Math.floor(x) + 0.5))) < f(1e-6);
+
 export function nearestIndex(mode: NearestMode, x: number, downsampling: boolean): number {
   switch (mode) {
     case 'simple': return downsampling ? Math.ceil(x) : Math.trunc(x);
-    case 'round_prefer_ceil': return roundAway(x);
+    case 'round_prefer_ceil': return nearHalf(x) ? Math.ceil(x) : roundAway(x);
     case 'floor': return Math.floor(x);
     case 'ceil': return Math.ceil(x);
-    case 'round_prefer_floor': return x === f(Math.trunc(x) + 0.5) ? Math.floor(x) : roundAway(x);
+    case 'round_prefer_floor': return nearHalf(x) ? Math.floor(x) : roundAway(x);
   }
 }
 
