@@ -95,6 +95,17 @@ test('reduce by hand: prod, log_sum_exp of large values, l2, and no axes (the el
   close(run(reduce(x, 'log_sum_exp', [], true), x, data), data, 'log_sum_exp, no axes');
 });
 
+test('reduce max / min of bool data (any / all) is bool', () => {
+  const x = placeholder('x', [2, 3], 'bool');
+  const data = Int32Array.from([0, 1, 0, 1, 1, 1]);
+  for (const [kind, want] of [['max', [1, 1]], ['min', [0, 1]]] as const) {
+    const y = reduce(x, kind, [1], false);
+    assert.is(y.dtype, 'bool');
+    assert.equal([...(evaluate(new ComputeDAG([y]), new Map([[x, data]])).get(y.name) as Int32Array)], want, kind);
+  }
+  assert.throws(() => reduce(x, 'sum', [1]), /bool/);
+});
+
 test('reduce: a reduction over every axis without keepdims is a scalar; stages print as TOPI-style reductions', () => {
   const x = placeholder('x', [3, 4]);
   const y = reduce(x, 'prod', [0, 1], false);

@@ -6,7 +6,7 @@
 // Log-sum-exp reduces twice, as softmax does: the max first, then the sum of exp(x - max).
 
 import {
-  add, call, div, f32, load, maxReduce, minReduce, mul, prodReduce, sub, sum, type Expr, type IterVar, type Var,
+  add, call, cast, div, f32, load, maxReduce, minReduce, mul, prodReduce, sub, sum, type Expr, type IterVar, type Var,
 } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
 
@@ -74,6 +74,12 @@ export function reduce(data: Tensor, kind: ReduceKind, axes: readonly number[], 
   const stage = (name: string, body: (ax: Expr[]) => Expr): Tensor => compute(name, g.shape, out, (...ax) => body(ax), 'comm_reduce');
   const epilogue = (name: string, input: Tensor, f: (v: Expr) => Expr): Tensor =>
     compute(name, g.shape, out, (...ax) => f(load(input, ax)), 'elemwise');
+  if (data.dtype === 'bool') {
+    // A bool max / min (any / all): over the 0/1 values as int32, the result back to bool.
+    if (kind !== 'max' && kind !== 'min') throw new Error(`${kind}: of bool data`);
+    const r = stage(`T_${kind}`, (ax) => (kind === 'max' ? maxReduce : minReduce)(cast('int32', x(ax)), g.raxes));
+    return epilogue(`T_${kind}_bool`, r, (v) => cast('bool', v));
+  }
   switch (kind) {
     case 'sum': return stage('T_sum', (ax) => sum(x(ax), g.raxes));
     case 'max': return stage('T_max', (ax) => maxReduce(x(ax), g.raxes));

@@ -30,7 +30,7 @@ function reduceConverter(kind: ReduceKind, inputFrom: number): Converter {
     attrs: ['axes', 'keepdims', 'noop_with_empty_axes'],
     convert(n) {
       const dtype = n.dtype(0);
-      if (dtype === 'bool') throw new UnsupportedError(`${n.opType} of bool data`);
+      if (dtype === 'bool' && kind !== 'max' && kind !== 'min') throw new UnsupportedError(`${n.opType} of bool data`);
       if (dtype !== 'float32' && FLOAT_ONLY_KINDS.has(kind)) throw new UnsupportedError(`${n.opType} of ${dtype} data (float only)`);
       const shape = n.shape(0);
       const keepdims = n.attr.int('keepdims', 1) === 1;
