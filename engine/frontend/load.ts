@@ -40,5 +40,5 @@ export function loadModel(spec: ModelSpec): LoadedModel {
   const net = getNetwork(spec.model, {
     batch: spec.batch, layout: spec.layout, imageSize: spec.imageSize, seed: spec.seed, randomStats: spec.randomStats, weights: spec.weights,
   });
-  return { name: net.name, graph: net.graph, inputs: net.inputs.map(({ name, shape }) => ({ name, shape })) };
+  return { name: net.name, graph: net.graph, inputs: net.inputs.map(({ name, shape, dtype }) => ({ name, shape, dtype })) };
 }
