@@ -5,11 +5,7 @@
 
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { NN_CONVERTERS } from '../engine/frontend/onnx/convert-nn';
-import { NORMALIZATION_CONVERTERS } from '../engine/frontend/onnx/convert-normalization';
-import { REDUCE_CONVERTERS } from '../engine/frontend/onnx/convert-reduce';
-import { TENSOR_CONVERTERS, type Converter } from '../engine/frontend/onnx/convert-tensor';
-import { MAX_OPSET, MIN_OPSET, SUPPORTED_OPS } from '../engine/frontend/onnx/import';
+import { CONVERTERS, MAX_OPSET, MIN_OPSET, SUPPORTED_OPS } from '../engine/frontend/onnx/import';
 
 export const DOC_FILE = path.resolve(__dirname, '..', 'docs', 'onnx-operators.md');
 
@@ -42,8 +38,6 @@ export const LIMITS: Readonly<Record<string, string>> = {
   LogSoftmax: 'float data',
   Hardmax: 'float data',
 };
-
-const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS };
 
 export function operatorsMarkdown(): string {
   const rows = SUPPORTED_OPS.map((op) => {

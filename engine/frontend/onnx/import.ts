@@ -32,7 +32,8 @@ export const MIN_OPSET = 7;
 /** The newest opset of the pinned onnx package (1.23). */
 export const MAX_OPSET = 28;
 
-const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS };
+/** The converter of each ONNX operator (scripts/onnx-operators.ts writes docs/onnx-operators.md from it). */
+export const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS };
 
 /** The ONNX operators the importer converts. */
 export const SUPPORTED_OPS: readonly string[] = Object.keys(CONVERTERS).sort();
