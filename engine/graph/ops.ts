@@ -65,7 +65,7 @@ function pool(kind: 'max' | 'avg') {
 }
 
 /** Pools with dilations or ceil_mode's extra padding (2-D), and the 3-D pools (topi/pool.ts). */
-function poolNd(kind: 'max' | 'avg') {
+function poolNd(kind: 'max' | 'avg' | 'lp') {
   return ([data]: readonly Tensor[], attrs: Attrs): Tensor => {
     const spatial = data.shape.length - 2;
     return pl.poolNd(data, {
@@ -76,6 +76,7 @@ function poolNd(kind: 'max' | 'avg') {
       padding: (attrs.padding as number[] | undefined) ?? new Array<number>(2 * spatial).fill(0),
       ceilPadding: attrs.ceilPadding as number[] | undefined,
       countIncludePad: attrs.countIncludePad as boolean | undefined,
+      p: attrs.p as number | undefined,
       channelsLast: pl.channelsLast((attrs.layout as string | undefined) ?? (spatial === 3 ? 'NDHWC' : 'NHWC')),
     });
   };
@@ -128,6 +129,9 @@ export const OPS: Record<string, OpDef> = {
   conv2d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
   conv3d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
   max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('max') },
+  // ONNX's LpPool: attrs as the pools' plus the exponent p.
+  lp_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('lp') },
+  lp_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('lp') },
   avg_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('avg') },
   global_avg_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => pl.globalPool3d(d, 'avg', (a.layout as Layout3d | undefined) ?? 'NDHWC') },
   global_max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: ([d], a) => pl.globalPool3d(d, 'max', (a.layout as Layout3d | undefined) ?? 'NDHWC') },
@@ -217,6 +221,7 @@ export const OPS: Record<string, OpDef> = {
       const axes = (a.axes as number[]).map((axis, k) => ({ axis, index: tables[k * per], weight: per === 2 ? tables[k * per + 1] : undefined }));
       return rz.resize(x, axes, num(a, 'taps'), a.extrapolation as number | undefined);
     },
+  },
 };
 
 // Comparisons and logic (topi/logic.ts): bool results; cast's attr dtype is the target type.
@@ -231,7 +236,11 @@ const LOGIC_OPS: Record<string, OpDef> = {
   floor_mod: { pattern: OpPattern.Broadcast, compute: ([a, b]) => lg.intMod('floor_mod', a, b) },
   trunc_mod: { pattern: OpPattern.Broadcast, compute: ([a, b]) => lg.intMod('trunc_mod', a, b) },
   where: { pattern: OpPattern.Broadcast, compute: ([c, x, y]) => lg.where(c, x, y) },
-  cast: { pattern: OpPattern.ElemWise, compute: ([x], a) => lg.cast(x, a.dtype as DType) },
+  // attrs.bits/signed: the int32 result stands for an 8/16-bit type and wraps into its range.
+  cast: {
+    pattern: OpPattern.ElemWise,
+    compute: ([x], a) => lg.cast(x, a.dtype as DType, a.bits === undefined ? undefined : { bits: num(a, 'bits'), signed: a.signed as boolean }),
+  },
   // Indexing (topi/indexing.ts); data-dependent indices are wrapped and clamped into range.
   take: { pattern: OpPattern.Injective, compute: ([d, i], a) => ix.take(d, i, (a.axis as number | undefined) ?? 0) },
   gather_elements: { pattern: OpPattern.Injective, compute: ([d, i], a) => ix.gatherElements(d, i, (a.axis as number | undefined) ?? 0) },

@@ -1,4 +1,4 @@
-// poolNd (1-D, 2-D with dilations, 3-D; max and avg, count_include_pad, ceil_mode's extra
+// poolNd (1-D, 2-D with dilations, 3-D; max, avg and Lp, count_include_pad, ceil_mode's extra
 // padding) and globalPool3d by the reference evaluator against a naive float64 loop over
 // ONNX's definition, channels first and last. Tolerance as nn.test.ts.
 
@@ -8,7 +8,7 @@ import { numElements, permute, placeholder } from '../ir/tensor';
 import { close, random, run } from './check.fixture';
 import { globalPool3d, poolNd, type PoolParams } from './pool';
 
-interface Case { what: string; x: number[]; kind: 'max' | 'avg'; k: number[]; s: number[]; d: number[]; pads: number[]; ceil?: number[]; include?: boolean }
+interface Case { what: string; x: number[]; kind: 'max' | 'avg' | 'lp'; k: number[]; s: number[]; d: number[]; pads: number[]; ceil?: number[]; include?: boolean; p?: number }
 
 /** Channels-first [N, C, ...] pooling by the definition. */
 function naive(x: Float32Array, c: Case): { out: Float64Array; shape: number[] } {
@@ -30,10 +30,10 @@ function naive(x: Float32Array, c: Case): { out: Float64Array; shape: number[] }
       let flat = 0;
       for (let a = 0; a < n; a++) flat = flat * dims[a] + pos[a];
       const v = x[nc * inSize + flat];
-      acc = c.kind === 'max' ? Math.max(acc, v) : acc + v;
+      acc = c.kind === 'max' ? Math.max(acc, v) : c.kind === 'lp' ? acc + Math.abs(v) ** (c.p ?? 2) : acc + v;
       count++;
     }
-    y[nc * outSize + o] = c.kind === 'max' ? acc : acc / Math.max(1, c.include ? padded : count);
+    y[nc * outSize + o] = c.kind === 'max' ? acc : c.kind === 'lp' ? acc ** (1 / (c.p ?? 2)) : acc / Math.max(1, c.include ? padded : count);
   }
   return { out: y, shape: [N, C, ...out] };
 }
@@ -45,13 +45,16 @@ const cases: Case[] = [
   { what: '3-D max', x: [1, 2, 4, 5, 5], kind: 'max', k: [2, 3, 3], s: [2, 2, 2], d: [1, 1, 1], pads: [0, 1, 1, 0, 1, 1] },
   { what: '3-D avg, ceil_mode padding, count_include_pad', x: [1, 2, 5, 4, 5], kind: 'avg', k: [2, 2, 3], s: [2, 2, 2], d: [1, 1, 1], pads: [1, 0, 1, 0, 0, 1], ceil: [1, 0, 1], include: true },
   { what: '3-D avg, ceil_mode padding', x: [1, 1, 5, 5, 4], kind: 'avg', k: [3, 3, 3], s: [2, 2, 2], d: [1, 1, 1], pads: [0, 0, 0, 0, 0, 0], ceil: [1, 1, 0] },
+  { what: '2-D Lp, p 2, pads', x: [1, 2, 5, 6], kind: 'lp', k: [2, 3], s: [1, 2], d: [1, 1], pads: [1, 0, 0, 1], p: 2 },
+  { what: '3-D Lp, p 3, dilation', x: [1, 2, 4, 4, 5], kind: 'lp', k: [2, 2, 2], s: [1, 2, 1], d: [2, 1, 2], pads: [0, 0, 1, 0, 1, 0], p: 3 },
+  { what: '1-D Lp, p 1', x: [2, 2, 7], kind: 'lp', k: [3], s: [2], d: [1], pads: [1, 1], p: 1 },
 ];
 
 for (const c of cases) {
   test(`pool ${c.what}: channels first and last match the definition`, () => {
     const x = random(numElements(c.x), 3);
     const want = naive(x, c);
-    const p: Omit<PoolParams, 'channelsLast'> = { kind: c.kind, kernel: c.k, strides: c.s, dilation: c.d, padding: c.pads, ceilPadding: c.ceil, countIncludePad: c.include };
+    const p: Omit<PoolParams, 'channelsLast'> = { kind: c.kind, kernel: c.k, strides: c.s, dilation: c.d, padding: c.pads, ceilPadding: c.ceil, countIncludePad: c.include, p: c.p };
     const X = placeholder('x', c.x);
     const y = poolNd(X, { ...p, channelsLast: false });
     assert.equal(y.shape, want.shape);

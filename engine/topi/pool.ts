@@ -6,7 +6,7 @@
 // NHWC, NDHWC). `spatialAxes` gives the positions of the spatial axes of either.
 
 import {
-  add, cast, div, f32, floordiv, load, max, maxReduce, min, mul, reduceAxis, sub, sum, type Expr, type IterVar,
+  add, call, cast, div, f32, floordiv, load, max, maxReduce, min, mul, reduceAxis, sub, sum, type Expr, type IterVar,
 } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
 import { pad } from './transform';
@@ -32,7 +32,10 @@ export function windowOut(n: number, k: number, s: number, d: number, before: nu
 const MIN_FLOAT32 = -3.4028234663852886e38;
 
 export interface PoolParams {
-  kind: 'max' | 'avg';
+  /** lp: (sum of |x|^p over the window)^(1/p), ONNX's LpPool (padding adds 0). */
+  kind: 'max' | 'avg' | 'lp';
+  /** lp only: the integer exponent (default 2). */
+  p?: number;
   /** One entry per spatial axis, in order (D, H, W). */
   kernel: readonly number[];
   strides: readonly number[];
@@ -87,6 +90,7 @@ export function poolNd(data: Tensor, p: PoolParams): Tensor {
     return idx;
   };
   if (p.kind === 'max') return compute('pool_max', outShape, axes, (...ax) => maxReduce(load(padded, window(ax)), rv), 'pool');
+  if (p.kind === 'lp') return lpRoot(compute('pool_sum', outShape, axes, (...ax) => sum(lpPower(load(padded, window(ax)), p.p ?? 2), rv), 'pool'), p.p ?? 2);
   const total = compute('pool_sum', outShape, axes, (...ax) => sum(load(padded, window(ax)), rv), 'pool');
   const uniform = (p.countIncludePad && extra.every((x) => x === 0)) || !hasPad;
   const taps = p.kernel.reduce((a, b) => a * b, 1);
@@ -101,6 +105,26 @@ export function poolNd(data: Tensor, p: PoolParams): Tensor {
     });
     const count = counts.reduce((acc, c) => mul(acc, c));
     return div(load(total, ax), cast('float32', max(count, 1)));
+  }, 'pool');
+}
+
+/** |x|^p for a positive integer p, by multiplications. */
+function lpPower(x: Expr, p: number): Expr {
+  if (!Number.isInteger(p) || p < 1) throw new Error(`lp pool: p = ${p} (a positive integer)`);
+  const a = p % 2 === 0 ? x : call('fabs', x);
+  let out = a;
+  for (let i = 1; i < p; i++) out = mul(out, a);
+  return out;
+}
+
+/** The p-th root of each element of `total`: itself, sqrt, or exp(log(s)/p) (0 for s = 0). */
+function lpRoot(total: Tensor, p: number): Tensor {
+  const axes = total.shape.map((_, i) => `ax${i}`);
+  return compute('pool_lp', total.shape, axes, (...ax) => {
+    const s = load(total, ax);
+    if (p === 1) return s;
+    if (p === 2) return call('sqrt', s);
+    return call('exp', div(call('log', s), f32(p)));
   }, 'pool');
 }
 

@@ -91,6 +91,12 @@ const poolCases: [string, string, number[], Record<string, AttrValue>, number][]
   ['3-D average: pads, no pads in the count', 'AveragePool', [2, 2, 4, 5, 5], { kernel_shape: [3, 3, 3], strides: [1, 2, 2], pads: [1, 1, 1, 1, 1, 1] }, 13],
   ['3-D average: SAME_UPPER, count_include_pad, ceil_mode', 'AveragePool', [1, 3, 5, 4, 5], { kernel_shape: [2, 3, 2], strides: [2, 2, 2], auto_pad: 'SAME_UPPER', count_include_pad: 1, ceil_mode: 1 }, 13],
   ['3-D max: dilations', 'MaxPool', [1, 1, 6, 5, 6], { kernel_shape: [2, 2, 2], dilations: [2, 1, 2], pads: [0, 1, 1, 1, 0, 0] }, 13],
+  ['1-D Lp, p 1', 'LpPool', [1, 2, 9], { kernel_shape: [3], strides: [2], pads: [1, 1], p: 1 }, 13],
+  ['2-D Lp, p 2 (default), SAME_UPPER', 'LpPool', [1, 2, 7, 6], { kernel_shape: [3, 2], strides: [2, 2], auto_pad: 'SAME_UPPER' }, 13],
+  ['2-D Lp, p 3, dilations, ceil_mode (opset 18)', 'LpPool', [1, 2, 8, 7], { kernel_shape: [2, 2], strides: [2, 2], dilations: [1, 2], ceil_mode: 1, p: 3 }, 18],
+  ['3-D Lp, p 2', 'LpPool', [1, 2, 4, 5, 4], { kernel_shape: [2, 2, 2], strides: [2, 1, 2], pads: [0, 1, 0, 0, 1, 1] }, 13],
+  ['GlobalLpPool 2-D, p 3', 'GlobalLpPool', [2, 3, 4, 5], { p: 3 }, 13],
+  ['GlobalLpPool 3-D', 'GlobalLpPool', [1, 3, 2, 3, 4], {}, 13],
 ];
 for (const [what, op, x, attrs, opset] of poolCases) {
   test(`${op} ${what}`, async () => { await agreesWithOrt(what, single(op, x, attrs, undefined, undefined, opset)); });
@@ -138,10 +144,24 @@ test('a 3-D chain runs in NDHWC after the layout pass: Conv, BatchNormalization,
   await agreesWithOrt('3-D chain', bytes);
 });
 
-test('refusals: rank 6 convs, output_shape larger than the convolution gives, negative pads', () => {
+test('ConvTranspose with an output_shape above the convolution\'s (ONNX: negative pads; ONNX Runtime refuses it): the output framed in zeros', () => {
+  // As ONNX's reference evaluator computes it: total padding -2 per axis, split -1 / -1.
+  const run = (attrs: Record<string, AttrValue>): Float32Array => {
+    const model = importOnnx(single('ConvTranspose', [1, 1, 3, 3], attrs, [1, 1, 3, 3]), 'm.onnx');
+    return runGraph(model.graph, new Map([['x', rand(9, 11)]]))[0] as Float32Array;
+  };
+  const natural = run({ strides: [2, 2] }), framed = run({ strides: [2, 2], output_shape: [9, 9], auto_pad: 'SAME_UPPER' });
+  assert.is(framed.length, 81);
+  for (let y = 0; y < 9; y++) for (let x = 0; x < 9; x++) {
+    const inside = y >= 1 && y < 8 && x >= 1 && x < 8;
+    assert.is(framed[y * 9 + x], inside ? natural[(y - 1) * 7 + (x - 1)] : 0, `(${y}, ${x})`);
+  }
+});
+
+test('refusals: rank 6 convs, SAME asking for more than the convolution gives, negative pads', () => {
   const refused = (bytes: Uint8Array, re: RegExp): void => assert.throws(() => importOnnx(bytes, 'm.onnx'), re);
   refused(single('Conv', [1, 1, 2, 2, 2, 2], {}, [1, 1, 1, 1, 1, 1]), /Conv 'y0': unsupported: input of rank 6/);
-  refused(single('ConvTranspose', [1, 1, 3, 3], { strides: [2, 2], output_shape: [9, 9] }, [1, 1, 3, 3]), /output \[9, 9\] larger than the convolution gives \(\[7, 7\]\)/);
+  refused(single('ConvTranspose', [1, 1, 3, 3], { strides: [2, 2], auto_pad: 'SAME_UPPER' }, [1, 1, 1, 1]), /auto_pad SAME_UPPER asking for an output \[6, 6\] larger than the convolution gives \(\[5, 5\]\)/);
   refused(single('MaxPool', [1, 1, 5, 5, 5], { kernel_shape: [2, 2, 2], pads: [0, 0, -1, 0, 0, 0] }), /negative pads/);
 });
 

@@ -131,8 +131,11 @@ const convTranspose: Converter = {
     if (target) {
       // ONNX: the pads that give this output; an odd total puts the extra one at the end
       // for SAME_UPPER, at the beginning otherwise (as ONNX Runtime does).
+      // An output_shape above what the convolution gives is framed in zeros (ONNX's rule:
+      // negative pads; ONNX Runtime refuses such a model). SAME without output_shape never pads so
+      // (ONNX Runtime then keeps the convolution's size, ONNX's reference does not): refused.
       const total = target.map((o, i) => natural(i) - o);
-      if (total.some((t) => t < 0)) throw new UnsupportedError(`output [${target.join(', ')}] larger than the convolution gives ([${inDims.map((_, i) => natural(i)).join(', ')}])`);
+      if (!shapeAttr && total.some((t) => t < 0)) throw new UnsupportedError(`auto_pad ${autoPad} asking for an output [${target.join(', ')}] larger than the convolution gives ([${inDims.map((_, i) => natural(i)).join(', ')}])`);
       const upper = autoPad === 'SAME_UPPER';
       pads = [...total.map((t) => (upper ? Math.floor(t / 2) : t - Math.floor(t / 2))), ...total.map((t) => (upper ? t - Math.floor(t / 2) : Math.floor(t / 2)))];
     } else if (autoPad === 'VALID') pads = new Array<number>(2 * dims).fill(0);
@@ -171,37 +174,45 @@ function ceilPadding(input: readonly number[], kernel: readonly number[], stride
   });
 }
 
-function pool(kind: 'max' | 'avg'): Converter {
+type PoolKind = 'max' | 'avg' | 'lp';
+
+/** MaxPool, AveragePool, LpPool; `global`: GlobalLpPool (the window is the whole image). */
+function pool(kind: PoolKind, global = false): Converter {
+  const attrs = global ? ['p'] : kind === 'lp' ? ['auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'p', 'pads', 'strides']
+    : ['auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'strides', 'storage_order', 'count_include_pad'];
   return {
-    attrs: ['auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'strides', 'storage_order', 'count_include_pad'],
+    attrs,
     convert(n) {
       const x = requireImage(n, 0, 'input');
       const dims = x.length - 2;
       if (n.outputs[1]) throw new UnsupportedError('the Indices output of MaxPool');
-      const kernel = n.attr.ints('kernel_shape');
+      const kernel = global ? x.slice(2) : n.attr.ints('kernel_shape');
       if (!kernel || kernel.length !== dims || kernel.some((k) => !Number.isInteger(k) || k < 1)) throw new Error(`kernel_shape [${(kernel ?? []).join(', ')}] for ${dims}-D windows`);
-      const strides = perAxis(n, 'strides', dims);
-      const dilation = perAxis(n, 'dilations', dims);
-      const pads = windowPads(n, x.slice(2), kernel, strides, dilation);
+      const ones = new Array<number>(dims).fill(1);
+      const strides = global ? ones : perAxis(n, 'strides', dims);
+      const dilation = global ? ones : perAxis(n, 'dilations', dims);
+      const pads = global ? [...ones, ...ones].map(() => 0) : windowPads(n, x.slice(2), kernel, strides, dilation);
       const countIncludePad = kind === 'avg' && n.attr.int('count_include_pad', 0) === 1;
-      const extra = n.attr.int('ceil_mode', 0) === 1 ? ceilPadding(x.slice(2), kernel, strides, dilation, pads) : new Array<number>(dims).fill(0);
-      // The extra windows of ceil_mode read padding: plain padding for max and for an
+      const extra = !global && n.attr.int('ceil_mode', 0) === 1 ? ceilPadding(x.slice(2), kernel, strides, dilation, pads) : new Array<number>(dims).fill(0);
+      // The extra windows of ceil_mode read padding: plain padding for max, lp and an
       // average over the input alone; with count_include_pad it must not count (ceilPadding).
       const separate = countIncludePad && extra.some((e) => e > 0);
       const padding = separate ? pads : [...pads.slice(0, dims), ...pads.slice(dims).map((p, i) => p + extra[i])];
       const dilated = dilation.some((d) => d !== 1);
+      const p = kind === 'lp' ? n.attr.int('p', 2) : undefined;
+      if (p !== undefined && (p < 1 || p > 16)) throw new UnsupportedError(`LpPool with p = ${p} (1 to 16)`);
       const common = {
-        ...(kind === 'avg' ? { countIncludePad } : {}), ...(separate ? { ceilPadding: extra } : {}),
+        ...(kind === 'avg' ? { countIncludePad } : {}), ...(p !== undefined ? { p } : {}),
       };
-      if (dims === 3) {
-        return [n.op(kind === 'max' ? 'max_pool3d' : 'avg_pool3d', [n.node(0)], { layout: 'NCDHW', kernel, strides, dilation, padding, ...common })];
+      const op = (d: number): string => `${kind}_pool${d}d`;
+      if (dims === 3) return [n.op(op(3), [n.node(0)], { layout: 'NCDHW', kernel, strides, dilation, padding, ...common, ...(separate ? { ceilPadding: extra } : {}) })];
+      if (dims === 2) {
+        return [n.op(op(2), [n.node(0)], { layout: 'NCHW', kernel, strides, padding, ...(dilated ? { dilation } : {}), ...common, ...(separate ? { ceilPadding: extra } : {}) })];
       }
-      const op = kind === 'max' ? 'max_pool2d' : 'avg_pool2d';
-      if (dims === 2) return [n.op(op, [n.node(0)], { layout: 'NCHW', kernel, strides, padding, ...(dilated ? { dilation } : {}), ...common })];
       // 1-D: a 2-D pool over H = 1.
-      const y = n.op(op, [as2d(n, n.input(0), '_2d')], {
+      const y = n.op(op(2), [as2d(n, n.input(0), '_2d')], {
         layout: 'NCHW', kernel: [1, kernel[0]], strides: [1, strides[0]], padding: [0, padding[0], 0, padding[1]],
-        ...(dilated ? { dilation: [1, dilation[0]] } : {}), ...(kind === 'avg' ? { countIncludePad } : {}), ...(separate ? { ceilPadding: [0, extra[0]] } : {}),
+        ...(dilated ? { dilation: [1, dilation[0]] } : {}), ...common, ...(separate ? { ceilPadding: [0, extra[0]] } : {}),
       }, '_pool2d');
       const s = n.graph.node(idOf(y)).shape;
       return [reshapeValue(n, y, [s[0], s[1], s[3]])];
@@ -261,5 +272,7 @@ export const NN_CONVERTERS: Record<string, Converter> = {
   GlobalAveragePool: globalPool('avg'),
   GlobalMaxPool: globalPool('max'),
   ConvTranspose: convTranspose,
+  LpPool: pool('lp'),
+  GlobalLpPool: pool('lp', true),
   Softmax: softmax,
 };

@@ -235,6 +235,16 @@ export function exportOnnx(graph: Graph, opts: ExportOptions = {}): Uint8Array {
         ]);
         break;
       }
+      case 'lp_pool2d': case 'lp_pool3d': {
+        const dilation = a.dilation as number[] | undefined;
+        const dilated = dilation !== undefined && dilation.some((d) => d !== 1);
+        if (dilated && opset < 18) throw new Error(`onnx writer: an Lp pool with dilations needs opset 18 (writing ${opset})`);
+        emit('LpPool', ins, [
+          ints('kernel_shape', a.kernel as number[]), ints('strides', a.strides as number[]), ints('pads', a.padding as number[]),
+          int('p', (a.p as number | undefined) ?? 2), ...(dilated ? [ints('dilations', dilation)] : []),
+        ]);
+        break;
+      }
       case 'global_avg_pool3d': emit('GlobalAveragePool', ins); break;
       case 'global_max_pool3d': emit('GlobalMaxPool', ins); break;
       case 'global_avg_pool2d': emit('GlobalAveragePool', ins); break;

@@ -25,8 +25,8 @@ import { constantOf, rebuild, type Rebuilder } from '../rewrite';
 import { BINARY_OPS } from './canonicalize-bias';
 
 /** Ops over 3-D images: layout 'NCDHW' or 'NDHWC'; the others 'NCHW' or 'NHWC'. */
-const LAYOUT_OPS_3D = new Set(['conv3d', 'conv3d_transpose', 'max_pool3d', 'avg_pool3d', 'global_avg_pool3d', 'global_max_pool3d']);
-const LAYOUT_OPS = new Set(['conv2d', 'conv2d_transpose', 'max_pool2d', 'avg_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d', ...LAYOUT_OPS_3D]);
+const LAYOUT_OPS_3D = new Set(['conv3d', 'conv3d_transpose', 'max_pool3d', 'avg_pool3d', 'lp_pool3d', 'global_avg_pool3d', 'global_max_pool3d']);
+const LAYOUT_OPS = new Set(['conv2d', 'conv2d_transpose', 'max_pool2d', 'avg_pool2d', 'lp_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d', ...LAYOUT_OPS_3D]);
 const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh', 'hard_sigmoid', 'hard_swish']);
 /** Ops with an `axis` attribute (default -1), and ops with an `axes` list (topi/reduce.ts, topi/normalization.ts). */
 const AXIS_OPS = new Set(['softmax', 'log_softmax', 'hardmax', 'lrn', 'instance_norm']);
