@@ -208,7 +208,7 @@ test('external data must stay inside the model folder: no .., no absolute path, 
 test('one UserError names the file and lists every unsupported node at once', () => {
   const bytes = new OnnxModelBuilder().input('x', [1, 2, 4, 4]).float('w', [2, 2, 1, 1], rand(4, 1)).int64('p', [0, 0, 1, 1, 0, 0, 1, 1])
     .node('Conv', ['x', 'w'], ['c'], { foo: 1 }, 'conv_with_foo')
-    .node('LRN', ['c'], ['l'], { size: 3 }, 'my_lrn')
+    .node('TfIdfVectorizer', ['c'], ['l'], {}, 'my_tfidf')
     .node('Pad', ['l', 'p'], ['pd'], { mode: 'reflect' }, 'reflect_pad')
     .node('Relu', ['x'], ['r'], {}, 'fine_relu')
     .node('Pad', ['r', 'p'], ['pr'], { mode: 'edge' }, 'edge_pad')
@@ -221,9 +221,9 @@ test('one UserError names the file and lists every unsupported node at once', ()
     const msg = (e as Error).message;
     assert.ok(msg.startsWith('/models/bad.onnx: cannot import 3 node(s)'), msg);
     assert.match(msg, /Conv 'conv_with_foo': unsupported attribute foo/);
-    assert.match(msg, /LRN 'my_lrn': operator is not supported/);
+    assert.match(msg, /TfIdfVectorizer 'my_tfidf': operator is not supported/);
     assert.match(msg, /Pad 'edge_pad': unsupported: Pad mode 'edge'/);
-    assert.not.match(msg, /reflect_pad/); // it reads the unsupported LRN's output: reported once, at the LRN
+    assert.not.match(msg, /reflect_pad/); // it reads the unsupported TfIdfVectorizer's output: reported once, there
     assert.not.match(msg, /fine_relu/);
   }
 });
