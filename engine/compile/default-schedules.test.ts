@@ -8,7 +8,8 @@
 //  - a conv whose epilogue reads a sigmoid twice (y = s * k + s): the sigmoid stays at root
 //    between the conv and the output, so the conv's tile cannot be held by the output.
 // And when a default schedule does not lower, compile falls back to the plain schedule
-// (every stage at root) with a warning, and still computes the right values; an engine
+// (every stage at root) with a warning, and still computes the right values (a tuned schedule
+// that does not replay gives way to the default, with a warning); an engine
 // error past that is one line naming the kernel (or the task, in tune), exit code 70.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,15 +21,19 @@ import { main } from '../cli';
 import { openOrtSession, tryLoadOnnxRuntime } from '../compare/ort';
 import { loadModel } from '../frontend/load';
 import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
+import { extractTasks } from '../graph/extract';
 import { runGraph } from '../graph/run';
 import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { State } from '../schedule/state';
+import type { Step } from '../schedule/steps';
 import { skip } from '../skip.fixture';
+import { parseTarget } from '../target';
 import { INTERNAL_EXIT_CODE } from './internal-error';
 import { readManifest } from './manifest';
+import { compileModel } from './model';
 import { compileNetwork } from './network';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-default-schedules-test-'));
@@ -185,6 +190,29 @@ test('a default schedule that does not lower: compile warns, names the kernel, u
   for (const w of warnings) {
     assert.match(w, /^the default schedule of \S+ [0-9x]+ -> [0-9x]+ does not lower \(a lowering bug\): compiled with every stage at root instead \(correct, slower\); this is a bug in tensortune/);
   }
+});
+
+test('a tuned schedule that does not replay (a record of another tensortune): one warning, the default schedule, the right values', async () => {
+  const file = path.join(work, 'sigmoid-twice.onnx');
+  writeFileSync(file, sigmoidReadTwice());
+  const model = loadModel({ model: file });
+  const [task] = extractTasks(model.graph);
+  const steps: Step[] = [{ s: 'split', stage: 'no_such_stage', iter: 'i', lengths: [4] }];
+  const warnings: string[] = [];
+  const dir = path.join(work, 'stale-record');
+  const r = await compileModel({
+    name: 'stale', graph: model.graph, target: parseTarget('llvm -mcpu=native'), outDir: dir, cacheDir,
+    schedules: new Map([[task.key, { steps, source: 'old.jsonl:7' }]]), warn: (m) => warnings.push(m),
+  });
+  assert.is(warnings.length, 1, warnings.join('\n'));
+  assert.match(warnings[0], /^the tuned schedule of conv2d\S* 1x12x12x16 -> 1x12x12x32 from old\.jsonl:7 does not lower \(no stage 'no_such_stage'/);
+  assert.ok(r.kernels.every((k) => k.schedule === 'default'));
+  const x = uniform(16 * 144, 3, 0);
+  const input = path.join(work, 'stale.in.bin');
+  await writeFloat32File(input, x);
+  await runBench({ model: r.library, params: r.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: { x: input }, saveOutputs: path.join(work, 'stale.out') });
+  const [want] = runGraph(model.graph, new Map([['x', x]]));
+  assertClose('stale record: y', await readFloat32File(path.join(work, 'stale.out', 'output.bin')), want);
 });
 
 /** The tensortune command run in this process, its output captured. */

@@ -53,18 +53,23 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     const kernel = lower(State.replay(group.dag, steps), 'KERNEL', { packable: new Set(constantPlaceholders(graph, group)) });
     return { kernel, body: renderKernel(kernel, { vectorLanes: opts.target.vectorLanes }) };
   };
+  const refused = new Set<string>(), plain = new Set<string>();
   const place = (group: FusedGroup, tuned: TunedSchedule | undefined): void => {
     const desc = (): string => describeGroup(graph, group);
     let built: ReturnType<typeof build> | undefined;
     // A tuned schedule that does not replay or lower (a record of another tensortune) gives
     // way to the default; a default that does not gives way to the plain schedule (every
     // stage at root: slow, correct) with a warning; an error past that names the kernel.
+    // Said once per task, however many layers share it.
+    const key = group.dag.workloadKey;
+    if (tuned && refused.has(key)) tuned = undefined;
     if (tuned) {
       try {
         built = build(group, tuned.steps);
       } catch (e) {
         if (e instanceof UserError) throw e;
         warn(`the tuned schedule of ${desc()} from ${tuned.source} does not lower (${(e as Error).message}); its task uses the default schedule`);
+        refused.add(key);
         tuned = undefined;
       }
     }
@@ -74,7 +79,8 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       } catch (e) {
         if (e instanceof UserError) throw e;
         built = inContext(() => `compiling the kernel of ${desc()}`, () => build(group, []));
-        warn(`the default schedule of ${desc()} does not lower (${(e as Error).message}): compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
+        if (!plain.has(key)) warn(`the default schedule of ${desc()} does not lower (${(e as Error).message}): compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
+        plain.add(key);
       }
     }
     const { kernel, body } = built;
