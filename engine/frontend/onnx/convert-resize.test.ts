@@ -6,9 +6,19 @@
 // 18, the opset 10 and Upsample forms. Scales of 2 make nearest coordinates land on exact
 // halves, where the nearest modes differ. The forms we refuse say so in one line.
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { compileModel } from '../../compile/model';
+import { readManifest } from '../../compile/manifest';
 import { isOpNode } from '../../graph/graph';
+import { runGraph } from '../../graph/run';
+import { runBench } from '../../native/bench';
+import { readFloat32File, writeFloat32File } from '../../runtime/rawfile';
+import { parseTarget } from '../../target';
+import { loadOnnx } from './import';
 import { agreesWithOrt, importError, rand } from './ort-agree.fixture';
 import { OnnxModelBuilder, type AttrValue } from './model-builder';
 
@@ -154,6 +164,47 @@ test('refusals in one line', () => {
   // Scales computed at run time.
   const dyn = new OnnxModelBuilder(13).input('x', X).input('s', [4]).node('Resize', ['x', '', 's'], ['y']).output('y');
   assert.match(importError(dyn.build()), /Resize 'y': unsupported: scales must be a constant/);
+});
+
+test('compiled with default schedules: Split, Resize (nearest, linear, cubic), DepthToSpace, Expand, Pad reflect, Tile, Slice, Trilu, SpaceToDepth equal the reference', async () => {
+  const b = new OnnxModelBuilder(14).input('x', [1, 3, 16, 16])
+    .float('w1', [16, 3, 3, 3], rand(432, 1, -0.2, 0.2)).float('w2', [8, 8, 3, 3], rand(576, 2, -0.1, 0.1))
+    .int64('split', [8, 8]).float('sc', [4], [1, 1, 2, 2]).float('sc2', [4], [1, 1, 0.75, 1.5]).int64('exp', [1, 2, 4, 4])
+    .int64('pads', [0, 0, 1, 2, 0, 0, 2, 1]).int64('tile', [1, 1, 1, 2]).int64('st', [1]).int64('en', [-1]).int64('ax', [3])
+    .node('Conv', ['x', 'w1'], ['c1'], { pads: [1, 1, 1, 1] }).node('Relu', ['c1'], ['r1'])
+    .node('Split', ['r1', 'split'], ['s1', 's2'], { axis: 1 })
+    .node('Resize', ['s1', '', 'sc'], ['up'], { mode: 'nearest' })
+    .node('Resize', ['s2', '', 'sc'], ['upl'], { mode: 'linear' })
+    .node('Add', ['up', 'upl'], ['a']).node('Conv', ['a', 'w2'], ['c2'], { pads: [1, 1, 1, 1] })
+    .node('DepthToSpace', ['c2'], ['d2s'], { blocksize: 2, mode: 'CRD' })
+    .node('ReduceMean', ['d2s'], ['m'], { axes: [2, 3], keepdims: 1 }).node('Expand', ['m', 'exp'], ['e'])
+    .node('Resize', ['e', '', 'sc2'], ['cub'], { mode: 'cubic' })
+    .node('Pad', ['d2s', 'pads'], ['p'], { mode: 'reflect' }).node('Tile', ['p', 'tile'], ['t'])
+    .node('Slice', ['t', 'st', 'en', 'ax'], ['sl']).node('Trilu', ['sl'], ['tri'], { upper: 0 })
+    .node('SpaceToDepth', ['d2s'], ['s2d'], { blocksize: 2 })
+    .output('tri').output('cub').output('s2d');
+  const work = mkdtempSync(path.join(tmpdir(), 'tt-resize-test-'));
+  try {
+    const file = path.join(work, 'm.onnx');
+    writeFileSync(file, b.build());
+    const m = loadOnnx(file);
+    const outDir = path.join(work, 'out');
+    const result = await compileModel({ name: 'm', graph: m.graph, target: parseTarget('llvm'), outDir, cacheDir: path.join(work, 'cache') });
+    const x = rand(3 * 16 * 16, 7);
+    await writeFloat32File(path.join(work, 'x.bin'), x);
+    await runBench({ model: result.library, params: result.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: { x: path.join(work, 'x.bin') }, saveOutputs: path.join(work, 'y') });
+    const want = runGraph(m.graph, new Map([['x', x]]));
+    const outs = readManifest(outDir).outputs;
+    for (let k = 0; k < outs.length; k++) {
+      const got = await readFloat32File(path.join(work, 'y', outs[k].file));
+      assert.is(got.length, want[k].length, outs[k].name);
+      for (let i = 0; i < got.length; i++) {
+        if (!(Math.abs(got[i] - want[k][i]) <= 1e-5 * (1 + Math.abs(want[k][i])))) assert.unreachable(`${outs[k].name}[${i}] = ${got[i]}, reference ${want[k][i]}`);
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });
 
 test.run();
