@@ -10,9 +10,9 @@
 // through a `transpose`, inserted once per value and only where needed.
 //
 // 3-D ops follow the 2-D ones: 'NHWC' asks for channels last at every rank, so a 3-D
-// network converted to NHWC runs its convs and pools in NDHWC (TVM's layout for conv3d on
-// x86 with the auto-scheduler), with its input and output transposed once at the boundary,
-// rather than in NCDHW between transposes. A 1-D conv or pool is a 2-D one over H = 1 (the
+// network converted to NHWC runs its convs and pools in NDHWC (the channel vector
+// innermost, as the 2-D default schedules want it), with its input and output transposed
+// once at the boundary, rather than in NCDHW between transposes. A 1-D conv or pool is a 2-D one over H = 1 (the
 // importer's reshape to [N, C, 1, L]); the reshapes around it read and write NCHW, so it
 // gets a transpose on each side.
 
@@ -117,6 +117,13 @@ export function convertLayout(g: Graph, target: Layout): Graph {
     if (n.op === 'pad' || n.op === 'pad_mode') {
       const permute = (w: unknown): number[] => forward(rank).map((a) => (w as number[])[a]);
       return b.out.op(n.op, [get(b, x, true)], { ...n.attrs, before: permute(n.attrs.before), after: permute(n.attrs.after) }, n.name);
+    }
+    // Per-axis lists move with their axes (a Split's slices, Tile, Expand of the same rank).
+    const PER_AXIS: Record<string, string[]> = { strided_slice: ['begin', 'step', 'shape'], tile: ['reps'], broadcast_to: ['shape'] };
+    if (PER_AXIS[n.op]) {
+      const attrs = { ...n.attrs };
+      for (const k of PER_AXIS[n.op]) attrs[k] = forward(rank).map((a) => (n.attrs[k] as number[])[a]);
+      return b.out.op(n.op, [get(b, x, true)], attrs, n.name);
     }
     // A resize's tables belong to its axes, wherever those move.
     if (n.op === 'resize') {
