@@ -12,9 +12,9 @@
 // 3-D ops follow the 2-D ones: 'NHWC' asks for channels last at every rank, so a 3-D
 // network converted to NHWC runs its convs and pools in NDHWC (the channel vector
 // innermost, as the 2-D default schedules want it), with its input and output transposed
-// once at the boundary, rather than in NCDHW between transposes. A 1-D conv or pool is a 2-D one over H = 1 (the
-// importer's reshape to [N, C, 1, L]); the reshapes around it read and write NCHW, so it
-// gets a transpose on each side.
+// once at the boundary, rather than in NCDHW between transposes. A 1-D conv or pool is a
+// 2-D one over H = 1 (the importer's reshape to [N, C, 1, L]); the reshapes around it read
+// and write NCHW, so it gets a transpose on each side.
 
 import { permute } from '../../ir/tensor';
 import type { Layout } from '../../topi/nn';
