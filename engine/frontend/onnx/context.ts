@@ -61,6 +61,10 @@ export class AttrReader {
     const a = this.get(name, AttributeType.STRING);
     return a?.s ? decoder.decode(a.s) : dflt;
   }
+  strings(name: string): string[] | undefined {
+    const a = this.get(name, AttributeType.STRINGS);
+    return a ? (a.strings ?? []).map((s) => decoder.decode(s)) : undefined;
+  }
   tensor(name: string): StaticTensor | undefined {
     const a = this.get(name, AttributeType.TENSOR);
     return a?.t ? tensorFromProto(a.t, this.modelDir, `attribute ${name}`) : undefined;
