@@ -2,7 +2,7 @@
 // Greater..., Not/And/Or/Xor, Where and Cast. Comparisons of float32 or int32 tensors give
 // bool tensors (stored as int32 0/1); the operands broadcast as NumPy does.
 
-import { add, and, cast as castExpr, dtypeOf, eq, ge, gt, lt, ne, not, or, select, truncmod, type DType, type Expr } from '../ir/expr';
+import { add, and, cast as castExpr, dtypeOf, eq, floormod, ge, gt, lt, ne, not, or, select, sub, truncmod, type DType, type Expr } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
 import { load } from '../ir/expr';
 import { broadcastShape } from './elemwise';
@@ -75,13 +75,18 @@ export function where(cond: Tensor, x: Tensor, y: Tensor): Tensor {
 /**
  * Elementwise cast (TOPI's cast): float -> int truncates toward zero (C's conversion, ONNX's
  * Cast; out-of-range floats are undefined there too), anything -> bool is `!= 0`, bool ->
- * int/float is 0/1. The same dtype gives an identity copy.
+ * int/float is 0/1. The same dtype gives an identity copy. `narrow`: the int32 result
+ * stands for an 8- or 16-bit type, and wraps into its range.
  */
-export function cast(x: Tensor, dtype: DType): Tensor {
+export function cast(x: Tensor, dtype: DType, narrow?: { bits: number; signed: boolean }): Tensor {
   return compute('T_cast', x.shape, axisNames(x.shape.length), (...ax) => {
     const e = load(x, ax);
     if (dtype === 'bool') return truth(e);
-    return dtypeOf(e) === dtype ? e : castExpr(dtype, e);
+    const c = dtypeOf(e) === dtype ? e : castExpr(dtype, e);
+    if (!narrow || dtype !== 'int32') return c;
+    // Into an 8/16-bit type (carried as int32): wrap as two's complement, x mod 2^bits.
+    const m = 2 ** narrow.bits, half = narrow.signed ? m / 2 : 0;
+    return sub(floormod(add(c, half), m), half);
   }, 'elemwise');
 }
 

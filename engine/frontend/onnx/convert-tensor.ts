@@ -11,10 +11,10 @@ import { broadcastShapes } from '../../topi/transform';
 import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
 import { RESIZE_CONVERTERS } from './convert-resize';
 import {
-  binaryStatic, concatStatic, floatTensor, foldOp, gatherStatic, intTensor, normAxis, reshapeTarget, transposeStatic, withShape,
+  binaryStatic, concatStatic, floatTensor, foldOp, intTensor, normAxis, reshapeTarget, transposeStatic, withShape,
 } from './static';
 import { DataType } from './schema';
-import { floatData, type StaticTensor } from './tensor';
+import type { StaticTensor } from './tensor';
 
 export interface Converter {
   /** Attributes read by the converter; a node with any other attribute is refused. */
@@ -69,79 +69,6 @@ const clip: Converter = {
     };
     const lo = bound(1, 'min', -FLOAT_MAX), hi = bound(2, 'max', FLOAT_MAX);
     return [n.op('clip', [n.node(0)], { min: lo, max: hi })];
-  },
-};
-
-const dropout: Converter = {
-  attrs: ['seed', 'ratio', 'is_test'],
-  convert(n) {
-    if (n.outputs[1]) throw new UnsupportedError('the mask output of Dropout is not supported (inference only)');
-    return [n.input(0)];
-  },
-};
-
-const constant: Converter = {
-  attrs: ['value', 'value_float', 'value_floats', 'value_int', 'value_ints', 'sparse_value', 'value_string', 'value_strings'],
-  convert(n) {
-    const a = n.attr;
-    if (a.has('value')) return [staticValue(a.tensor('value')!)];
-    if (a.has('value_float')) return [staticValue(floatTensor([], Float32Array.of(a.float('value_float', 0))))];
-    if (a.has('value_floats')) {
-      const v = a.floats('value_floats')!;
-      return [staticValue(floatTensor([v.length], Float32Array.from(v)))];
-    }
-    if (a.has('value_int')) return [staticValue(intTensor([], [a.int('value_int', 0)]))];
-    if (a.has('value_ints')) {
-      const v = a.ints('value_ints')!;
-      return [staticValue(intTensor([v.length], v))];
-    }
-    throw new UnsupportedError(`Constant with attribute ${a.names().join(', ') || '(none)'} (only numeric tensors)`);
-  },
-};
-
-const constantOfShape: Converter = {
-  attrs: ['value'],
-  convert(n) {
-    const shape = n.ints(0, 'shape');
-    const v = n.attr.tensor('value') ?? floatTensor([1], Float32Array.of(0));
-    if (shape.some((d) => d < 0) || numElements(shape) > 2 ** 24) throw new UnsupportedError(`ConstantOfShape of shape [${shape.join(', ')}]`);
-    const count = numElements(shape);
-    return [staticValue(v.type === 'float' ? floatTensor(shape, new Float32Array(count).fill(v.data[0])) : intTensor(shape, new Array<number>(count).fill(v.data[0])))];
-  },
-};
-
-const shapeOp: Converter = {
-  attrs: ['start', 'end'],
-  convert(n) {
-    const shape = n.shape(0);
-    const r = shape.length;
-    const clamp = (v: number): number => Math.min(Math.max(v < 0 ? v + r : v, 0), r);
-    const dims = shape.slice(clamp(n.attr.int('start', 0)), clamp(n.attr.int('end', r)));
-    return [staticValue(intTensor([dims.length], dims))];
-  },
-};
-
-const gather: Converter = {
-  attrs: ['axis'],
-  convert(n) {
-    const data = n.input(0);
-    if (!isStatic(data)) throw new UnsupportedError('Gather of a computed tensor (only constant-foldable Gather, e.g. of a Shape, is supported)');
-    return [staticValue(gatherStatic(data.t, n.static(1, 'indices'), n.attr.int('axis', 0)))];
-  },
-};
-
-const cast: Converter = {
-  attrs: ['to', 'saturate'],
-  convert(n) {
-    const to = n.attr.int('to', 0);
-    const v = n.input(0);
-    const toFloat = to === DataType.FLOAT || to === DataType.DOUBLE || to === DataType.FLOAT16;
-    if (isStatic(v)) {
-      if (toFloat) return [staticValue(floatTensor(v.t.shape, floatData(v.t)))];
-      return [staticValue(intTensor(v.t.shape, [...v.t.data].map((x) => (to === DataType.BOOL ? (x ? 1 : 0) : Math.trunc(x)))))];
-    }
-    if (to !== DataType.FLOAT) throw new UnsupportedError(`Cast of a computed tensor to data type ${to} (only to float)`);
-    return [v];
   },
 };
 
@@ -444,12 +371,6 @@ export const TENSOR_CONVERTERS: Record<string, Converter> = {
   HardSwish: unary('hard_swish'),
   Clip: clip,
   Identity: identity,
-  Dropout: dropout,
-  Constant: constant,
-  ConstantOfShape: constantOfShape,
-  Shape: shapeOp,
-  Gather: gather,
-  Cast: cast,
   Slice: slice,
   Squeeze: squeeze,
   Unsqueeze: unsqueeze,

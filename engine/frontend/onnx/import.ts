@@ -24,8 +24,10 @@ import { NN_CONVERTERS } from './convert-nn';
 import { NORMALIZATION_CONVERTERS } from './convert-normalization';
 import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
-import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type ValueInfo } from './schema';
-import { checkedDims, dataTypeName, tensorFromProto } from './tensor';
+import { LOGIC_CONVERTERS, refuseNonFloat } from './convert-logic';
+import { INDEXING_CONVERTERS } from './convert-indexing';
+import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
+import { checkedDims, dataTypeName, OnnxFormatError, tensorFromProto } from './tensor';
 import type { DType } from '../../ir/expr';
 
 export const MIN_OPSET = 7;
@@ -33,7 +35,12 @@ export const MIN_OPSET = 7;
 export const MAX_OPSET = 28;
 
 /** The converter of each ONNX operator (scripts/onnx-operators.ts writes docs/onnx-operators.md from it). */
-export const CONVERTERS: Record<string, Converter> = { ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS };
+/** If: converted by convertIf, which needs the node's branch graphs (listed here for the attributes and the operator table). */
+const IF: Converter = { attrs: ['then_branch', 'else_branch'], convert: () => { throw new Error('If is converted by convertIf'); } };
+
+export const CONVERTERS: Record<string, Converter> = {
+  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, If: IF,
+};
 
 /** The ONNX operators the importer converts. */
 export const SUPPORTED_OPS: readonly string[] = Object.keys(CONVERTERS).sort();
@@ -153,7 +160,8 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
     }
     let outs: (Value | undefined)[];
     try {
-      outs = converter.convert(n);
+      refuseNonFloat(n);
+      outs = converter === IF ? convertIf(msg, n, cx, opset) : converter.convert(n);
     } catch (e) {
       fail(e instanceof UnsupportedError ? `unsupported: ${e.message}` : messageOf(e));
       continue;
@@ -165,6 +173,27 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
       else fail(`output ${i} ('${o}') is not produced by the importer`);
     });
   }
+}
+
+/**
+ * ONNX If whose condition is known at import (a constant, or folded from shapes): the taken
+ * branch's nodes are converted into this graph (they may read the outer graph's values),
+ * and its outputs are the If's. A computed condition is refused.
+ */
+function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: number): Value[] {
+  const cond = n.input(0, 'cond');
+  if (cond.kind !== 'static') throw new UnsupportedError('If with a computed condition (only a condition known at import is supported)');
+  if (cond.t.data.length !== 1) throw new Error(`If: the condition has ${cond.t.data.length} elements`);
+  const which = cond.t.data[0] ? 'then_branch' : 'else_branch';
+  const branch = msg.attribute?.find((a) => a.name === which)?.g as GraphMessage | undefined;
+  if (!branch) throw new OnnxFormatError(`If has no ${which}`);
+  for (const t of branch.initializer ?? []) cx.set(t.name ?? '', staticValue(tensorFromProto(t, cx.modelDir, `initializer '${t.name ?? ''}' of ${which}`)));
+  const inner = new Issues();
+  convertNodes(branch, cx, opset, inner);
+  if (inner.lines.length) throw new UnsupportedError(`in its ${which}: ${inner.lines.join('; ')}`);
+  const outs = (branch.output ?? []).map((o) => cx.value(o.name ?? ''));
+  if (outs.length !== n.outputs.length) throw new Error(`If: ${which} has ${outs.length} outputs, the node ${n.outputs.length}`);
+  return outs;
 }
 
 /** Import a serialized ONNX model; `file` names it in messages and locates external data. */

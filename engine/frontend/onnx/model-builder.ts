@@ -1,16 +1,17 @@
 // A small ONNX model builder for tests and tools: nodes with attributes, initializers and
 // typed inputs/outputs, serialized with the same schema as the importer and writer.
 
-import { AttributeType, DataType, encodeModel, type AttributeMessage, type NodeMessage, type TensorMessage, type ValueInfo } from './schema';
+import { AttributeType, DataType, encodeModel, type AttributeMessage, type GraphMessage, type NodeMessage, type TensorMessage, type ValueInfo } from './schema';
 import { floatTensorProto, int64TensorProto } from './tensor';
 
-export type AttrValue = number | string | number[] | { floats: number[] } | { tensor: TensorMessage };
+export type AttrValue = number | string | number[] | { floats: number[] } | { tensor: TensorMessage } | { graph: GraphMessage };
 
 function attribute(name: string, v: AttrValue): AttributeMessage {
   if (typeof v === 'number') return Number.isInteger(v) ? { name, type: AttributeType.INT, i: v } : { name, type: AttributeType.FLOAT, f: v };
   if (typeof v === 'string') return { name, type: AttributeType.STRING, s: new TextEncoder().encode(v) };
   if (Array.isArray(v)) return { name, type: AttributeType.INTS, ints: v };
   if ('floats' in v) return { name, type: AttributeType.FLOATS, floats: v.floats };
+  if ('graph' in v) return { name, type: AttributeType.GRAPH, g: v.graph };
   return { name, type: AttributeType.TENSOR, t: v.tensor };
 }
 
@@ -40,6 +41,17 @@ export class OnnxModelBuilder {
   output(name: string): this {
     this.outs.push({ name, type: { tensor_type: { elem_type: DataType.FLOAT } } });
     return this;
+  }
+
+  /** An output of any ONNX element type (DataType). */
+  typedOutput(name: string, elemType: number): this {
+    this.outs.push({ name, type: { tensor_type: { elem_type: elemType } } });
+    return this;
+  }
+
+  /** The nodes, initializers and outputs so far as a graph (an If branch, say). */
+  subgraph(name: string): GraphMessage {
+    return { name, node: this.nodes, initializer: this.inits, input: [], output: this.outs };
   }
 
   float(name: string, dims: readonly number[], data: Float32Array | readonly number[]): this {

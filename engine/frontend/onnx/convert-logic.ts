@@ -1,0 +1,216 @@
+// Converters of ONNX's comparisons and logic (Equal, Less, LessOrEqual, Greater,
+// GreaterOrEqual, Not, And, Or, Xor), Where, Cast, CastLike and Mod, onto the computes of
+// topi/logic.ts. Integer types run as int32 and bool as bool (0/1 in int32); when every
+// input is known at import time the node is folded here, by the reference evaluator on the
+// same compute (so shape arithmetic such as Equal -> Where over a Shape stays static).
+//
+// Also `refuseNonFloat`: the float-only converters (Conv, Relu, Softmax, ...) would build
+// float arithmetic over an int32 or bool tensor; the importer asks it first, and such a
+// node is refused in one line instead.
+
+import type { Attrs } from '../../graph/ops';
+import { evalOp } from '../../graph/run';
+import type { DType } from '../../ir/expr';
+import { numElements } from '../../ir/tensor';
+import { UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
+import type { Converter } from './convert-tensor';
+import { floatTensor, intTensor } from './static';
+import { DataType } from './schema';
+import { constantData, dataTypeName, type StaticTensor } from './tensor';
+
+const isStatic = (v: Value): v is Extract<Value, { kind: 'static' }> => v.kind === 'static';
+
+/** Largest result folded at import: integer statics are JS number arrays, so bigger ones stay graph nodes. */
+const MAX_FOLDED = 1 << 16;
+
+/** A static tensor from our data (an int32 result as integers, a bool one marked bool). */
+export function staticFrom(shape: readonly number[], dtype: DType, data: Float32Array | Int32Array): StaticTensor {
+  if (dtype === 'float32') return floatTensor(shape, data as Float32Array);
+  const ints = intTensor(shape, Array.from(data));
+  return dtype === 'bool' ? { ...ints, bool: true } as StaticTensor : ints;
+}
+
+/**
+ * Graph op `op` over `values`: evaluated now when every input is static and the result is
+ * small (MAX_FOLDED elements), else a node of the graph (static inputs become constants).
+ */
+export function applyOp(n: NodeView, op: string, values: readonly Value[], attrs: Attrs, suffix = ''): Value {
+  if (values.every(isStatic)) {
+    const consts = values.map((v) => ({ shape: v.t.shape, ...constantData(v.t, `${n.opType} '${n.name}'`) }));
+    const inElements = consts.reduce((acc, c) => acc + c.data.length, 0);
+    if (inElements <= 4 * MAX_FOLDED) {
+      const out = evalOp({ op, attrs }, consts);
+      if (numElements(out.shape) <= MAX_FOLDED) return staticValue(staticFrom(out.shape, out.dtype, out.data));
+    }
+  }
+  // A node input keeps its one graph constant (an initializer read twice is stored once).
+  const ids = values.map((v, i) => {
+    const k = n.inputs.findIndex((name, j) => name && n.optional(j) === v);
+    return k >= 0 ? n.node(k) : n.nodeOf(v, `_in${i}`);
+  });
+  return n.op(op, ids, attrs, suffix);
+}
+
+/** The element type an ONNX data type runs as here, or undefined (strings, float16/bfloat16/float8 results). */
+export function runType(t: number): DType | undefined {
+  switch (t) {
+    case DataType.FLOAT: case DataType.DOUBLE: return 'float32';
+    case DataType.BOOL: return 'bool';
+    case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
+    case DataType.UINT32: case DataType.UINT16: case DataType.UINT8: case DataType.UINT64:
+      return 'int32';
+    default: return undefined;
+  }
+}
+
+/** The two operands of a binary logic/compare op, the same dtype (ONNX requires one type T). */
+function sameType(n: NodeView): void {
+  const a = n.dtype(0), b = n.dtype(1);
+  if (a !== b) throw new Error(`operands of different types (${a} and ${b})`);
+}
+
+function compare(op: string): Converter {
+  return {
+    attrs: [],
+    convert(n) {
+      sameType(n);
+      return [applyOp(n, op, [n.input(0), n.input(1)], {})];
+    },
+  };
+}
+
+function logical(op: string): Converter {
+  return {
+    attrs: [],
+    convert(n) {
+      for (const i of [0, 1]) if (n.dtype(i) !== 'bool') throw new UnsupportedError(`${n.opType} of a ${n.dtype(i)} tensor (ONNX defines it on bool)`);
+      return [applyOp(n, op, [n.input(0), n.input(1)], {})];
+    },
+  };
+}
+
+const not: Converter = {
+  attrs: [],
+  convert(n) {
+    if (n.dtype(0) !== 'bool') throw new UnsupportedError(`Not of a ${n.dtype(0)} tensor (ONNX defines it on bool)`);
+    return [applyOp(n, 'logical_not', [n.input(0)], {})];
+  },
+};
+
+const where: Converter = {
+  attrs: [],
+  convert(n) {
+    if (n.dtype(0) !== 'bool') throw new Error(`Where: the condition is ${n.dtype(0)}, not bool`);
+    if (n.dtype(1) !== n.dtype(2)) throw new Error(`Where: X is ${n.dtype(1)} and Y ${n.dtype(2)}`);
+    return [applyOp(n, 'where', [n.input(0), n.input(1), n.input(2)], {})];
+  },
+};
+
+/** Ranges of the narrow integer types, which a cast into them wraps to (two's complement). */
+const NARROW: Partial<Record<number, { bits: number; signed: boolean }>> = {
+  [DataType.INT8]: { bits: 8, signed: true }, [DataType.UINT8]: { bits: 8, signed: false },
+  [DataType.INT16]: { bits: 16, signed: true }, [DataType.UINT16]: { bits: 16, signed: false },
+};
+
+/** `v` cast to ONNX type `to` (`what` names it in refusals). */
+function castTo(n: NodeView, v: Value, to: number, what: string): Value {
+  const dtype = runType(to);
+  if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, DOUBLE as float32, the integer types and BOOL)`);
+  const from: DType = isStatic(v) ? (v.t.type === 'float' ? 'float32' : v.t.bool ? 'bool' : 'int32') : n.graph.node(v.id).dtype;
+  if ((to === DataType.UINT32 || to === DataType.UINT64) && from !== 'bool') {
+    throw new UnsupportedError(`${what} to ${dataTypeName(to)} (unsigned 32/64-bit values do not fit in int32)`);
+  }
+  const narrow = NARROW[to];
+  if (isStatic(v)) {
+    // Folded here, even for big tensors: the result is as large as the input already is.
+    const t = v.t;
+    if (dtype === 'float32') return staticValue(floatTensor(t.shape, t.type === 'float' ? t.data : Float32Array.from(t.data)));
+    const data = [...t.data].map((x) => (dtype === 'bool' ? (x !== 0 ? 1 : 0) : wrap(Math.trunc(x), narrow)));
+    return staticValue(dtype === 'bool' ? { ...intTensor(t.shape, data), bool: true } as StaticTensor : intTensor(t.shape, data));
+  }
+  if (from === dtype && !narrow) return v;
+  const attrs: Attrs = narrow ? { dtype, bits: narrow.bits, signed: narrow.signed } : { dtype };
+  return nodeValue(n.graph.op('cast', [v.id], attrs, n.name));
+}
+
+/** An integer wrapped into a narrow type's range (x mod 2^bits, signed types centred on 0). */
+function wrap(x: number, narrow: { bits: number; signed: boolean } | undefined): number {
+  if (!narrow || !Number.isFinite(x)) return Number.isFinite(x) ? x : 0;
+  const m = 2 ** narrow.bits, half = narrow.signed ? m / 2 : 0;
+  return ((((x + half) % m) + m) % m) - half;
+}
+
+const cast: Converter = {
+  attrs: ['to', 'saturate', 'round_mode'],
+  convert(n) {
+    if (n.attr.has('round_mode')) throw new UnsupportedError('Cast round_mode (float8 types)');
+    // saturate (opset 19) only applies to float8 targets, which are refused.
+    return [castTo(n, n.input(0), n.attr.int('to', 0), 'Cast')];
+  },
+};
+
+/**
+ * CastLike: cast to the type of input 1. Only its type as it runs here is known (int64,
+ * int32, int16... all run as int32), so a narrow integer target does not wrap.
+ */
+const castLike: Converter = {
+  attrs: ['saturate', 'round_mode'],
+  convert(n) {
+    if (n.attr.has('round_mode')) throw new UnsupportedError('CastLike round_mode (float8 types)');
+    const to = { float32: DataType.FLOAT, int32: DataType.INT32, bool: DataType.BOOL }[n.dtype(1)];
+    return [castTo(n, n.input(0), to, 'CastLike')];
+  },
+};
+
+/** ONNX Mod: fmod=0, the divisor's sign (integers only, as ONNX requires); fmod=1, C's fmod (the dividend's). */
+const mod: Converter = {
+  attrs: ['fmod'],
+  convert(n) {
+    sameType(n);
+    if (n.dtype(0) !== 'int32') throw new UnsupportedError(`Mod of ${n.dtype(0)} tensors (only integer Mod is implemented)`);
+    return [applyOp(n, n.attr.int('fmod', 0) === 1 ? 'trunc_mod' : 'floor_mod', [n.input(0), n.input(1)], {})];
+  },
+};
+
+export const LOGIC_CONVERTERS: Record<string, Converter> = {
+  Equal: compare('equal'),
+  Less: compare('less'),
+  LessOrEqual: compare('less_equal'),
+  Greater: compare('greater'),
+  GreaterOrEqual: compare('greater_equal'),
+  Not: not,
+  And: logical('logical_and'),
+  Or: logical('logical_or'),
+  Xor: logical('logical_xor'),
+  Where: where,
+  Cast: cast,
+  CastLike: castLike,
+  Mod: mod,
+};
+
+/**
+ * Operators whose converters build float arithmetic: on an int32 or bool input they would
+ * compute garbage or fail deep in a compute, so the importer refuses them up front.
+ */
+const FLOAT_ONLY = new Set([
+  'Conv', 'ConvTranspose', 'MaxPool', 'AveragePool', 'GlobalAveragePool', 'GlobalMaxPool', 'LpPool',
+  'Relu', 'LeakyRelu', 'PRelu', 'Elu', 'Selu', 'Celu', 'Sigmoid', 'HardSigmoid', 'HardSwish', 'Tanh', 'Softplus', 'Softsign', 'Mish', 'Gelu',
+  'Softmax', 'LogSoftmax', 'Hardmax', 'Exp', 'Log', 'Sqrt', 'Reciprocal', 'Erf', 'Sin', 'Cos', 'Pow', 'Ceil', 'Floor', 'Round',
+  'BatchNormalization', 'LayerNormalization', 'InstanceNormalization', 'GroupNormalization', 'LRN', 'MeanVarianceNormalization',
+  'MatMul', 'Gemm', 'Einsum', 'ReduceMean', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp', 'Mean', 'Resize', 'Upsample',
+  'Clip', 'LSTM', 'GRU', 'RNN',
+]);
+
+/** An UnsupportedError when a float-only operator reads an int32/bool value as data. */
+export function refuseNonFloat(n: NodeView): void {
+  if (!FLOAT_ONLY.has(n.opType)) return;
+  // Their data inputs: Resize/Upsample's sizes and scales, Clip's bounds are parameters (checked by their converters).
+  // LSTM/GRU/RNN's sequence_lens (input 4) is int32 (checked by their converters).
+  const data = n.opType === 'Resize' || n.opType === 'Upsample' || n.opType === 'Clip' ? [0]
+    : n.opType === 'LSTM' || n.opType === 'GRU' || n.opType === 'RNN' ? n.inputs.map((_, i) => i).filter((i) => i !== 4) : n.inputs.map((_, i) => i);
+  for (const i of data) {
+    if (!n.inputs[i]) continue;
+    const t = n.dtype(i);
+    if (t !== 'float32') throw new UnsupportedError(`${n.opType} of a ${t} tensor (input ${i}); it is implemented for float32 only`);
+  }
+}
