@@ -211,7 +211,7 @@ test('one UserError names the file and lists every unsupported node at once', ()
     .node('TfIdfVectorizer', ['c'], ['l'], {}, 'my_tfidf')
     .node('Pad', ['l', 'p'], ['pd'], { mode: 'reflect' }, 'reflect_pad')
     .node('Relu', ['x'], ['r'], {}, 'fine_relu')
-    .node('Pad', ['r', 'p'], ['pr'], { mode: 'edge' }, 'edge_pad')
+    .node('Pad', ['r', 'p'], ['pr'], { mode: 'wrap' }, 'wrap_pad')
     .output('pd').output('pr').build();
   try {
     importOnnx(bytes, '/models/bad.onnx');
@@ -222,7 +222,7 @@ test('one UserError names the file and lists every unsupported node at once', ()
     assert.ok(msg.startsWith('/models/bad.onnx: cannot import 3 node(s)'), msg);
     assert.match(msg, /Conv 'conv_with_foo': unsupported attribute foo/);
     assert.match(msg, /TfIdfVectorizer 'my_tfidf': operator is not supported/);
-    assert.match(msg, /Pad 'edge_pad': unsupported: Pad mode 'edge'/);
+    assert.match(msg, /Pad 'wrap_pad': unsupported: Pad mode 'wrap' before opset 19/);
     assert.not.match(msg, /reflect_pad/); // it reads the unsupported TfIdfVectorizer's output: reported once, there
     assert.not.match(msg, /fine_relu/);
   }
