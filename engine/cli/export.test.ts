@@ -25,7 +25,7 @@ test('export mobilenet --layout NHWC --logits: an NHWC-input ONNX model that loa
   assert.is(r.code, 0, r.err);
   assert.match(r.out, /input data \[2, 32, 32, 3\]/);
   const m = loadModel({ model: file });
-  assert.equal(m.inputs, [{ name: 'data', shape: [2, 32, 32, 3] }]);
+  assert.equal(m.inputs, [{ name: 'data', shape: [2, 32, 32, 3], dtype: 'float32' }]);
   assert.is(m.name, file);
   assert.ok(!m.graph.nodes.some((n) => n.op === 'softmax'), '--logits drops the softmax');
 });

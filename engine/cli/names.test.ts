@@ -66,8 +66,8 @@ test('compile: the manifest keeps the ONNX names and stores no machine path', as
   const text = readFileSync(path.join(out, 'manifest.json'), 'utf8');
   assert.not.match(text, dir, 'no absolute path in the manifest');
   const modelC = readFileSync(path.join(out, 'model.c'), 'utf8');
-  assert.ok(modelC.includes('{"x\\0720", 4, input_shape0}'), 'x:0 is written with an octal escape');
-  assert.ok(modelC.includes('{"a/b\\0720", 4, output_shape0}'));
+  assert.ok(modelC.includes('{"x\\0720", 4, input_shape0, 0}'), 'x:0 is written with an octal escape');
+  assert.ok(modelC.includes('{"a/b\\0720", 4, output_shape0, 0}'));
   assert.not.match(modelC, /\\x/, 'no hex escape in model.c');
 });
 

@@ -19,6 +19,7 @@ import { RemoteMeasurer } from './measurer';
 import { openRemoteDevices } from './open';
 import { MAX_DEVICE_FAILURES_PER_ITEM, RemotePool } from './pool';
 import { parseRunner } from './runner';
+import { ABI_VERSION } from '../runtime/abi';
 import { DeviceError } from './session';
 
 const target = parseTarget('llvm');
@@ -143,7 +144,7 @@ test('a runner that does not exist and a device that answers garbage: one error 
 
 test('a device that says hello, then answers garbage: one error quoting it', async () => {
   const { fnv } = await workerBuild(target);
-  const hello = JSON.stringify({ tt_remote: 1, abi_version: 1, pid: 1, machine: 'x86_64', threads: 1, self_fnv: fnv });
+  const hello = JSON.stringify({ tt_remote: 1, abi_version: ABI_VERSION, pid: 1, machine: 'x86_64', threads: 1, self_fnv: fnv });
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-remote-test-'));
   try {
     const fake = path.join(dir, 'fake.sh');
