@@ -115,4 +115,12 @@ test('shape computations through Split, Slice, Tile, Expand fold at import (no k
   assert.ok(m.graph.nodes.filter(isOpNode).every((n) => n.op === 'reshape'));
 });
 
+test('static int64 values past int32 (an INT64_MAX end) slice and split at import', async () => {
+  // ends = Split([INT64_MAX, 2])[0] = [INT64_MAX], then Slice(x, [1], ends) on axis 1.
+  const b = new OnnxModelBuilder(13).input('x', [2, 5]).int64('both', [INT64_MAX, 2]).int64('ones', [1, 1]).int64('st', [1]).int64('ax', [1])
+    .node('Split', ['both', 'ones'], ['en', 'unused']).node('Slice', ['x', 'st', 'en', 'ax'], ['y']).output('y');
+  const m = await agreesWithOrt('int64 max', b.build());
+  assert.equal(m.graph.node(m.graph.outputs[0]).shape, [2, 4]);
+});
+
 test.run();

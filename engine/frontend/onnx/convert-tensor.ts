@@ -11,7 +11,7 @@ import { broadcastShapes } from '../../topi/transform';
 import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
 import { RESIZE_CONVERTERS } from './convert-resize';
 import {
-  binaryStatic, concatStatic, floatTensor, foldOp, intTensor, normAxis, reshapeTarget, transposeStatic, withShape,
+  binaryStatic, concatStatic, floatTensor, foldOp, intTensor, normAxis, reshapeTarget, stridedStatic, transposeStatic, withShape,
 } from './static';
 import { DataType } from './schema';
 import type { StaticTensor } from './tensor';
@@ -111,6 +111,7 @@ function sliceValue(n: NodeView, v: Value, ranges: readonly { start: number; ste
   if (shape.some((d) => d === 0)) throw new UnsupportedError(`an empty result (shape [${shape.join(', ')}])`);
   const input = isStatic(v) ? v.t.shape : n.graph.node(v.id).shape;
   if (ranges.every((r, i) => r.start === 0 && r.step === 1 && r.count === input[i])) return v;
+  if (isStatic(v)) return staticValue(stridedStatic(v.t, ranges));
   return applyOp(n, 'strided_slice', [v], { begin: ranges.map((r) => r.start), step: ranges.map((r) => r.step), shape }, suffix);
 }
 

@@ -147,3 +147,16 @@ export function foldOp(op: string, attrs: Attrs, inputs: readonly StaticTensor[]
   const ints = intTensor(shape, Array.from(data));
   return dtype === 'bool' ? { ...ints, bool: true } as StaticTensor : ints;
 }
+
+/** A strided slice of a static tensor: per axis its first index, step and count (any integers, no int32 limit). */
+export function stridedStatic(t: StaticTensor, ranges: readonly { start: number; step: number; count: number }[]): StaticTensor {
+  const shape = ranges.map((r) => r.count);
+  const ts = rowMajorStrides(t.shape), os = rowMajorStrides(shape);
+  const values = Array.from({ length: numElements(shape) }, (_, o) => {
+    let k = 0;
+    for (let d = 0; d < shape.length; d++) k += (ranges[d].start + (Math.floor(o / os[d]) % shape[d]) * ranges[d].step) * ts[d];
+    return t.data[k];
+  });
+  if (t.type === 'float') return floatTensor(shape, Float32Array.from(values));
+  return t.bool ? { type: 'int', shape, data: values, bool: true } : intTensor(shape, values);
+}
