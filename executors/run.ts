@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { asUserError } from '../engine/errors';
 import { ModelRunError } from '../engine/runtime/errors';
+import { internalErrorLine, internalStack } from '../engine/compile/internal-error';
 import { configLabel, loadConfig } from '../plugin/config';
 import { resolveRun, type ResolvedRun } from '../plugin/resolve';
 import { checkOptions, type ExecutorName } from './options';
@@ -42,7 +43,8 @@ export function resolveFor(name: ExecutorName, options: NetworkExecutorOptions, 
 export const workspaceRelative = (ctx: ExecutorContext) => (p: string): string => path.relative(ctx.root, p) || '.';
 
 /** Run `body`; a UserError, a system error about the user's files (asUserError) or a
- *  ModelRunError becomes one line on stderr and `{ success: false }`, as in the CLI. */
+ *  ModelRunError becomes one line on stderr and `{ success: false }`, as in the CLI; any
+ *  other error one line saying it is an internal error (its stack with TENSORTUNE_DEBUG=1). */
 export async function reporting(name: string, body: () => Promise<ExecutorResult>): Promise<ExecutorResult> {
   try {
     return await body();
@@ -52,7 +54,9 @@ export async function reporting(name: string, body: () => Promise<ExecutorResult
       console.error(`tensortune ${name}: ${user.message}`);
       return { success: false };
     }
-    console.error(e);
+    // Anything else is a bug of ours: one line naming what was being done, as the CLI prints it.
+    console.error(internalErrorLine(name, e, `running nx ${name}`));
+    if (process.env.TENSORTUNE_DEBUG === '1') console.error(internalStack(e));
     return { success: false };
   }
 }
