@@ -110,7 +110,8 @@ function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named
       return e.dtype === 'bool' ? (e.value ? '1' : '0') : String(e.value);
     case 'var': return e.name;
     case 'not': return `(!${r(e.a)})`;
-    case 'cast': return e.dtype === 'float32' ? `((float)${r(e.a)})` : `((int32_t)${r(e.a)})`;
+    // To bool is `!= 0` (the evaluator's rule), not a truncation: 0.5 is true.
+    case 'cast': return e.dtype === 'float32' ? `((float)${r(e.a)})` : e.dtype === 'bool' ? `(${r(e.a)} != 0)` : `((int32_t)${r(e.a)})`;
     case 'select': case 'if': return `(${r(e.cond)} ? ${r(e.t)} : ${r(e.f)})`;
     case 'call': return `${MATH[e.fn]}(${e.args.map(r).join(', ')})`;
     case 'load': return load(e.tensor.name, e.indices[0]);

@@ -106,7 +106,7 @@ export function substFold(e: Expr, vars: ReadonlyMap<string, Expr>): Expr {
     }
     case 'cast': {
       const a = substFold(e.a, vars);
-      if (a.k === 'const') return C(e.dtype === 'float32' ? Math.fround(a.value) : Math.trunc(a.value), e.dtype);
+      if (a.k === 'const') return C(e.dtype === 'float32' ? Math.fround(a.value) : e.dtype === 'bool' ? (a.value !== 0 ? 1 : 0) : Math.trunc(a.value), e.dtype);
       return { ...e, a };
     }
     case 'select': case 'if': {
