@@ -213,12 +213,21 @@ export const OPS: Record<string, OpDef> = {
   space_to_depth: { pattern: OpPattern.Injective, compute: ([x], a) => tr.spaceToDepth(x, num(a, 'block'), (a.mode as 'DCR' | 'CRD' | undefined) ?? 'DCR') },
   trilu: { pattern: OpPattern.Injective, compute: ([x], a) => tr.trilu(x, num(a, 'k'), a.upper as boolean) },
   reverse_sequence: { pattern: OpPattern.Injective, compute: ([x, lens], a) => tr.reverseSequence(x, lens, num(a, 'seqAxis'), num(a, 'batchAxis')) },
-  // Inputs: data, then per resized axis its index table and (taps > 1) its weight table; attrs axes, taps, extrapolation.
+  // Inputs: data, then per resized axis its index table and (taps > 1) its weight table; attrs axes, taps,
+  // extrapolation, and affine: per axis [a, b, c, length] for a nearest index floor((a*o + b) / c) (no tables), or null.
   resize: {
     pattern: OpPattern.Injective,
     compute: ([x, ...tables], a) => {
       const per = num(a, 'taps') > 1 ? 2 : 1;
-      const axes = (a.axes as number[]).map((axis, k) => ({ axis, index: tables[k * per], weight: per === 2 ? tables[k * per + 1] : undefined }));
+      const affine = (a.affine as (number[] | null)[] | undefined) ?? [];
+      let k = 0;
+      const axes = (a.axes as number[]).map((axis, i) => {
+        const f = affine[i];
+        if (f) return { axis, affine: [f[0], f[1], f[2]] as const, length: f[3] };
+        const t = { axis, index: tables[k], weight: per === 2 ? tables[k + 1] : undefined };
+        k += per;
+        return t;
+      });
       return rz.resize(x, axes, num(a, 'taps'), a.extrapolation as number | undefined);
     },
   },

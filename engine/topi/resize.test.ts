@@ -71,6 +71,16 @@ test('extrapolation: an output outside on any axis is the fill value', () => {
   assert.equal([...got], [2, 9.5, 1, 9.5, 9.5, 9.5]);
 });
 
+test('an affine nearest axis: floor((a*o + b) / c) instead of a table, beside a table axis', () => {
+  const x = placeholder('x', [3, 4]);
+  const ix = placeholder('ix', [2, 1], 'int32');
+  const out = resize(x, [{ axis: 0, affine: [1, 0, 2], length: 6 }, { axis: 1, index: ix }], 1);
+  assert.equal(out.shape, [6, 2]);
+  const got = run(out, [[x, Float32Array.from({ length: 12 }, (_, i) => i)], [ix, Int32Array.of(3, 0)]]);
+  assert.equal([...got], [3, 0, 3, 0, 7, 4, 7, 4, 11, 8, 11, 8]);
+  assert.throws(() => resize(x, [{ axis: 0, affine: [1, 0, 1], length: 6 }], 1), /affine index \(1\*o \+ 0\) \/ 1 over 6 positions/);
+});
+
 test('bad tables are refused clearly', () => {
   const x = placeholder('x', [2, 2]);
   const i2 = placeholder('i2', [3, 2], 'int32'), f2 = placeholder('f2', [3, 2]);

@@ -16,8 +16,10 @@ import { readManifest } from '../../compile/manifest';
 import { isOpNode } from '../../graph/graph';
 import { runGraph } from '../../graph/run';
 import { runBench } from '../../native/bench';
+import { outputFileName } from '../../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../../runtime/rawfile';
 import { parseTarget } from '../../target';
+import { affineFit } from './convert-resize';
 import { loadOnnx } from './import';
 import { agreesWithOrt, importError, rand } from './ort-agree.fixture';
 import { OnnxModelBuilder, type AttrValue } from './model-builder';
@@ -152,6 +154,20 @@ test('identity resizes are the input; a scale-1 axis is copied, not transformed'
   assert.equal(node && isOpNode(node) ? node.attrs.axes : undefined, [2, 3]);
 });
 
+test('nearest tables of step form become floor((a*o + b) / c): no index table; others keep theirs', async () => {
+  assert.equal(affineFit(Int32Array.of(0, 0, 1, 1, 2, 2)), [1, 0, 2]);
+  assert.equal(affineFit(Int32Array.of(0, 1, 3, 4, 6)), [3, 0, 2]); // 5 -> ... scale 2/3, floor(1.5 * o)
+  assert.equal(affineFit(Int32Array.of(4)), [0, 4, 1]);
+  assert.is(affineFit(Int32Array.of(0, 5, 1)), undefined);
+  const m = await agreesWithOrt('2x nearest', resizeModel({ attrs: { mode: 'nearest' }, scales: [1, 1, 2, 3] }));
+  assert.not.ok(m.graph.nodes.some((n) => n.op === 'constant' && n.dtype === 'int32'));
+  const node = m.graph.nodes.find((n) => isOpNode(n) && n.op === 'resize');
+  assert.ok(node && isOpNode(node) && (node.attrs.affine as unknown[]).every((f) => f !== null));
+  // tf_crop_and_resize keeps its tables (the inside flags).
+  const crop = await agreesWithOrt('crop tables', resizeModel({ attrs: { mode: 'nearest', coordinate_transformation_mode: 'tf_crop_and_resize' }, roi: [0, 0, 0, 0, 1, 1, 1, 1], sizes: [1, 3, 10, 14] }));
+  assert.ok(crop.graph.nodes.some((n) => n.op === 'constant' && n.dtype === 'int32'));
+});
+
 test('refusals in one line', () => {
   assert.match(importError(resizeModel({ attrs: { mode: 'linear', antialias: 1 }, scales: [1, 1, 0.5, 0.5] })), /Resize 'y': unsupported: antialias=1/);
   assert.match(importError(resizeModel({ attrs: { mode: 'linear', coordinate_transformation_mode: 'align_corners' }, scales: [1, 1, 0.6, 0.6] })),
@@ -196,7 +212,7 @@ test('compiled with default schedules: Split, Resize (nearest, linear, cubic), D
     const want = runGraph(m.graph, new Map([['x', x]]));
     const outs = readManifest(outDir).outputs;
     for (let k = 0; k < outs.length; k++) {
-      const got = await readFloat32File(path.join(work, 'y', outs[k].file));
+      const got = await readFloat32File(path.join(work, 'y', outs[k].file ?? `${outputFileName(outs[k].name)}.bin`));
       assert.is(got.length, want[k].length, outs[k].name);
       for (let i = 0; i < got.length; i++) {
         if (!(Math.abs(got[i] - want[k][i]) <= 1e-5 * (1 + Math.abs(want[k][i])))) assert.unreachable(`${outs[k].name}[${i}] = ${got[i]}, reference ${want[k][i]}`);

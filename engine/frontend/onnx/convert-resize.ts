@@ -16,7 +16,8 @@
 //    the border); cubic: 4 taps each with cubic_coeff_a (default -0.75), edge taps clamped
 //    or, with exclude_outside, dropped and the rest renormalized;
 //  - an axis with scale 1 is copied as it is, and a resize that changes no dimension is the
-//    input (ONNX Runtime does both, whatever the mode and roi).
+//    input (ONNX Runtime does both, whatever the mode and roi);
+//  - a nearest axis whose indices are floor((a*o + b) / c) gets that expression, not a table.
 // antialias=1 is refused.
 
 import { numElements } from '../../ir/tensor';
@@ -147,6 +148,27 @@ export function axisTables(a: AxisResize, o: ResizeOptions): ResizeTables {
   return { taps, index, weight };
 }
 
+/**
+ * [a, b, c] with index[o] = floor((a*o + b) / c) for every o, c <= 64, when there is one
+ * (nearest tables of rational scales are such steps: a 2x upsample is [1, 0, 2]).
+ */
+export function affineFit(index: Int32Array): [number, number, number] | undefined {
+  const n = index.length;
+  if (n === 1) return [0, index[0], 1];
+  for (let c = 1; c <= 64; c++) {
+    const slope = (c * (index[n - 1] - index[0])) / (n - 1);
+    for (let a = Math.max(0, Math.floor(slope) - 1); a <= Math.ceil(slope) + 1; a++) {
+      let lo = -Infinity, hi = Infinity;
+      for (let o = 0; o < n && lo <= hi; o++) {
+        lo = Math.max(lo, c * index[o] - a * o);
+        hi = Math.min(hi, c * index[o] + c - 1 - a * o);
+      }
+      if (lo <= hi) return [a, lo, c];
+    }
+  }
+  return undefined;
+}
+
 interface Plan {
   readonly outShape: number[];
   readonly scales: number[];
@@ -233,16 +255,22 @@ function convertResize(n: NodeView): (Value | undefined)[] {
   const rank = inShape.length;
   const axes: number[] = [];
   const tables: number[] = [];
+  const affine: (number[] | null)[] = [];
   for (let a = 0; a < rank; a++) {
     if (p.scales[a] === 1) continue; // copied (ONNX Runtime skips the coordinate transform of such an axis)
     const t = axisTables({ inLen: inShape[a], outLen: p.outShape[a], scale: p.scales[a], roiStart: p.roi[a], roiEnd: p.roi[rank + a] }, options);
     axes.push(a);
+    const fit = t.taps === 1 && !options.extrapolate ? affineFit(t.index) : undefined;
+    affine.push(fit ? [...fit, p.outShape[a]] : null);
+    if (fit) continue;
     const cols = t.index.length / p.outShape[a];
     tables.push(n.graph.constant(`${n.name}_index${a}`, [p.outShape[a], cols], t.index));
     if (t.weight) tables.push(n.constant(`_weight${a}`, [p.outShape[a], t.taps], t.weight));
   }
   const taps = options.method === 'nearest' ? 1 : options.method === 'linear' ? 2 : 4;
-  const attrs = { axes, taps, ...(options.extrapolate ? { extrapolation: n.attr.float('extrapolation_value', 0) } : {}) };
+  const attrs = {
+    axes, taps, ...(affine.some((f) => f) ? { affine } : {}), ...(options.extrapolate ? { extrapolation: n.attr.float('extrapolation_value', 0) } : {}),
+  };
   return [n.op('resize', [n.node(0), ...tables], attrs)];
 }
 
