@@ -74,14 +74,16 @@ const clip: Converter = {
 
 /**
  * Apply graph op `op` to inputs `values`: folded now when every input is static (and the
- * result is integer, or no bigger than max(2^16, the inputs)), else a node of the graph.
+ * result is integer of at most 2^24 elements, or no bigger than max(2^16, the inputs)),
+ * else a node of the graph.
  */
 export function applyOp(n: NodeView, op: string, values: readonly Value[], attrs: Attrs, suffix = ''): Value {
   if (values.every(isStatic)) {
     const tensors = values.map((v) => (v as Extract<Value, { kind: 'static' }>).t);
     const inElements = tensors.reduce((acc, t) => acc + numElements(t.shape), 0);
     const out = computeNode({ op, attrs }, tensors.map((t, i) => placeholder(`in${i}`, t.shape, t.type === 'float' ? 'float32' : t.bool ? 'bool' : 'int32')));
-    if (out.dtype !== 'float32' || numElements(out.shape) <= Math.max(2 ** 16, inElements)) return staticValue(foldOp(op, attrs, tensors, `${n.opType} '${n.name}'`));
+    const size = numElements(out.shape);
+    if ((out.dtype !== 'float32' && size <= 2 ** 24) || size <= Math.max(2 ** 16, inElements)) return staticValue(foldOp(op, attrs, tensors, `${n.opType} '${n.name}'`));
   }
   return n.op(op, values.map((v, i) => n.nodeOf(v, `_in${i}`)), attrs, suffix);
 }
