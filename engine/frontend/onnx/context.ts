@@ -6,12 +6,29 @@
 
 import { Graph } from '../../graph/graph';
 import type { Attrs } from '../../graph/ops';
-import { AttributeType, type AttributeMessage, type NodeMessage } from './schema';
+import { AttributeType, type AttributeMessage, type NodeMessage, type TensorMessage } from './schema';
 import { numElements } from '../../ir/tensor';
 import type { DType } from '../../ir/expr';
 import { constantData, OnnxFormatError, tensorFromProto, type StaticTensor } from './tensor';
 
 export type Value = { readonly kind: 'node'; readonly id: number } | { readonly kind: 'static'; readonly t: StaticTensor };
+
+/**
+ * The ONNX element type (DataType) of static tensors read from the file (initializers,
+ * Constant values): int8 and uint8 both run as int32, and a quantized zero point's type
+ * gives the quantized range. Tensors computed at import are not in it.
+ */
+export const ONNX_ELEMENT_TYPE = new WeakMap<StaticTensor, number>();
+
+/** The ONNX element types of a graph's input nodes (by node id), recorded by the importer. */
+export const ONNX_INPUT_TYPE = new WeakMap<Graph, Map<number, number>>();
+
+/** tensorFromProto, its element type recorded in ONNX_ELEMENT_TYPE. */
+export function protoTensor(t: TensorMessage, modelDir: string, what: string): StaticTensor {
+  const out = tensorFromProto(t, modelDir, what);
+  if (t.data_type !== undefined) ONNX_ELEMENT_TYPE.set(out, t.data_type);
+  return out;
+}
 
 /** An operator, attribute or attribute value we do not implement (listed, with every other, in one error). */
 export class UnsupportedError extends Error {}
@@ -67,7 +84,7 @@ export class AttrReader {
   }
   tensor(name: string): StaticTensor | undefined {
     const a = this.get(name, AttributeType.TENSOR);
-    return a?.t ? tensorFromProto(a.t, this.modelDir, `attribute ${name}`) : undefined;
+    return a?.t ? protoTensor(a.t, this.modelDir, `attribute ${name}`) : undefined;
   }
 }
 
