@@ -257,6 +257,12 @@ const LOGIC_OPS: Record<string, OpDef> = {
   argmax: { pattern: OpPattern.CommReduce, compute: ([x], a) => ix.argReduce('max', x, num(a, 'axis'), a.keepdims as boolean, a.selectLast as boolean) },
   argmin: { pattern: OpPattern.CommReduce, compute: ([x], a) => ix.argReduce('min', x, num(a, 'axis'), a.keepdims as boolean, a.selectLast as boolean) },
   cumsum: { pattern: OpPattern.Opaque, compute: ([x], a) => ix.cumsum(x, num(a, 'axis'), a.exclusive as boolean, a.reverse as boolean) },
+  // Inputs data, indices, updates; attrs reduction ('none' | 'add' | 'mul' | 'max' | 'min'), axis (scatter_elements).
+  scatter_elements: {
+    pattern: OpPattern.Opaque,
+    compute: ([d, i, u], a) => ix.scatterElements(d, i, u, num(a, 'axis'), (a.reduction as ix.ScatterReduction | undefined) ?? 'none'),
+  },
+  scatter_nd: { pattern: OpPattern.Opaque, compute: ([d, i, u], a) => ix.scatterNd(d, i, u, (a.reduction as ix.ScatterReduction | undefined) ?? 'none') },
   one_hot: {
     pattern: OpPattern.OutEWiseFusable,
     compute: ([i], a) => ix.oneHot(i, num(a, 'depth'), num(a, 'off'), num(a, 'on'), num(a, 'axis'), a.dtype as DType),

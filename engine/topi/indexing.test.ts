@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
 import { placeholder, type Tensor, type TensorData } from '../ir/tensor';
-import { argReduce, cumsum, gatherElements, gatherNd, oneHot, take } from './indexing';
+import { argReduce, cumsum, gatherElements, gatherNd, oneHot, scatterElements, scatterNd, take } from './indexing';
 import { close, random } from './check.fixture';
 
 const run = (out: Tensor, inputs: [Tensor, TensorData][]): TensorData => evaluate(new ComputeDAG([out]), new Map(inputs)).get(out.name)!;
@@ -106,6 +106,31 @@ test('one_hot: a new axis, negative indices wrapped, out-of-range rows all off',
   const first = oneHot(i, 3, -1, 1, 0, 'int32');
   assert.equal(first.shape, [3, 3]);
   assert.equal([...run(first, [[i, Int32Array.of(0, 2, -3)]])], [1, -1, 1, -1, -1, -1, -1, 1, -1]);
+});
+
+test('scatter_elements: the last update wins, reductions fold, positions off the updates keep the data', () => {
+  const d = placeholder('d', [3, 3]), i = placeholder('i', [2, 2], 'int32'), u = placeholder('u', [2, 2]);
+  const dv = iota(9), iv = Int32Array.of(1, 1, -1, 0), uv = Float32Array.of(10, 20, 30, 40);
+  // axis 1: row 0 gets 10 then 20 at column 1 (20 wins); row 1 gets 30 at column 2, 40 at column 0.
+  assert.equal([...run(scatterElements(d, i, u, 1, 'none'), [[d, dv], [i, iv], [u, uv]])], [0, 20, 2, 40, 4, 30, 6, 7, 8]);
+  assert.equal([...run(scatterElements(d, i, u, 1, 'add'), [[d, dv], [i, iv], [u, uv]])], [0, 31, 2, 43, 4, 35, 6, 7, 8]);
+  assert.equal([...run(scatterElements(d, i, u, 1, 'max'), [[d, dv], [i, iv], [u, uv]])], [0, 20, 2, 40, 4, 30, 6, 7, 8]);
+  assert.equal([...run(scatterElements(d, i, u, 1, 'mul'), [[d, dv], [i, iv], [u, uv]])], [0, 200, 2, 120, 4, 150, 6, 7, 8]);
+  // axis 0: column 0 gets 10 at row 1 and 30 at row 2; column 1 gets 20 at row 1 and 40 at row 0.
+  assert.equal([...run(scatterElements(d, i, u, 0, 'none'), [[d, dv], [i, iv], [u, uv]])], [0, 40, 2, 10, 20, 5, 30, 7, 8]);
+  assert.equal([...run(scatterElements(d, i, u, 0, 'min'), [[d, dv], [i, iv], [u, uv]])], [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
+test('scatter_nd: rows and elements, the last duplicate wins, reductions fold', () => {
+  const d = placeholder('d', [3, 2]);
+  const rows = placeholder('r', [2, 1], 'int32'), ru = placeholder('ru', [2, 2]);
+  assert.equal([...run(scatterNd(d, rows, ru, 'none'), [[d, iota(6)], [rows, Int32Array.of(-1, 0)], [ru, Float32Array.of(7, 8, 9, 10)]])], [9, 10, 2, 3, 7, 8]);
+  const els = placeholder('e', [3, 2], 'int32'), eu = placeholder('eu', [3]);
+  const feeds: [Tensor, TensorData][] = [[d, iota(6)], [els, Int32Array.of(1, 1, 0, 0, 1, 1)], [eu, Float32Array.of(5, 6, 7)]];
+  assert.equal([...run(scatterNd(d, els, eu, 'none'), feeds)], [6, 1, 2, 7, 4, 5]);
+  assert.equal([...run(scatterNd(d, els, eu, 'add'), feeds)], [6, 1, 2, 15, 4, 5]);
+  const n = placeholder('n', [3, 2], 'int32'), nu = placeholder('nu', [3], 'int32');
+  assert.equal([...run(scatterNd(n, els, nu, 'max'), [[n, Int32Array.of(0, 1, 2, 9, 4, 5)], [els, Int32Array.of(1, 1, 0, 0, 1, 1)], [nu, Int32Array.of(5, 6, 7)]])], [6, 1, 2, 9, 4, 5]);
 });
 
 test.run();

@@ -1,5 +1,5 @@
 // Indexing computes: take (ONNX Gather), gather_elements, gather_nd, argmax/argmin,
-// cumsum and one_hot, named as TVM's TOPI names them. Indices are int32 tensors read
+// cumsum, one_hot and the scatters, named as TVM's TOPI names them. Indices are int32 tensors read
 // inside the body (a load whose index is another load).
 //
 // Every data-dependent index is wrapped (a negative index counts from the end, as ONNX
@@ -9,9 +9,9 @@
 // element (TVM's take mode "clip" after the "wrap" of negative ones).
 
 import {
-  add, eq, ge, gt, int, load, lt, max, maxReduce, min, minReduce, reduceAxis, select, sum, type DType, type Expr,
+  add, all, and, eq, floordiv, floormod, ge, gt, int, load, lt, max, maxReduce, min, minReduce, mul, prodReduce, reduceAxis, select, sum, type DType, type Expr,
 } from '../ir/expr';
-import { compute, type Tensor } from '../ir/tensor';
+import { compute, numElements, type Tensor } from '../ir/tensor';
 
 const names = (prefix: string, rank: number): string[] => Array.from({ length: rank }, (_, i) => `${prefix}${i}`);
 
@@ -144,5 +144,99 @@ export function oneHot(indices: Tensor, depth: number, off: number, on: number, 
     const i = load(indices, ax.filter((_, d) => d !== a));
     const wrapped = select(lt(i, 0), add(i, depth), i);
     return select(eq(wrapped, ax[a]), value(on), value(off));
+  }, 'injective');
+}
+
+/** How scattered updates combine with what is there (ONNX's `reduction`). */
+export type ScatterReduction = 'none' | 'add' | 'mul' | 'max' | 'min';
+
+/** The update folded with the data element for a reduction; the reduction's identity for positions no update hits. */
+function scatterFold(r: Exclude<ScatterReduction, 'none'>, dtype: DType, source: (ifHit: Expr) => Expr, axes: ReturnType<typeof reduceAxis>[]): Expr {
+  const c = (value: number): Expr => (dtype === 'float32' ? { k: 'const', value, dtype: 'float32' } : { k: 'const', value, dtype: 'int32' });
+  if (r === 'add') return sum(source(c(0)), axes);
+  if (r === 'mul') return prodReduce(source(c(1)), axes);
+  const lowest = dtype === 'float32' ? -Infinity : -2147483648, highest = dtype === 'float32' ? Infinity : 2147483647;
+  return r === 'max' ? maxReduce(source(c(lowest)), axes) : minReduce(source(c(highest)), axes);
+}
+
+function combine(r: Exclude<ScatterReduction, 'none'>, a: Expr, b: Expr): Expr {
+  return r === 'add' ? add(a, b) : r === 'mul' ? mul(a, b) : r === 'max' ? max(a, b) : min(a, b);
+}
+
+/** An index read from a tensor, negative ones wrapped (no clamp: an out-of-range one matches no position). */
+const wrapIndex = (i: Expr, extent: number): Expr => select(lt(i, 0), add(i, extent), i);
+
+/**
+ * ONNX ScatterElements along `axis`: data with data[i... with i_axis = indices[j...]] =
+ * updates[j...] for every j (the other coordinates equal). Per output position, the
+ * updates that can land there lie on one line along the axis, so a reduction over that
+ * line finds them: for 'none' the last one (ONNX Runtime applies them in order), then a
+ * second stage reads it; for add/mul/max/min the line folds into the element.
+ */
+export function scatterElements(data: Tensor, indices: Tensor, updates: Tensor, axis: number, reduction: ScatterReduction): Tensor {
+  checkIndices('scatter_elements', indices);
+  const rank = data.shape.length;
+  const a = checkAxis('scatter_elements', axis, rank);
+  const u = indices.shape;
+  if (u.length !== rank || updates.shape.length !== rank || u.some((d, i) => d !== updates.shape[i] || (i !== a && d > data.shape[i]))) {
+    throw new Error(`scatter_elements: indices [${u.join(', ')}] and updates [${updates.shape.join(', ')}] do not fit data [${data.shape.join(', ')}]`);
+  }
+  if (updates.dtype !== data.dtype) throw new Error(`scatter_elements: updates are ${updates.dtype}, data ${data.dtype}`);
+  const n = u[a];
+  // The position on the line (coordinate `k` on the axis), and whether position p has a line at all.
+  const at = (p: readonly Expr[], k: Expr): Expr[] => p.map((e, d) => (d === a ? k : u[d] < data.shape[d] ? min(e, int(u[d] - 1)) : e));
+  const onLine = (p: readonly Expr[]): Expr | undefined => all(p.flatMap((e, d) => (d !== a && u[d] < data.shape[d] ? [lt(e, u[d])] : [])));
+  const hit = (p: readonly Expr[], k: Expr): Expr => {
+    const m = eq(wrapIndex(load(indices, at(p, k)), data.shape[a]), p[a]);
+    const line = onLine(p);
+    return line ? and(line, m) : m;
+  };
+  const ax = names('ax', rank);
+  const kv: Expr = { k: 'var', name: 'k' };
+  if (reduction !== 'none') {
+    const acc = compute('T_scatter_elements_acc', data.shape, ax, (...p) =>
+      scatterFold(reduction, data.dtype, (id) => select(hit(p, kv), load(updates, at(p, kv)), id), [reduceAxis('k', n)]), 'comm_reduce');
+    return compute('T_scatter_elements', data.shape, ax, (...p) => combine(reduction, load(data, p), load(acc, p)), 'injective');
+  }
+  const last = compute('T_scatter_elements_pos', data.shape, ax, (...p) => maxReduce(select(hit(p, kv), kv, int(-1)), [reduceAxis('k', n)]), 'comm_reduce');
+  return compute('T_scatter_elements', data.shape, ax, (...p) => {
+    const pos = load(last, p);
+    return select(ge(pos, 0), load(updates, at(p, max(pos, int(0)))), load(data, p));
+  }, 'injective');
+}
+
+/**
+ * ONNX ScatterND: indices [q..., k] name k leading coordinates of data; updates
+ * [q..., data.shape[k:]...] are written there. Per output position a reduction over every
+ * q finds the updates that land on it (the last for 'none', as ONNX Runtime applies them
+ * in order), so the cost is |data| * |q| steps: the converter refuses big ones.
+ */
+export function scatterNd(data: Tensor, indices: Tensor, updates: Tensor, reduction: ScatterReduction): Tensor {
+  checkIndices('scatter_nd', indices);
+  const rank = data.shape.length, ri = indices.shape.length;
+  const k = indices.shape[ri - 1], q = indices.shape.slice(0, ri - 1);
+  const want = [...q, ...data.shape.slice(k)];
+  if (ri < 1 || k > rank || updates.shape.length !== want.length || want.some((d, i) => d !== updates.shape[i])) {
+    throw new Error(`scatter_nd: updates [${updates.shape.join(', ')}] for indices [${indices.shape.join(', ')}] into data [${data.shape.join(', ')}] (expected [${want.join(', ')}])`);
+  }
+  if (updates.dtype !== data.dtype) throw new Error(`scatter_nd: updates are ${updates.dtype}, data ${data.dtype}`);
+  const qAxes = q.map((d, i) => reduceAxis(`q${i}`, d));
+  const qv: Expr[] = q.map((_, i) => ({ k: 'var', name: `q${i}` }));
+  const hit = (p: readonly Expr[]): Expr =>
+    all(Array.from({ length: k }, (_, j) => eq(wrapIndex(load(indices, [...qv, int(j)]), data.shape[j]), p[j])))!;
+  const ax = names('ax', rank);
+  if (reduction !== 'none') {
+    const acc = compute('T_scatter_nd_acc', data.shape, ax, (...p) =>
+      scatterFold(reduction, data.dtype, (id) => select(hit(p), load(updates, [...qv, ...p.slice(k)]), id), qAxes), 'comm_reduce');
+    return compute('T_scatter_nd', data.shape, ax, (...p) => combine(reduction, load(data, p), load(acc, p)), 'injective');
+  }
+  // The row-major number of the last q whose coordinates are p's.
+  const strides = q.map((_, i) => numElements(q.slice(i + 1)));
+  const flat = qv.reduce((acc: Expr, e, i) => add(acc, mul(e, strides[i])), int(0));
+  const last = compute('T_scatter_nd_pos', data.shape, ax, (...p) => maxReduce(select(hit(p), flat, int(-1)), qAxes), 'comm_reduce');
+  return compute('T_scatter_nd', data.shape, ax, (...p) => {
+    const pos = max(load(last, p), int(0));
+    const qi = q.map((d, i) => floormod(floordiv(pos, strides[i]), d));
+    return select(ge(load(last, p), 0), load(updates, [...qi, ...p.slice(k)]), load(data, p));
   }, 'injective');
 }

@@ -152,4 +152,24 @@ test('If whose condition folds from a shape: the taken branch is inlined, readin
   assert.match(importError(computed), /If 'y': unsupported: If with a computed condition/);
 });
 
+test('ScatterElements (opsets 11, 18 with each reduction) and ScatterND (13, 18) with computed indices and updates', async () => {
+  // Distinct indices per line for 'none' (ONNX leaves duplicates undefined).
+  const e = Int32Array.of(2, 0, 1, 3, 1, 2, -1, 0, 2);
+  const m11 = new OnnxModelBuilder(11).input('x', [3, 4]).typedInput('i', I64, [3, 3]).input('u', [3, 3])
+    .node('ScatterElements', ['x', 'i', 'u'], ['s'], { axis: 1 }).output('s');
+  await agreesTyped('scatter-elements-11', m11.build(), [randFloats(12, 30), e, randFloats(9, 31)]);
+  const m18 = new OnnxModelBuilder(18).input('x', [3, 4]).typedInput('i', I64, [3, 3]).input('u', [3, 3]).typedInput('j', I64, [2, 4]);
+  for (const r of ['add', 'mul', 'max', 'min']) m18.node('ScatterElements', ['x', 'i', 'u'], [r], { axis: 1, reduction: r }).output(r);
+  m18.input('v', [2, 4]).node('ScatterElements', ['x', 'j', 'v'], ['a0'], { axis: 0, reduction: 'add' }).output('a0');
+  await agreesTyped('scatter-elements-18', m18.build(), [randFloats(12, 32), randInts(9, 33, -4, 3), randFloats(9, 34), randInts(8, 35, -3, 2), randFloats(8, 36)]);
+  const nd = new OnnxModelBuilder(13).input('x', [4, 3]).typedInput('i', I64, [2, 1]).input('u', [2, 3]).typedInput('k', I64, [3, 2]).typedInput('w', I64, [3])
+    .typedInput('y', I64, [4, 3])
+    .node('ScatterND', ['x', 'i', 'u'], ['rows']).output('rows')
+    .node('ScatterND', ['y', 'k', 'w'], ['els']).typedOutput('els', I64);
+  await agreesTyped('scatter-nd-13', nd.build(), [randFloats(12, 37), Int32Array.of(3, -4), randFloats(6, 38), Int32Array.of(0, 1, 3, 2, -1, 0), Int32Array.of(7, 8, 9), randInts(12, 39, -9, 9)]);
+  const ndr = new OnnxModelBuilder(18).input('x', [4, 3]).typedInput('i', I64, [3, 1]).input('u', [3, 3]);
+  for (const r of ['add', 'mul', 'max', 'min']) ndr.node('ScatterND', ['x', 'i', 'u'], [r], { reduction: r }).output(r);
+  await agreesTyped('scatter-nd-18', ndr.build(), [randFloats(12, 40), Int32Array.of(1, -3, 2), randFloats(9, 41)]);
+});
+
 test.run();

@@ -1,10 +1,12 @@
 // Converters of ONNX's indexing and shape-producing operators: Gather (TOPI's take),
-// GatherElements, GatherND, ArgMax/ArgMin, CumSum, OneHot on computed tensors; Shape,
+// GatherElements, GatherND, ScatterElements, ScatterND, ArgMax/ArgMin, CumSum, OneHot on
+// computed tensors; Shape,
 // Size, Range, ConstantOfShape, NonZero, Constant and Dropout (with its mask) at import
 // time. Static inputs fold here (shape arithmetic); a computed index tensor becomes a
 // graph op whose kernel wraps negative indices and clamps out-of-range ones (topi/indexing.ts).
 
 import type { DType } from '../../ir/expr';
+import type { ScatterReduction } from '../../topi/indexing';
 import { numElements } from '../../ir/tensor';
 import { UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
 import { applyOp, staticFrom } from './convert-logic';
@@ -214,7 +216,42 @@ const constant: Converter = {
   },
 };
 
+/** Steps above which a scatter (|data| x the updates each position scans) is refused. */
+const MAX_SCATTER_STEPS = 1 << 26;
+
+function scatterReduction(n: NodeView): ScatterReduction {
+  const r = n.attr.string('reduction', 'none');
+  if (!['none', 'add', 'mul', 'max', 'min'].includes(r)) throw new UnsupportedError(`${n.opType} reduction '${r}'`);
+  if (r !== 'none' && n.dtype(0) === 'bool') throw new UnsupportedError(`${n.opType} reduction '${r}' of bool data`);
+  return r as ScatterReduction;
+}
+
+/** ScatterElements (and opset 9-10's Scatter, the same operator): a reduction along the axis per output element. */
+const scatterElements: Converter = {
+  attrs: ['axis', 'reduction'],
+  convert(n) {
+    const rank = n.shape(0).length;
+    const axis = normAxis(n.attr.int('axis', 0), rank, `${n.opType} axis`);
+    const steps = numElements(n.shape(0)) * n.shape(1)[axis];
+    if (steps > MAX_SCATTER_STEPS) throw new UnsupportedError(`${n.opType} of ${steps} steps (data x the updates' axis; at most ${MAX_SCATTER_STEPS})`);
+    return [applyOp(n, 'scatter_elements', [n.input(0), indicesOf(n, 1, 'indices'), n.input(2)], { axis, reduction: scatterReduction(n) })];
+  },
+};
+
+const scatterNd: Converter = {
+  attrs: ['reduction'],
+  convert(n) {
+    const q = n.shape(1).slice(0, -1);
+    const steps = numElements(n.shape(0)) * numElements(q);
+    if (steps > MAX_SCATTER_STEPS) throw new UnsupportedError(`ScatterND of ${steps} steps (data x the index tuples; at most ${MAX_SCATTER_STEPS})`);
+    return [applyOp(n, 'scatter_nd', [n.input(0), indicesOf(n, 1, 'indices'), n.input(2)], { reduction: scatterReduction(n) })];
+  },
+};
+
 export const INDEXING_CONVERTERS: Record<string, Converter> = {
+  ScatterElements: scatterElements,
+  Scatter: scatterElements,
+  ScatterND: scatterNd,
   Gather: gather,
   GatherElements: gatherElements,
   GatherND: gatherNd,

@@ -42,7 +42,7 @@ async function compiledAgrees(name: string, bytes: Uint8Array, inputs: readonly 
   await runBench({ model: result.library, params: result.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: files, saveOutputs: saved });
   const want = runGraph(model.graph, new Map(model.inputs.map((inp, i) => [inp.name, inputs[i]])));
   for (const [k, out] of m.outputs.entries()) {
-    const words = await readFloat32File(path.join(saved, out.file));
+    const words = await readFloat32File(path.join(saved, `${out.file}`));
     const got = out.dtype === 'float32' ? words : new Int32Array(words.buffer, words.byteOffset, words.length);
     assert.is(got.length, want[k].length, `${name}: output ${k} size`);
     for (let i = 0; i < got.length; i++) {
@@ -86,6 +86,35 @@ test('compiled: comparisons, Not/And/Xor, Where, Cast (to int8 wrapping, to bool
   const x = randFloats(24, 6, -4, 4, 0.5);
   x[0] = 0.25; x[1] = -0.75;
   await compiledAgrees('logic', m.build(), [x, randFloats(6, 7, -4, 4, 0.5), randInts(24, 8, -300, 300), Int32Array.of(7, -3, 0, 5, -128, 1)]);
+});
+
+test('compiled: fused with their neighbours: computed ids and a computed table, a gather of a conv output, argmax after a matmul', async () => {
+  const m = new OnnxModelBuilder(13).typedInput('ids', I64, [1, 5]).input('x', [1, 3, 6, 6]).input('q', [4, 8])
+    .float('table', [12, 8], randFloats(96, 9)).int64('one', [1], [1]).float('w', [4, 3, 3, 3], randFloats(108, 10))
+    .float('k', [8, 10], randFloats(80, 11)).float('half', [1], [0.5])
+    .node('Add', ['ids', 'one'], ['ids1'])
+    .node('Relu', ['table'], ['rt'])
+    .node('Gather', ['rt', 'ids1'], ['emb'])
+    .node('Mul', ['emb', 'half'], ['embh']).output('embh')
+    .node('Conv', ['x', 'w'], ['c'], { pads: [1, 1, 1, 1] })
+    .int64('sel', [2, 0], [2])
+    .node('Gather', ['c', 'sel'], ['cg'], { axis: 1 })
+    .node('Greater', ['cg', 'half'], ['pos'])
+    .node('Where', ['pos', 'cg', 'half'], ['cw']).output('cw')
+    .node('MatMul', ['q', 'k'], ['qk'])
+    .node('ArgMax', ['qk'], ['best'], { axis: 1, keepdims: 0 }).typedOutput('best', I64)
+    .node('Cast', ['best'], ['bestf'], { to: DataType.FLOAT })
+    .node('ReduceSum', ['bestf'], ['bs'], { keepdims: 0 }).output('bs');
+  await compiledAgrees('fused', m.build(), [randInts(5, 12, -14, 14), randFloats(108, 13), randFloats(32, 14)]);
+});
+
+test('compiled: ScatterElements and ScatterND, plain and with reductions, with out-of-range indices ignored', async () => {
+  const m = new OnnxModelBuilder(18).input('x', [4, 5]).typedInput('i', I64, [3, 2]).input('u', [3, 2]).typedInput('k', I64, [2, 1]).input('v', [2, 5])
+    .node('ScatterElements', ['x', 'i', 'u'], ['se'], { axis: 0 }).output('se')
+    .node('ScatterElements', ['x', 'i', 'u'], ['sa'], { axis: 1, reduction: 'add' }).output('sa')
+    .node('ScatterND', ['x', 'k', 'v'], ['sn']).output('sn')
+    .node('ScatterND', ['x', 'k', 'v'], ['sm'], { reduction: 'max' }).output('sm');
+  await compiledAgrees('scatter', m.build(), [randFloats(20, 15), randInts(6, 16, -6, 6), randFloats(6, 17), Int32Array.of(9, -1), randFloats(10, 18)]);
 });
 
 test.run();
