@@ -70,7 +70,8 @@ export interface CompareReport {
   tensortune_runs_ms: number[];
   onnxruntime_runs_ms: number[];
   outputs: OutputError[];
-  top1: { tensortune: number[]; onnxruntime: number[]; agree: boolean };
+  /** Argmax of the first output's rows, when it is a float [batch, classes] tensor (`applies`); else empty lists that agree. */
+  top1: { tensortune: number[]; onnxruntime: number[]; agree: boolean; applies?: boolean };
 }
 
 /** The graph with a final softmax removed: its outputs are the logits. */
@@ -181,7 +182,9 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
         return { name: o.name, shape: o.shape, max_abs_err: e.maxAbs, max_rel_err: e.maxRel, max_abs_value: e.maxValue };
       });
       const classes = m.outputs[0].shape[m.outputs[0].shape.length - 1];
-      const a = top1(ours[0], classes), b = top1(theirs[0], classes);
+      // A class index means something for a classifier's [batch, classes] scores only (not for hidden states, images, ids).
+      const applies = m.outputs[0].shape.length === 2 && m.outputs[0].dtype === 'float32' && classes > 1;
+      const a = applies ? top1(ours[0], classes) : [], b = applies ? top1(theirs[0], classes) : [];
 
       // Interleaved timing with the same runs per measurement on both sides.
       const number = opts.number ?? compareNumber(first.number, await ortRunMs(session, inputs), opts.minRepeatMs ?? first.min_repeat_ms);
@@ -199,7 +202,7 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
         rounds, number, tensortune_median_ms: oursMedian, onnxruntime_median_ms: ortMedian, ratio: oursMedian / ortMedian,
         paired_ratio: pairedRatio(oursMs, ortMs, repeat),
         tensortune_runs_ms: oursMs, onnxruntime_runs_ms: ortMs, outputs,
-        top1: { tensortune: a, onnxruntime: b, agree: a.every((c, i) => c === b[i]) },
+        top1: { tensortune: a, onnxruntime: b, agree: a.every((c, i) => c === b[i]), applies },
       };
     } finally {
       await session.release();
@@ -274,6 +277,9 @@ export function pairedRatio(ours: readonly number[], theirs: readonly number[], 
 export const minRatio = (r: Pick<CompareReport, 'tensortune_runs_ms' | 'onnxruntime_runs_ms'>): number =>
   Math.min(...r.tensortune_runs_ms) / Math.min(...r.onnxruntime_runs_ms);
 
+/** The first classes of a batch, then how many more. */
+const classList = (xs: readonly number[]): string => (xs.length <= 8 ? xs.join(', ') : `${xs.slice(0, 8).join(', ')}, ... (${xs.length} rows)`);
+
 export function formatCompareReport(r: CompareReport): string {
   const lines = [
     `Comparison with ONNX Runtime ${r.onnxruntime_version} (${r.threads} thread${r.threads > 1 ? 's' : ''}, ${r.rounds} interleaved rounds, ${r.number} run(s) per measurement)`,
@@ -283,7 +289,9 @@ export function formatCompareReport(r: CompareReport): string {
     `  ratio:        ${r.ratio.toFixed(3)} (tensortune / onnxruntime; below 1 is faster)${r.paired_ratio === undefined ? '' : `; paired by round ${r.paired_ratio.toFixed(3)}`}`,
     `  spread:       ${spread(r.tensortune_runs_ms)} (tensortune), ${spread(r.onnxruntime_runs_ms)} (onnxruntime); ratio of the fastest ${minRatio(r).toFixed(3)}`,
     ...r.outputs.map((o) => `  output ${o.name} [${o.shape.join(', ')}]: max abs err ${fmt(o.max_abs_err)}, max rel err ${fmt(o.max_rel_err)} (max |value| ${fmt(o.max_abs_value)})`),
-    `  top-1:        ${r.top1.agree ? 'agrees' : 'DIFFERS'} (tensortune ${r.top1.tensortune.join(', ')}; onnxruntime ${r.top1.onnxruntime.join(', ')})`,
+    r.top1.applies === false
+      ? '  top-1:        n/a (the first output is not a [batch, classes] score tensor)'
+      : `  top-1:        ${r.top1.agree ? 'agrees' : 'DIFFERS'} (tensortune ${classList(r.top1.tensortune)}; onnxruntime ${classList(r.top1.onnxruntime)})`,
   ];
   return lines.join('\n');
 }

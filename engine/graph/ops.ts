@@ -14,7 +14,7 @@ import * as ix from '../topi/indexing';
 import type { DType } from '../ir/expr';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 import { conv3dNCDHW, conv3dNDHWC, type Conv3dParams } from '../topi/conv3d';
-import { convTranspose } from '../topi/conv-transpose';
+import { convTranspose, subpixelGather } from '../topi/conv-transpose';
 import * as pl from '../topi/pool';
 import type { Layout3d } from '../topi/pool';
 
@@ -130,6 +130,11 @@ export const OPS: Record<string, OpDef> = {
   conv3d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
   max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('max') },
   // ONNX's LpPool: attrs as the pools' plus the exponent p.
+  // The interleave of a transposed conv computed as a conv2d (passes/conv-transpose-as-conv.ts).
+  subpixel_gather: {
+    pattern: OpPattern.Injective,
+    compute: ([x], a) => subpixelGather(x, a.strides as [number, number], a.padBegin as [number, number], a.out as [number, number], pl.channelsLast(a.layout as string)),
+  },
   lp_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('lp') },
   lp_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('lp') },
   avg_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('avg') },

@@ -30,7 +30,7 @@ const SCHEMA = {
         properties: { name: { type: 'string' }, max_abs_err: { type: ['number', 'null'] }, max_rel_err: { type: 'number' } },
       },
     },
-    top1: { type: 'object', required: ['agree'], properties: { agree: { type: 'boolean' } } },
+    top1: { type: 'object', required: ['agree'], properties: { agree: { type: 'boolean' }, applies: { type: 'boolean' } } },
   },
 } as const;
 

@@ -148,7 +148,7 @@ function comparison(f: TuningFigures, o: TuningSectionOptions): string {
   const rows = [
     ['ratio', `${c.ratio.toFixed(3)} (tensortune / ONNX Runtime; below 1: tensortune is faster)`],
     ['threads', String(c.threads)], ['interleaved rounds', String(c.rounds)], ['runs per measurement', String(c.number)],
-    ['ONNX model', esc(c.onnx_source)], ['top-1 class', c.top1.agree ? 'agrees' : 'DIFFERS'],
+    ['ONNX model', esc(c.onnx_source)], ['top-1 class', c.top1.applies === false ? 'n/a' : c.top1.agree ? 'agrees' : 'DIFFERS'],
     ...c.outputs.map((out) => [`output ${esc(out.name)}`, `max abs err ${out.max_abs_err === null ? 'NaN' : fmt(out.max_abs_err)}, max rel err ${fmt(out.max_rel_err)}`]),
   ];
   return `<h3>Against ONNX Runtime</h3>

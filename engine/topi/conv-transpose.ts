@@ -113,3 +113,26 @@ export function convTranspose(data: Tensor, kernel: Tensor, p: ConvTransposePara
     return sum(body, last ? [...rs, rc] : [rc, ...rs]);
   }, tag);
 }
+
+/**
+ * The interleave after a transposed conv computed as one conv2d (graph pass
+ * conv-transpose-as-conv.ts): `data` holds, per input-grid position q and output phase
+ * r = (ry, rx) in [0, s)^2, the s*s*Co channels (ry*sx + rx)*Co + c; output position
+ * y = q*s + r - pad_begin reads phase y + pad_begin mod s at q = floor((y + pad_begin) / s).
+ * It is the depth-to-space of sub-pixel convolution with the transposed conv's crop folded in.
+ */
+export function subpixelGather(data: Tensor, strides: readonly [number, number], padBegin: readonly [number, number], out: readonly [number, number], channelsLast: boolean): Tensor {
+  const [sy, sx] = strides;
+  const cAxis = channelsLast ? 3 : 1;
+  const co = data.shape[cAxis] / (sy * sx);
+  if (data.shape.length !== 4 || !Number.isInteger(co)) throw new Error(`subpixel_gather: [${data.shape.join(', ')}] with strides ${sy}x${sx}`);
+  const shape = channelsLast ? [data.shape[0], out[0], out[1], co] : [data.shape[0], co, out[0], out[1]];
+  const names = channelsLast ? ['nn', 'yy', 'xx', 'ff'] : ['nn', 'ff', 'yy', 'xx'];
+  return compute('T_subpixel', shape, names, (...ax) => {
+    const [n, y, x, c] = channelsLast ? ax : [ax[0], ax[2], ax[3], ax[1]];
+    const fy = add(y, padBegin[0]), fx = add(x, padBegin[1]);
+    const channel = add(mul(add(mul(floormod(fy, sy), sx), floormod(fx, sx)), co), c);
+    const qy = floordiv(fy, sy), qx = floordiv(fx, sx);
+    return load(data, channelsLast ? [n, qy, qx, channel] : [n, channel, qy, qx]);
+  }, 'injective');
+}

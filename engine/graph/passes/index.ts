@@ -1,11 +1,13 @@
 // The graph pass pipeline run before fusion, in TVM's order of effect: layout conversion
-// (if asked), batch-norm to scale + shift, broadcast constants to full rank, identities out, constants folded,
+// (if asked), batch-norm to scale + shift, broadcast constants to full rank, identities out,
+// 2-D transposed convs as conv2d + interleave (sub-pixel convolution), constants folded,
 // per-channel scales folded into conv/dense weights, constant chains merged.
 
 import type { Layout } from '../../topi/nn';
 import type { Graph } from '../graph';
 import { canonicalizeBias } from './canonicalize-bias';
 import { convertLayout } from './convert-layout';
+import { convTransposeAsConv } from './conv-transpose-as-conv';
 import { foldConstants, mergeConstantChains } from './fold-constant';
 import { foldScaleIntoWeights } from './fold-scale';
 import { removeIdentityOps } from './remove-identity';
@@ -13,6 +15,7 @@ import { simplifyInference } from './simplify-inference';
 
 export { canonicalizeBias } from './canonicalize-bias';
 export { convertLayout } from './convert-layout';
+export { convTransposeAsConv } from './conv-transpose-as-conv';
 export { foldConstants, mergeConstantChains } from './fold-constant';
 export { foldScaleIntoWeights } from './fold-scale';
 export { removeIdentityOps } from './remove-identity';
@@ -29,6 +32,7 @@ export function optimize(g: Graph, opts: OptimizeOptions = {}): Graph {
   g = simplifyInference(g);
   g = canonicalizeBias(g);
   g = removeIdentityOps(g);
+  g = convTransposeAsConv(g);
   g = foldConstants(g);
   g = foldScaleIntoWeights(g);
   g = mergeConstantChains(g);
