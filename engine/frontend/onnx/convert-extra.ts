@@ -1,0 +1,254 @@
+// Converters of ONNX operators that current exporters and the node conformance suite use,
+// composed from the graph's ops where a composition is as good as a new compute:
+//  - IsNaN, IsInf (detect_negative / detect_positive): bool tensors (topi/extra.ts);
+//  - Attention (opset 23/24): 3-D [B, S, heads * head] (q_num_heads / kv_num_heads) and 4-D
+//    [B, heads, S, head] forms, grouped-query heads (a kv head serves q_heads / kv_heads
+//    query heads, read by batch broadcasting, never repeated), past_key / past_value
+//    (concatenated: the present outputs), attn_mask bool or additive float, is_causal
+//    (bottom-right aligned past the cache), scale, softcap, qk_matmul_output in its four modes;
+//    the softmax gives fully masked rows 0 as ONNX defines (safe_softmax);
+//  - RMSNormalization (opset 23): axis, epsilon (stash_type float only);
+//  - RotaryEmbedding (opset 23): 3-D and 4-D inputs, interleaved, rotary_embedding_dim,
+//    num_heads, position_ids;
+//  - NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: reduction none / sum / mean,
+//    ignore_index, weights, int targets as graph values (SoftmaxCrossEntropyLoss's log_prob
+//    output is log_softmax over the class axis).
+
+import { operandView } from './convert-matmul';
+import { UnsupportedError, nodeValue, type NodeView, type Value } from './context';
+import { applyOp } from './convert-logic';
+import { reshapeValue, type Converter } from './convert-tensor';
+import { floatTensor } from './static';
+import { staticValue } from './context';
+
+const idOf = (v: Value): number => (v as { id: number }).id;
+
+function floatInput(n: NodeView, i: number, what: string): void {
+  const t = n.dtype(i);
+  if (t !== 'float32') throw new UnsupportedError(`${what} of type ${t} (float32 only)`);
+}
+
+const isNaN_: Converter = {
+  attrs: [],
+  convert(n) {
+    floatInput(n, 0, 'IsNaN input');
+    return [applyOp(n, 'is_nan', [n.input(0)], {})];
+  },
+};
+
+const isInf: Converter = {
+  attrs: ['detect_negative', 'detect_positive'],
+  convert(n) {
+    floatInput(n, 0, 'IsInf input');
+    return [applyOp(n, 'is_inf', [n.input(0)], { positive: n.attr.int('detect_positive', 1) !== 0, negative: n.attr.int('detect_negative', 1) !== 0 })];
+  },
+};
+
+const rmsNormalization: Converter = {
+  attrs: ['axis', 'epsilon', 'stash_type'],
+  convert(n) {
+    const stash = n.attr.int('stash_type', 1);
+    if (stash !== 1) throw new UnsupportedError(`stash_type ${stash} (only 1, float32 statistics)`);
+    floatInput(n, 0, 'X');
+    floatInput(n, 1, 'scale');
+    const rank = n.shape(0).length;
+    const axis = n.attr.int('axis', -1);
+    if (axis < -rank || axis >= rank) throw new Error(`axis ${axis} out of range for rank ${rank}`);
+    return [n.op('rms_norm', [n.node(0), n.node(1)], { axis: axis < 0 ? axis + rank : axis, epsilon: n.attr.float('epsilon', 1e-5) })];
+  },
+};
+
+const rotaryEmbedding: Converter = {
+  attrs: ['interleaved', 'rotary_embedding_dim', 'num_heads'],
+  convert(n) {
+    floatInput(n, 0, 'X');
+    floatInput(n, 1, 'cos_cache');
+    floatInput(n, 2, 'sin_cache');
+    const x = n.shape(0);
+    const numHeads = n.attr.int('num_heads', 0);
+    if (x.length === 3 && numHeads <= 0) throw new Error('a 3-D input needs num_heads');
+    if (x.length !== 3 && x.length !== 4) throw new Error(`input of rank ${x.length} (3 or 4)`);
+    const inputs = [n.node(0), n.node(1), n.node(2)];
+    if (n.optional(3)) {
+      if (n.dtype(3) !== 'int32') throw new Error(`position_ids of type ${n.dtype(3)}`);
+      inputs.push(n.node(3));
+    }
+    return [n.op('rotary_embedding', inputs, { interleaved: n.attr.int('interleaved', 0) !== 0, rotaryDim: n.attr.int('rotary_embedding_dim', 0), numHeads })];
+  },
+};
+
+/** A batch_matmul of logical a [..., M, K] by b [..., K, N], reading transposes and head-splitting reshapes in place (as MatMul's converter does). */
+function matmul(n: NodeView, a: number, b: number, suffix: string): number {
+  const fa = operandView(n.graph, a), folded = operandView(n.graph, b);
+  const last = folded.view ? folded.view.shape.length - 1 : 0;
+  const contiguous = !folded.swapped && (!folded.view || folded.view.perm[last] === last);
+  const fb = contiguous ? folded : { id: b, swapped: false };
+  const attrs: Record<string, unknown> = { transB: fb.swapped };
+  if (fa.swapped) attrs.transA = true;
+  if (fa.view) attrs.viewA = fa.view;
+  if (fb.view) attrs.viewB = fb.view;
+  return idOf(n.op('batch_matmul', [fa.id, fb.id], attrs, suffix));
+}
+
+const reshape = (n: NodeView, id: number, shape: readonly number[], suffix: string): number => idOf(reshapeValue(n, nodeValue(id), shape, suffix));
+const transpose = (n: NodeView, id: number, axes: readonly number[], suffix: string): number => idOf(n.op('transpose', [id], { axes: [...axes] }, suffix));
+const scalar = (x: number): Value => staticValue(floatTensor([], Float32Array.of(x)));
+
+const attention: Converter = {
+  attrs: ['is_causal', 'kv_num_heads', 'q_num_heads', 'qk_matmul_output_mode', 'scale', 'softcap', 'softmax_precision', 'left_window_size', 'right_window_size'],
+  convert(n) {
+    if (n.optional(6)) throw new UnsupportedError('nonpad_kv_seqlen (an external KV cache with per-batch lengths)');
+    for (const w of ['left_window_size', 'right_window_size']) {
+      if (n.attr.int(w, -1) !== -1) throw new UnsupportedError(`${w} ${n.attr.int(w, -1)} (sliding-window attention)`);
+    }
+    const precision = n.attr.int('softmax_precision', 1);
+    if (precision !== 1) throw new UnsupportedError(`softmax_precision ${precision} (the softmax runs in float32)`);
+    const mode = n.attr.int('qk_matmul_output_mode', 0);
+    if (mode < 0 || mode > 3) throw new Error(`qk_matmul_output_mode ${mode} (0 to 3)`);
+    const softcap = n.attr.float('softcap', 0);
+    if (softcap < 0) throw new UnsupportedError(`softcap ${softcap} (0 or positive)`);
+    if (mode === 0 && softcap > 0 && n.outputs[3]) {
+      // The spec says the product before softcap; the ONNX reference returns it softcapped.
+      throw new UnsupportedError('qk_matmul_output of mode 0 with softcap (the spec and the ONNX reference disagree)');
+    }
+    for (let i = 0; i < 6; i++) if (i !== 3 && n.optional(i)) floatInput(n, i, ['Q', 'K', 'V', '', 'past_key', 'past_value'][i]);
+    const rank = n.shape(0).length;
+    if (rank !== 3 && rank !== 4) throw new Error(`Q of rank ${rank} (3 or 4)`);
+    if (n.shape(1).length !== rank || n.shape(2).length !== rank) throw new Error('Q, K and V of different ranks');
+    let q = n.node(0), k = n.node(1), v = n.node(2);
+    let qh: number, kvh: number;
+    if (rank === 3) {
+      qh = n.attr.int('q_num_heads', 0);
+      kvh = n.attr.int('kv_num_heads', 0);
+      if (qh <= 0 || kvh <= 0) throw new Error('3-D inputs need q_num_heads and kv_num_heads');
+      const heads = (id: number, h: number, what: string, suffix: string): number => {
+        const [b, s, hidden] = n.graph.node(id).shape;
+        if (hidden % h !== 0) throw new Error(`${what} hidden size ${hidden} is not a multiple of ${h} heads`);
+        return transpose(n, reshape(n, id, [b, s, h, hidden / h], `${suffix}_heads`), [0, 2, 1, 3], `${suffix}_bhsd`);
+      };
+      q = heads(q, qh, 'Q', '_q');
+      k = heads(k, kvh, 'K', '_k');
+      v = heads(v, kvh, 'V', '_v');
+    } else {
+      qh = n.shape(0)[1];
+      kvh = n.shape(1)[1];
+      if (n.shape(2)[1] !== kvh) throw new Error(`K has ${kvh} heads, V ${n.shape(2)[1]}`);
+    }
+    const past = [n.optional(4), n.optional(5)];
+    if (!past[0] !== !past[1]) throw new Error('past_key and past_value must be given together');
+    const pastLength = past[0] ? n.shape(4)[2] : 0;
+    if (past[0]) {
+      k = idOf(n.op('concatenate', [n.node(4), k], { axis: 2 }, '_present_key'));
+      v = idOf(n.op('concatenate', [n.node(5), v], { axis: 2 }, '_present_value'));
+    }
+    const [b, , s, d] = n.graph.node(q).shape;
+    const [kb, , l, kd] = n.graph.node(k).shape;
+    const [vb, , vl, dv] = n.graph.node(v).shape;
+    if (kb !== b || vb !== b) throw new Error('Q, K and V of different batch sizes');
+    if (kd !== d) throw new Error(`Q's head size ${d} differs from K's ${kd}`);
+    if (vl !== l) throw new Error(`K's sequence length ${l} differs from V's ${vl}`);
+    if (qh % kvh !== 0) throw new Error(`${qh} query heads are not a multiple of ${kvh} kv heads`);
+    const g = qh / kvh;
+
+    // scores [B, qh, S, L]; grouped heads as [B, kvh, g, S, L] with K broadcast over g.
+    const kt = transpose(n, k, [0, 1, 3, 2], '_kt');
+    let qk = g === 1 ? matmul(n, q, kt, '_qk')
+      : reshape(n, matmul(n, reshape(n, q, [b, kvh, g, s, d], '_q_groups'), reshape(n, kt, [b, kvh, 1, d, l], '_kt_groups'), '_qk'), [b, qh, s, l], '_qk_heads');
+    const scale = n.attr.has('scale') ? n.attr.float('scale', 1) : 1 / Math.sqrt(d);
+    qk = idOf(n.op('multiply', [qk, n.nodeOf(scalar(scale), '_scale')], {}, '_scaled'));
+    let scores = qk;
+    if (softcap > 0) {
+      const t = idOf(n.op('tanh', [idOf(n.op('divide', [scores, n.nodeOf(scalar(softcap), '_softcap')], {}, '_capped'))], {}, '_tanh'));
+      scores = idOf(n.op('multiply', [t, n.nodeOf(scalar(softcap), '_softcap2')], {}, '_softcapped'));
+    }
+    const afterSoftcap = scores;
+
+    // The additive bias: the mask (bool: 0 where true, -inf where false) plus the causal mask.
+    let bias: Value | undefined;
+    const mask = n.optional(3);
+    if (mask) {
+      const ms = n.shape(3);
+      if (ms.length > 4) throw new Error(`attn_mask of rank ${ms.length}`);
+      if (ms[ms.length - 1] !== l) throw new UnsupportedError(`attn_mask of ${ms[ms.length - 1]} keys for ${l} (a mask padded to the total sequence)`);
+      const t = n.dtype(3);
+      if (t === 'bool') bias = applyOp(n, 'where', [mask, scalar(0), scalar(-Infinity)], {}, '_mask_bias');
+      else if (t === 'float32') bias = mask;
+      else throw new UnsupportedError(`attn_mask of type ${t} (bool or float)`);
+    }
+    if (n.attr.int('is_causal', 0) !== 0) {
+      const data = new Float32Array(s * l);
+      for (let i = 0; i < s; i++) for (let j = 0; j < l; j++) data[i * l + j] = j <= i + pastLength ? 0 : -Infinity;
+      const causal = staticValue(floatTensor([s, l], data));
+      bias = bias ? applyOp(n, 'add', [bias, causal], {}, '_causal_bias') : causal;
+    }
+    if (bias) scores = idOf(n.op('add', [scores, n.nodeOf(bias, '_bias')], {}, '_biased'));
+    const probs = idOf(n.op('safe_softmax', [scores], {}, '_softmax'));
+
+    let y = g === 1 ? matmul(n, probs, v, '_pv')
+      : reshape(n, matmul(n, reshape(n, probs, [b, kvh, g, s, l], '_p_groups'), reshape(n, v, [b, kvh, 1, l, dv], '_v_groups'), '_pv'), [b, qh, s, dv], '_y_heads');
+    if (rank === 3) y = reshape(n, transpose(n, y, [0, 2, 1, 3], '_y_bshd'), [b, s, qh * dv], '_y');
+    const qkOut = [qk, afterSoftcap, scores, probs][mode];
+    return [nodeValue(y), past[0] ? nodeValue(k) : undefined, past[0] ? nodeValue(v) : undefined, n.outputs[3] ? nodeValue(qkOut) : undefined];
+  },
+};
+
+type Reduction = 'none' | 'sum' | 'mean';
+
+function reductionOf(n: NodeView): Reduction {
+  const r = n.attr.string('reduction', 'mean');
+  if (r !== 'none' && r !== 'sum' && r !== 'mean') throw new Error(`reduction '${r}' (none, sum or mean)`);
+  return r;
+}
+
+/** The NLL loss of log-probabilities `x` [N, C, d...] (a graph node) at int targets (input `ti`), weights (input `wi`, optional), reduced. */
+function nll(n: NodeView, x: number, ti: number, wi: number, suffix: string): Value {
+  if (n.dtype(ti) !== 'int32') throw new Error(`target of type ${n.dtype(ti)} (an integer tensor)`);
+  const inputs = [x, n.node(ti)];
+  if (n.optional(wi)) {
+    floatInput(n, wi, 'weight');
+    inputs.push(n.node(wi));
+  }
+  const attrs = n.attr.has('ignore_index') ? { ignoreIndex: n.attr.int('ignore_index', 0) } : {};
+  const loss = idOf(n.op('nll_loss', inputs, attrs, `${suffix}_loss`));
+  const reduction = reductionOf(n);
+  if (reduction === 'none') return nodeValue(loss);
+  const shape = n.graph.node(loss).shape;
+  const axes = shape.map((_, i) => i);
+  const total = idOf(n.op('reduce_sum', [loss], { axes, keepdims: false }, `${suffix}_sum`));
+  if (reduction === 'sum') return nodeValue(total);
+  // Without weights or ignore_index every element weighs 1: the mean divides by their count.
+  const count = inputs.length === 2 && !n.attr.has('ignore_index')
+    ? n.nodeOf(scalar(shape.reduce((p, d) => p * d, 1)), `${suffix}_count`)
+    : idOf(n.op('reduce_sum', [idOf(n.op('nll_weight', inputs.slice(1), { ...attrs, classes: n.graph.node(x).shape[1] }, `${suffix}_weight`))],
+      { axes, keepdims: false }, `${suffix}_weight_sum`));
+  return n.op('divide', [total, count], {}, `${suffix}_mean`);
+}
+
+const nllLoss: Converter = {
+  attrs: ['reduction', 'ignore_index'],
+  convert(n) {
+    floatInput(n, 0, 'input');
+    if (n.shape(0).length < 2) throw new Error(`input of rank ${n.shape(0).length} (at least [N, C])`);
+    return [nll(n, n.node(0), 1, 2, '')];
+  },
+};
+
+const softmaxCrossEntropyLoss: Converter = {
+  attrs: ['reduction', 'ignore_index'],
+  convert(n) {
+    floatInput(n, 0, 'scores');
+    if (n.shape(0).length < 2) throw new Error(`scores of rank ${n.shape(0).length} (at least [N, C])`);
+    const logProb = idOf(n.op('log_softmax', [n.node(0)], { axis: 1 }, '_log_prob'));
+    return [nll(n, logProb, 1, 2, ''), n.outputs[1] ? nodeValue(logProb) : undefined];
+  },
+};
+
+export const EXTRA_CONVERTERS: Record<string, Converter> = {
+  IsNaN: isNaN_,
+  IsInf: isInf,
+  Attention: attention,
+  RMSNormalization: rmsNormalization,
+  RotaryEmbedding: rotaryEmbedding,
+  NegativeLogLikelihoodLoss: nllLoss,
+  SoftmaxCrossEntropyLoss: softmaxCrossEntropyLoss,
+};

@@ -1,0 +1,195 @@
+// Computes behind ONNX operators that exporters of transformers and the training losses use:
+//  - isnan / isinf: bool tests of float elements (x != x; x == +-inf). The C kernels are
+//    built without -ffast-math (codegen/c.ts KERNEL_CFLAGS), so NaN compares unequal to itself;
+//  - safe_softmax: softmax along the last axis whose fully masked rows (every element -inf)
+//    are 0, not NaN, as ONNX's Attention defines them;
+//  - rms_norm: x / sqrt(mean(x^2 over axes [axis, rank)) + eps) * scale;
+//  - rotary_embedding: ONNX RotaryEmbedding in one injective stage (halves or interleaved
+//    pairs rotated by the cos/sin caches, read directly or through position ids);
+//  - nll_loss / nll_weight: the per-element loss -input[n, target, d...] * weight[target] and
+//    its weight, 0 where the target is ignore_index (the reductions are the graph's).
+
+import {
+  add, call, div, eq, f32, floordiv, floormod, int, load, lt, max, maxReduce, min, mul, ne, or, reduceAxis, select, sub, sum,
+  type Expr,
+} from '../ir/expr';
+import { compute, type Tensor } from '../ir/tensor';
+
+const names = (rank: number, prefix = 'ax'): string[] => Array.from({ length: rank }, (_, i) => `${prefix}${i}`);
+const vr = (name: string): Expr => ({ k: 'var', name });
+
+/** A data-dependent index clamped into [0, n). */
+const clampIndex = (e: Expr, n: number): Expr => max(min(e, int(n - 1)), int(0));
+
+function floatOnly(what: string, x: Tensor): void {
+  if (x.dtype !== 'float32') throw new Error(`${what}: input is ${x.dtype}, expected float32`);
+}
+
+/** Bool tensor: x is NaN. */
+export function isNan(x: Tensor): Tensor {
+  floatOnly('isnan', x);
+  return compute('T_isnan', x.shape, names(x.shape.length), (...ax) => ne(load(x, ax), load(x, ax)), 'elemwise');
+}
+
+/** Bool tensor: x is +inf (when `positive`) or -inf (when `negative`). */
+export function isInf(x: Tensor, positive: boolean, negative: boolean): Tensor {
+  floatOnly('isinf', x);
+  return compute('T_isinf', x.shape, names(x.shape.length), (...ax) => {
+    const e = load(x, ax);
+    const pos = eq(e, f32(Infinity)), neg = eq(e, f32(-Infinity));
+    if (positive && negative) return or(pos, neg);
+    if (positive) return pos;
+    if (negative) return neg;
+    return ne(int(0), int(0));
+  }, 'elemwise');
+}
+
+/**
+ * Softmax along the last axis as ONNX's Attention defines it: the row maximum (0 for a row
+ * of -inf), exp(x - max), and a sum of 0 (a fully masked row) taken as 1, so such a row is 0.
+ */
+export function safeSoftmax(x: Tensor): Tensor {
+  floatOnly('safe_softmax', x);
+  const rank = x.shape.length;
+  const all = names(rank, 'i');
+  const outer = all.slice(0, rank - 1);
+  const reduced = x.shape.slice(0, rank - 1);
+  const k = reduceAxis('k', x.shape[rank - 1]);
+  const maxelem = compute('T_safe_softmax_maxelem', reduced, outer, (...o) => maxReduce(load(x, [...o, vr(k.name)]), [k]), 'softmax');
+  const exp = compute('T_safe_softmax_exp', x.shape, all, (...ax) => {
+    const m = load(maxelem, ax.slice(0, rank - 1));
+    return call('exp', sub(load(x, ax), select(eq(m, f32(-Infinity)), f32(0), m)));
+  }, 'softmax');
+  const expsum = compute('T_safe_softmax_expsum', reduced, outer, (...o) => sum(load(exp, [...o, vr(k.name)]), [k]), 'softmax');
+  return compute('T_safe_softmax_norm', x.shape, all, (...ax) => {
+    const s = load(expsum, ax.slice(0, rank - 1));
+    return div(load(exp, ax), select(eq(s, f32(0)), f32(1), s));
+  }, 'softmax');
+}
+
+/** Indices into `t` for element `ax` of a rank-`rank` tensor, `t` broadcast against its trailing axes. */
+function trailing(t: Tensor, rank: number, ax: readonly Expr[]): Expr[] {
+  const off = rank - t.shape.length;
+  return t.shape.map((d, i) => (d === 1 ? int(0) : ax[off + i]));
+}
+
+/** ONNX RMSNormalization: x * 1/sqrt(mean(x^2 over axes [axis, rank)) + eps) * scale (scale broadcast to x's trailing axes). */
+export function rmsNorm(x: Tensor, scale: Tensor, axis: number, eps: number): Tensor {
+  floatOnly('rms_norm', x);
+  const rank = x.shape.length;
+  const a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) throw new Error(`rms_norm: axis ${axis} out of range for rank ${rank}`);
+  const off = rank - scale.shape.length;
+  if (off < 0 || scale.shape.some((d, i) => d !== 1 && d !== x.shape[off + i])) {
+    throw new Error(`rms_norm: scale of shape [${scale.shape.join(', ')}] does not broadcast to [${x.shape.join(', ')}]`);
+  }
+  const raxes = x.shape.slice(a).map((d, i) => reduceAxis(`k${i}`, d));
+  const count = x.shape.slice(a).reduce((p, d) => p * d, 1);
+  const stat = x.shape.slice(0, a);
+  const on = names(a);
+  const sq = compute('T_rms_norm_sqsum', stat, on, (...o) => {
+    const e = load(x, [...o, ...raxes.map((r) => vr(r.name))]);
+    return sum(mul(e, e), raxes);
+  }, 'comm_reduce');
+  const inv = compute('T_rms_norm_rrms', stat, on, (...o) => div(f32(1), call('sqrt', add(div(load(sq, o), f32(count)), f32(eps)))), 'elemwise');
+  return compute('T_rms_norm', x.shape, names(rank), (...ax) =>
+    mul(mul(load(x, ax), load(inv, ax.slice(0, a))), load(scale, trailing(scale, rank, ax))), 'elemwise');
+}
+
+export interface RotaryOptions {
+  readonly interleaved: boolean;
+  /** Rotated leading part of each head (even; 0: the whole head). */
+  readonly rotaryDim: number;
+  /** Heads of a 3-D input [B, S, heads * head]; ignored for 4-D [B, heads, S, head]. */
+  readonly numHeads: number;
+}
+
+/**
+ * ONNX RotaryEmbedding of x [B, H, S, D] or [B, S, H*D]: each head's first R elements
+ * rotated pairwise ((x1, x2) -> (c x1 - s x2, s x1 + c x2), x1/x2 the halves or the
+ * even/odd elements when interleaved) by cos/sin [B, S, R/2], or [P, R/2] read at
+ * positionIds [B, S] (clamped into range); the rest passes through.
+ */
+export function rotaryEmbedding(x: Tensor, cos: Tensor, sin: Tensor, positionIds: Tensor | undefined, o: RotaryOptions): Tensor {
+  floatOnly('rotary_embedding', x);
+  const rank = x.shape.length;
+  if (rank !== 3 && rank !== 4) throw new Error(`rotary_embedding: input of rank ${rank} (3 or 4)`);
+  const head = rank === 4 ? x.shape[3] : x.shape[2] / o.numHeads;
+  if (!Number.isInteger(head)) throw new Error(`rotary_embedding: hidden size ${x.shape[2]} is not a multiple of ${o.numHeads} heads`);
+  const r = o.rotaryDim || head;
+  if (r % 2 !== 0 || r > head) throw new Error(`rotary_embedding: rotary dimension ${r} (even, at most the head size ${head})`);
+  const half = r / 2;
+  const [b, s] = rank === 4 ? [x.shape[0], x.shape[2]] : [x.shape[0], x.shape[1]];
+  for (const t of [cos, sin]) {
+    const want = positionIds ? [t.shape[0], half] : [b, s, half];
+    if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) {
+      throw new Error(`rotary_embedding: cache of shape [${t.shape.join(', ')}], expected [${positionIds ? 'positions, ' : `${b}, ${s}, `}${half}]`);
+    }
+  }
+  if (positionIds && (positionIds.shape.length !== 2 || positionIds.shape[0] !== b || positionIds.shape[1] !== s || positionIds.dtype !== 'int32')) {
+    throw new Error(`rotary_embedding: position ids must be int [${b}, ${s}]`);
+  }
+  return compute('T_rotary_embedding', x.shape, names(rank), (...ax) => {
+    const bi = ax[0], si = rank === 4 ? ax[2] : ax[1];
+    // d: position within the head; base: the index of the head's element 0 along the last axis.
+    const last = ax[rank - 1];
+    const d = rank === 4 ? last : floormod(last, int(head));
+    const base = rank === 4 ? int(0) : sub(last, d);
+    let j: Expr, partner: Expr, first: Expr;
+    if (o.interleaved) {
+      const odd = floormod(d, int(2));
+      first = eq(odd, int(0));
+      j = floordiv(d, int(2));
+      partner = add(d, sub(int(1), mul(odd, int(2))));
+    } else {
+      first = lt(d, int(half));
+      j = select(first, d, sub(d, int(half)));
+      partner = select(first, add(d, int(half)), sub(d, int(half)));
+    }
+    // Loads in range everywhere (the pass-through part selects x itself).
+    j = clampIndex(j, half);
+    partner = clampIndex(partner, head);
+    const at = (dd: Expr): Expr[] => ax.map((e, i) => (i === rank - 1 ? add(base, dd) : e));
+    const cache = (t: Tensor): Expr => (positionIds
+      ? load(t, [clampIndex(load(positionIds, [bi, si]), t.shape[0]), j])
+      : load(t, [bi, si, j]));
+    const xv = load(x, ax), xp = load(x, at(partner));
+    const c = cache(cos), sn = cache(sin);
+    const rotated = select(first, sub(mul(c, xv), mul(sn, xp)), add(mul(sn, xp), mul(c, xv)));
+    return select(lt(d, int(r)), rotated, xv);
+  }, 'injective');
+}
+
+function lossShapes(input: Tensor, target: Tensor): void {
+  floatOnly('nll_loss', input);
+  if (target.dtype !== 'int32') throw new Error(`nll_loss: target is ${target.dtype}, expected an integer tensor`);
+  const want = [input.shape[0], ...input.shape.slice(2)];
+  if (input.shape.length < 2 || target.shape.length !== want.length || target.shape.some((d, i) => d !== want[i])) {
+    throw new Error(`nll_loss: target of shape [${target.shape.join(', ')}] for input [${input.shape.join(', ')}] (expected [${want.join(', ')}])`);
+  }
+}
+
+/** The weight of each target element: weight[target] (1 without weights), 0 where target == ignoreIndex. */
+function targetWeight(target: Tensor, weight: Tensor | undefined, classes: number, ignoreIndex: number | undefined, ax: readonly Expr[]): Expr {
+  const t = load(target, ax);
+  const w = weight ? load(weight, [clampIndex(t, classes)]) : f32(1);
+  return ignoreIndex === undefined ? w : select(eq(t, int(ignoreIndex)), f32(0), w);
+}
+
+/** NegativeLogLikelihoodLoss without reduction: out[n, d...] = -input[n, target[n, d...], d...] * its weight. */
+export function nllLoss(input: Tensor, target: Tensor, weight: Tensor | undefined, ignoreIndex: number | undefined): Tensor {
+  lossShapes(input, target);
+  const classes = input.shape[1];
+  return compute('T_nll_loss', target.shape, names(target.shape.length), (...ax) => {
+    const c = clampIndex(load(target, ax), classes);
+    const x = load(input, [ax[0], c, ...ax.slice(1)]);
+    return mul(sub(f32(0), x), targetWeight(target, weight, classes, ignoreIndex, ax));
+  }, 'injective');
+}
+
+/** The weights nll_loss multiplies by (their sum divides the mean reduction). */
+export function nllWeight(target: Tensor, weight: Tensor | undefined, classes: number, ignoreIndex: number | undefined): Tensor {
+  if (target.dtype !== 'int32') throw new Error(`nll_weight: target is ${target.dtype}, expected an integer tensor`);
+  return compute('T_nll_weight', target.shape, names(target.shape.length), (...ax) =>
+    targetWeight(target, weight, classes, ignoreIndex, ax), 'injective');
+}
