@@ -11,6 +11,7 @@ import * as norm from '../topi/normalization';
 import * as red from '../topi/reduce';
 import * as lg from '../topi/logic';
 import * as ix from '../topi/indexing';
+import * as ex from '../topi/extra';
 import type { DType } from '../ir/expr';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 import { conv3dNCDHW, conv3dNDHWC, type Conv3dParams } from '../topi/conv3d';
@@ -274,6 +275,24 @@ const LOGIC_OPS: Record<string, OpDef> = {
   },
 };
 Object.assign(OPS, LOGIC_OPS);
+
+// Transformer and loss computes (topi/extra.ts): NaN/inf tests, Attention's softmax (fully
+// masked rows 0), RMSNormalization, RotaryEmbedding, the per-element NLL loss and its weight.
+const EXTRA_OPS: Record<string, OpDef> = {
+  is_nan: { pattern: OpPattern.ElemWise, compute: ([x]) => ex.isNan(x) },
+  is_inf: { pattern: OpPattern.ElemWise, compute: ([x], a) => ex.isInf(x, a.positive as boolean, a.negative as boolean) },
+  safe_softmax: { pattern: OpPattern.Opaque, compute: ([x]) => ex.safeSoftmax(x) },
+  rms_norm: { pattern: OpPattern.OutEWiseFusable, compute: ([x, s], a) => ex.rmsNorm(x, s, num(a, 'axis'), num(a, 'epsilon')) },
+  rotary_embedding: {
+    pattern: OpPattern.Injective,
+    compute: ([x, c, s, p], a) => ex.rotaryEmbedding(x, c, s, p, { interleaved: a.interleaved as boolean, rotaryDim: num(a, 'rotaryDim'), numHeads: num(a, 'numHeads') }),
+  },
+  // Inputs: scores [N, C, d...], int target [N, d...], optional weight [C]; attr ignoreIndex (optional).
+  nll_loss: { pattern: OpPattern.Injective, compute: ([x, t, w], a) => ex.nllLoss(x, t, w, a.ignoreIndex as number | undefined) },
+  // Inputs: int target, optional weight [C]; attrs classes (C), ignoreIndex (optional).
+  nll_weight: { pattern: OpPattern.Injective, compute: ([t, w], a) => ex.nllWeight(t, w, num(a, 'classes'), a.ignoreIndex as number | undefined) },
+};
+Object.assign(OPS, EXTRA_OPS);
 
 export function opDef(op: string): OpDef {
   const def = OPS[op];

@@ -26,6 +26,7 @@ import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
 import { LOGIC_CONVERTERS, refuseNonFloat } from './convert-logic';
 import { INDEXING_CONVERTERS } from './convert-indexing';
+import { EXTRA_CONVERTERS } from './convert-extra';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, OnnxFormatError, tensorFromProto } from './tensor';
 import type { DType } from '../../ir/expr';
@@ -39,7 +40,7 @@ export const MAX_OPSET = 28;
 const IF: Converter = { attrs: ['then_branch', 'else_branch'], convert: () => { throw new Error('If is converted by convertIf'); } };
 
 export const CONVERTERS: Record<string, Converter> = {
-  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, If: IF,
+  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, ...EXTRA_CONVERTERS, If: IF,
 };
 
 /** The ONNX operators the importer converts. */
