@@ -11,6 +11,7 @@ import * as norm from '../topi/normalization';
 import * as red from '../topi/reduce';
 import * as lg from '../topi/logic';
 import * as ix from '../topi/indexing';
+import * as qz from '../topi/quantize';
 import * as ex from '../topi/extra';
 import type { DType } from '../ir/expr';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
@@ -275,6 +276,25 @@ const LOGIC_OPS: Record<string, OpDef> = {
   },
 };
 Object.assign(OPS, LOGIC_OPS);
+
+// Linear quantization (topi/quantize.ts) over int32-carried integers: attrs axis (per-axis
+// scale / zero point), qmin/qmax (the quantized type's range; qtype names it); the zero
+// point input is optional.
+const QUANTIZE_OPS: Record<string, OpDef> = {
+  quantize_linear: {
+    pattern: OpPattern.Broadcast,
+    compute: ([x, s, z], a) => qz.quantize(x, s, z, (a.axis as number | undefined) ?? 0, { qmin: num(a, 'qmin'), qmax: num(a, 'qmax') }),
+  },
+  requantize: {
+    pattern: OpPattern.Broadcast,
+    compute: ([x, m, z], a) => qz.requantize(x, m, z, (a.axis as number | undefined) ?? 0, { qmin: num(a, 'qmin'), qmax: num(a, 'qmax') }),
+  },
+  dequantize_linear: { pattern: OpPattern.Broadcast, compute: ([x, s, z], a) => qz.dequantize(x, s, z, (a.axis as number | undefined) ?? 0) },
+  // DynamicQuantizeLinear's uint8 scale (inputs: the scalars min(x), max(x)) or zero point
+  // (inputs: min(x) and that scale), attr which.
+  dynamic_qparams: { pattern: OpPattern.ElemWise, compute: ([lo, hi], a) => qz.dynamicQParams(lo, hi, a.which as 'scale' | 'zero_point') },
+};
+Object.assign(OPS, QUANTIZE_OPS);
 
 // Transformer and loss computes (topi/extra.ts): NaN/inf tests, Attention's softmax (fully
 // masked rows 0), RMSNormalization, RotaryEmbedding, the per-element NLL loss and its weight.

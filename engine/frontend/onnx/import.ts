@@ -19,16 +19,18 @@ import { isOpNode, type Graph } from '../../graph/graph';
 import { convertLayout } from '../../graph/passes';
 import { rebuild } from '../../graph/rewrite';
 import type { Layout } from '../../topi/nn';
-import { ImportContext, NodeView, UnsupportedError, nodeValue, staticValue, type Value } from './context';
+import { ImportContext, NodeView, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, protoTensor, staticValue, type Value } from './context';
 import { NN_CONVERTERS } from './convert-nn';
 import { NORMALIZATION_CONVERTERS } from './convert-normalization';
 import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
 import { LOGIC_CONVERTERS, refuseNonFloat } from './convert-logic';
 import { INDEXING_CONVERTERS } from './convert-indexing';
+import { RNN_CONVERTERS } from './convert-rnn';
+import { QUANTIZE_CONVERTERS } from './convert-quantize';
 import { EXTRA_CONVERTERS } from './convert-extra';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
-import { checkedDims, dataTypeName, OnnxFormatError, tensorFromProto } from './tensor';
+import { checkedDims, dataTypeName, OnnxFormatError } from './tensor';
 import type { DType } from '../../ir/expr';
 
 export const MIN_OPSET = 7;
@@ -40,7 +42,7 @@ export const MAX_OPSET = 28;
 const IF: Converter = { attrs: ['then_branch', 'else_branch'], convert: () => { throw new Error('If is converted by convertIf'); } };
 
 export const CONVERTERS: Record<string, Converter> = {
-  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, ...EXTRA_CONVERTERS, If: IF,
+  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, ...RNN_CONVERTERS, ...QUANTIZE_CONVERTERS, ...EXTRA_CONVERTERS, If: IF,
 };
 
 /** The ONNX operators the importer converts. */
@@ -188,7 +190,7 @@ function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: numb
   const which = cond.t.data[0] ? 'then_branch' : 'else_branch';
   const branch = msg.attribute?.find((a) => a.name === which)?.g as GraphMessage | undefined;
   if (!branch) throw new OnnxFormatError(`If has no ${which}`);
-  for (const t of branch.initializer ?? []) cx.set(t.name ?? '', staticValue(tensorFromProto(t, cx.modelDir, `initializer '${t.name ?? ''}' of ${which}`)));
+  for (const t of branch.initializer ?? []) cx.set(t.name ?? '', staticValue(protoTensor(t, cx.modelDir, `initializer '${t.name ?? ''}' of ${which}`)));
   const inner = new Issues();
   convertNodes(branch, cx, opset, inner);
   if (inner.lines.length) throw new UnsupportedError(`in its ${which}: ${inner.lines.join('; ')}`);
@@ -228,7 +230,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     const name = t.name ?? '';
     initializerNames.add(name);
     try {
-      cx.set(name, staticValue(tensorFromProto(t, cx.modelDir, `initializer '${name}'`)));
+      cx.set(name, staticValue(protoTensor(t, cx.modelDir, `initializer '${name}'`)));
     } catch (e) {
       throw new UserError(`${file}: ${messageOf(e)}`);
     }
@@ -249,7 +251,10 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     const { shape, symbolicBatch: sym } = inputShape(vi, index, file, opts);
     symbolicBatch ||= sym;
     const dtype = inputDtype(vi.type?.tensor_type?.elem_type)!;
-    cx.set(name, nodeValue(cx.graph.input(name, shape, dtype)));
+    const id = cx.graph.input(name, shape, dtype);
+    cx.set(name, nodeValue(id));
+    const types = ONNX_INPUT_TYPE.get(cx.graph) ?? new Map<number, number>();
+    ONNX_INPUT_TYPE.set(cx.graph, types.set(id, vi.type?.tensor_type?.elem_type ?? 0));
     inputs.push({ name, shape, dtype });
   }
   if (inputs.length === 0) throw new UserError(`${file}: the graph has no (non-initializer) inputs`);
