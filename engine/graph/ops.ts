@@ -270,6 +270,8 @@ const LOGIC_OPS: Record<string, OpDef> = {
     compute: ([d, i, u], a) => ix.scatterElements(d, i, u, num(a, 'axis'), (a.reduction as ix.ScatterReduction | undefined) ?? 'none'),
   },
   scatter_nd: { pattern: OpPattern.Opaque, compute: ([d, i, u], a) => ix.scatterNd(d, i, u, (a.reduction as ix.ScatterReduction | undefined) ?? 'none') },
+  // TopK's positions (the values: gather_elements of them); attrs k, axis, largest.
+  topk_indices: { pattern: OpPattern.Opaque, compute: ([x], a) => ix.topkIndices(x, num(a, 'k'), num(a, 'axis'), a.largest as boolean) },
   one_hot: {
     pattern: OpPattern.OutEWiseFusable,
     compute: ([i], a) => ix.oneHot(i, num(a, 'depth'), num(a, 'off'), num(a, 'on'), num(a, 'axis'), a.dtype as DType),

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
 import { placeholder, type Tensor, type TensorData } from '../ir/tensor';
-import { argReduce, cumsum, gatherElements, gatherNd, oneHot, scatterElements, scatterNd, take } from './indexing';
+import { argReduce, cumsum, gatherElements, gatherNd, oneHot, scatterElements, scatterNd, take, topkIndices } from './indexing';
 import { close, random } from './check.fixture';
 
 const run = (out: Tensor, inputs: [Tensor, TensorData][]): TensorData => evaluate(new ComputeDAG([out]), new Map(inputs)).get(out.name)!;
@@ -131,6 +131,16 @@ test('scatter_nd: rows and elements, the last duplicate wins, reductions fold', 
   assert.equal([...run(scatterNd(d, els, eu, 'add'), feeds)], [6, 1, 2, 15, 4, 5]);
   const n = placeholder('n', [3, 2], 'int32'), nu = placeholder('nu', [3], 'int32');
   assert.equal([...run(scatterNd(n, els, nu, 'max'), [[n, Int32Array.of(0, 1, 2, 9, 4, 5)], [els, Int32Array.of(1, 1, 0, 0, 1, 1)], [nu, Int32Array.of(5, 6, 7)]])], [6, 1, 2, 9, 4, 5]);
+});
+
+test('topk positions: largest or smallest first, ties in position order, along either axis', () => {
+  const x = placeholder('x', [2, 5]);
+  const xv = Float32Array.of(3, 1, 3, 7, -2, 0, 0, 5, -1, 0);
+  assert.equal([...run(topkIndices(x, 3, 1, true), [[x, xv]])], [3, 0, 2, 2, 0, 1]);
+  assert.equal([...run(topkIndices(x, 2, -1, false), [[x, xv]])], [4, 1, 3, 0]);
+  assert.equal([...run(topkIndices(x, 1, 0, true), [[x, xv]])], [0, 0, 1, 0, 1]);
+  const i = placeholder('i', [4], 'int32');
+  assert.equal([...run(topkIndices(i, 4, 0, true), [[i, Int32Array.of(2, 9, 2, -5)]])], [1, 0, 2, 3]);
 });
 
 test.run();

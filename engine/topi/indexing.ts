@@ -1,5 +1,5 @@
 // Indexing computes: take (ONNX Gather), gather_elements, gather_nd, argmax/argmin,
-// cumsum, one_hot and the scatters, named as TVM's TOPI names them. Indices are int32 tensors read
+// cumsum, one_hot, the scatters and topk's positions, named as TVM's TOPI names them. Indices are int32 tensors read
 // inside the body (a load whose index is another load).
 //
 // Every data-dependent index is wrapped (a negative index counts from the end, as ONNX
@@ -9,7 +9,7 @@
 // element (TVM's take mode "clip" after the "wrap" of negative ones).
 
 import {
-  add, all, and, eq, floordiv, floormod, ge, gt, int, load, lt, max, maxReduce, min, minReduce, mul, prodReduce, reduceAxis, select, sum, type DType, type Expr,
+  add, all, and, eq, floordiv, floormod, ge, gt, int, load, lt, max, maxReduce, min, minReduce, mul, or, prodReduce, reduceAxis, select, sum, type DType, type Expr,
 } from '../ir/expr';
 import { compute, numElements, type Tensor } from '../ir/tensor';
 
@@ -239,4 +239,29 @@ export function scatterNd(data: Tensor, indices: Tensor, updates: Tensor, reduct
     const qi = q.map((d, i) => floormod(floordiv(pos, strides[i]), d));
     return select(ge(load(last, p), 0), load(updates, [...qi, ...p.slice(k)]), load(data, p));
   }, 'injective');
+}
+
+/**
+ * The positions of ONNX TopK along `axis`: out[..j..] is the position of the j-th largest
+ * (`largest`; else smallest) element, equal elements in position order, as ONNX defines.
+ * Two reductions instead of a sort: each element's rank (how many elements come before it
+ * in that order: quadratic in the axis length), then per output slot the position whose
+ * rank it is. The values are a gather_elements of these positions.
+ */
+export function topkIndices(x: Tensor, k: number, axis: number, largest: boolean): Tensor {
+  const rank = x.shape.length;
+  const a = checkAxis('topk', axis, rank);
+  const n = x.shape[a];
+  if (!Number.isInteger(k) || k < 1 || k > n) throw new Error(`topk: k ${k} for an axis of ${n}`);
+  const at = (p: readonly Expr[], m: Expr): Expr[] => p.map((e, d) => (d === a ? m : e));
+  const ax = names('ax', rank);
+  const mv: Expr = { k: 'var', name: 'm' };
+  const before = compute('T_topk_rank', x.shape, ax, (...p) => {
+    const other = load(x, at(p, mv)), mine = load(x, p);
+    const ahead = largest ? gt(other, mine) : lt(other, mine);
+    return sum(select(or(ahead, and(eq(other, mine), lt(mv, p[a]))), int(1), int(0)), [reduceAxis('m', n)]);
+  }, 'comm_reduce');
+  const shape = x.shape.map((d, i) => (i === a ? k : d));
+  return compute('T_topk_indices', shape, ax, (...o) =>
+    maxReduce(select(eq(load(before, at(o, mv)), o[a]), mv, int(-1)), [reduceAxis('m', n)]), 'comm_reduce');
 }

@@ -172,4 +172,16 @@ test('ScatterElements (opsets 11, 18 with each reduction) and ScatterND (13, 18)
   await agreesTyped('scatter-nd-18', ndr.build(), [randFloats(12, 40), Int32Array.of(1, -3, 2), randFloats(9, 41)]);
 });
 
+test('TopK (opsets 9, 11 with largest/sorted, 13 on int64): values and int64 indices, ties in index order', async () => {
+  const m9 = new OnnxModelBuilder(9).input('x', [3, 6]).node('TopK', ['x'], ['v', 'i'], { k: 2 }).output('v').typedOutput('i', I64);
+  await agreesTyped('topk-9', m9.build(), [randFloats(18, 42)]);
+  const m11 = new OnnxModelBuilder(11).input('x', [4, 5]).int64('k', [3])
+    .node('TopK', ['x', 'k'], ['v', 'i'], { axis: 0 }).output('v').typedOutput('i', I64)
+    .node('TopK', ['x', 'k'], ['vs', 'is'], { largest: 0 }).output('vs').typedOutput('is', I64);
+  await agreesTyped('topk-11', m11.build(), [randFloats(20, 43, -2, 2, 1)]);
+  const m13 = new OnnxModelBuilder(13).typedInput('x', I64, [2, 7]).int64('k', [7])
+    .node('TopK', ['x', 'k'], ['v', 'i']).typedOutput('v', I64).typedOutput('i', I64);
+  await agreesTyped('topk-13', m13.build(), [randInts(14, 44, -3, 3)]);
+});
+
 test.run();

@@ -1,5 +1,5 @@
 // Converters of ONNX's indexing and shape-producing operators: Gather (TOPI's take),
-// GatherElements, GatherND, ScatterElements, ScatterND, ArgMax/ArgMin, CumSum, OneHot on
+// GatherElements, GatherND, ScatterElements, ScatterND, TopK, ArgMax/ArgMin, CumSum, OneHot on
 // computed tensors; Shape,
 // Size, Range, ConstantOfShape, NonZero, Constant and Dropout (with its mask) at import
 // time. Static inputs fold here (shape arithmetic); a computed index tensor becomes a
@@ -248,7 +248,31 @@ const scatterNd: Converter = {
   },
 };
 
+/**
+ * TopK: k from input 1 (opset 10+) or the attribute; the positions by ranking (quadratic in
+ * the axis length: refused past MAX_SCATTER_STEPS steps), the values gathered at them.
+ * `sorted=0` leaves the order to the implementation; ours is sorted.
+ */
+const topk: Converter = {
+  attrs: ['k', 'axis', 'largest', 'sorted'],
+  convert(n) {
+    const dims = n.shape(0);
+    if (n.dtype(0) === 'bool') throw new UnsupportedError('TopK of a bool tensor');
+    const axis = normAxis(n.attr.int('axis', -1), dims.length, 'TopK axis');
+    const ks = n.opset < 10 ? [n.attr.int('k', 0)] : n.ints(1, 'K');
+    if (ks.length !== 1) throw new Error(`TopK: K has ${ks.length} values`);
+    const k = ks[0], len = dims[axis];
+    if (k < 1 || k > len) throw new UnsupportedError(`TopK with k ${k} for an axis of ${len}${k === 0 ? ' (an empty result)' : ''}`);
+    const steps = numElements(dims) * len;
+    if (steps > MAX_SCATTER_STEPS) throw new UnsupportedError(`TopK of ${steps} steps (the elements x the axis length; at most ${MAX_SCATTER_STEPS})`);
+    const largest = n.opset < 11 || n.attr.int('largest', 1) === 1;
+    const indices = applyOp(n, 'topk_indices', [n.input(0)], { k, axis, largest }, '_indices');
+    return [applyOp(n, 'gather_elements', [n.input(0), indices], { axis }), indices];
+  },
+};
+
 export const INDEXING_CONVERTERS: Record<string, Converter> = {
+  TopK: topk,
   ScatterElements: scatterElements,
   Scatter: scatterElements,
   ScatterND: scatterNd,

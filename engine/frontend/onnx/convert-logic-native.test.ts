@@ -108,12 +108,13 @@ test('compiled: fused with their neighbours: computed ids and a computed table, 
   await compiledAgrees('fused', m.build(), [randInts(5, 12, -14, 14), randFloats(108, 13), randFloats(32, 14)]);
 });
 
-test('compiled: ScatterElements and ScatterND, plain and with reductions, with out-of-range indices ignored', async () => {
+test('compiled: ScatterElements and ScatterND, plain and with reductions, with out-of-range indices ignored; TopK', async () => {
   const m = new OnnxModelBuilder(18).input('x', [4, 5]).typedInput('i', I64, [3, 2]).input('u', [3, 2]).typedInput('k', I64, [2, 1]).input('v', [2, 5])
     .node('ScatterElements', ['x', 'i', 'u'], ['se'], { axis: 0 }).output('se')
     .node('ScatterElements', ['x', 'i', 'u'], ['sa'], { axis: 1, reduction: 'add' }).output('sa')
     .node('ScatterND', ['x', 'k', 'v'], ['sn']).output('sn')
-    .node('ScatterND', ['x', 'k', 'v'], ['sm'], { reduction: 'max' }).output('sm');
+    .node('ScatterND', ['x', 'k', 'v'], ['sm'], { reduction: 'max' }).output('sm')
+    .int64('three', [3]).node('TopK', ['x', 'three'], ['tv', 'ti']).output('tv').typedOutput('ti', I64);
   await compiledAgrees('scatter', m.build(), [randFloats(20, 15), randInts(6, 16, -6, 6), randFloats(6, 17), Int32Array.of(9, -1), randFloats(10, 18)]);
 });
 

@@ -12,7 +12,7 @@ import type { Attrs } from '../../graph/ops';
 import { evalOp } from '../../graph/run';
 import type { DType } from '../../ir/expr';
 import { numElements } from '../../ir/tensor';
-import { UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
+import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
 import type { Converter } from './convert-tensor';
 import { floatTensor, intTensor } from './static';
 import { DataType } from './schema';
@@ -150,14 +150,18 @@ const cast: Converter = {
 };
 
 /**
- * CastLike: cast to the type of input 1. Only its type as it runs here is known (int64,
- * int32, int16... all run as int32), so a narrow integer target does not wrap.
+ * CastLike: cast to the type of input 1: its ONNX type where the importer knows it (a graph
+ * input, an initializer or Constant), else the type it runs as here (int64, int32, int16...
+ * all run as int32, so a narrow integer computed in the graph does not wrap).
  */
 const castLike: Converter = {
   attrs: ['saturate', 'round_mode'],
   convert(n) {
     if (n.attr.has('round_mode')) throw new UnsupportedError('CastLike round_mode (float8 types)');
-    const to = { float32: DataType.FLOAT, int32: DataType.INT32, bool: DataType.BOOL }[n.dtype(1)];
+    const like = n.input(1);
+    const known = like.kind === 'static' ? ONNX_ELEMENT_TYPE.get(like.t)
+      : n.graph.node(like.id).op === 'input' ? ONNX_INPUT_TYPE.get(n.graph)?.get(like.id) : undefined;
+    const to = known ?? { float32: DataType.FLOAT, int32: DataType.INT32, bool: DataType.BOOL }[n.dtype(1)];
     return [castTo(n, n.input(0), to, 'CastLike')];
   },
 };
@@ -206,7 +210,9 @@ export function refuseNonFloat(n: NodeView): void {
   if (!FLOAT_ONLY.has(n.opType)) return;
   // Their data inputs: Resize/Upsample's sizes and scales, Clip's bounds are parameters (checked by their converters).
   // LSTM/GRU/RNN's sequence_lens (input 4) is int32 (checked by their converters).
-  const data = n.opType === 'Resize' || n.opType === 'Upsample' || n.opType === 'Clip' ? [0]
+  // Reduce*'s axes (input 1 from opset 13/18) are int64 parameters too.
+  // Pow's exponent may be an integer tensor (its converter casts it).
+  const data = ['Resize', 'Upsample', 'Clip', 'Pow'].includes(n.opType) || n.opType.startsWith('Reduce') ? [0]
     : n.opType === 'LSTM' || n.opType === 'GRU' || n.opType === 'RNN' ? n.inputs.map((_, i) => i).filter((i) => i !== 4) : n.inputs.map((_, i) => i);
   for (const i of data) {
     if (!n.inputs[i]) continue;
