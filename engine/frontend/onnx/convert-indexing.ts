@@ -166,6 +166,7 @@ const nonZero: Converter = {
     const v = n.input(0);
     if (!isStatic(v)) throw new UnsupportedError('NonZero of a computed tensor (its output shape depends on the data)');
     const dims = v.t.shape, rank = dims.length;
+    if (v.t.data.length > MAX_STATIC_INTS) throw new UnsupportedError(`NonZero of a constant of ${v.t.data.length} elements (at most ${MAX_STATIC_INTS})`);
     const hits: number[] = [];
     for (let i = 0; i < v.t.data.length; i++) if (v.t.data[i] !== 0) hits.push(i);
     if (hits.length === 0) throw new UnsupportedError('NonZero with no non-zero element (an empty tensor)');

@@ -110,4 +110,14 @@ test('float-only operators refuse int and bool tensors in one line', () => {
   assert.match(importError(conv), /Conv 'y': unsupported: Conv of a bool tensor \(input 0\)/);
 });
 
+test('a Cast of a big constant to int is one graph constant (no JS array per element); to uint32 of non-negative constants', () => {
+  const m = new OnnxModelBuilder(13).typedInput('i', I64, [1 << 21]).float('w', [1 << 21], new Float32Array(1 << 21).fill(2.5))
+    .node('Cast', ['w'], ['wi'], { to: I64 }).node('Add', ['i', 'wi'], ['y']).typedOutput('y', I64)
+    .int64('s', [3, 4]).node('Cast', ['s'], ['su'], { to: DataType.UINT32 }).node('Cast', ['su'], ['sf'], { to: F })
+    .input('x', [2]).node('Mul', ['x', 'sf'], ['z']).output('z').build();
+  const model = importOnnx(m, 'big-cast.onnx');
+  const c = model.graph.nodes.find((n) => n.op === 'constant' && n.name === 'wi');
+  assert.ok(c && c.op === 'constant' && 'data' in c && c.data instanceof Int32Array && c.data[12345] === 2 && c.dtype === 'int32');
+});
+
 test.run();

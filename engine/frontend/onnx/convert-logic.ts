@@ -106,6 +106,9 @@ const where: Converter = {
   },
 };
 
+/** Elements above which a static integer cast result is made a graph constant directly. */
+const MAX_STATIC_CAST = 1 << 20;
+
 /** Ranges of the narrow integer types, which a cast into them wraps to (two's complement). */
 const NARROW: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT8]: { bits: 8, signed: true }, [DataType.UINT8]: { bits: 8, signed: false },
@@ -117,15 +120,27 @@ function castTo(n: NodeView, v: Value, to: number, what: string): Value {
   const dtype = runType(to);
   if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, DOUBLE as float32, the integer types and BOOL)`);
   const from: DType = isStatic(v) ? (v.t.type === 'float' ? 'float32' : v.t.bool ? 'bool' : 'int32') : n.graph.node(v.id).dtype;
-  if ((to === DataType.UINT32 || to === DataType.UINT64) && from !== 'bool') {
-    throw new UnsupportedError(`${what} to ${dataTypeName(to)} (unsigned 32/64-bit values do not fit in int32)`);
+  const nonNegative = isStatic(v) && v.t.data.every((x) => x >= 0);
+  if ((to === DataType.UINT32 || to === DataType.UINT64) && from !== 'bool' && !nonNegative) {
+    throw new UnsupportedError(`${what} to ${dataTypeName(to)} of ${isStatic(v) ? 'negative' : 'computed signed'} values (unsigned 32/64-bit values do not fit in int32)`);
   }
   const narrow = NARROW[to];
   if (isStatic(v)) {
-    // Folded here, even for big tensors: the result is as large as the input already is.
+    // Folded here, whatever the size: the result is as large as the input already is.
     const t = v.t;
     if (dtype === 'float32') return staticValue(floatTensor(t.shape, t.type === 'float' ? t.data : Float32Array.from(t.data)));
-    const data = [...t.data].map((x) => (dtype === 'bool' ? (x !== 0 ? 1 : 0) : wrap(Math.trunc(x), narrow)));
+    const convert = (x: number): number => (dtype === 'bool' ? (x !== 0 ? 1 : 0) : wrap(Math.trunc(x), narrow));
+    if (t.data.length > MAX_STATIC_CAST) {
+      // A big integer result (a cast weight) is one graph constant, never a JS number per element.
+      const data = new Int32Array(t.data.length);
+      for (let i = 0; i < data.length; i++) {
+        const x = convert(t.data[i]);
+        if (!(x >= -2147483648 && x <= 2147483647)) throw new UnsupportedError(`${what}: value ${x} does not fit in int32 (integer tensors run as int32)`);
+        data[i] = x;
+      }
+      return nodeValue(n.graph.constant(n.name, t.shape, data, dtype));
+    }
+    const data = Array.from(t.data, convert);
     return staticValue(dtype === 'bool' ? { ...intTensor(t.shape, data), bool: true } as StaticTensor : intTensor(t.shape, data));
   }
   if (from === dtype && !narrow) return v;
