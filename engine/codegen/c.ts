@@ -19,7 +19,7 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { add, children, dtypeOf, freeVars, int, readTensors, v, type DType, type Expr, type MathFn } from '../ir/expr';
+import { add, children, dtypeOf, freeVars, int, mathArity, readTensors, v, type DType, type Expr, type MathFn } from '../ir/expr';
 import { formatFloat32, printExpr } from '../ir/printer';
 import type { Kernel, Stmt } from './lower';
 import { packageRoot } from '../package-root';
@@ -30,6 +30,9 @@ import { prefetchNextPanels } from './prefetch';
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
+  // rintf rounds half to even (the default rounding mode), as ONNX's Round.
+  log1p: 'log1pf', floor: 'floorf', ceil: 'ceilf', round: 'rintf', sin: 'sinf', cos: 'cosf', tan: 'tanf', atan: 'atanf',
+  pow: 'powf', fmod: 'fmodf',
 };
 
 const VECTOR_WIDTHS = [4, 8, 16] as const;
@@ -52,7 +55,9 @@ function vectorPrelude(n: number): string {
     `static inline ${t} ${t}_select(${t}i m, ${t} a, ${t} b) { return (${t})((m & (${t}i)a) | (~m & (${t}i)b)); }`,
     `static inline ${t} ${t}_max(${t} a, ${t} b) { return ${t}_select(a > b, a, b); }`,
     `static inline ${t} ${t}_min(${t} a, ${t} b) { return ${t}_select(a < b, a, b); }`,
-    ...Object.entries(MATH).map(([fn, c]) => `static inline ${t} ${t}_${fn}(${t} a) ${lanes(`r[i] = ${c}(a[i])`)}`),
+    ...Object.entries(MATH).map(([fn, c]) => (mathArity(fn as MathFn) === 2
+      ? `static inline ${t} ${t}_${fn}(${t} a, ${t} b) ${lanes(`r[i] = ${c}(a[i], b[i])`)}`
+      : `static inline ${t} ${t}_${fn}(${t} a) ${lanes(`r[i] = ${c}(a[i])`)}`)),
   ].join('\n');
 }
 
@@ -343,8 +348,7 @@ class Renderer {
         return { code: `(${this.scalar(e.cond)} ? ${splat(t)} : ${splat(f)})`, vec: true };
       }
       case 'call':
-        if (e.args.length !== 1) throw new VectorFail('call arity');
-        return { code: `${this.vt}_${e.fn}(${splat(this.vector(e.args[0]))})`, vec: true };
+        return { code: `${this.vt}_${e.fn}(${e.args.map((x) => splat(this.vector(x))).join(', ')})`, vec: true };
       default: throw new VectorFail(`${e.k} on the lane`);
     }
   }

@@ -24,9 +24,12 @@ import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
 import { storedBuffers, type Dim3, type GpuKernel, type GpuProgram } from './gpu';
 import { launchTable, type BufferRole } from './opencl';
 import type { ThreadTag } from '../schedule/steps';
+import { mathArity, type MathFn } from '../ir/expr';
 
-const VECTOR_MATH: Record<string, string> = {
+const VECTOR_MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
+  log1p: 'log1pf', floor: 'floorf', ceil: 'ceilf', round: 'rintf', sin: 'sinf', cos: 'cosf', tan: 'tanf', atan: 'atanf',
+  pow: 'powf', fmod: 'fmodf',
 };
 
 /** The vector type of `n` lanes and the helpers c.ts's vector code calls. */
@@ -62,7 +65,9 @@ function vectorHelpers(n: number): string {
     ]),
     `${d} ${t} ${t}_max(${t} a, ${t} b) ${each('r.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i]')}`,
     `${d} ${t} ${t}_min(${t} a, ${t} b) ${each('r.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i]')}`,
-    ...Object.entries(VECTOR_MATH).map(([fn, c]) => `${d} ${t} ${t}_${fn}(${t} a) ${each(`r.v[i] = ${c}(a.v[i])`)}`),
+    ...Object.entries(VECTOR_MATH).map(([fn, c]) => (mathArity(fn as MathFn) === 2
+      ? `${d} ${t} ${t}_${fn}(${t} a, ${t} b) ${each(`r.v[i] = ${c}(a.v[i], b.v[i])`)}`
+      : `${d} ${t} ${t}_${fn}(${t} a) ${each(`r.v[i] = ${c}(a.v[i])`)}`)),
   ].join('\n');
 }
 

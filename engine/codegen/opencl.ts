@@ -15,10 +15,13 @@ import { numElements } from '../ir/tensor';
 import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
 import type { Dim3, GpuProgram } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
+import { mathArity, type MathFn } from '../ir/expr';
 
-const VECTOR_MATH: Record<string, string> = {
+const VECTOR_MATH: Record<MathFn, string> = {
   exp: 'exp(a)', log: 'log(a)', sqrt: 'sqrt(a)', rsqrt: 'rsqrt(a)', tanh: 'tanh(a)',
   sigmoid: '(1.0f / (1.0f + exp(-(a))))', fabs: 'fabs(a)', erf: 'erf(a)',
+  log1p: 'log1p(a)', floor: 'floor(a)', ceil: 'ceil(a)', round: 'rint(a)', sin: 'sin(a)', cos: 'cos(a)', tan: 'tan(a)', atan: 'atan(a)',
+  pow: 'pow(a, b)', fmod: 'fmod(a, b)',
 };
 
 function vectorHelpers(n: number): string {
@@ -31,7 +34,7 @@ function vectorHelpers(n: number): string {
     // a > b ? a : b per lane, as tt_maxf (fmax differs on NaN).
     `#define ${t}_max(a, b) select((b), (a), (a) > (b))`,
     `#define ${t}_min(a, b) select((b), (a), (a) < (b))`,
-    ...Object.entries(VECTOR_MATH).map(([fn, body]) => `#define ${t}_${fn}(a) ${body}`),
+    ...Object.entries(VECTOR_MATH).map(([fn, body]) => `#define ${t}_${fn}(${mathArity(fn as MathFn) === 2 ? 'a, b' : 'a'}) ${body}`),
   ].join('\n');
 }
 
@@ -43,6 +46,16 @@ export const OPENCL_PRELUDE = `typedef int int32_t;
 #define tanhf(x) tanh(x)
 #define fabsf(x) fabs(x)
 #define erff(x) erf(x)
+#define log1pf(x) log1p(x)
+#define floorf(x) floor(x)
+#define ceilf(x) ceil(x)
+#define rintf(x) rint(x)
+#define sinf(x) sin(x)
+#define cosf(x) cos(x)
+#define tanf(x) tan(x)
+#define atanf(x) atan(x)
+#define powf(x, y) pow(x, y)
+#define fmodf(x, y) fmod(x, y)
 inline float tt_maxf(float a, float b) { return a > b ? a : b; }
 inline float tt_minf(float a, float b) { return a < b ? a : b; }
 inline int tt_maxi(int a, int b) { return a > b ? a : b; }

@@ -13,7 +13,7 @@ import { allocData, dataFits, numElements, type ComputeOp, type Tensor, type Ten
 
 type StageFn = (buffers: TensorData[]) => void;
 
-const MATH: Record<MathFn, (x: string) => string> = {
+const MATH: Record<MathFn, (x: string, y?: string) => string> = {
   exp: (x) => `Math.exp(${x})`,
   log: (x) => `Math.log(${x})`,
   sqrt: (x) => `Math.sqrt(${x})`,
@@ -22,6 +22,32 @@ const MATH: Record<MathFn, (x: string) => string> = {
   sigmoid: (x) => `(1 / (1 + Math.exp(-(${x}))))`,
   fabs: (x) => `Math.abs(${x})`,
   erf: (x) => `erf(${x})`,
+  log1p: (x) => `Math.log1p(${x})`,
+  floor: (x) => `Math.floor(${x})`,
+  ceil: (x) => `Math.ceil(${x})`,
+  round: (x) => `mf.rint(${x})`,
+  sin: (x) => `Math.sin(${x})`,
+  cos: (x) => `Math.cos(${x})`,
+  tan: (x) => `Math.tan(${x})`,
+  atan: (x) => `Math.atan(${x})`,
+  pow: (x, y) => `mf.pow(${x}, ${y})`,
+  // JavaScript's % on numbers is C's fmod (the dividend's sign; NaN for a zero divisor or an infinite dividend).
+  fmod: (x, y) => `(${x} % ${y})`,
+};
+
+/** Math with C's semantics where JavaScript's differs (rintf, powf). */
+const mf = {
+  /** Round half to even, as rintf in the default rounding mode. */
+  rint(x: number): number {
+    const r = Math.round(x);
+    return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  },
+  /** C's pow: pow(1, y) and pow(x, ±0) are 1 even for NaN, pow(-1, ±inf) is 1 (JavaScript: NaN). */
+  pow(x: number, y: number): number {
+    if (x === 1 || y === 0) return 1;
+    if (x === -1 && (y === Infinity || y === -Infinity)) return 1;
+    return Math.pow(x, y);
+  },
 };
 
 /** Abramowitz-Stegun 7.1.26 is too coarse for a reference; this series/continued-fraction pair is accurate to ~1e-15. */
@@ -62,7 +88,7 @@ class StageCompiler {
         return `(+${a})`;
       }
       case 'select': case 'if': return `(${this.expr(e.cond)} ? ${this.expr(e.t)} : ${this.expr(e.f)})`;
-      case 'call': return MATH[e.fn](this.expr(e.args[0]));
+      case 'call': return MATH[e.fn](this.expr(e.args[0]), e.args[1] && this.expr(e.args[1]));
       case 'load': {
         const slot = this.slots.get(e.tensor);
         if (slot === undefined) throw new Error(`evaluate: ${e.tensor.name} is not in the DAG`);
@@ -141,9 +167,9 @@ function compileStage(t: Tensor & { op: ComputeOp }, slots: Map<Tensor, number>)
   const source = new StageCompiler(slots).stage(t);
   const used = [...new Set(source.match(/\bb\d+\b/g) ?? [])];
   const header = used.map((b) => `const ${b} = buffers[${b.slice(1)}];`).join('\n');
-  const fn = new Function('buffers', 'fmod', 'erf', `"use strict";\n${header}\n${source}`) as
-    (buffers: TensorData[], f: typeof fmod, e: typeof erf) => void;
-  return (buffers) => fn(buffers, fmod, erf);
+  const fn = new Function('buffers', 'fmod', 'erf', 'mf', `"use strict";\n${header}\n${source}`) as
+    (buffers: TensorData[], f: typeof fmod, e: typeof erf, m: typeof mf) => void;
+  return (buffers) => fn(buffers, fmod, erf, mf);
 }
 
 /**

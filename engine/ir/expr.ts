@@ -15,8 +15,16 @@ export type BinOp =
   | '==' | '!=' | '<' | '<=' | '>' | '>='
   | '&&' | '||';
 
-/** Pure math intrinsics (elementwise, float32 -> float32). */
-export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf';
+/**
+ * Pure math intrinsics (elementwise, float32 -> float32), named as TVM's tir intrinsics.
+ * `round` rounds half to even (C's rintf, LLVM's nearbyint for TVM's tir.round); `pow`
+ * and `fmod` (C's, the dividend's sign) take two arguments (mathArity).
+ */
+export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf'
+  | 'log1p' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan' | 'pow' | 'fmod';
+
+/** How many arguments a math intrinsic takes. */
+export const mathArity = (fn: MathFn): 1 | 2 => (fn === 'pow' || fn === 'fmod' ? 2 : 1);
 
 export type Combiner = 'sum' | 'max' | 'min' | 'prod';
 
@@ -165,7 +173,10 @@ export const ifThenElse = (cond: Expr, t: ExprLike, f: ExprLike): Expr => {
   const [a, b] = unify(lift(t), lift(f));
   return { k: 'if', cond, t: a, f: b, dtype: dtypeOf(a) };
 };
-export const call = (fn: MathFn, ...args: Expr[]): Call => ({ k: 'call', fn, args });
+export const call = (fn: MathFn, ...args: Expr[]): Call => {
+  if (args.length !== mathArity(fn)) throw new Error(`${fn}: ${args.length} arguments, expected ${mathArity(fn)}`);
+  return { k: 'call', fn, args };
+};
 export const cast = (dtype: DType, a: ExprLike): Cast => ({ k: 'cast', dtype, a: lift(a) });
 export const load = (tensor: Tensor, indices: readonly ExprLike[]): Load => {
   if (indices.length !== tensor.shape.length) {
