@@ -313,6 +313,13 @@ const EXTRA_OPS: Record<string, OpDef> = {
   nll_loss: { pattern: OpPattern.Injective, compute: ([x, t, w], a) => ex.nllLoss(x, t, w, a.ignoreIndex as number | undefined) },
   // Inputs: int target, optional weight [C]; attrs classes (C), ignoreIndex (optional).
   nll_weight: { pattern: OpPattern.Injective, compute: ([t, w], a) => ex.nllWeight(t, w, num(a, 'classes'), a.ignoreIndex as number | undefined) },
+  swish: { pattern: OpPattern.ElemWise, compute: ([x], a) => ex.swish(x, num(a, 'alpha')) },
+  shrink: { pattern: OpPattern.ElemWise, compute: ([x], a) => ex.shrink(x, num(a, 'lambd'), num(a, 'bias')) },
+  // attrs left, bits (8/16/32/64), signed: the ONNX type the int32 operands stand for.
+  bit_shift: {
+    pattern: OpPattern.Broadcast,
+    compute: ([x, y], a) => ex.bitShift(x, y, a.left as boolean, { bits: num(a, 'bits') as ex.IntType['bits'], signed: a.signed as boolean }),
+  },
 };
 Object.assign(OPS, EXTRA_OPS);
 

@@ -193,3 +193,80 @@ export function nllWeight(target: Tensor, weight: Tensor | undefined, classes: n
   return compute('T_nll_weight', target.shape, names(target.shape.length), (...ax) =>
     targetWeight(target, weight, classes, ignoreIndex, ax), 'injective');
 }
+
+/** ONNX Swish: x * sigmoid(alpha * x). */
+export function swish(x: Tensor, alpha: number): Tensor {
+  floatOnly('swish', x);
+  return compute('T_swish', x.shape, names(x.shape.length), (...ax) => mul(load(x, ax), call('sigmoid', mul(load(x, ax), f32(alpha)))), 'elemwise');
+}
+
+/** ONNX Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0. */
+export function shrink(x: Tensor, lambd: number, bias: number): Tensor {
+  floatOnly('shrink', x);
+  return compute('T_shrink', x.shape, names(x.shape.length), (...ax) => {
+    const e = load(x, ax);
+    return select(lt(e, f32(-lambd)), add(e, f32(bias)), select(lt(f32(lambd), e), sub(e, f32(bias)), f32(0)));
+  }, 'elemwise');
+}
+
+/** 2^e for an int32 exponent e in [0, 30], exactly: the product of its binary digits' powers. */
+function pow2(e: Expr): Expr {
+  let p: Expr = int(1);
+  for (let bit = 0; bit < 5; bit++) {
+    const on = eq(floormod(floordiv(e, int(1 << bit)), int(2)), int(1));
+    p = mul(p, select(on, int(2 ** (1 << bit)), int(1)));
+  }
+  return p;
+}
+
+/** Element type of a BitShift operand carried as int32: its width in bits and signedness. */
+export interface IntType { readonly bits: 8 | 16 | 32 | 64; readonly signed: boolean }
+
+/**
+ * ONNX BitShift of int32-carried integers of type `t` (shift counts y broadcast against x):
+ * RIGHT is floor division by 2^y (arithmetic for signed types; a count outside [0, width)
+ * gives 0, or -1 for a negative signed x); LEFT keeps the low `width` bits, wrapped into the
+ * type's range (a count outside [0, width) gives 0). Computed without int32 overflow: the
+ * bits that survive a left shift by y >= 1 are x mod 2^(w-1-y) (times 2^y) and bit w-1-y
+ * (the result's top bit). LEFT of 64-bit types is refused by the converter (the carrier
+ * cannot hold the result).
+ */
+export function bitShift(x: Tensor, y: Tensor, left: boolean, t: IntType): Tensor {
+  if (x.dtype !== 'int32' || y.dtype !== 'int32') throw new Error(`bit_shift: operands are ${x.dtype} and ${y.dtype}, expected int32`);
+  const shape = broadcast(x.shape, y.shape);
+  const w = t.bits;
+  return compute('T_bit_shift', shape, names(shape.length), (...ax) => {
+    const a = load(x, bcast(x, shape, ax)), s = load(y, bcast(y, shape, ax));
+    const outOfRange = or(lt(s, int(0)), lt(int(w - 1), s));
+    if (!left) {
+      const sign = t.signed ? select(lt(a, int(0)), int(-1), int(0)) : int(0);
+      // Counts of 31 and more (possible for 32/64-bit types) leave only the sign.
+      const k = max(min(s, int(31)), int(0));
+      return select(or(outOfRange, eq(k, int(31))), sign, floordiv(a, pow2(min(k, int(30)))));
+    }
+    if (w === 64) throw new Error('bit_shift: a left shift of 64-bit integers does not fit the int32 carrier');
+    const k = max(min(s, int(w - 1)), int(1));
+    const low = pow2(sub(int(w - 1), k));
+    // k = 31 (32-bit types) keeps no low bits: 2^30 stands in for 2^31 (times 0).
+    const kept = mul(floormod(a, low), pow2(min(k, int(30))));
+    const top = floormod(floordiv(a, low), int(2));
+    // The result's bit w-1: -2^(w-1) for signed types, +2^(w-1) for unsigned ones (w < 32 then).
+    const topBit = t.signed ? mul(mul(top, int(-(2 ** (w - 2)))), int(2)) : mul(top, int(2 ** (w - 1)));
+    const shifted = add(kept, topBit);
+    return select(outOfRange, int(0), select(eq(s, int(0)), a, shifted));
+  }, 'broadcast');
+}
+
+function broadcast(a: readonly number[], b: readonly number[]): number[] {
+  const rank = Math.max(a.length, b.length);
+  return Array.from({ length: rank }, (_, i) => {
+    const da = a[a.length - rank + i] ?? 1, db = b[b.length - rank + i] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) throw new Error(`cannot broadcast [${a.join(', ')}] with [${b.join(', ')}]`);
+    return Math.max(da, db);
+  });
+}
+
+function bcast(t: Tensor, shape: readonly number[], ax: readonly Expr[]): Expr[] {
+  const off = shape.length - t.shape.length;
+  return t.shape.map((d, i) => (d === 1 && shape[off + i] !== 1 ? int(0) : ax[off + i]));
+}

@@ -1,6 +1,7 @@
-// IsNaN, IsInf, Attention, RMSNormalization, RotaryEmbedding, NegativeLogLikelihoodLoss and
-// SoftmaxCrossEntropyLoss imported and run by the reference evaluator, against ONNX Runtime
-// on seeded inputs: bool outputs equal, float ones within 1e-5 (relative to 1 + |x|).
+// IsNaN, IsInf, Attention, RMSNormalization, RotaryEmbedding, NegativeLogLikelihoodLoss,
+// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift and Compress imported and run by the reference evaluator, against ONNX Runtime
+// on seeded inputs (or their definition: SwiGLU, which ONNX Runtime 1.30 lacks, and BitShift,
+// whose unsigned and opset-28 signed types the session helper does not feed): bool/int outputs equal, float ones within 1e-5 (relative to 1 + |x|).
 // (The node conformance cases of these operators also compile and pass natively:
 // npm run conformance -- --filter '^test_(attention|rms|rotary|isnan|isinf|sce|nllloss)'.)
 
@@ -10,6 +11,8 @@ import { DataType } from './schema';
 import { OnnxModelBuilder } from './model-builder';
 import { importError } from './ort-agree.fixture';
 import { agreesTyped, randFloats, randInts } from './typed-ort.fixture';
+import { importOnnx } from './import';
+import { runGraph } from '../../graph/run';
 
 const B = DataType.BOOL, I64 = DataType.INT64;
 const size = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
@@ -87,6 +90,69 @@ test('NegativeLogLikelihoodLoss (none, sum, mean; weights; ignore_index) and Sof
     .node('NegativeLogLikelihoodLoss', ['x', 't'], ['mean_plain']).output('mean_plain')
     .node('SoftmaxCrossEntropyLoss', ['x', 't', 'w'], ['sce', 'log_prob'], { ignore_index: 1 }).output('sce').output('log_prob');
   await agreesTyped('losses', m.build(), [randFloats(n * c * d, 2), target, randFloats(c, 3, 0.5, 2)]);
+});
+
+test('Swish (alpha) and Shrink (lambd, bias) against ONNX Runtime; SwiGLU against its definition', async () => {
+  const m = new OnnxModelBuilder(24).input('x', [2, 5])
+    .node('Swish', ['x'], ['sw'], { alpha: 0.7 }).output('sw')
+    .node('Shrink', ['x'], ['sh'], { lambd: 0.25, bias: 0.5 }).output('sh');
+  await agreesTyped('swish-shrink', m.build(), [randFloats(10, 1, -2, 2)]);
+  const a = randFloats(6, 2, -3, 3), b = randFloats(6, 3);
+  const g = new OnnxModelBuilder(28).input('a', [2, 3]).input('b', [2, 3]).node('SwiGLU', ['a', 'b'], ['y'], { alpha: 1.5 }).output('y').build();
+  const model = importOnnx(g, 'swiglu.onnx');
+  const [y] = runGraph(model.graph, new Map([['a', a], ['b', b]]));
+  a.forEach((v, i) => assert.ok(Math.abs(y[i] - (v / (1 + Math.exp(-1.5 * v))) * b[i]) <= 1e-5 * (1 + Math.abs(y[i])), `swiglu[${i}]`));
+});
+
+test('BitShift: uint8/uint16 (opset 11), int8/int32 (opset 28) against the definition; uint32 and int64 LEFT refused', async () => {
+  // ONNX Runtime's session helper here feeds int32, int64 and bool only: uint8/uint16 against the definition too.
+  for (const [t, bits] of [[DataType.UINT8, 8], [DataType.UINT16, 16]] as const) {
+    const x = randInts(8, 1, 0, 2 ** bits - 1), y = Int32Array.from([0, 1, 3, bits - 1, 2, bits, 6, 4]);
+    for (const direction of ['LEFT', 'RIGHT']) {
+      const m = new OnnxModelBuilder(11).typedInput('x', t, [8]).typedInput('y', t, [8])
+        .node('BitShift', ['x', 'y'], ['z'], { direction }).typedOutput('z', t).build();
+      const [z] = runGraph(importOnnx(m, 'bitshift.onnx').graph, new Map([['x', x], ['y', y]]));
+      const want = [...x].map((v, i) => (y[i] >= bits ? 0 : direction === 'LEFT' ? (v << y[i]) & (2 ** bits - 1) : v >> y[i]));
+      assert.equal([...z], want, `uint${bits} ${direction}`);
+    }
+  }
+  const x8 = Int32Array.from([-128, -5, 127, 100, -1, 3, 64, -77]), y8 = Int32Array.from([1, 2, 1, 7, 8, 9, -1, 0]);
+  const x32 = Int32Array.from([-2147483648, -5, 2147483647, 123456789, -1, 3, 1 << 30, -77]), y32 = Int32Array.from([1, 2, 1, 31, 32, 40, -1, 0]);
+  const wrap8 = (v: number): number => ((v & 0xff) << 24) >> 24;
+  for (const [t, x, y, width, wrap] of [[DataType.INT8, x8, y8, 8, wrap8], [DataType.INT32, x32, y32, 32, (v: number) => v | 0]] as const) {
+    for (const direction of ['LEFT', 'RIGHT']) {
+      const m = new OnnxModelBuilder(28).typedInput('x', t, [8]).typedInput('y', t, [8])
+        .node('BitShift', ['x', 'y'], ['z'], { direction }).typedOutput('z', t).build();
+      const [z] = runGraph(importOnnx(m, 'bitshift.onnx').graph, new Map([['x', x], ['y', y]]));
+      const want = [...x].map((v, i) => {
+        const k = y[i];
+        if (k < 0 || k >= width) return direction === 'LEFT' ? 0 : v < 0 ? -1 : 0;
+        return direction === 'LEFT' ? wrap(v << k) : v >> k;
+      });
+      assert.equal([...z], want, `int${width} ${direction}`);
+    }
+  }
+  const u32 = new OnnxModelBuilder(11).typedInput('x', DataType.UINT32, [2]).typedInput('y', DataType.UINT32, [2])
+    .node('BitShift', ['x', 'y'], ['z'], { direction: 'LEFT' }).typedOutput('z', DataType.UINT32).build();
+  assert.match(importError(u32), /BitShift 'z': unsupported: BitShift of UINT32/);
+  const i64 = new OnnxModelBuilder(28).typedInput('x', I64, [2]).typedInput('y', I64, [2])
+    .node('BitShift', ['x', 'y'], ['z'], { direction: 'LEFT' }).typedOutput('z', I64).build();
+  assert.match(importError(i64), /unsupported: a LEFT BitShift of int64/);
+});
+
+test('Compress with a constant condition (an axis, and flattened); a computed condition and random generators refused', async () => {
+  const cond = { tensor: { name: 'c', dims: [3], data_type: B, int32_data: [1, 0, 1] } };
+  const m = new OnnxModelBuilder(11).input('x', [3, 4])
+    .node('Constant', [], ['c'], { value: cond })
+    .node('Compress', ['x', 'c'], ['rows'], { axis: 0 }).output('rows')
+    .node('Compress', ['x', 'c'], ['flat']).output('flat');
+  const { outputs } = await agreesTyped('compress', m.build(), [randFloats(12, 1)]);
+  assert.is(outputs[0].length, 8);
+  assert.is(outputs[1].length, 2);
+  const dyn = new OnnxModelBuilder(11).input('x', [3]).typedInput('c', B, [3]).node('Compress', ['x', 'c'], ['y']).output('y').build();
+  assert.match(importError(dyn), /Compress 'y': unsupported: a condition computed at run time/);
+  const rnd = new OnnxModelBuilder(22).input('x', [3]).node('RandomUniformLike', ['x'], ['y']).output('y').build();
+  assert.match(importError(rnd), /RandomUniformLike 'y': unsupported: RandomUniformLike draws random numbers/);
 });
 
 test.run();

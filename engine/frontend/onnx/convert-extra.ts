@@ -12,14 +12,21 @@
 //    num_heads, position_ids;
 //  - NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: reduction none / sum / mean,
 //    ignore_index, weights, int targets as graph values (SoftmaxCrossEntropyLoss's log_prob
-//    output is log_softmax over the class axis).
+//    output is log_softmax over the class axis);
+//  - Swish (alpha), SwiGLU, Shrink (lambd, bias); BitShift of int8/16/32/64 and uint8/16 carried as
+//    int32 (uint32/uint64 refused: the carrier cannot hold their values; LEFT of int64
+//    refused); Compress with a constant condition (a take of the selected indices);
+//  - Bernoulli, RandomNormal/Uniform(Like), Multinomial: refused (non-deterministic).
 
 import { operandView } from './convert-matmul';
 import { UnsupportedError, nodeValue, type NodeView, type Value } from './context';
 import { applyOp } from './convert-logic';
 import { reshapeValue, type Converter } from './convert-tensor';
-import { floatTensor } from './static';
-import { staticValue } from './context';
+import { floatTensor, intTensor } from './static';
+import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, staticValue } from './context';
+import { DataType } from './schema';
+import { dataTypeName } from './tensor';
+import type { IntType } from '../../topi/extra';
 
 const idOf = (v: Value): number => (v as { id: number }).id;
 
@@ -243,7 +250,111 @@ const softmaxCrossEntropyLoss: Converter = {
   },
 };
 
+const swish: Converter = {
+  attrs: ['alpha'],
+  convert(n) {
+    floatInput(n, 0, 'X');
+    return [n.op('swish', [n.node(0)], { alpha: n.attr.float('alpha', 1) })];
+  },
+};
+
+/** SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape. */
+const swiglu: Converter = {
+  attrs: ['alpha'],
+  convert(n) {
+    floatInput(n, 0, 'A');
+    floatInput(n, 1, 'B');
+    const a = n.shape(0), b = n.shape(1);
+    if (a.length !== b.length || a.some((d, i) => d !== b[i])) throw new Error(`A [${a.join(', ')}] and B [${b.join(', ')}] of different shapes`);
+    const gate = idOf(n.op('swish', [n.node(0)], { alpha: n.attr.float('alpha', 1) }, '_swish'));
+    return [n.op('multiply', [gate, n.node(1)])];
+  },
+};
+
+const shrink: Converter = {
+  attrs: ['lambd', 'bias'],
+  convert(n) {
+    floatInput(n, 0, 'input');
+    return [n.op('shrink', [n.node(0)], { lambd: n.attr.float('lambd', 0.5), bias: n.attr.float('bias', 0) })];
+  },
+};
+
+/** The ONNX integer type of input `i`: a graph input's or initializer's declared type, or a narrowing Cast's; else undefined. */
+function intTypeOf(n: NodeView, i: number): number | undefined {
+  const v = n.input(i);
+  if (v.kind === 'static') return ONNX_ELEMENT_TYPE.get(v.t);
+  const node = n.graph.node(v.id);
+  if (node.op === 'input') return ONNX_INPUT_TYPE.get(n.graph)?.get(v.id);
+  if (node.op === 'cast' && 'attrs' in node && node.attrs.bits !== undefined) {
+    return DataType[`${node.attrs.signed ? 'INT' : 'UINT'}${node.attrs.bits as number}` as keyof typeof DataType];
+  }
+  return undefined;
+}
+
+const INT_TYPES: Partial<Record<number, IntType>> = {
+  [DataType.INT8]: { bits: 8, signed: true }, [DataType.INT16]: { bits: 16, signed: true },
+  [DataType.INT32]: { bits: 32, signed: true }, [DataType.INT64]: { bits: 64, signed: true },
+  [DataType.UINT8]: { bits: 8, signed: false }, [DataType.UINT16]: { bits: 16, signed: false },
+};
+
+const bitShift: Converter = {
+  attrs: ['direction'],
+  convert(n) {
+    const direction = n.attr.string('direction', '');
+    if (direction !== 'LEFT' && direction !== 'RIGHT') throw new Error(`direction '${direction}' (LEFT or RIGHT)`);
+    const code = intTypeOf(n, 0) ?? intTypeOf(n, 1);
+    if (code === undefined) throw new UnsupportedError('BitShift of a computed tensor whose integer type is not known here');
+    if (code === DataType.UINT32 || code === DataType.UINT64) throw new UnsupportedError(`BitShift of ${dataTypeName(code)} (values above 2^31 do not fit the int32 carrier)`);
+    const t = INT_TYPES[code];
+    if (!t) throw new UnsupportedError(`BitShift of ${dataTypeName(code)}`);
+    if (direction === 'LEFT' && t.bits === 64) throw new UnsupportedError('a LEFT BitShift of int64 (the result does not fit the int32 carrier)');
+    return [applyOp(n, 'bit_shift', [n.input(0), n.input(1)], { left: direction === 'LEFT', bits: t.bits, signed: t.signed })];
+  },
+};
+
+const compress: Converter = {
+  attrs: ['axis'],
+  convert(n) {
+    const cond = n.input(1);
+    if (cond.kind !== 'static') throw new UnsupportedError('a condition computed at run time (the output shape depends on it)');
+    let data = n.input(0);
+    let shape = n.shape(0);
+    let axis: number;
+    if (n.attr.has('axis')) {
+      axis = n.attr.int('axis', 0);
+      if (axis < -shape.length || axis >= shape.length) throw new Error(`axis ${axis} out of range for rank ${shape.length}`);
+      if (axis < 0) axis += shape.length;
+    } else {
+      shape = [shape.reduce((p, d) => p * d, 1)];
+      data = reshapeValue(n, data, shape, '_flat');
+      axis = 0;
+    }
+    const flags = [...cond.t.data];
+    if (flags.length > shape[axis]) throw new Error(`condition of ${flags.length} values for an axis of ${shape[axis]}`);
+    const picked = flags.flatMap((f, i) => (f ? [i] : []));
+    if (!picked.length) throw new UnsupportedError('a condition selecting nothing (an empty result)');
+    return [applyOp(n, 'take', [data, staticValue(intTensor([picked.length], picked))], { axis })];
+  },
+};
+
+/** Random generators and samplers: results that differ from run to run (and from ONNX Runtime's) are refused. */
+const random = (attrs: string[]): Converter => ({
+  attrs,
+  convert(n) { throw new UnsupportedError(`${n.opType} draws random numbers (non-deterministic; no result to compare)`); },
+});
+
 export const EXTRA_CONVERTERS: Record<string, Converter> = {
+  Swish: swish,
+  SwiGLU: swiglu,
+  Shrink: shrink,
+  BitShift: bitShift,
+  Compress: compress,
+  Bernoulli: random(['dtype', 'seed']),
+  RandomNormal: random(['shape', 'dtype', 'seed', 'scale', 'mean']),
+  RandomUniform: random(['shape', 'dtype', 'seed', 'high', 'low']),
+  RandomNormalLike: random(['dtype', 'seed', 'scale', 'mean']),
+  RandomUniformLike: random(['dtype', 'seed', 'high', 'low']),
+  Multinomial: random(['dtype', 'seed', 'sample_size']),
   IsNaN: isNaN_,
   IsInf: isInf,
   Attention: attention,
