@@ -104,7 +104,7 @@ test('comparisons of shapes fold at import (static Equal -> Where)', () => {
 
 test('float-only operators refuse int and bool tensors in one line', () => {
   const relu = new OnnxModelBuilder(13).typedInput('i', I64, [4]).node('Relu', ['i'], ['y']).typedOutput('y', I64).build();
-  assert.match(importError(relu), /Relu 'y': unsupported: Relu of a int32 tensor \(input 0\)/);
+  assert.match(importError(relu), /Relu 'y': unsupported: Relu of an int32 tensor \(input 0\)/);
   const conv = new OnnxModelBuilder(13).typedInput('i', I64, [1, 1, 3, 3]).float('w', [1, 1, 1, 1], [1])
     .node('Cast', ['i'], ['c'], { to: B }).node('Conv', ['c', 'w'], ['y']).output('y').build();
   assert.match(importError(conv), /Conv 'y': unsupported: Conv of a bool tensor \(input 0\)/);

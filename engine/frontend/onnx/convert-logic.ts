@@ -18,6 +18,9 @@ import { floatTensor, intTensor } from './static';
 import { DataType } from './schema';
 import { constantData, dataTypeName, type StaticTensor } from './tensor';
 
+/** 'an int32', 'a float32', 'a bool'. */
+const article = (t: DType): string => `${t === 'int32' ? 'an' : 'a'} ${t}`;
+
 const isStatic = (v: Value): v is Extract<Value, { kind: 'static' }> => v.kind === 'static';
 
 /** Largest result folded at import: integer statics are JS number arrays, so bigger ones stay graph nodes. */
@@ -83,7 +86,7 @@ function logical(op: string): Converter {
   return {
     attrs: [],
     convert(n) {
-      for (const i of [0, 1]) if (n.dtype(i) !== 'bool') throw new UnsupportedError(`${n.opType} of a ${n.dtype(i)} tensor (ONNX defines it on bool)`);
+      for (const i of [0, 1]) if (n.dtype(i) !== 'bool') throw new UnsupportedError(`${n.opType} of ${article(n.dtype(i))} tensor (ONNX defines it on bool)`);
       return [applyOp(n, op, [n.input(0), n.input(1)], {})];
     },
   };
@@ -92,7 +95,7 @@ function logical(op: string): Converter {
 const not: Converter = {
   attrs: [],
   convert(n) {
-    if (n.dtype(0) !== 'bool') throw new UnsupportedError(`Not of a ${n.dtype(0)} tensor (ONNX defines it on bool)`);
+    if (n.dtype(0) !== 'bool') throw new UnsupportedError(`Not of ${article(n.dtype(0))} tensor (ONNX defines it on bool)`);
     return [applyOp(n, 'logical_not', [n.input(0)], {})];
   },
 };
@@ -232,6 +235,6 @@ export function refuseNonFloat(n: NodeView): void {
   for (const i of data) {
     if (!n.inputs[i]) continue;
     const t = n.dtype(i);
-    if (t !== 'float32') throw new UnsupportedError(`${n.opType} of a ${t} tensor (input ${i}); it is implemented for float32 only`);
+    if (t !== 'float32') throw new UnsupportedError(`${n.opType} of ${article(t)} tensor (input ${i}); it is implemented for float32 only`);
   }
 }
