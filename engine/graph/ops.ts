@@ -323,6 +323,24 @@ const EXTRA_OPS: Record<string, OpDef> = {
 };
 Object.assign(OPS, EXTRA_OPS);
 
+// ONNX's math and activations (topi/elemwise.ts): sqrt, exp, log, erf, floor, ceil, round,
+// sin, cos, tan, atan, negative, abs, sign, reciprocal, softsign, softplus, mish as ElemWise;
+// the parameterised ones (attrs alpha, gamma, approximate, exponent); prelu, power and fmod
+// broadcast their two inputs (fmod's attr mode: 'trunc' | 'floor').
+const MATH_OPS: Record<string, OpDef> = {
+  ...Object.fromEntries(ew.UNARY_KINDS.map((k): [string, OpDef] => [k, { pattern: OpPattern.ElemWise, compute: ([x]) => ew.unaryOp(k, x) }])),
+  elu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.elu(x, num(a, 'alpha')) },
+  selu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.selu(x, num(a, 'alpha'), num(a, 'gamma')) },
+  celu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.celu(x, num(a, 'alpha')) },
+  thresholded_relu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.thresholdedRelu(x, num(a, 'alpha')) },
+  gelu: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.gelu(x, (a.approximate as 'none' | 'tanh' | undefined) ?? 'none') },
+  power_scalar: { pattern: OpPattern.ElemWise, compute: ([x], a) => ew.powerScalar(x, num(a, 'exponent')) },
+  prelu: { pattern: OpPattern.Broadcast, compute: ([x, s]) => ew.prelu(x, s) },
+  power: { pattern: OpPattern.Broadcast, compute: ([x, y]) => ew.power(x, y) },
+  fmod: { pattern: OpPattern.Broadcast, compute: ([x, y], a) => ew.floatMod(x, y, (a.mode as 'trunc' | 'floor' | undefined) ?? 'trunc') },
+};
+Object.assign(OPS, MATH_OPS);
+
 export function opDef(op: string): OpDef {
   const def = OPS[op];
   if (!def) throw new Error(`unknown operator '${op}' (known: ${Object.keys(OPS).join(', ')})`);

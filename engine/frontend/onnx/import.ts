@@ -29,6 +29,7 @@ import { INDEXING_CONVERTERS } from './convert-indexing';
 import { RNN_CONVERTERS } from './convert-rnn';
 import { QUANTIZE_CONVERTERS } from './convert-quantize';
 import { EXTRA_CONVERTERS } from './convert-extra';
+import { MATH_CONVERTERS } from './convert-math';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, OnnxFormatError } from './tensor';
 import type { DType } from '../../ir/expr';
@@ -42,7 +43,7 @@ export const MAX_OPSET = 28;
 const IF: Converter = { attrs: ['then_branch', 'else_branch'], convert: () => { throw new Error('If is converted by convertIf'); } };
 
 export const CONVERTERS: Record<string, Converter> = {
-  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, ...RNN_CONVERTERS, ...QUANTIZE_CONVERTERS, ...EXTRA_CONVERTERS, If: IF,
+  ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, ...RNN_CONVERTERS, ...QUANTIZE_CONVERTERS, ...EXTRA_CONVERTERS, ...MATH_CONVERTERS, If: IF,
 };
 
 /** The ONNX operators the importer converts. */
