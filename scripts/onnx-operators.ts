@@ -34,7 +34,7 @@ export const LIMITS: Readonly<Record<string, string>> = {
   ScatterND: 'at most 2^26 steps (data elements x the index tuples)',
   TopK: 'constant `K` (1 to the axis length); at most 2^26 steps (the elements x the axis length); always sorted',
   OneHot: 'constant `depth` and `values`',
-  CumSum: 'constant `axis`; float or integer data',
+  CumSum: 'constant `axis`; float or integer data; at most 2^28 steps (the elements x the axis length)',
   If: 'a condition known at import (constant, or folded from shapes): the taken branch is inlined',
   Shape: 'a non-empty result',
   ...Object.fromEntries(['Not', 'And', 'Or', 'Xor'].map((op) => [op, 'bool data'])),

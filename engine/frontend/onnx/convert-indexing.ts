@@ -65,6 +65,9 @@ function argReduce(kind: 'argmax' | 'argmin'): Converter {
   };
 }
 
+/** Steps above which a CumSum (quadratic in its axis) is refused. */
+const MAX_CUMSUM_STEPS = 1 << 28;
+
 const cumsum: Converter = {
   attrs: ['exclusive', 'reverse'],
   convert(n) {
@@ -73,6 +76,9 @@ const cumsum: Converter = {
     if (a.length !== 1) throw new Error(`CumSum: axis has ${a.length} values, expected one`);
     if (n.dtype(0) === 'bool') throw new Error('CumSum of a bool tensor');
     const axis = normAxis(a[0], rank, 'CumSum axis');
+    // The compute sums the whole axis for every element (no scans in the IR): bound that.
+    const steps = numElements(n.shape(0)) * n.shape(0)[axis];
+    if (steps > MAX_CUMSUM_STEPS) throw new UnsupportedError(`CumSum of ${steps} steps (the elements x the axis length; at most ${MAX_CUMSUM_STEPS})`);
     return [applyOp(n, 'cumsum', [n.input(0)], { axis, exclusive: n.attr.int('exclusive', 0) === 1, reverse: n.attr.int('reverse', 0) === 1 })];
   },
 };
