@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ConformanceCase } from './cases';
 import {
-  caseRefusal, checkBaseline, compareOutput, decodeValue, makeBaseline, modelWords, reasonGroup, refusalOf, report, summaryLine, tally, type CaseResult,
+  caseRefusal, checkBaseline, compareOutput, decodeValue, makeBaseline, modelWords, outcomeLabel, reasonGroup, refusalOf, report, summaryLine, tally, type CaseResult,
 } from './classify';
 
 const tensor = (name: string, dtype: string, shape: number[]) => ({ name, kind: 'tensor', dtype, shape, file: `${name}.bin` });
@@ -79,24 +79,35 @@ const results: CaseResult[] = [
   { name: 'test_b', operator: 'B', outcome: 'refused', reason: 'Foo: operator is not supported', issues: ['Foo: operator is not supported'] },
   { name: 'test_c', operator: 'C', outcome: 'wrong', reason: "output 'y': ...", max_abs_error: 1 },
   { name: 'test_d', operator: 'C', outcome: 'hang', reason: 'tt_bench ran past 10 s' },
+  { name: 'test_e', operator: 'A', outcome: 'passed', frozen: ['scales', 'sizes'] },
+  { name: 'test_f', operator: 'C', outcome: 'wrong', reason: "output 'y': ...", frozen: ['k'] },
 ];
 
 test('the tally counts outcomes per operator and refusal reasons per issue; the summary line', () => {
   const t = tally(results);
-  assert.equal(t.counts, { passed: 1, refused: 2, wrong: 1, crash: 0, hang: 1 });
-  assert.equal(t.operators.map((r) => [r.operator, r.cases, r.passed, r.refused, r.wrong, r.crash, r.hang]), [['A', 2, 1, 1, 0, 0, 0], ['B', 1, 0, 1, 0, 0, 0], ['C', 2, 0, 0, 1, 0, 1]]);
+  assert.equal(t.counts, { passed: 2, refused: 2, wrong: 2, crash: 0, hang: 1 });
+  assert.is(t.frozenPassed, 1);
+  assert.equal(t.operators.map((r) => [r.operator, r.cases, r.passed, r.frozen, r.refused, r.wrong, r.crash, r.hang]), [['A', 3, 2, 1, 1, 0, 0, 0], ['B', 1, 0, 0, 1, 0, 0, 0], ['C', 3, 0, 0, 0, 2, 0, 1]]);
   assert.equal(t.reasons, [{ reason: 'Foo: operator is not supported', count: 2 }, { reason: 'Bar: x', count: 1 }]);
   assert.equal(t.topReason.B, { reason: 'Foo: operator is not supported', count: 1 });
-  assert.is(summaryLine(t), 'conformance: 1/5 passed (20.0%), 2 refused, 1 wrong, 0 crashed, 1 hung');
-  assert.is(report(t)[2], '| A        |     2 |      1 |       1 |     0 |     0 |    0 |');
+  assert.is(summaryLine(t), 'conformance: 2/7 passed (28.6%; 1 of them with integer inputs frozen), 2 refused, 2 wrong, 0 crashed, 1 hung');
+  assert.is(report(t)[0], '| operator | cases | passed | frozen | refused | wrong | crash | hang |');
+  assert.is(report(t)[2], '| A        |     3 |      2 |      1 |       1 |     0 |     0 |    0 |');
+  assert.equal([outcomeLabel(results[0]), outcomeLabel(results[5]), outcomeLabel(results[6])], ['passed', 'passed (frozen: scales, sizes)', 'wrong (frozen: k)']);
 });
 
 test('the baseline: a case that passed and no longer does, or a new wrong/crash/hang, fails; known-bad ones do not', () => {
   const base = makeBaseline(results, '1.23.1');
   assert.equal(base.passing, ['test_a']);
-  assert.equal(base.known_bad, { test_c: "wrong: output 'y': ...", test_d: 'hang: tt_bench ran past 10 s' });
-  assert.equal([base.cases, base.passed, base.pass_rate], [5, 1, 0.2]);
+  assert.equal(base.passing_frozen, { test_e: ['scales', 'sizes'] });
+  assert.equal(base.known_bad, { test_c: "wrong: output 'y': ...", test_d: 'hang: tt_bench ran past 10 s', test_f: "wrong (frozen: k): output 'y': ..." });
+  assert.equal([base.cases, base.passed, base.passed_frozen, base.pass_rate], [7, 2, 1, 0.2857]);
   assert.ok(checkBaseline(results, base).ok);
+  // A plain pass that now passes only frozen is a regression; a frozen pass that now passes plain is a new plain pass.
+  const swapped = checkBaseline(results.map((r) => (r.name === 'test_a' ? { ...r, frozen: ['k'] } : r.name === 'test_e' ? { ...r, frozen: undefined } : r)), base);
+  assert.equal([swapped.ok, swapped.regressions.map((r) => r.name), swapped.newPasses, swapped.newFrozenPasses], [false, ['test_a'], ['test_e'], []]);
+  const lost = checkBaseline(results.map((r) => (r.name === 'test_e' ? { ...r, outcome: 'refused' as const } : r)), base);
+  assert.equal(lost.regressions.map((r) => r.name), ['test_e']);
   const now = results.map((r) => (r.name === 'test_a' ? { ...r, outcome: 'crash' as const } : r.name === 'test_b' ? { ...r, outcome: 'passed' as const } : r));
   const check = checkBaseline(now, base);
   assert.not.ok(check.ok);

@@ -2,6 +2,10 @@
 // the raw numpy bytes read as the compiled model's 4-byte words, an output compared with its
 // expected value at the case's tolerances, a UserError turned into one line, and the tallies
 // (per operator, per refusal reason), the summary line and the check against the baseline.
+// A case the importer refused for a non-constant input and that imports with its integer
+// inputs bound to their test values (`frozen`) keeps that mark everywhere: its label reads
+// `passed (frozen: shape)`, the summary line and the per-operator table count it apart, and
+// the baseline lists it apart from the plain passes.
 
 import type { DType } from '../ir/expr';
 import type { CaseValue, ConformanceCase } from './cases';
@@ -20,7 +24,16 @@ export interface CaseResult {
   issues?: string[];
   /** wrong: the largest absolute error over the outputs (NaN where a value is NaN on one side only). */
   max_abs_error?: number;
+  /**
+   * The graph inputs (int64/int32 only) bound to the case's values at import (TVM's
+   * freeze_params), because the importer refused the case with them as inputs ("... must be
+   * a constant"): the outcome is that of the model with those inputs frozen, never a plain one.
+   */
+  frozen?: string[];
 }
+
+/** The outcome as shown: `passed`, or `passed (frozen: scales, sizes)` for a case run with inputs frozen. */
+export const outcomeLabel = (r: Pick<CaseResult, 'outcome' | 'frozen'>): string => (r.frozen?.length ? `${r.outcome} (frozen: ${r.frozen.join(', ')})` : r.outcome);
 
 /** numpy dtypes whose values run as int32 (ONNX int64 is carried as int32), with their byte widths. */
 const INT_BYTES: Record<string, number> = { int8: 1, int16: 2, int32: 4, int64: 8, uint8: 1, uint16: 2, uint32: 4, uint64: 8 };
@@ -180,11 +193,14 @@ export function refusalOf(message: string, file?: string): { reason: string; iss
 export const reasonGroup = (reason: string): string =>
   reason.replace(/\b(graph input|graph output|input|output|initializer) '[^']*'/g, "$1 '…'");
 
-export interface OperatorRow { operator: string; cases: number; passed: number; refused: number; wrong: number; crash: number; hang: number }
+/** `passed` counts every pass; `frozen`, those of them run with integer inputs frozen. */
+export interface OperatorRow { operator: string; cases: number; passed: number; frozen: number; refused: number; wrong: number; crash: number; hang: number }
 
 export interface Tally {
   total: number;
   counts: Record<Outcome, number>;
+  /** Of counts.passed, the cases that passed with integer inputs frozen. */
+  frozenPassed: number;
   operators: OperatorRow[];
   /** Refusal reasons (grouped; a case the importer refused counts once under each of its issues), most frequent first. */
   reasons: { reason: string; count: number }[];
@@ -197,12 +213,14 @@ export function tally(results: readonly CaseResult[]): Tally {
   const rows = new Map<string, OperatorRow>();
   const reasons = new Map<string, number>();
   const perOp = new Map<string, Map<string, number>>();
+  let frozenPassed = 0;
   for (const r of results) {
     counts[r.outcome]++;
     let row = rows.get(r.operator);
-    if (!row) rows.set(r.operator, (row = { operator: r.operator, cases: 0, passed: 0, refused: 0, wrong: 0, crash: 0, hang: 0 }));
+    if (!row) rows.set(r.operator, (row = { operator: r.operator, cases: 0, passed: 0, frozen: 0, refused: 0, wrong: 0, crash: 0, hang: 0 }));
     row.cases++;
     row[r.outcome]++;
+    if (r.outcome === 'passed' && r.frozen?.length) { row.frozen++; frozenPassed++; }
     if (r.outcome !== 'refused') continue;
     const m = perOp.get(r.operator) ?? new Map<string, number>();
     perOp.set(r.operator, m);
@@ -215,25 +233,26 @@ export function tally(results: readonly CaseResult[]): Tally {
     [...m].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
   const topReason = Object.fromEntries([...perOp].map(([op, m]) => [op, ranked(m)[0]]));
   return {
-    total: results.length, counts,
+    total: results.length, counts, frozenPassed,
     operators: [...rows.values()].sort((a, b) => a.operator.localeCompare(b.operator)), reasons: ranked(reasons), topReason,
   };
 }
 
-/** `conformance: P/N passed (x%), R refused, W wrong, C crashed, H hung`. */
-export function summaryLine(t: Pick<Tally, 'total' | 'counts'>): string {
+/** `conformance: P/N passed (x%; F of them with integer inputs frozen), R refused, W wrong, C crashed, H hung`. */
+export function summaryLine(t: Pick<Tally, 'total' | 'counts' | 'frozenPassed'>): string {
   const c = t.counts;
   const pct = t.total ? ((100 * c.passed) / t.total).toFixed(1) : '0.0';
-  return `conformance: ${c.passed}/${t.total} passed (${pct}%), ${c.refused} refused, ${c.wrong} wrong, ${c.crash} crashed, ${c.hang} hung`;
+  return `conformance: ${c.passed}/${t.total} passed (${pct}%; ${t.frozenPassed} of them with integer inputs frozen), ${c.refused} refused, ${c.wrong} wrong, ${c.crash} crashed, ${c.hang} hung`;
 }
 
-/** The per-operator table (Markdown), then the top refusal reasons. */
+/** The per-operator table (Markdown; `frozen`: the passes among `passed` with integer inputs frozen), then the top refusal reasons. */
 export function report(t: Tally, topReasons = 25): string[] {
-  const cols = ['operator', 'cases', 'passed', 'refused', 'wrong', 'crash', 'hang'] as const;
+  const cols = ['operator', 'cases', 'passed', 'frozen', 'refused', 'wrong', 'crash', 'hang'] as const;
   const cells = t.operators.map((r) => cols.map((c) => String(r[c])));
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
   const line = (row: readonly string[]): string => `| ${row.map((s, i) => (i === 0 ? s.padEnd(widths[i]) : s.padStart(widths[i]))).join(' | ')} |`;
   const out = [line(cols), `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...cells.map(line)];
+  out.push('', '`passed` counts the `frozen` cases: they pass only with their int64/int32 inputs bound to the test values at import (the importer needs them constant).');
   out.push('', `refusal reasons (top ${Math.min(topReasons, t.reasons.length)} of ${t.reasons.length}; a case refused for several nodes counts under each):`);
   for (const { reason, count } of t.reasons.slice(0, topReasons)) out.push(`  ${String(count).padStart(5)}  ${reason}`);
   return out;
@@ -244,30 +263,43 @@ export interface Baseline {
   cases: number;
   passed: number;
   pass_rate: number;
-  /** Cases known to come out wrong, crash or hang today: their outcome and reason. The aim is none. */
+  /** Of `passed` (every pass), those with integer inputs frozen. */
+  passed_frozen?: number;
+  /** Cases known to come out wrong, crash or hang today: their outcome (with the inputs frozen, if any) and reason. The aim is none. */
   known_bad: Record<string, string>;
-  /** Every case that passed. */
+  /** Every case that passed as it is. */
   passing: string[];
+  /** Every case that passed only with integer inputs frozen, with those inputs. */
+  passing_frozen?: Record<string, string[]>;
 }
 
+const isBad = (r: CaseResult): boolean => r.outcome === 'wrong' || r.outcome === 'crash' || r.outcome === 'hang';
+const plainPass = (r: CaseResult): boolean => r.outcome === 'passed' && !r.frozen?.length;
+
 export function makeBaseline(results: readonly CaseResult[], onnxVersion: string): Baseline {
-  const passing = results.filter((r) => r.outcome === 'passed').map((r) => r.name).sort();
-  const bad = results.filter((r) => r.outcome === 'wrong' || r.outcome === 'crash' || r.outcome === 'hang').sort((a, b) => a.name.localeCompare(b.name));
+  const byName = (a: CaseResult, b: CaseResult): number => a.name.localeCompare(b.name);
+  const passing = results.filter(plainPass).map((r) => r.name).sort();
+  const frozen = results.filter((r) => r.outcome === 'passed' && r.frozen?.length).sort(byName);
+  const bad = results.filter(isBad).sort(byName);
+  const passed = passing.length + frozen.length;
   return {
-    onnx_version: onnxVersion, cases: results.length, passed: passing.length,
-    pass_rate: results.length ? Number((passing.length / results.length).toFixed(4)) : 0,
-    known_bad: Object.fromEntries(bad.map((r) => [r.name, `${r.outcome}: ${r.reason ?? ''}`])),
+    onnx_version: onnxVersion, cases: results.length, passed, passed_frozen: frozen.length,
+    pass_rate: results.length ? Number((passed / results.length).toFixed(4)) : 0,
+    known_bad: Object.fromEntries(bad.map((r) => [r.name, `${outcomeLabel(r)}: ${r.reason ?? ''}`])),
     passing,
+    passing_frozen: Object.fromEntries(frozen.map((r) => [r.name, r.frozen!])),
   };
 }
 
 export interface BaselineCheck {
-  /** Cases that passed in the baseline and do not now. */
+  /** Cases that passed in the baseline and do not now (a plain pass now passing only frozen counts). */
   regressions: CaseResult[];
   /** Wrong, crashed or hung cases the baseline does not list as known. */
   unexpected: CaseResult[];
-  /** Passing cases the baseline does not list (update it to keep them). */
+  /** Plain passes the baseline does not list as plain passes (update it to keep them). */
   newPasses: string[];
+  /** Passes with inputs frozen the baseline does not list as passing at all. */
+  newFrozenPasses: string[];
   /** Known-bad cases that are no longer wrong, crashed or hung. */
   fixed: string[];
   ok: boolean;
@@ -275,10 +307,12 @@ export interface BaselineCheck {
 
 export function checkBaseline(results: readonly CaseResult[], b: Baseline): BaselineCheck {
   const was = new Set(b.passing);
-  const regressions = results.filter((r) => was.has(r.name) && r.outcome !== 'passed');
-  const unexpected = results.filter((r) => (r.outcome === 'wrong' || r.outcome === 'crash' || r.outcome === 'hang') && !(r.name in b.known_bad));
-  const newPasses = results.filter((r) => r.outcome === 'passed' && !was.has(r.name)).map((r) => r.name);
+  const wasFrozen = new Set(Object.keys(b.passing_frozen ?? {}));
+  const regressions = results.filter((r) => (was.has(r.name) && !plainPass(r)) || (wasFrozen.has(r.name) && r.outcome !== 'passed'));
+  const unexpected = results.filter((r) => isBad(r) && !(r.name in b.known_bad));
+  const newPasses = results.filter((r) => plainPass(r) && !was.has(r.name)).map((r) => r.name);
+  const newFrozenPasses = results.filter((r) => r.outcome === 'passed' && !plainPass(r) && !was.has(r.name) && !wasFrozen.has(r.name)).map((r) => r.name);
   const byName = new Map(results.map((r) => [r.name, r]));
   const fixed = Object.keys(b.known_bad).filter((n) => { const o = byName.get(n)?.outcome; return o === 'passed' || o === 'refused'; });
-  return { regressions, unexpected, newPasses, fixed, ok: regressions.length === 0 && unexpected.length === 0 };
+  return { regressions, unexpected, newPasses, newFrozenPasses, fixed, ok: regressions.length === 0 && unexpected.length === 0 };
 }

@@ -2,7 +2,10 @@
 // cases that import are compiled together into one model.so and run by one tt_bench (a batch
 // that fails is split until the failing case is found); each ends as passed, wrong (with its
 // max error) or refused (the importer's or compiler's reason, or a value the runner cannot
-// feed), the same whether batched or one per library.
+// feed), the same whether batched or one per library. A case refused because an input must
+// be a constant runs with its integer inputs frozen (as few as import), and says so; our own
+// code looping while importing or compiling a case (stubbed by hang.fixture.ts) ends as a hang
+// without stalling the run.
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,12 +13,13 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
+import { DataType } from '../frontend/onnx/schema';
 import { Graph } from '../graph/graph';
 import type { CaseValue, ConformanceCase } from './cases';
 import { mergeGraphs, runConformance } from './run';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-conformance-test-'));
-const bytes = (a: Float32Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+const bytes = (a: Float32Array | BigInt64Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
 /** Writes one case: its model, its input x (and b), its expected output y. */
 function writeCase(name: string, model: Uint8Array, inputs: [string, string, number[], Uint8Array][], y: Float32Array, yShape: number[]): ConformanceCase {
@@ -52,7 +56,7 @@ const expected = { test_relu: 'passed', test_relu_wrong: 'wrong', test_add_bcast
 
 test('cases compile together into one library, each classified; a failing batch is split; one per library gives the same', async () => {
   const opts = { dir: work, cases, workDir: path.join(work, 'batches'), cacheDir: path.join(work, 'kernels'), threads: 1 };
-  const batched = await runConformance({ ...opts, batchSize: 8 });
+  const batched = await runConformance({ ...opts, batchSize: 8, parallel: 1 });
   assert.equal(outcomes(batched.results), expected);
   // The four cases that import, together; then halves: [relu, relu_wrong], [add, nul]; then [add], [nul].
   assert.is(batched.libraries, 5);
@@ -65,6 +69,29 @@ test('cases compile together into one library, each classified; a failing batch 
   const single = await runConformance({ ...opts, batchSize: 1, parallel: 1 });
   assert.equal(outcomes(single.results), expected);
   assert.is(single.libraries, 4);
+});
+
+test('a case refused for a non-constant input passes with the integer inputs it needs frozen, and says so; hangs in our code are bounded', async () => {
+  // y = Reshape(Gather(x, idx), shape): the importer needs `shape` constant, not `idx`.
+  const gatherReshape = new OnnxModelBuilder().input('x', [2, 3]).typedInput('idx', DataType.INT64, [2]).typedInput('shape', DataType.INT64, [2]).output('y')
+    .node('Gather', ['x', 'idx'], ['g'], { axis: 0 }).node('Reshape', ['g', 'shape'], ['y']).build();
+  const frozen = writeCase('test_reshape_frozen', gatherReshape, [
+    ['x', 'float32', [2, 3], bytes(x)], ['idx', 'int64', [2], bytes(new BigInt64Array([1n, 0n]))], ['shape', 'int64', [2], bytes(new BigInt64Array([3n, 2n]))],
+  ], Float32Array.from([4, 5, -6, -1, 2, -3]), [3, 2]);
+  const hangImport = writeCase('test_hang_import', relu(), [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]);
+  const hangCompile = writeCase('test_hang_compile', new OnnxModelBuilder().input('x', [2, 3]).output('y_hang_here').node('Relu', ['x'], ['y_hang_here']).build(),
+    [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]);
+  const run = await runConformance({
+    dir: work, cases: [cases[0], hangImport, hangCompile, frozen], workDir: path.join(work, 'batches'), cacheDir: path.join(work, 'kernels'), threads: 1,
+    batchSize: 8, parallel: 1, workTimeoutMs: 1500, workerPreload: path.join(__dirname, 'hang.fixture.ts'),
+  });
+  const [relu_, hi, hc, fr] = run.results;
+  assert.equal([relu_.outcome, relu_.frozen], ['passed', undefined]);
+  assert.equal([fr.outcome, fr.frozen], ['passed', ['shape']]);
+  assert.equal([hi.outcome, hi.reason], ['hang', 'importing it: our own code held its worker for more than 1.5 s']);
+  assert.equal([hc.outcome, hc.reason], ['hang', 'compiling it (graph passes, partition, lowering, code generation, C compiler): our own code held its worker for more than 1.5 s']);
+  // [relu, hang_compile, frozen], then [relu, hang_compile], [relu], [hang_compile], [frozen].
+  assert.is(run.libraries, 5);
 });
 
 test('merged graphs keep each case apart under its prefix', () => {

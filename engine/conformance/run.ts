@@ -1,39 +1,41 @@
-// Runs the ONNX node test cases through the real pipeline, in this one process: each case
-// imported with loadOnnx (as `tensortune compile` reads a model file, its symbolic
-// dimensions fixed to the case's input shapes), then cases that import are compiled in
-// batches: the graphs of up to `batchSize` cases side by side in one graph (their tensors
-// renamed `c<k>/...`), through the steps compileNetwork takes without records (optimize,
-// partition, Winograd by TVM's rule, compileModel with the default schedules, kernels
-// through an object cache), into one model.so that one tt_bench process runs once, with the
-// cases' inputs as --input files and the outputs saved. A batch that fails to compile, crashes
-// or runs past its time limit is split in two and each half run again, down to the one
-// case that fails. `parallel` batches are in flight at once (one imports and lowers while
-// the other's kernels compile or run).
+// Runs the ONNX node test cases through the real pipeline: each case imported with loadOnnx
+// (as `tensortune compile` reads a model file, its symbolic dimensions fixed to the case's
+// input shapes), then cases that import are compiled in batches: the graphs of up to
+// `batchSize` cases side by side in one graph (their tensors renamed `c<k>/...`), through the
+// steps compileNetwork takes without records (pipeline.ts), into one model.so that one
+// tt_bench process runs once, with the cases' inputs as --input files and the outputs saved.
+// A batch that fails to compile, crashes or runs past a time limit is split in two and each
+// half run again, down to the one case that fails. `parallel` batches are in flight at once
+// (one imports and lowers while the other's kernels compile or run).
+//
+// The import and compile work of each lane runs in a worker thread (worker.ts), so that our
+// own TypeScript is bounded too: a case's import (with its retries with inputs frozen) may
+// take `workTimeoutMs`; a batch's compile may not block its worker's event loop for longer
+// than that (graph passes, partition, lowering, code generation: a heartbeat), nor run past
+// `batchTimeoutMs` in all (C compiler calls included, each with its own limit). A worker past
+// a limit is terminated and replaced; the case (or batch, then split) is `hang`.
 //
 // Each case ends as one Outcome (classify.ts): refused (the runner cannot feed its values,
 // or the importer or compiler refused it with a UserError), wrong (an output differs from the
 // expected one at the case's rtol/atol), crash (any other exception, generated C that does not
-// compile, tt_bench dying or tt_run failing), hang (tt_bench or a compiler call past its time
-// limit), passed. Time spent in this process's own code (import, lowering) cannot be
-// interrupted; a case that loops there stops the suite rather than counting as hung.
+// compile, tt_bench dying or tt_run failing), hang (our own code, tt_bench or a compiler call
+// past its time limit), passed. A case refused for a non-constant input may be run with its
+// integer inputs frozen (pipeline.ts); its result says so (`frozen`).
 
 import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { chooseWinograd } from '../compile/choose-winograd';
-import { readManifest, type Manifest } from '../compile/manifest';
-import { compileModel } from '../compile/model';
-import { UserError } from '../errors';
-import { loadOnnx, type OnnxModel } from '../frontend/onnx/import';
-import { partition, type FusedGroup } from '../graph/fuse';
-import { Graph, isOpNode, type ConstantNode } from '../graph/graph';
-import { optimize } from '../graph/passes';
+import { Worker } from 'node:worker_threads';
+import type { Manifest } from '../compile/manifest';
 import type { DType } from '../ir/expr';
 import { checkBenchVersion } from '../native/bench';
 import { loadExeca, nativeBinary } from '../native/build';
-import { hardwareFingerprint, parseTarget, type Target } from '../target';
 import { caseDir, type ConformanceCase } from './cases';
-import { caseRefusal, compareOutput, decodeValue, modelWords, outsideInt32, refusalOf, type CaseResult } from './classify';
+import { caseRefusal, compareOutput, modelWords, type CaseResult } from './classify';
+import { failureOf, prefixOf, type CompileJob, type Failure, type PreparedInfo } from './pipeline';
+import type { WorkerJob, WorkerMessage, WorkerReply, WorkerRequest } from './worker';
+
+export { failureOf, mergeGraphs } from './pipeline';
 
 export interface RunOptions {
   /** The cases folder (cases.ts) and the cases to run. */
@@ -47,127 +49,128 @@ export interface RunOptions {
   target?: string;
   /** Cases per model.so (default 16). */
   batchSize?: number;
-  /** Batches in flight at once (default 2). */
+  /** Batches in flight at once, each lane with its worker thread (default 2). */
   parallel?: number;
   /** The model's threads in tt_bench (default 2). */
   threads?: number;
   /** Time limit of one case's run in tt_bench (default 10 s; a batch gets 10 s + 1 s per case), and of each compiler call (default 60 s). */
   caseTimeoutMs?: number;
   compilerTimeoutMs?: number;
+  /** Time limit of one case's import, and the longest a batch's compile may block its worker (default 30 s). */
+  workTimeoutMs?: number;
+  /** Time limit of a batch's whole compile, C compiler calls included (default 120 s + 15 s per case). */
+  batchTimeoutMs?: number;
+  /** A module each worker requires before its work (tests stub the pipeline with it). */
+  workerPreload?: string;
   /** Progress lines. */
   log?: (line: string) => void;
   /** Each case's result as it ends. */
   onResult?: (r: CaseResult) => void;
 }
 
-/** A case that imported: its graph in compile's layout, and the values it feeds and expects. */
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+const firstLine = (s: string): string => s.trim().split('\n')[0]?.trim() ?? '';
+
+/** A case that imported: what it feeds and expects. */
 interface Prepared {
   c: ConformanceCase;
-  model: OnnxModel;
+  info: PreparedInfo;
   /** Input name -> case value (with its file's absolute path). */
   inputs: Map<string, { file: string; value: ConformanceCase['data_sets'][0]['inputs'][0] }>;
   /** The expected outputs' bytes, in graph output order. */
   expected: Uint8Array[];
 }
 
-const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-const firstLine = (s: string): string => s.trim().split('\n')[0]?.trim() ?? '';
+/** A case's result, with the inputs it froze. */
+const resultOf = (p: Prepared, r: Failure | Pick<CaseResult, 'outcome' | 'reason' | 'max_abs_error'>): CaseResult =>
+  ({ name: p.c.name, operator: p.c.operator, ...r, ...(p.info.frozen ? { frozen: p.info.frozen } : {}) });
 
-/** The outcome of an exception thrown while importing or compiling one case. */
-export function failureOf(e: unknown, file: string): Pick<CaseResult, 'outcome' | 'reason' | 'issues'> {
-  const msg = messageOf(e);
-  if (e instanceof UserError) {
-    // A compiler that failed on generated C or ran past its limit is ours to fix, not a refusal.
-    if (/^(compiling kernel|linking model\.so)/.test(msg)) {
-      const why = msg.split('\n').slice(1).find((l) => /error|did not finish|timed out/i.test(l)) ?? firstLine(msg);
-      return /did not finish|timed out/i.test(why) ? { outcome: 'hang', reason: `the C compiler ran past its time limit: ${why.trim()}` }
-        : { outcome: 'crash', reason: `the generated C does not compile: ${why.trim()}` };
-    }
-    return { outcome: 'refused', ...refusalOf(msg, file) };
+type Answer = WorkerReply | { hang: string } | { died: string };
+
+/** One worker thread (worker.ts) and its limits: a job past them terminates it; the next job starts a fresh one. */
+class CaseWorker {
+  private worker: Worker | undefined;
+  private ready: Promise<void> | undefined;
+  private lastBeat = 0;
+  private nextId = 0;
+  private pending: { id: number; settle: (a: Answer) => void } | undefined;
+  /** The longest time between two heartbeats seen during a job (our own code holding the worker). */
+  longestBlockMs = 0;
+
+  constructor(private readonly preload: string | undefined, private readonly beatMs: number) {}
+
+  private start(): Promise<void> {
+    const file = path.join(__dirname, `worker${path.extname(__filename)}`);
+    const workerData = { beatMs: this.beatMs, preload: this.preload };
+    // Under tsx (tests, `npm run conformance`) the worker loads the TypeScript sources as this thread does.
+    const w = file.endsWith('.ts')
+      ? new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(file)});`, { eval: true, workerData })
+      : new Worker(file, { workerData });
+    this.worker = w;
+    const gone = (why: string): void => {
+      if (this.worker !== w) return;
+      this.worker = undefined;
+      this.ready = undefined;
+      const p = this.pending;
+      this.pending = undefined;
+      p?.settle({ died: why });
+    };
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => { void w.terminate(); gone('did not start'); reject(new Error('conformance: a worker thread did not start within 120 s')); }, 120_000);
+      w.on('message', (m: WorkerMessage) => {
+        if ('beat' in m) { this.lastBeat = performance.now(); return; }
+        if ('ready' in m) { clearTimeout(timer); this.lastBeat = performance.now(); resolve(); return; }
+        if (this.pending?.id === m.id) { const p = this.pending; this.pending = undefined; p.settle(m); }
+      });
+      w.on('error', (e) => { clearTimeout(timer); gone(`the worker thread failed: ${firstLine(messageOf(e))}`); reject(e); });
+      w.on('exit', (code) => { clearTimeout(timer); gone(`the worker thread exited (code ${code})`); reject(new Error(`conformance: a worker thread exited (code ${code})`)); });
+    });
   }
-  return { outcome: 'crash', reason: `${e instanceof Error ? e.name : 'error'}: ${firstLine(msg)}` };
-}
 
-function prepare(dir: string, c: ConformanceCase): Prepared | CaseResult {
-  const done = (r: Pick<CaseResult, 'outcome' | 'reason' | 'issues'>): CaseResult => ({ name: c.name, operator: c.operator, ...r });
-  const refusal = caseRefusal(c);
-  if (refusal) return done({ outcome: 'refused', reason: refusal });
-  const folder = caseDir(dir, c.name);
-  const file = path.join(folder, 'model.onnx');
-  const [{ inputs, outputs }] = c.data_sets;
-  let model: OnnxModel;
-  try {
-    model = loadOnnx(file, { inputShapes: inputs.map((v) => ({ name: v.name, shape: v.shape! })) });
-  } catch (e) {
-    return done(failureOf(e, file));
+  /** Runs one job: its reply, or `hang` (a limit passed: the worker is terminated), or `died`. */
+  async call(req: WorkerJob, stallMs: number, totalMs: number): Promise<Answer> {
+    this.ready ??= this.start();
+    await this.ready;
+    const w = this.worker!;
+    const id = this.nextId++;
+    const started = performance.now();
+    this.lastBeat = started;
+    let lastCheck = started;
+    return new Promise<Answer>((resolve) => {
+      const check = setInterval(() => {
+        const now = performance.now();
+        // This thread blocked itself (its beats queued behind it): its lag is not the worker's.
+        if (now - lastCheck > stallMs / 2) this.lastBeat = now;
+        lastCheck = now;
+        this.longestBlockMs = Math.max(this.longestBlockMs, now - this.lastBeat);
+        const why = now - this.lastBeat > stallMs ? `our own code held its worker for more than ${stallMs / 1000} s`
+          : now - started > totalMs ? `it ran past ${totalMs / 1000} s` : undefined;
+        if (!why) return;
+        this.pending = undefined;
+        this.worker = undefined;
+        this.ready = undefined;
+        void w.terminate();
+        clearInterval(check);
+        resolve({ hang: why });
+      }, Math.max(10, Math.min(1000, stallMs / 4)));
+      this.pending = { id, settle: (a) => { clearInterval(check); resolve(a); } };
+      w.postMessage({ ...req, id });
+    });
   }
-  const byName = new Map(inputs.map((v) => [v.name, { file: path.join(folder, v.file!), value: v }]));
-  for (const inp of model.inputs) {
-    const given = byName.get(inp.name);
-    if (!given) return done({ outcome: 'refused', reason: `the case gives no value for input '${inp.name}'` });
-    const words = modelWords(given.value, readFileSync(given.file), inp.dtype);
-    if (typeof words === 'string') return done({ outcome: 'refused', reason: words });
+
+  forget(names: string[]): void {
+    this.worker?.postMessage({ kind: 'forget', names } satisfies WorkerRequest);
   }
-  const expected = outputs.map((v) => new Uint8Array(readFileSync(path.join(folder, v.file!))));
-  for (const [i, v] of outputs.entries()) {
-    if (v.dtype === 'float32' || v.dtype === 'bool') continue;
-    const big = outsideInt32(decodeValue(expected[i], v.dtype!));
-    if (big !== undefined) return done({ outcome: 'refused', reason: `output '${v.name}' (${v.dtype}) holds ${big}, outside the int32 range int64 values are carried in` });
-  }
-  return { c, model, inputs: byName, expected };
-}
 
-/** The prefix of batch member k's tensor names. */
-const prefixOf = (k: number): string => `c${k}/`;
-
-/** The graphs of `cases` side by side in one graph; inputs, constants and nodes renamed with their case's prefix. */
-export function mergeGraphs(graphs: readonly { graph: Graph; outputs: readonly string[] }[]): { graph: Graph; outputs: string[] } {
-  const g = new Graph();
-  const outputs: string[] = [];
-  graphs.forEach(({ graph, outputs: names }, k) => {
-    const p = prefixOf(k);
-    const ids = new Map<number, number>();
-    for (const n of graph.nodes) {
-      let id: number;
-      if (isOpNode(n)) id = g.op(n.op, n.inputs.map((i) => ids.get(i)!), n.attrs, p + n.name);
-      else if (n.op === 'input') id = g.input(p + n.name, n.shape, n.dtype);
-      else id = g.constant(p + n.name, n.shape, (n as ConstantNode).data, n.dtype);
-      ids.set(n.id, id);
-    }
-    g.outputs.push(...graph.outputs.map((id) => ids.get(id)!));
-    outputs.push(...names.map((o) => p + o));
-  });
-  return { graph: g, outputs };
-}
-
-interface Compiled { dir: string; manifest: Manifest }
-
-async function compileBatch(batch: readonly Prepared[], outDir: string, target: Target, fingerprint: string, opts: RunOptions): Promise<Compiled> {
-  const merged = mergeGraphs(batch.map((p) => ({ graph: p.model.graph, outputs: p.model.outputs })));
-  // compileNetwork's steps without records: the graph passes, the partition, Winograd where
-  // TVM's rule picks it, then compileModel with each task's default schedule.
-  let graph = optimize(merged.graph);
-  let groups: readonly FusedGroup[] = partition(graph);
-  const choice = await chooseWinograd(graph, groups, new Map(), { target: target.text, fingerprint, files: [], entries: [] }, target.vectorLanes);
-  ({ graph, groups } = choice);
-  await compileModel({
-    name: path.basename(outDir), graph: merged.graph, outputNames: merged.outputs, target, outDir,
-    cacheDir: opts.cacheDir, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.compilerTimeoutMs ?? 60_000,
-    warn: () => undefined,
-  });
-  try {
-    return { dir: outDir, manifest: readManifest(outDir) };
-  } catch (e) {
-    // Compile wrote a folder its own reader refuses: ours to fix (a crash), not a refusal.
-    throw new Error(`the compiled model's manifest is refused by readManifest: ${messageOf(e).split(`${path.join(outDir, 'manifest.json')}: `).join('')}`);
+  async close(): Promise<void> {
+    const w = this.worker;
+    this.worker = undefined;
+    this.ready = undefined;
+    await w?.terminate();
   }
 }
 
-/** A batch that failed (compiling it, or in tt_bench): for a batch of one, that case's outcome. */
-type Failure = Pick<CaseResult, 'outcome' | 'reason' | 'issues'>;
-
-async function runBatch(compiled: Compiled, batch: readonly Prepared[], opts: RunOptions, timeoutMs: number): Promise<(CaseResult | undefined)[] | Failure> {
-  const { dir, manifest } = compiled;
+async function runBatch(dir: string, manifest: Manifest, batch: readonly Prepared[], opts: RunOptions, timeoutMs: number): Promise<(CaseResult | undefined)[] | Failure> {
   const inDir = path.join(dir, 'inputs'), outDir = path.join(dir, 'outputs');
   await fs.mkdir(inDir, { recursive: true });
   const args: string[] = [];
@@ -178,7 +181,7 @@ async function runBatch(compiled: Compiled, batch: readonly Prepared[], opts: Ru
     if (inp.dtype === 'float32' && given.value.dtype === 'float32') { args.push('--input', `${inp.name}=${given.file}`); continue; }
     const words = modelWords(given.value, readFileSync(given.file), inp.dtype as DType);
     if (typeof words === 'string') {
-      results[k] ??= { name: batch[k].c.name, operator: batch[k].c.operator, outcome: 'refused', reason: words };
+      results[k] ??= resultOf(batch[k], { outcome: 'refused', reason: words });
       continue;
     }
     const file = path.join(inDir, `${j}.bin`);
@@ -222,11 +225,8 @@ async function runBatch(compiled: Compiled, batch: readonly Prepared[], opts: Ru
       checks.push(compareOutput(expected[i], p.expected[i], words, m.dtype, m.shape, p.c.rtol, p.c.atol));
     }
     const bad = checks.filter((c) => !c.ok);
-    results[k] = bad.length === 0 ? { name: p.c.name, operator: p.c.operator, outcome: 'passed' }
-      : {
-        name: p.c.name, operator: p.c.operator, outcome: 'wrong', reason: bad.map((c) => c.why).join('; '),
-        max_abs_error: Math.max(...bad.map((c) => c.max_abs_error ?? NaN)),
-      };
+    results[k] = bad.length === 0 ? resultOf(p, { outcome: 'passed' })
+      : resultOf(p, { outcome: 'wrong', reason: bad.map((c) => c.why).join('; '), max_abs_error: Math.max(...bad.map((c) => c.max_abs_error ?? NaN)) });
   }
   return results;
 }
@@ -236,28 +236,36 @@ export interface RunSummary {
   seconds: number;
   /** model.so files built and tt_bench runs made (a batch split after a failure counts again). */
   libraries: number;
+  /** The longest our own code held a worker thread without a heartbeat (import, lowering...), in seconds. */
+  longestBlock: number;
 }
 
 /** Runs the cases; returns one result per case, in the cases' order. */
 export async function runConformance(opts: RunOptions): Promise<RunSummary> {
   const started = performance.now();
-  const target = parseTarget(opts.target ?? 'llvm -mcpu=native');
-  const fingerprint = hardwareFingerprint(target);
+  const target = opts.target ?? 'llvm -mcpu=native';
   const batchSize = Math.max(1, opts.batchSize ?? 16);
   const caseMs = opts.caseTimeoutMs ?? 10_000;
+  const workMs = opts.workTimeoutMs ?? 30_000;
+  const batchMs = (n: number): number => opts.batchTimeoutMs ?? 120_000 + 15_000 * n;
   const log = opts.log ?? (() => undefined);
   const results = new Map<string, CaseResult>();
   const finish = (r: CaseResult): void => { results.set(r.name, r); opts.onResult?.(r); };
   await fs.mkdir(opts.workDir, { recursive: true });
   let serial = 0, libraries = 0;
 
-  const attempt = async (batch: readonly Prepared[]): Promise<void> => {
+  const attempt = async (w: CaseWorker, batch: readonly Prepared[]): Promise<void> => {
     const outDir = path.join(opts.workDir, `batch-${serial++}`);
     libraries++;
     let outcome: (CaseResult | undefined)[] | Failure;
     try {
-      const compiled = await compileBatch(batch, outDir, target, fingerprint, opts);
-      outcome = await runBatch(compiled, batch, opts, batch.length === 1 ? caseMs : caseMs + 1000 * batch.length);
+      const job: CompileJob = { target, outDir, cacheDir: opts.cacheDir, compilerTimeoutMs: opts.compilerTimeoutMs ?? 60_000 };
+      const a = await w.call({ kind: 'compile', dir: opts.dir, cases: batch.map((p) => p.c), job }, workMs, batchMs(batch.length));
+      if ('hang' in a) outcome = { outcome: 'hang', reason: `compiling it (graph passes, partition, lowering, code generation, C compiler): ${a.hang}` };
+      else if ('died' in a) outcome = { outcome: 'crash', reason: `compiling it: ${a.died}` };
+      else if (a.kind !== 'compile') throw new Error('conformance: a worker answered a compile with a prepare');
+      else if ('failure' in a) outcome = a.failure;
+      else outcome = await runBatch(outDir, a.manifest, batch, opts, batch.length === 1 ? caseMs : caseMs + 1000 * batch.length);
     } catch (e) {
       outcome = failureOf(e, path.join(caseDir(opts.dir, batch[0].c.name), 'model.onnx'));
     } finally {
@@ -268,32 +276,63 @@ export async function runConformance(opts: RunOptions): Promise<RunSummary> {
       return;
     }
     if (batch.length === 1) {
-      finish({ name: batch[0].c.name, operator: batch[0].c.operator, ...outcome });
+      finish(resultOf(batch[0], outcome));
       return;
     }
     // Find the case that failed: each half on its own.
     log(`conformance: a batch of ${batch.length} failed (${outcome.outcome}: ${outcome.reason ?? ''}); splitting it`);
     const half = Math.ceil(batch.length / 2);
-    await attempt(batch.slice(0, half));
-    await attempt(batch.slice(half));
+    await attempt(w, batch.slice(0, half));
+    await attempt(w, batch.slice(half));
+  };
+
+  /** A case imported in the worker (or its outcome). */
+  const prepare = async (w: CaseWorker, c: ConformanceCase): Promise<Prepared | CaseResult> => {
+    const done = (r: Failure): CaseResult => ({ name: c.name, operator: c.operator, ...r });
+    const refusal = caseRefusal(c);
+    if (refusal) return done({ outcome: 'refused', reason: refusal });
+    let a: Answer;
+    try {
+      a = await w.call({ kind: 'prepare', dir: opts.dir, case: c }, workMs, workMs);
+    } catch (e) {
+      return done({ outcome: 'crash', reason: `importing it: ${firstLine(messageOf(e))}` });
+    }
+    if ('hang' in a) return done({ outcome: 'hang', reason: `importing it: ${a.hang}` });
+    if ('died' in a) return done({ outcome: 'crash', reason: `importing it: ${a.died}` });
+    if (a.kind !== 'prepare') throw new Error('conformance: a worker answered a prepare with a compile');
+    if ('result' in a) return a.result;
+    const folder = caseDir(opts.dir, c.name);
+    const [{ inputs, outputs }] = c.data_sets;
+    return {
+      c, info: a.info,
+      inputs: new Map(inputs.map((v) => [v.name, { file: path.join(folder, v.file!), value: v }])),
+      expected: outputs.map((v) => new Uint8Array(readFileSync(path.join(folder, v.file!)))),
+    };
   };
 
   const queue = [...opts.cases];
-  let done = 0;
-  const worker = async (): Promise<void> => {
+  const workers = Array.from({ length: Math.max(1, opts.parallel ?? 2) }, () => new CaseWorker(opts.workerPreload, Math.max(5, Math.min(500, workMs / 8))));
+  const lane = async (w: CaseWorker): Promise<void> => {
     for (;;) {
       const batch: Prepared[] = [];
       while (batch.length < batchSize && queue.length > 0) {
-        const p = prepare(opts.dir, queue.shift()!);
-        if ('model' in p) batch.push(p);
+        const p = await prepare(w, queue.shift()!);
+        if ('info' in p) batch.push(p);
         else finish(p);
       }
       if (batch.length === 0) return;
-      await attempt(batch);
-      done = results.size;
-      log(`conformance: ${done}/${opts.cases.length} cases done, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+      await attempt(w, batch);
+      w.forget(batch.map((p) => p.c.name));
+      log(`conformance: ${results.size}/${opts.cases.length} cases done, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, opts.parallel ?? 2) }, worker));
-  return { results: opts.cases.map((c) => results.get(c.name)!), seconds: (performance.now() - started) / 1000, libraries };
+  try {
+    await Promise.all(workers.map(lane));
+  } finally {
+    await Promise.all(workers.map((w) => w.close()));
+  }
+  return {
+    results: opts.cases.map((c) => results.get(c.name)!), seconds: (performance.now() - started) / 1000, libraries,
+    longestBlock: Math.max(0, ...workers.map((w) => w.longestBlockMs)) / 1000,
+  };
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cacheRoot } from '../native/build';
 import { CONFORMANCE_DIR, findPython, loadCases, casesDir } from './cases';
-import { checkBaseline, makeBaseline, report, summaryLine, tally, type Baseline, type BaselineCheck, type CaseResult, type Tally } from './classify';
+import { checkBaseline, makeBaseline, outcomeLabel, report, summaryLine, tally, type Baseline, type BaselineCheck, type CaseResult, type Tally } from './classify';
 import { runConformance } from './run';
 
 export const BASELINE_FILE = path.join(CONFORMANCE_DIR, 'baseline.json');
@@ -38,11 +38,14 @@ export function readBaseline(file = BASELINE_FILE): Baseline | undefined {
 /** The lines saying how the results differ from the baseline (empty: nothing to say). */
 export function baselineLines(check: BaselineCheck): string[] {
   const out: string[] = [];
-  for (const r of check.regressions) out.push(`regression: ${r.name} passed in the baseline, now ${r.outcome}: ${r.reason ?? ''}`);
-  for (const r of check.unexpected) out.push(`${r.outcome}: ${r.name} (${r.operator}): ${r.reason ?? ''}`);
+  for (const r of check.regressions) out.push(`regression: ${r.name} passed in the baseline, now ${outcomeLabel(r)}${r.reason ? `: ${r.reason}` : ''}`);
+  for (const r of check.unexpected) out.push(`${outcomeLabel(r)}: ${r.name} (${r.operator}): ${r.reason ?? ''}`);
   if (check.fixed.length) out.push(`known-bad cases no longer wrong, crashed or hung: ${check.fixed.join(', ')}`);
   if (check.newPasses.length) {
-    out.push(`${check.newPasses.length} case(s) pass that the baseline does not list (npm run conformance -- --update-baseline keeps them): ${check.newPasses.slice(0, 20).join(', ')}${check.newPasses.length > 20 ? ', ...' : ''}`);
+    out.push(`${check.newPasses.length} case(s) pass that the baseline does not list as passing (npm run conformance -- --update-baseline keeps them): ${check.newPasses.slice(0, 20).join(', ')}${check.newPasses.length > 20 ? ', ...' : ''}`);
+  }
+  if (check.newFrozenPasses.length) {
+    out.push(`${check.newFrozenPasses.length} case(s) pass with integer inputs frozen that the baseline does not list (--update-baseline keeps them): ${check.newFrozenPasses.slice(0, 20).join(', ')}${check.newFrozenPasses.length > 20 ? ', ...' : ''}`);
   }
   return out;
 }
@@ -70,13 +73,13 @@ export async function runSuite(opts: SuiteOptions = {}): Promise<SuiteOutcome> {
   const bad = results.filter((r) => r.outcome === 'wrong' || r.outcome === 'crash' || r.outcome === 'hang');
   if (bad.length) {
     lines.push('', 'wrong, crashed and hung cases:');
-    for (const r of bad) lines.push(`  ${r.outcome}: ${r.name} (${r.operator}): ${r.reason ?? ''}`);
+    for (const r of bad) lines.push(`  ${outcomeLabel(r)}: ${r.name} (${r.operator}): ${r.reason ?? ''}`);
   }
   const json = opts.json ?? path.join(root, 'results.json');
   await fs.mkdir(path.dirname(json), { recursive: true });
   await fs.writeFile(json, `${JSON.stringify({
-    onnx_version: index.onnx_version, seconds: Number(seconds.toFixed(1)), libraries: summary.libraries,
-    summary: summaryLine(t), counts: t.counts, operators: t.operators, refusal_reasons: t.reasons, top_refusal_by_operator: t.topReason, results,
+    onnx_version: index.onnx_version, seconds: Number(seconds.toFixed(1)), libraries: summary.libraries, longest_block_s: Number(summary.longestBlock.toFixed(1)),
+    summary: summaryLine(t), counts: t.counts, passed_frozen: t.frozenPassed, operators: t.operators, refusal_reasons: t.reasons, top_refusal_by_operator: t.topReason, results,
   }, null, 2)}\n`);
   let check: BaselineCheck | undefined;
   if (opts.updateBaseline) {
@@ -97,7 +100,7 @@ export async function runSuite(opts: SuiteOptions = {}): Promise<SuiteOutcome> {
       lines.push('', `no baseline at ${BASELINE_FILE} (npm run conformance -- --update-baseline writes it)`);
     }
   }
-  lines.push('', `results: ${json}`, `wall time: ${seconds.toFixed(1)} s for ${results.length} case(s), ${summary.libraries} model librar${summary.libraries === 1 ? 'y' : 'ies'}`, summaryLine(t));
+  lines.push('', `results: ${json}`, `wall time: ${seconds.toFixed(1)} s for ${results.length} case(s), ${summary.libraries} model librar${summary.libraries === 1 ? 'y' : 'ies'}; our own code held a worker for at most ${summary.longestBlock.toFixed(1)} s at a stretch`, summaryLine(t));
   for (const l of lines) out(l);
   return { tally: t, seconds, results, check, json, lines };
 }

@@ -11,6 +11,8 @@
 // Inputs: float32; int64/int32/int16/int8/uint8/uint16/uint32 inputs run as int32 (ids,
 // masks, indices); bool as bool. Symbolic dimensions: the first takes `batch` (default 1);
 // any dimension, and a scalar, can be fixed with `inputShapes` (tvmc's --input-shapes).
+// `constantInputs` binds graph inputs to values (TVM's freeze_params): such an input is a
+// static tensor, as an initializer is, and no longer an input of the model.
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,7 +21,7 @@ import { isOpNode, type Graph } from '../../graph/graph';
 import { convertLayout } from '../../graph/passes';
 import { rebuild } from '../../graph/rewrite';
 import type { Layout } from '../../topi/nn';
-import { ImportContext, NodeView, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, protoTensor, staticValue, type Value } from './context';
+import { ImportContext, NodeView, ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, protoTensor, staticValue, type Value } from './context';
 import { NN_CONVERTERS } from './convert-nn';
 import { NORMALIZATION_CONVERTERS } from './convert-normalization';
 import { REDUCE_CONVERTERS } from './convert-reduce';
@@ -31,7 +33,7 @@ import { QUANTIZE_CONVERTERS } from './convert-quantize';
 import { EXTRA_CONVERTERS } from './convert-extra';
 import { MATH_CONVERTERS } from './convert-math';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
-import { checkedDims, dataTypeName, OnnxFormatError } from './tensor';
+import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from './tensor';
 import type { DType } from '../../ir/expr';
 
 export const MIN_OPSET = 7;
@@ -57,6 +59,8 @@ export interface OnnxImportOptions {
   batch?: number;
   /** Shapes of the inputs (all named, or all by position): they fix symbolic dimensions; a fixed dimension must match. */
   inputShapes?: readonly InputShape[];
+  /** Graph inputs bound to constant values (TVM's freeze_params): each is read as an initializer would be, and is no longer a model input. */
+  constantInputs?: ReadonlyMap<string, StaticTensor>;
 }
 
 export interface OnnxModel {
@@ -132,6 +136,22 @@ function inputShape(vi: ValueInfo, index: number, file: string, opts: OnnxImport
   }
   if (shape.some((d) => d === 0)) throw new UserError(`${file}: graph input '${name}' has an empty dimension [${shape.join(', ')}]`);
   return { shape, symbolicBatch };
+}
+
+/** The value bound to graph input `vi` by constantInputs, checked against the input's declared type and shape. */
+function frozenInput(vi: ValueInfo, t: StaticTensor, file: string): StaticTensor {
+  const name = vi.name ?? '', tt = vi.type?.tensor_type;
+  const dtype = inputDtype(tt?.elem_type);
+  if (!tt || !dtype) throw new UserError(`${file}: graph input '${name}' is ${tt ? dataTypeName(tt.elem_type) : 'not a tensor'}; it cannot be bound to a constant`);
+  if ((t.type === 'float') !== (dtype === 'float32')) throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}; the constant bound to it holds ${t.type === 'float' ? 'floats' : 'integers'}`);
+  // A declared dimension is fixed as inputShape reads it (a dim_value, not 0 beside a dim_param); symbolic ones take the constant's.
+  const dims = (tt.shape?.dim ?? []).map((d) => (d.dim_value !== undefined && !(d.dim_value === 0 && d.dim_param) ? d.dim_value : d.dim_param || '?'));
+  const fits = !tt.shape?.dim || (dims.length === t.shape.length && dims.every((d, i) => typeof d !== 'number' || d === t.shape[i]));
+  if (!fits || t.data.length !== t.shape.reduce((a, d) => a * d, 1)) {
+    throw new UserError(`${file}: the constant bound to graph input '${name}' has shape ${showShape(t.shape)} (${t.data.length} values); the input is ${showShape(dims)}`);
+  }
+  if (tt.elem_type !== undefined) ONNX_ELEMENT_TYPE.set(t, tt.elem_type);
+  return t;
 }
 
 /** Convert the nodes of `g`; returns the issues (unsupported nodes and broken ones). */
@@ -245,10 +265,18 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
   if (opts.inputShapes && named.length === 0 && opts.inputShapes.length !== graphInputs.length) {
     throw new UserError(`${file}: ${opts.inputShapes.length} input shape(s) given by position; the graph has ${graphInputs.length} input(s): ${graphInputs.map((vi) => vi.name ?? '').join(', ')}`);
   }
+  for (const name of opts.constantInputs?.keys() ?? []) {
+    if (!graphInputs.some((vi) => vi.name === name)) throw new UserError(`${file}: a constant is given for input '${name}', which the graph does not have (its inputs: ${graphInputs.map((vi) => vi.name ?? '').join(', ')})`);
+  }
   let symbolicBatch = false;
   for (const [index, vi] of graphInputs.entries()) {
     const name = vi.name ?? '';
     if (cx.has(name)) throw new UserError(`${file}: graph input '${name}' is listed twice`);
+    const frozen = opts.constantInputs?.get(name);
+    if (frozen) {
+      cx.set(name, staticValue(frozenInput(vi, frozen, file)));
+      continue;
+    }
     const { shape, symbolicBatch: sym } = inputShape(vi, index, file, opts);
     symbolicBatch ||= sym;
     const dtype = inputDtype(vi.type?.tensor_type?.elem_type)!;
@@ -258,7 +286,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     ONNX_INPUT_TYPE.set(cx.graph, types.set(id, vi.type?.tensor_type?.elem_type ?? 0));
     inputs.push({ name, shape, dtype });
   }
-  if (inputs.length === 0) throw new UserError(`${file}: the graph has no (non-initializer) inputs`);
+  if (inputs.length === 0) throw new UserError(`${file}: the graph has no (non-initializer) inputs${graphInputs.length ? ' left (every one is bound to a constant)' : ''}`);
   if (opts.batch !== undefined && opts.batch !== 1 && !symbolicBatch && !opts.inputShapes) {
     const first = inputs.find((i) => i.shape.length > 0);
     throw new UserError(`${file}: graph input '${first?.name ?? inputs[0].name}' has a fixed batch of ${first?.shape[0] ?? 1}, cannot use batch ${opts.batch} (no input has a symbolic first dimension)`);
