@@ -29,6 +29,7 @@ export const LIMITS: Readonly<Record<string, string>> = {
   Mod: 'floats: `fmod=0` from opset 28 only (ONNX Runtime refuses it below)',
   Range: 'constant `start`, `limit`, `delta`; a non-empty result',
   NonZero: 'of a constant tensor only',
+  Unique: 'of a constant tensor only',
   ScatterElements: 'at most 2^26 steps (data elements x the updates\' axis length)',
   Scatter: 'as ScatterElements',
   ScatterND: 'at most 2^26 steps (data elements x the index tuples)',

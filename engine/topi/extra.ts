@@ -10,7 +10,7 @@
 //    its weight, 0 where the target is ignore_index (the reductions are the graph's).
 
 import {
-  add, call, div, eq, f32, floordiv, floormod, int, load, lt, max, maxReduce, min, mul, ne, or, reduceAxis, select, sub, sum,
+  add, call, div, eq, f32, floordiv, floormod, int, load, lt, max, maxReduce, min, mul, ne, or, prodReduce, reduceAxis, select, sub, sum,
   type Expr,
 } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
@@ -269,4 +269,38 @@ function broadcast(a: readonly number[], b: readonly number[]): number[] {
 function bcast(t: Tensor, shape: readonly number[], ax: readonly Expr[]): Expr[] {
   const off = shape.length - t.shape.length;
   return t.shape.map((d, i) => (d === 1 && shape[off + i] !== 1 ? int(0) : ax[off + i]));
+}
+
+/** ONNX CumProd along `axis` (exclusive: the product before each element, 1 first; reverse: from the end); as cumsum, a product over the whole axis per element. */
+export function cumprod(x: Tensor, axis: number, exclusive: boolean, reverse: boolean): Tensor {
+  const rank = x.shape.length;
+  const a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) throw new Error(`cumprod: axis ${axis} out of range for rank ${rank}`);
+  const one: Expr = { k: 'const', value: 1, dtype: x.dtype === 'float32' ? 'float32' : 'int32' };
+  return compute('T_cumprod', x.shape, names(rank), (...ax) => {
+    const r = reduceAxis('k', x.shape[a]);
+    const k = vr('k');
+    const i = ax[a];
+    const take = reverse ? (exclusive ? lt(i, k) : lt(int(-1), sub(k, i))) : exclusive ? lt(k, i) : lt(int(-1), sub(i, k));
+    return prodReduce(select(take, load(x, ax.map((e, d) => (d === a ? k : e))), one), [r]);
+  }, 'cumsum');
+}
+
+/** ONNX LpNormalization (p 1 or 2) along `axis`: x / ||x||_p, 0 where the norm is 0. */
+export function lpNormalize(x: Tensor, axis: number, p: 1 | 2): Tensor {
+  floatOnly('lp_normalize', x);
+  const rank = x.shape.length;
+  const a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) throw new Error(`lp_normalize: axis ${axis} out of range for rank ${rank}`);
+  const stat = x.shape.filter((_, d) => d !== a);
+  const k = reduceAxis('k', x.shape[a]);
+  const norm = compute('T_lp_norm', stat, names(rank - 1), (...o) => {
+    const e = load(x, [...o.slice(0, a), vr('k'), ...o.slice(a)]);
+    return sum(p === 1 ? call('fabs', e) : mul(e, e), [k]);
+  }, 'comm_reduce');
+  return compute('T_lp_normalize', x.shape, names(rank), (...ax) => {
+    const s = load(norm, ax.filter((_, d) => d !== a));
+    const nrm = p === 1 ? s : call('sqrt', s);
+    return select(eq(nrm, f32(0)), f32(0), div(load(x, ax), nrm));
+  }, 'elemwise');
 }

@@ -1,5 +1,6 @@
 // IsNaN, IsInf, Attention, RMSNormalization, RotaryEmbedding, NegativeLogLikelihoodLoss,
-// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift and Compress imported and run by the reference evaluator, against ONNX Runtime
+// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Compress, CumProd and
+// LpNormalization imported and run by the reference evaluator, against ONNX Runtime
 // on seeded inputs (or their definition: SwiGLU, which ONNX Runtime 1.30 lacks, and BitShift,
 // whose unsigned and opset-28 signed types the session helper does not feed): bool/int outputs equal, float ones within 1e-5 (relative to 1 + |x|).
 // (The node conformance cases of these operators also compile and pass natively:
@@ -153,6 +154,16 @@ test('Compress with a constant condition (an axis, and flattened); a computed co
   assert.match(importError(dyn), /Compress 'y': unsupported: a condition computed at run time/);
   const rnd = new OnnxModelBuilder(22).input('x', [3]).node('RandomUniformLike', ['x'], ['y']).output('y').build();
   assert.match(importError(rnd), /RandomUniformLike 'y': unsupported: RandomUniformLike draws random numbers/);
+});
+
+test('CumProd (float and int64; exclusive, reverse, a negative axis) and LpNormalization (p 1 and 2) against ONNX Runtime', async () => {
+  const m = new OnnxModelBuilder(26).input('x', [3, 4]).typedInput('i', I64, [5]).int64('a1', [1], []).int64('am', [-2], []).int64('a0', [0], [])
+    .node('CumProd', ['x', 'a1'], ['p']).output('p')
+    .node('CumProd', ['x', 'am'], ['pe'], { exclusive: 1, reverse: 1 }).output('pe')
+    .node('CumProd', ['i', 'a0'], ['pi'], { exclusive: 1 }).typedOutput('pi', I64)
+    .node('LpNormalization', ['x'], ['l1'], { p: 1, axis: 0 }).output('l1')
+    .node('LpNormalization', ['x'], ['l2']).output('l2');
+  await agreesTyped('cumprod-lpnorm', m.build(), [randFloats(12, 1, -2, 2), randInts(5, 2, -4, 4)]);
 });
 
 test.run();

@@ -16,6 +16,8 @@
 //  - Swish (alpha), SwiGLU, Shrink (lambd, bias); BitShift of int8/16/32/64 and uint8/16 carried as
 //    int32 (uint32/uint64 refused: the carrier cannot hold their values; LEFT of int64
 //    refused); Compress with a constant condition (a take of the selected indices);
+//  - CumProd (exclusive, reverse; float or int data), LpNormalization (p 1 or 2; a zero
+//    norm gives 0);
 //  - Bernoulli, RandomNormal/Uniform(Like), Multinomial: refused (non-deterministic).
 
 import { operandView } from './convert-matmul';
@@ -337,6 +339,37 @@ const compress: Converter = {
   },
 };
 
+/** Steps above which a CumProd (quadratic in its axis, as CumSum) is refused. */
+const MAX_CUMPROD_STEPS = 1 << 28;
+
+const cumprod: Converter = {
+  attrs: ['exclusive', 'reverse'],
+  convert(n) {
+    const shape = n.shape(0);
+    const a = n.ints(1, 'axis');
+    if (a.length !== 1) throw new Error(`axis has ${a.length} values, expected one`);
+    if (n.dtype(0) === 'bool') throw new Error('CumProd of a bool tensor');
+    const axis = a[0] < 0 ? a[0] + shape.length : a[0];
+    if (axis < 0 || axis >= shape.length) throw new Error(`axis ${a[0]} out of range for rank ${shape.length}`);
+    const steps = shape.reduce((p, d) => p * d, 1) * shape[axis];
+    if (steps > MAX_CUMPROD_STEPS) throw new UnsupportedError(`CumProd of ${steps} steps (the elements x the axis length; at most ${MAX_CUMPROD_STEPS})`);
+    return [applyOp(n, 'cumprod', [n.input(0)], { axis, exclusive: n.attr.int('exclusive', 0) === 1, reverse: n.attr.int('reverse', 0) === 1 })];
+  },
+};
+
+const lpNormalization: Converter = {
+  attrs: ['axis', 'p'],
+  convert(n) {
+    floatInput(n, 0, 'input');
+    const p = n.attr.int('p', 2);
+    if (p !== 1 && p !== 2) throw new UnsupportedError(`p = ${p} (1 or 2)`);
+    const rank = n.shape(0).length;
+    const axis = n.attr.int('axis', -1);
+    if (axis < -rank || axis >= rank) throw new Error(`axis ${axis} out of range for rank ${rank}`);
+    return [n.op('lp_normalize', [n.node(0)], { axis: axis < 0 ? axis + rank : axis, p })];
+  },
+};
+
 /** Random generators and samplers: results that differ from run to run (and from ONNX Runtime's) are refused. */
 const random = (attrs: string[]): Converter => ({
   attrs,
@@ -349,6 +382,8 @@ export const EXTRA_CONVERTERS: Record<string, Converter> = {
   Shrink: shrink,
   BitShift: bitShift,
   Compress: compress,
+  CumProd: cumprod,
+  LpNormalization: lpNormalization,
   Bernoulli: random(['dtype', 'seed']),
   RandomNormal: random(['shape', 'dtype', 'seed', 'scale', 'mean']),
   RandomUniform: random(['shape', 'dtype', 'seed', 'high', 'low']),

@@ -184,4 +184,16 @@ test('TopK (opsets 9, 11 with largest/sorted, 13 on int64): values and int64 ind
   await agreesTyped('topk-13', m13.build(), [randInts(14, 44, -3, 3)]);
 });
 
+test('Unique of a constant (flattened and along an axis, sorted or not) folds; its four outputs equal ONNX Runtime\'s', async () => {
+  const c = [2, 1, 1, 3, 4, 3, 1, 2, 1, 3, 4, 3];
+  for (const attrs of [{}, { sorted: 0 }, { axis: 0 }, { axis: 1, sorted: 0 }, { axis: -1 }]) {
+    const m = new OnnxModelBuilder(11).input('x', [1]).float('c', [2, 6], c)
+      .node('Unique', ['c'], ['y', 'i', 'inv', 'n'], attrs)
+      .node('Add', ['x', 'y'], ['xy']).output('xy').typedOutput('i', I64).typedOutput('inv', I64).typedOutput('n', I64);
+    await agreesTyped(`unique-${JSON.stringify(attrs)}`, m.build(), [Float32Array.of(0.5)]);
+  }
+  const computed = new OnnxModelBuilder(11).input('x', [3]).node('Unique', ['x'], ['y']).output('y').build();
+  assert.match(importError(computed), /Unique 'y': unsupported: Unique of a computed tensor/);
+});
+
 test.run();

@@ -1,8 +1,7 @@
 // Converters of ONNX's indexing and shape-producing operators: Gather (TOPI's take),
-// GatherElements, GatherND, ScatterElements, ScatterND, TopK, ArgMax/ArgMin, CumSum, OneHot on
-// computed tensors; Shape,
-// Size, Range, ConstantOfShape, NonZero, Constant and Dropout (with its mask) at import
-// time. Static inputs fold here (shape arithmetic); a computed index tensor becomes a
+// GatherElements, GatherND, ScatterElements, ScatterND, TopK, ArgMax/ArgMin, CumSum, OneHot
+// on computed tensors; Shape, Size, Range, ConstantOfShape, NonZero, Unique, Constant and
+// Dropout (with its mask) at import time. Static inputs fold here (shape arithmetic); a computed index tensor becomes a
 // graph op whose kernel wraps negative indices and clamps out-of-range ones (topi/indexing.ts).
 
 import type { DType } from '../../ir/expr';
@@ -12,6 +11,7 @@ import { UnsupportedError, nodeValue, staticValue, type NodeView, type Value } f
 import { applyOp, staticFrom } from './convert-logic';
 import type { Converter } from './convert-tensor';
 import { floatTensor, gatherStatic, intTensor, normAxis } from './static';
+import type { StaticTensor } from './tensor';
 
 const isStatic = (v: Value): v is Extract<Value, { kind: 'static' }> => v.kind === 'static';
 
@@ -185,6 +185,53 @@ const nonZero: Converter = {
   },
 };
 
+/**
+ * Unique of a static tensor: the distinct elements (no axis) or slices along `axis`, sorted
+ * ascending (slices lexicographically) or in order of first occurrence, with the first
+ * occurrence of each, every element's (slice's) position in the result, and the counts.
+ */
+const unique: Converter = {
+  attrs: ['axis', 'sorted'],
+  convert(n) {
+    const v = n.input(0);
+    if (!isStatic(v)) throw new UnsupportedError('Unique of a computed tensor (its output shape depends on the data)');
+    const t = v.t, dims = t.shape;
+    if (t.data.length > MAX_STATIC_INTS) throw new UnsupportedError(`Unique of a constant of ${t.data.length} elements (at most ${MAX_STATIC_INTS})`);
+    const hasAxis = n.attr.has('axis');
+    const axis = hasAxis ? normAxis(n.attr.int('axis', 0), dims.length, 'Unique axis') : 0;
+    // Each slice (an element without an axis) as its list of values.
+    const outer = hasAxis ? numElements(dims.slice(0, axis)) : 1, len = hasAxis ? dims[axis] : t.data.length;
+    const inner = hasAxis ? numElements(dims.slice(axis + 1)) : 1;
+    const slices = Array.from({ length: len }, (_, i) => {
+      const out: number[] = [];
+      for (let o = 0; o < outer; o++) for (let k = 0; k < inner; k++) out.push(t.data[(o * len + i) * inner + k]);
+      return out;
+    });
+    if (len === 0) throw new UnsupportedError('Unique of an empty tensor');
+    const key = (s: number[]): string => s.join(',');
+    const first = new Map<string, number>();
+    slices.forEach((sl, i) => { if (!first.has(key(sl))) first.set(key(sl), i); });
+    let order = [...first.values()];
+    if (n.attr.int('sorted', 1) === 1) {
+      const cmp = (a: number[], b: number[]): number => { for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] - b[i]; return 0; };
+      order = order.sort((a, b) => cmp(slices[a], slices[b]));
+    }
+    const slot = new Map(order.map((i, k) => [key(slices[i]), k]));
+    const inverse = slices.map((sl) => slot.get(key(sl))!);
+    const counts = order.map((_, k) => inverse.filter((x) => x === k).length);
+    const u = order.length;
+    const values: number[] = [];
+    if (hasAxis) {
+      for (let o = 0; o < outer; o++) for (const i of order) for (let k = 0; k < inner; k++) values.push(slices[i][o * inner + k]);
+    } else {
+      for (const i of order) values.push(slices[i][0]);
+    }
+    const yShape = hasAxis ? dims.map((d, i) => (i === axis ? u : d)) : [u];
+    const y: StaticTensor = t.type === 'float' ? floatTensor(yShape, Float32Array.from(values)) : { ...intTensor(yShape, values), ...(t.bool ? { bool: true } : {}) };
+    return [staticValue(y), staticValue(intTensor([u], order)), staticValue(intTensor([len], inverse)), staticValue(intTensor([u], counts))];
+  },
+};
+
 /** Dropout at inference: the output is the input; the mask is all true from opset 12 (see below). training_mode (opset 12+) must be false. */
 const dropout: Converter = {
   attrs: ['seed', 'ratio', 'is_test'],
@@ -295,6 +342,7 @@ export const INDEXING_CONVERTERS: Record<string, Converter> = {
   Size: size,
   ConstantOfShape: constantOfShape,
   NonZero: nonZero,
+  Unique: unique,
   Dropout: dropout,
   Constant: constant,
 };
