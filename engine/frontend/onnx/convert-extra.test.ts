@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DataType } from './schema';
 import { OnnxModelBuilder } from './model-builder';
-import { importError } from './ort-agree.fixture';
+import { agreesWithOrt, importError, rand } from './ort-agree.fixture';
 import { agreesTyped, randFloats, randInts } from './typed-ort.fixture';
 import { importOnnx } from './import';
 import { runGraph } from '../../graph/run';
@@ -164,6 +164,18 @@ test('CumProd (float and int64; exclusive, reverse, a negative axis) and LpNorma
     .node('LpNormalization', ['x'], ['l1'], { p: 1, axis: 0 }).output('l1')
     .node('LpNormalization', ['x'], ['l2']).output('l2');
   await agreesTyped('cumprod-lpnorm', m.build(), [randFloats(12, 1, -2, 2), randInts(5, 2, -4, 4)]);
+});
+
+test('a conv feeding RMSNormalization, LpNormalization, CumProd (axis 1), Shrink and RotaryEmbedding: NCHW and the NHWC layout agree with ONNX Runtime', async () => {
+  const m = new OnnxModelBuilder(26).input('x', [1, 3, 5, 5]).float('w', [4, 3, 3, 3], rand(108, 3)).float('s', [4, 5, 5], rand(100, 4))
+    .int64('a', [1], []).input('cs', [1, 5, 2]).input('sn', [1, 5, 2])
+    .node('Conv', ['x', 'w'], ['c'], { pads: [1, 1, 1, 1] })
+    .node('RMSNormalization', ['c', 's'], ['r'], { axis: 1 }).output('r')
+    .node('LpNormalization', ['c'], ['l'], { axis: 1, p: 2 }).output('l')
+    .node('CumProd', ['c', 'a'], ['p']).output('p')
+    .node('Shrink', ['c'], ['sh'], { lambd: 0.3 }).output('sh')
+    .node('RotaryEmbedding', ['c', 'cs', 'sn'], ['ro'], { rotary_embedding_dim: 4 }).output('ro');
+  await agreesWithOrt('extra-layout', m.build(), { tol: 1e-5 });
 });
 
 test.run();
