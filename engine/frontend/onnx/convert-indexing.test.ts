@@ -186,7 +186,7 @@ test('TopK (opsets 9, 11 with largest/sorted, 13 on int64): values and int64 ind
 
 test('Unique of a constant (flattened and along an axis, sorted or not) folds; its four outputs equal ONNX Runtime\'s', async () => {
   const c = [2, 1, 1, 3, 4, 3, 1, 2, 1, 3, 4, 3];
-  for (const attrs of [{}, { sorted: 0 }, { axis: 0 }, { axis: 1, sorted: 0 }, { axis: -1 }]) {
+  for (const attrs of [{}, { sorted: 0 }, { axis: 0 }, { axis: 1, sorted: 0 }, { axis: -1 }] as Record<string, number>[]) {
     const m = new OnnxModelBuilder(11).input('x', [1]).float('c', [2, 6], c)
       .node('Unique', ['c'], ['y', 'i', 'inv', 'n'], attrs)
       .node('Add', ['x', 'y'], ['xy']).output('xy').typedOutput('i', I64).typedOutput('inv', I64).typedOutput('n', I64);
