@@ -21,13 +21,19 @@ import type { Layout } from '../../topi/nn';
 import { channelsLast } from '../../topi/pool';
 import { REDUCE_KINDS } from '../../topi/reduce';
 import { isOpNode, type Graph, type OpNode } from '../graph';
+import { OPS, OpPattern } from '../ops';
 import { constantOf, rebuild, type Rebuilder } from '../rewrite';
 import { BINARY_OPS } from './canonicalize-bias';
 
 /** Ops over 3-D images: layout 'NCDHW' or 'NDHWC'; the others 'NCHW' or 'NHWC'. */
 const LAYOUT_OPS_3D = new Set(['conv3d', 'conv3d_transpose', 'max_pool3d', 'avg_pool3d', 'lp_pool3d', 'global_avg_pool3d', 'global_max_pool3d']);
 const LAYOUT_OPS = new Set(['conv2d', 'conv2d_transpose', 'max_pool2d', 'avg_pool2d', 'lp_pool2d', 'global_avg_pool2d', 'global_max_pool2d', 'adaptive_avg_pool2d', ...LAYOUT_OPS_3D]);
-const UNARY = new Set(['relu', 'clip', 'leaky_relu', 'sigmoid', 'tanh', 'hard_sigmoid', 'hard_swish']);
+/** Per-axis attributes (a quantization axis, a target shape): not free to follow a layout. */
+const AXIS_BOUND = new Set(['broadcast_to', 'quantize_linear', 'requantize', 'dequantize_linear', 'dynamic_qparams']);
+/** Elementwise ops (one input, output[i] = f(input[i])): they follow their input's layout. */
+const isUnary = (op: string): boolean => !AXIS_BOUND.has(op) && OPS[op]?.pattern === OpPattern.ElemWise;
+/** Broadcasting elementwise ops (add, comparisons, where, prelu, pow, ...): they follow it too, constants permuted. */
+const isBroadcast = (op: string): boolean => BINARY_OPS.has(op) || (!AXIS_BOUND.has(op) && OPS[op]?.pattern === OpPattern.Broadcast);
 /** Ops with an `axis` attribute (default -1), and ops with an `axes` list (topi/reduce.ts, topi/normalization.ts). */
 const AXIS_OPS = new Set(['softmax', 'log_softmax', 'hardmax', 'lrn', 'instance_norm']);
 const AXES_OPS = new Set(['mean', 'mean_variance_normalization', ...REDUCE_KINDS.filter((k) => k !== 'mean').map((k) => `reduce_${k}`)]);
@@ -106,8 +112,8 @@ export function convertLayout(g: Graph, target: Layout): Graph {
     }
     if ((rank !== 4 && rank !== 5) || !n.inputs.some((i) => converted.has(i) && sameRank(n, i))) return undefined;
     const x = n.inputs[0];
-    if (!sameRank(n, x) && !BINARY_OPS.has(n.op)) return undefined;
-    if (UNARY.has(n.op)) return b.out.op(n.op, [get(b, x, true)], n.attrs, n.name);
+    if (!sameRank(n, x) && !isBroadcast(n.op)) return undefined;
+    if (isUnary(n.op) && n.inputs.length === 1) return b.out.op(n.op, [get(b, x, true)], n.attrs, n.name);
     // Ops over an axis or axes (softmax, LRN, instance norm over channels; a reduction with
     // keepdims) follow their input, the axes remapped to where the dims moved.
     if (AXIS_OPS.has(n.op)) {
@@ -132,7 +138,7 @@ export function convertLayout(g: Graph, target: Layout): Graph {
     if (n.op === 'concatenate' && n.inputs.every((i) => sameRank(n, i))) {
       return b.out.op(n.op, n.inputs.map((i) => get(b, i, true)), { ...n.attrs, axis: newAxis(n.attrs.axis as number, rank) }, n.name);
     }
-    if (BINARY_OPS.has(n.op)) {
+    if (isBroadcast(n.op)) {
       // Lower-rank constants broadcast as if with leading 1s: make them full rank, then permute.
       const inputs: number[] = [];
       for (const i of n.inputs) {
