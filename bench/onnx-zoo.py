@@ -112,6 +112,65 @@ def hf_vision(kind):
     return W(m).eval(), (torch.randn(1, 3, size, size),), ['pixel_values'], None, None
 
 
+def hf_more(kind):
+    """More HF families users export: ConvNeXt, Swin (shifted windows: roll, masks), SegFormer,
+    MobileViT, ResNet (vision); DeBERTa-v2 (relative positions), ALBERT, BART (encoder-decoder)."""
+    torch = _torch()
+    import transformers as tr
+    size = 64
+    img = lambda m: (m, (torch.randn(1, 3, size, size),), ['pixel_values'], None, None)
+    if kind == 'convnext':
+        m = tr.ConvNextModel(tr.ConvNextConfig(hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 2, 1]))
+    elif kind == 'swin':
+        m = tr.SwinModel(tr.SwinConfig(image_size=size, patch_size=4, embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=4))
+    elif kind == 'segformer':
+        m = tr.SegformerForSemanticSegmentation(tr.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[4, 2], hidden_sizes=[32, 64],
+                                                                   num_attention_heads=[1, 2], decoder_hidden_size=64, num_labels=5,
+                                                                   patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[4, 4]))
+    elif kind == 'mobilevit':
+        m = tr.MobileViTModel(tr.MobileViTConfig(image_size=size, hidden_sizes=[48, 64, 80], neck_hidden_sizes=[16, 16, 24, 32, 48, 64, 160]))
+    elif kind == 'resnet':
+        m = tr.ResNetModel(tr.ResNetConfig(embedding_size=32, hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 1, 1], layer_type='bottleneck'))
+    if kind in ('convnext', 'swin', 'segformer', 'mobilevit', 'resnet'):
+        m.eval()
+
+        class V(torch.nn.Module):
+            def __init__(s, m):
+                super().__init__()
+                s.m = m
+
+            def forward(s, x):
+                o = s.m(pixel_values=x)
+                return o.logits if kind == 'segformer' else o.last_hidden_state
+        return img(V(m).eval())
+    seq = 16
+    if kind == 'deberta':
+        m = tr.DebertaV2Model(tr.DebertaV2Config(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
+                                                 vocab_size=1000, relative_attention=True, position_buckets=32, max_relative_positions=64,
+                                                 pos_att_type=['p2c', 'c2p']))
+    elif kind == 'albert':
+        m = tr.AlbertModel(tr.AlbertConfig(embedding_size=64, hidden_size=128, num_hidden_layers=3, num_attention_heads=4, intermediate_size=256,
+                                           vocab_size=1000), add_pooling_layer=False)
+    elif kind == 'bart':
+        m = tr.BartModel(tr.BartConfig(d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+                                       encoder_ffn_dim=256, decoder_ffn_dim=256, vocab_size=1000, use_cache=False))
+    else:
+        raise ValueError(kind)
+    m.eval()
+
+    class T(torch.nn.Module):
+        def __init__(s, m):
+            super().__init__()
+            s.m = m
+
+        def forward(s, ids, mask):
+            if kind == 'bart':
+                return s.m(input_ids=ids, attention_mask=mask, decoder_input_ids=ids, use_cache=False).last_hidden_state
+            return s.m(input_ids=ids, attention_mask=mask).last_hidden_state
+    ids = torch.randint(0, 1000, (1, seq))
+    return T(m).eval(), (ids, torch.ones(1, seq, dtype=torch.int64)), ['input_ids', 'attention_mask'], None, None
+
+
 def hf_audio(kind):
     torch = _torch()
     import transformers as tr
@@ -408,6 +467,47 @@ def probes(kind):
                 m = y.amax(dim=(2, 3)) + y.mean(dim=1).flatten(1).sum(-1, keepdim=True)
                 return v, soft, m.expand(2, -1, -1), torch.clamp(y, -0.5, 0.5)
         return Misc().eval(), (torch.randn(1, 8, 12, 10),), ['x'], None, None
+    if kind == 'edges':
+        class Edges(nn.Module):
+            """One output per pattern, so that a mismatch names its pattern."""
+            def __init__(s):
+                super().__init__()
+                s.c = nn.Conv2d(4, 8, 3, 1, 1)
+                s.grp = nn.Conv2d(8, 8, 3, 1, 1, groups=2)
+                s.same = nn.Conv2d(8, 4, 4, 1, padding='same')
+                s.dct = nn.ConvTranspose2d(8, 4, 3, 2, 1, output_padding=1, dilation=1, groups=2)
+                s.dct2 = nn.ConvTranspose2d(8, 4, 4, 2, 2, dilation=2)
+                s.in1d = nn.InstanceNorm1d(8, affine=True)
+                s.ln3 = nn.LayerNorm([8, 11, 9])
+
+            def forward(s, x):
+                y = s.c(x)  # 1, 8, 11, 9
+                outs = [
+                    F.interpolate(y, size=(5, 7), mode='nearest'),
+                    F.interpolate(y, size=(17, 20), mode='nearest'),
+                    F.interpolate(y, scale_factor=0.6, mode='bilinear', align_corners=False),
+                    F.interpolate(y, size=(7, 4), mode='bilinear', align_corners=True),
+                    F.avg_pool2d(y, 3, 2, 1, ceil_mode=True),
+                    F.avg_pool2d(y, 2, 2, 0, ceil_mode=True, count_include_pad=False),
+                    F.max_pool2d(y, 3, 2, 1, dilation=2),
+                    F.max_pool2d(y, 2, 2, 0, ceil_mode=True),
+                    s.grp(y), s.same(y), s.dct(y), s.dct2(y),
+                    F.normalize(y.flatten(1), dim=1),
+                    s.in1d(y.flatten(2)),
+                    s.ln3(y),
+                    F.pixel_unshuffle(y[:, :, :10, :8], 2),
+                    y.view(1, 2, 4, 11, 9).transpose(1, 2).reshape(1, 8, 11, 9),  # channel shuffle
+                    F.hardtanh(y, -0.3, 0.4), F.relu6(y * 4),
+                    torch.where(y > 0, y, y.mean(dim=(1,), keepdim=True)),
+                    y[:, torch.tensor([3, -1, 0])], y[..., 1:-1:3], y[:, :, -4:],
+                    F.interpolate(y.unsqueeze(2).repeat(1, 1, 2, 1, 1), scale_factor=(2, 2, 2), mode='trilinear', align_corners=False),
+                    torch.remainder(y * 3, 1.5), torch.floor_divide(y * 7, 2),
+                    y.std(dim=-1), torch.logsumexp(y, dim=1), y.norm(dim=2), y.prod(dim=3).clamp(-1e3, 1e3),
+                    y.argmax(dim=1).float(), y.max(dim=2).values,
+                    torch.atan2(y, y.flip(1)) if hasattr(torch, 'atan2') else y,
+                ]
+                return tuple(outs)
+        return Edges().eval(), (torch.randn(1, 4, 11, 9),), ['x'], None, None
     raise ValueError(kind)
 
 
@@ -454,6 +554,16 @@ MODELS = {
     'clip-vision': (lambda: hf_vision('clip'), 'dynamo', 18),
     'clip-vision-legacy': (lambda: hf_vision('clip'), 'legacy', 14),
     'whisper-encoder': (lambda: hf_audio('whisper'), 'legacy', 17),
+    'convnext': (lambda: hf_more('convnext'), 'legacy', 17),
+    'swin': (lambda: hf_more('swin'), 'legacy', 17),
+    'swin-dynamo': (lambda: hf_more('swin'), 'dynamo', 18),
+    'segformer': (lambda: hf_more('segformer'), 'legacy', 17),
+    'mobilevit': (lambda: hf_more('mobilevit'), 'legacy', 17),
+    'resnet-hf': (lambda: hf_more('resnet'), 'legacy', 13),
+    'deberta-v2': (lambda: hf_more('deberta'), 'legacy', 17),
+    'albert': (lambda: hf_more('albert'), 'legacy', 14),
+    'bart': (lambda: hf_more('bart'), 'legacy', 14),
+    'bart-dynamo': (lambda: hf_more('bart'), 'dynamo', 18),
     'wav2vec2': (lambda: hf_audio('wav2vec2'), 'legacy', 14),
     'mobilenetv3-small': (lambda: cnn('mobilenetv3'), 'legacy', 17),
     'mobilenetv3-small-op11': (lambda: cnn('mobilenetv3'), 'legacy', 11),
@@ -473,6 +583,10 @@ MODELS = {
     'gru-tagger-op11': (lambda: probes('gru'), 'legacy', 11),
     'misc-ops-op11': (lambda: probes('misc'), 'legacy', 11),
     'einsum-op12': (lambda: probes('einsum'), 'legacy', 12),
+    'edges-op11': (lambda: probes('edges'), 'legacy', 11),
+    'edges-op13': (lambda: probes('edges'), 'legacy', 13),
+    'edges-op17': (lambda: probes('edges'), 'legacy', 17),
+    'edges-dynamo': (lambda: probes('edges'), 'dynamo', 18),
     'misc-ops-op17': (lambda: probes('misc'), 'legacy', 17),
     'misc-ops-dynamo': (lambda: probes('misc'), 'dynamo', 18),
     'kws-conv1d': (lambda: cnn('kws'), 'legacy', 9),
@@ -515,7 +629,9 @@ def export(name, path):
     torch.manual_seed(0)
     builder, exporter, opset = MODELS[name]
     m, args, names, dyn, shapes = builder()
-    if not any(isinstance(x, PreTrainedModel) for x in m.modules()):
+    # HF CNNs (MobileViT, ResNet, SegFormer's head) init convs at std 0.02 too: the output of
+    # MobileViT was ~1e-43 (denormals), comparing nothing
+    if not any(isinstance(x, PreTrainedModel) for x in m.modules()) or any(isinstance(x, torch.nn.BatchNorm2d) for x in m.modules()):
         lively(m)
     m.eval()
     with torch.no_grad():
