@@ -136,6 +136,8 @@ const RESERVED = new Set([
   'threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warpSize',
   'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'fabs', 'erf', 'fmax', 'fmin', 'select', 'barrier', 'min', 'max',
   'expf', 'logf', 'sqrtf', 'tanhf', 'fabsf', 'erff', 'INFINITY', 'NAN', 'program', 'error', 'args',
+  'log1p', 'floor', 'ceil', 'round', 'rint', 'sin', 'cos', 'tan', 'atan', 'pow', 'fmod', 'isnan', 'isinf',
+  'log1pf', 'floorf', 'ceilf', 'roundf', 'rintf', 'sinf', 'cosf', 'tanf', 'atanf', 'powf', 'fmodf',
 ]);
 
 export const cName = (name: string): string => {
