@@ -120,4 +120,17 @@ test('a Cast of a big constant to int is one graph constant (no JS array per ele
   assert.ok(c && c.op === 'constant' && 'data' in c && c.data instanceof Int32Array && c.data[12345] === 2 && c.dtype === 'int32');
 });
 
+test('static comparisons, Where and Mod fold in JS numbers: int64 values past int32 (slice ends) stay exact', async () => {
+  const big = 2 ** 40;
+  const m = new OnnxModelBuilder(13).input('x', [2, 5])
+    .node('Shape', ['x'], ['s']).int64('k', [2, 0]).node('Equal', ['s', 'k'], ['e'])
+    .int64('huge', [big, big]).int64('small', [7, 3]).node('Where', ['e', 'huge', 'small'], ['ends'])
+    .int64('m', [big + 5, 3]).int64('three', [3]).node('Mod', ['m', 'three'], ['starts'])
+    .node('Greater', ['huge', 'small'], ['g']).node('Not', ['g'], ['ng']).node('Or', ['ng', 'e'], ['o'])
+    .int64('axes', [0, 1]).node('Slice', ['x', 'starts', 'ends', 'axes'], ['y']).output('y')
+    .node('Cast', ['o'], ['of'], { to: F }).int64('one', [1]).node('Unsqueeze', ['of', 'one'], ['of1']).node('Add', ['y', 'of1'], ['z']).output('z');
+  const { model } = await agreesTyped('fold-int64', m.build(), [randFloats(10, 19)]);
+  assert.equal(model.graph.node(model.graph.outputs[0]).shape, [2, 3]); // starts (2^40 + 5) mod 3 = 0 and 0, ends 2^40 and 3
+});
+
 test.run();

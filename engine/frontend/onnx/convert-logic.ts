@@ -1,8 +1,9 @@
 // Converters of ONNX's comparisons and logic (Equal, Less, LessOrEqual, Greater,
 // GreaterOrEqual, Not, And, Or, Xor), Where, Cast, CastLike and Mod, onto the computes of
 // topi/logic.ts. Integer types run as int32 and bool as bool (0/1 in int32); when every
-// input is known at import time the node is folded here, by the reference evaluator on the
-// same compute (so shape arithmetic such as Equal -> Where over a Shape stays static).
+// input is known at import time the node is folded here (so shape arithmetic such as
+// Equal -> Where over a Shape stays static): the elementwise ones in JS numbers, which keep
+// int64 values past int32 exact, the others by the reference evaluator on their compute.
 //
 // Also `refuseNonFloat`: the float-only converters (Conv, Relu, Softmax, ...) would build
 // float arithmetic over an int32 or bool tensor; the importer asks it first, and such a
@@ -11,7 +12,8 @@
 import type { Attrs } from '../../graph/ops';
 import { evalOp } from '../../graph/run';
 import type { DType } from '../../ir/expr';
-import { numElements } from '../../ir/tensor';
+import { numElements, rowMajorStrides } from '../../ir/tensor';
+import { broadcastShape } from '../../topi/elemwise';
 import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
 import type { Converter } from './convert-tensor';
 import { floatTensor, intTensor } from './static';
@@ -54,6 +56,35 @@ export function applyOp(n: NodeView, op: string, values: readonly Value[], attrs
   return n.op(op, ids, attrs, suffix);
 }
 
+/**
+ * A broadcasting elementwise op of static tensors folded in JS numbers (so int64 values past
+ * int32, such as INT64_MAX slice ends, stay exact), or undefined when an input is computed
+ * or the result is big. `f` gets one element per input; the result has type `out`.
+ */
+function foldElementwise(values: readonly Value[], out: DType, f: (...x: number[]) => number): Value | undefined {
+  if (!values.every(isStatic)) return undefined;
+  const ts = values.map((v) => (v as Extract<Value, { kind: 'static' }>).t);
+  const shape = ts.reduce((acc: number[], t) => broadcastShape(acc, t.shape), []);
+  const count = numElements(shape);
+  if (count > MAX_FOLDED) return undefined;
+  const os = rowMajorStrides(shape);
+  const index = ts.map((t) => {
+    const st = rowMajorStrides(t.shape), off = shape.length - t.shape.length;
+    return (o: number): number => {
+      let k = 0;
+      for (let d = 0; d < t.shape.length; d++) if (t.shape[d] !== 1) k += (Math.floor(o / os[d + off]) % shape[d + off]) * st[d];
+      return k;
+    };
+  });
+  const data = Array.from({ length: count }, (_, o) => f(...ts.map((t, i) => t.data[index[i](o)])));
+  if (out === 'float32') return staticValue(floatTensor(shape, Float32Array.from(data)));
+  return staticValue(out === 'bool' ? { ...intTensor(shape, data), bool: true } as StaticTensor : intTensor(shape, data));
+}
+
+const COMPARE: Record<string, (a: number, b: number) => boolean> = {
+  equal: (a, b) => a === b, less: (a, b) => a < b, less_equal: (a, b) => a <= b, greater: (a, b) => a > b, greater_equal: (a, b) => a >= b,
+};
+
 /** The element type an ONNX data type runs as here, or undefined (strings, float16/bfloat16/float8 results). */
 export function runType(t: number): DType | undefined {
   switch (t) {
@@ -77,7 +108,8 @@ function compare(op: string): Converter {
     attrs: [],
     convert(n) {
       sameType(n);
-      return [applyOp(n, op, [n.input(0), n.input(1)], {})];
+      const values = [n.input(0), n.input(1)];
+      return [foldElementwise(values, 'bool', (a, b) => (COMPARE[op](a, b) ? 1 : 0)) ?? applyOp(n, op, values, {})];
     },
   };
 }
@@ -87,7 +119,9 @@ function logical(op: string): Converter {
     attrs: [],
     convert(n) {
       for (const i of [0, 1]) if (n.dtype(i) !== 'bool') throw new UnsupportedError(`${n.opType} of ${article(n.dtype(i))} tensor (ONNX defines it on bool)`);
-      return [applyOp(n, op, [n.input(0), n.input(1)], {})];
+      const values = [n.input(0), n.input(1)];
+      const f = op === 'logical_and' ? (a: number, b: number) => a && b : op === 'logical_or' ? (a: number, b: number) => a || b : (a: number, b: number) => (a ? 1 : 0) ^ (b ? 1 : 0);
+      return [foldElementwise(values, 'bool', (a, b) => (f(a, b) ? 1 : 0)) ?? applyOp(n, op, values, {})];
     },
   };
 }
@@ -96,7 +130,7 @@ const not: Converter = {
   attrs: [],
   convert(n) {
     if (n.dtype(0) !== 'bool') throw new UnsupportedError(`Not of ${article(n.dtype(0))} tensor (ONNX defines it on bool)`);
-    return [applyOp(n, 'logical_not', [n.input(0)], {})];
+    return [foldElementwise([n.input(0)], 'bool', (a) => (a ? 0 : 1)) ?? applyOp(n, 'logical_not', [n.input(0)], {})];
   },
 };
 
@@ -105,7 +139,8 @@ const where: Converter = {
   convert(n) {
     if (n.dtype(0) !== 'bool') throw new Error(`Where: the condition is ${n.dtype(0)}, not bool`);
     if (n.dtype(1) !== n.dtype(2)) throw new Error(`Where: X is ${n.dtype(1)} and Y ${n.dtype(2)}`);
-    return [applyOp(n, 'where', [n.input(0), n.input(1), n.input(2)], {})];
+    const values = [n.input(0), n.input(1), n.input(2)];
+    return [foldElementwise(values, n.dtype(1), (c, x, y) => (c ? x : y)) ?? applyOp(n, 'where', values, {})];
   },
 };
 
@@ -190,7 +225,13 @@ const mod: Converter = {
   convert(n) {
     sameType(n);
     if (n.dtype(0) !== 'int32') throw new UnsupportedError(`Mod of ${n.dtype(0)} tensors (only integer Mod is implemented)`);
-    return [applyOp(n, n.attr.int('fmod', 0) === 1 ? 'trunc_mod' : 'floor_mod', [n.input(0), n.input(1)], {})];
+    const fmod = n.attr.int('fmod', 0) === 1, values = [n.input(0), n.input(1)];
+    const f = (a: number, b: number): number => {
+      if (b === 0) return 0; // as the kernels have it (truncmod)
+      const m = a % b;
+      return !fmod && m !== 0 && (m < 0) !== (b < 0) ? m + b : m;
+    };
+    return [foldElementwise(values, 'int32', f) ?? applyOp(n, fmod ? 'trunc_mod' : 'floor_mod', values, {})];
   },
 };
 
