@@ -6,7 +6,9 @@
 // tt_bench process runs once, with the cases' inputs as --input files and the outputs saved.
 // A batch that fails to compile, crashes or runs past a time limit is split in two and each
 // half run again, down to the one case that fails. `parallel` batches are in flight at once
-// (one imports and lowers while the other's kernels compile or run).
+// (one imports or runs while the other compiles: compile jobs take turns, as compileModel
+// already compiles two kernels at once, one per core, and two compileModel calls of one
+// process would race on the object cache's temporary file names).
 //
 // The import and compile work of each lane runs in a worker thread (worker.ts), so that our
 // own TypeScript is bounded too: a case's import (with its retries with inputs frozen) may
@@ -253,6 +255,13 @@ export async function runConformance(opts: RunOptions): Promise<RunSummary> {
   const finish = (r: CaseResult): void => { results.set(r.name, r); opts.onResult?.(r); };
   await fs.mkdir(opts.workDir, { recursive: true });
   let serial = 0, libraries = 0;
+  // One compile at a time (see the header); the lanes' imports and tt_bench runs overlap it.
+  let compiling: Promise<unknown> = Promise.resolve();
+  const oneAtATime = <T>(f: () => Promise<T>): Promise<T> => {
+    const turn = compiling.then(f, f);
+    compiling = turn.catch(() => undefined);
+    return turn;
+  };
 
   const attempt = async (w: CaseWorker, batch: readonly Prepared[]): Promise<void> => {
     const outDir = path.join(opts.workDir, `batch-${serial++}`);
@@ -260,7 +269,7 @@ export async function runConformance(opts: RunOptions): Promise<RunSummary> {
     let outcome: (CaseResult | undefined)[] | Failure;
     try {
       const job: CompileJob = { target, outDir, cacheDir: opts.cacheDir, compilerTimeoutMs: opts.compilerTimeoutMs ?? 60_000 };
-      const a = await w.call({ kind: 'compile', dir: opts.dir, cases: batch.map((p) => p.c), job }, workMs, batchMs(batch.length));
+      const a = await oneAtATime(() => w.call({ kind: 'compile', dir: opts.dir, cases: batch.map((p) => p.c), job }, workMs, batchMs(batch.length)));
       if ('hang' in a) outcome = { outcome: 'hang', reason: `compiling it (graph passes, partition, lowering, code generation, C compiler): ${a.hang}` };
       else if ('died' in a) outcome = { outcome: 'crash', reason: `compiling it: ${a.died}` };
       else if (a.kind !== 'compile') throw new Error('conformance: a worker answered a compile with a prepare');
