@@ -50,14 +50,15 @@ test('Attention 3-D with past_key/past_value (the present outputs), a float mask
   await agreesTyped('attention-3d-past', m.build(), shapes.map((sh, i) => randFloats(size(sh), 10 + i)));
 });
 
-test('Attention refusals: nonpad_kv_seqlen, sliding windows, softmax_precision other than float', () => {
-  const base = (attrs: Record<string, number>, extra: string[] = []): Uint8Array => {
-    const m = new OnnxModelBuilder(24).input('q', [1, 2, 3, 4]).input('k', [1, 2, 3, 4]).input('v', [1, 2, 3, 4]);
-    if (extra.length) m.typedInput('n', I64, [1]);
-    return m.node('Attention', ['q', 'k', 'v', ...extra], ['y'], attrs).output('y').build();
-  };
-  assert.match(importError(base({}, ['', '', '', 'n'])), /Attention 'y': unsupported: nonpad_kv_seqlen/);
-  assert.match(importError(base({ softmax_precision: DataType.FLOAT16 })), /unsupported: softmax_precision 10/);
+test('Attention (opset 24) with nonpad_kv_seqlen and is_causal, against ONNX Runtime; softmax_precision other than float refused', async () => {
+  const [b, h, s, l, d] = [2, 2, 3, 5, 4];
+  const m = new OnnxModelBuilder(24).input('q', [b, h, s, d]).input('k', [b, h, l, d]).input('v', [b, h, l, d]).typedInput('n', I64, [b])
+    .node('Attention', ['q', 'k', 'v', '', '', '', 'n'], ['y'], { is_causal: 1 }).output('y');
+  // Lengths of at least S: no query row is fully masked.
+  await agreesTyped('attention-nonpad', m.build(), [randFloats(b * h * s * d, 1), randFloats(b * h * l * d, 2), randFloats(b * h * l * d, 3), Int32Array.from([3, 5])]);
+  const bad = new OnnxModelBuilder(24).input('q', [1, 2, 3, 4]).input('k', [1, 2, 3, 4]).input('v', [1, 2, 3, 4])
+    .node('Attention', ['q', 'k', 'v'], ['y'], { softmax_precision: DataType.FLOAT16 }).output('y').build();
+  assert.match(importError(bad), /Attention 'y': unsupported: softmax_precision 10/);
 });
 
 test('RMSNormalization: default axis, axis 1 with a [C, W] scale, epsilon', async () => {

@@ -4,8 +4,11 @@
 //  - Attention (opset 23/24): 3-D [B, S, heads * head] (q_num_heads / kv_num_heads) and 4-D
 //    [B, heads, S, head] forms, grouped-query heads (a kv head serves q_heads / kv_heads
 //    query heads, read by batch broadcasting, never repeated), past_key / past_value
-//    (concatenated: the present outputs), attn_mask bool or additive float, is_causal
-//    (bottom-right aligned past the cache), scale, softcap, qk_matmul_output in its four modes;
+//    (concatenated: the present outputs), nonpad_kv_seqlen (an external cache: keys past each
+//    batch's length masked, causal aligned to it), attn_mask bool or additive float (a
+//    shorter one padded with masked keys), is_causal (bottom-right aligned past the cache),
+//    left/right_window_size (opset 25: sliding windows, aligned as is_causal), scale,
+//    softcap, qk_matmul_output in its four modes;
 //    the softmax gives fully masked rows 0 as ONNX defines (safe_softmax);
 //  - RMSNormalization (opset 23): axis, epsilon (stash_type float only);
 //  - RotaryEmbedding (opset 23): 3-D and 4-D inputs, interleaved, rotary_embedding_dim,
@@ -106,10 +109,8 @@ const scalar = (x: number): Value => staticValue(floatTensor([], Float32Array.of
 const attention: Converter = {
   attrs: ['is_causal', 'kv_num_heads', 'q_num_heads', 'qk_matmul_output_mode', 'scale', 'softcap', 'softmax_precision', 'left_window_size', 'right_window_size'],
   convert(n) {
-    if (n.optional(6)) throw new UnsupportedError('nonpad_kv_seqlen (an external KV cache with per-batch lengths)');
-    for (const w of ['left_window_size', 'right_window_size']) {
-      if (n.attr.int(w, -1) !== -1) throw new UnsupportedError(`${w} ${n.attr.int(w, -1)} (sliding-window attention)`);
-    }
+    const left = n.attr.int('left_window_size', -1), right = n.attr.int('right_window_size', -1);
+    if (left < -1 || right < -1) throw new Error(`window sizes ${left}, ${right} (-1 or nonnegative)`);
     const precision = n.attr.int('softmax_precision', 1);
     if (precision !== 1) throw new UnsupportedError(`softmax_precision ${precision} (the softmax runs in float32)`);
     const mode = n.attr.int('qk_matmul_output_mode', 0);
@@ -145,6 +146,9 @@ const attention: Converter = {
     }
     const past = [n.optional(4), n.optional(5)];
     if (!past[0] !== !past[1]) throw new Error('past_key and past_value must be given together');
+    const nonpad = n.optional(6);
+    if (nonpad && past[0]) throw new Error('nonpad_kv_seqlen with past_key/past_value');
+    if (nonpad && n.dtype(6) !== 'int32') throw new Error(`nonpad_kv_seqlen of type ${n.dtype(6)}`);
     const pastLength = past[0] ? n.shape(4)[2] : 0;
     if (past[0]) {
       k = idOf(n.op('concatenate', [n.node(4), k], { axis: 2 }, '_present_key'));
@@ -178,17 +182,56 @@ const attention: Converter = {
     if (mask) {
       const ms = n.shape(3);
       if (ms.length > 4) throw new Error(`attn_mask of rank ${ms.length}`);
-      if (ms[ms.length - 1] !== l) throw new UnsupportedError(`attn_mask of ${ms[ms.length - 1]} keys for ${l} (a mask padded to the total sequence)`);
+      const keys = ms[ms.length - 1];
+      if (keys > l) throw new Error(`attn_mask of ${keys} keys for ${l}`);
       const t = n.dtype(3);
       if (t === 'bool') bias = applyOp(n, 'where', [mask, scalar(0), scalar(-Infinity)], {}, '_mask_bias');
       else if (t === 'float32') bias = mask;
       else throw new UnsupportedError(`attn_mask of type ${t} (bool or float)`);
+      // A mask shorter than the keys (past + new) masks the rest, as ONNX pads it.
+      if (keys < l) {
+        const zeros = ms.map(() => 0);
+        bias = applyOp(n, 'pad', [bias], { before: zeros, after: [...zeros.slice(1), l - keys], value: -Infinity }, '_mask_padded');
+      }
     }
-    if (n.attr.int('is_causal', 0) !== 0) {
+    const causal = n.attr.int('is_causal', 0) !== 0;
+    const lengths = nonpad ? reshape(n, n.node(6), [b, 1, 1, 1], '_nonpad') : undefined;
+    const masked = (allowed: Value, suffix: string): Value => applyOp(n, 'where', [allowed, scalar(0), scalar(-Infinity)], {}, suffix);
+    const addBias = (extra: Value, suffix: string): void => { bias = bias ? applyOp(n, 'add', [bias, extra], {}, suffix) : extra; };
+    if (causal && lengths !== undefined) {
+      // Bottom-right aligned per batch: key j is allowed for query i iff j <= i + nonpad[b] - S, i.e. j - i + S - 1 < nonpad[b].
+      const d = Array.from({ length: s * l }, (_, k) => (k % l) - Math.floor(k / l) + s - 1);
+      addBias(masked(applyOp(n, 'less', [staticValue(intTensor([s, l], d)), nodeValue(lengths)], {}, '_causal_allowed'), '_causal'), '_causal_bias');
+    } else if (causal) {
       const data = new Float32Array(s * l);
       for (let i = 0; i < s; i++) for (let j = 0; j < l; j++) data[i * l + j] = j <= i + pastLength ? 0 : -Infinity;
-      const causal = staticValue(floatTensor([s, l], data));
-      bias = bias ? applyOp(n, 'add', [bias, causal], {}, '_causal_bias') : causal;
+      addBias(staticValue(floatTensor([s, l], data)), '_causal_bias');
+    }
+    if (left >= 0 || right >= 0) {
+      // A sliding window around each query's absolute position p = i + offset: p - left <= j <= p + right.
+      if (lengths !== undefined) {
+        // offset = nonpad[b] - S: j - i + S + left >= nonpad[b] and j - i + S - right <= nonpad[b].
+        const rel = (k: number): number => (k % l) - Math.floor(k / l) + s;
+        const conds: Value[] = [];
+        if (left >= 0) conds.push(applyOp(n, 'less', [nodeValue(lengths), staticValue(intTensor([s, l], Array.from({ length: s * l }, (_, k) => rel(k) + left + 1)))], {}, '_window_left'));
+        if (right >= 0) conds.push(applyOp(n, 'less', [staticValue(intTensor([s, l], Array.from({ length: s * l }, (_, k) => rel(k) - right - 1))), nodeValue(lengths)], {}, '_window_right'));
+        const allowed = conds.length === 2 ? applyOp(n, 'logical_and', conds, {}, '_window_allowed') : conds[0];
+        addBias(masked(allowed, '_window'), '_window_bias');
+      } else {
+        const data = new Float32Array(s * l);
+        for (let i = 0; i < s; i++) {
+          for (let j = 0; j < l; j++) {
+            const diff = i + pastLength - j;
+            data[i * l + j] = (left < 0 || diff <= left) && (right < 0 || -diff <= right) ? 0 : -Infinity;
+          }
+        }
+        addBias(staticValue(floatTensor([s, l], data)), '_window_bias');
+      }
+    }
+    if (lengths !== undefined) {
+      // Keys at and past nonpad_kv_seqlen[b] are padding.
+      const iota = staticValue(intTensor([l], Array.from({ length: l }, (_, j) => j)));
+      addBias(masked(applyOp(n, 'less', [iota, nodeValue(lengths)], {}, '_pad_allowed'), '_pad'), '_pad_bias');
     }
     if (bias) scores = idOf(n.op('add', [scores, n.nodeOf(bias, '_bias')], {}, '_biased'));
     const probs = idOf(n.op('safe_softmax', [scores], {}, '_softmax'));
