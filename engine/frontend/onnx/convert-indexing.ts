@@ -8,7 +8,7 @@ import type { DType } from '../../ir/expr';
 import type { ScatterReduction } from '../../topi/indexing';
 import { numElements } from '../../ir/tensor';
 import { UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
-import { applyOp, staticFrom } from './convert-logic';
+import { applyOp } from './convert-logic';
 import type { Converter } from './convert-tensor';
 import { floatTensor, gatherStatic, intTensor, normAxis } from './static';
 import type { StaticTensor } from './tensor';
@@ -142,8 +142,13 @@ const size: Converter = {
 function filled(n: NodeView, shape: readonly number[], value: number, dtype: DType, suffix = ''): Value {
   const count = numElements(shape);
   if (dtype === 'float32') return staticValue(floatTensor(shape, new Float32Array(count).fill(value)));
-  if (count <= MAX_STATIC_INTS) return staticValue(staticFrom(shape, dtype, new Int32Array(count).fill(value)));
+  // Small: JS numbers (an int64 value past int32 stays exact for shape arithmetic).
+  if (count <= MAX_STATIC_INTS) {
+    const ints = intTensor(shape, new Array<number>(count).fill(value));
+    return staticValue(dtype === 'bool' ? { ...ints, bool: true } as StaticTensor : ints);
+  }
   // A big integer constant: one Int32Array, never a JS array per element.
+  if (!(value >= -2147483648 && value <= 2147483647)) throw new UnsupportedError(`${n.opType}: value ${value} does not fit in int32 (integer tensors run as int32)`);
   return nodeValue(n.graph.constant(`${n.name}${suffix}`, shape, new Int32Array(count).fill(value), dtype));
 }
 
