@@ -320,6 +320,11 @@ const EXTRA_OPS: Record<string, OpDef> = {
     pattern: OpPattern.Broadcast,
     compute: ([x, y], a) => ex.bitShift(x, y, a.left as boolean, { bits: num(a, 'bits') as ex.IntType['bits'], signed: a.signed as boolean }),
   },
+  ...Object.fromEntries((['and', 'or', 'xor'] as const).map((k): [string, OpDef] => [`bitwise_${k}`, {
+    pattern: OpPattern.Broadcast,
+    compute: ([x, y], a) => ex.bitwise(k, x, y, { bits: num(a, 'bits') as ex.IntType['bits'], signed: a.signed as boolean }),
+  }])),
+  bitwise_not: { pattern: OpPattern.ElemWise, compute: ([x], a) => ex.bitwiseNot(x, { bits: num(a, 'bits') as ex.IntType['bits'], signed: a.signed as boolean }) },
   cumprod: { pattern: OpPattern.Opaque, compute: ([x], a) => ex.cumprod(x, num(a, 'axis'), a.exclusive as boolean, a.reverse as boolean) },
   lp_normalize: { pattern: OpPattern.OutEWiseFusable, compute: ([x], a) => ex.lpNormalize(x, num(a, 'axis'), num(a, 'p') as 1 | 2) },
 };

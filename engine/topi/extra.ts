@@ -304,3 +304,36 @@ export function lpNormalize(x: Tensor, axis: number, p: 1 | 2): Tensor {
     return select(eq(nrm, f32(0)), f32(0), div(load(x, ax), nrm));
   }, 'elemwise');
 }
+
+export type BitwiseKind = 'and' | 'or' | 'xor';
+
+/**
+ * ONNX BitwiseAnd/Or/Xor of int32-carried integers of type `t` (8/16/32 bits; 64-bit values
+ * carried in int32 behave as 32-bit ones), broadcasting: bit by bit through floor division
+ * and remainders (no bit operators in the IR), the sign bit from x < 0 for signed types.
+ */
+export function bitwise(kind: BitwiseKind, x: Tensor, y: Tensor, t: IntType): Tensor {
+  if (x.dtype !== 'int32' || y.dtype !== 'int32') throw new Error(`bitwise_${kind}: operands are ${x.dtype} and ${y.dtype}, expected int32`);
+  const w = Math.min(t.bits, 32);
+  if (!t.signed && w === 32) throw new Error(`bitwise_${kind}: unsigned 32-bit values do not fit the int32 carrier`);
+  const shape = broadcast(x.shape, y.shape);
+  const bit = (e: Expr, k: number): Expr => (k === w - 1 && t.signed
+    ? select(lt(e, int(0)), int(1), int(0))
+    : floormod(floordiv(e, int(2 ** k)), int(2)));
+  const combine = (p: Expr, q: Expr): Expr => (kind === 'and' ? mul(p, q) : kind === 'or' ? sub(add(p, q), mul(p, q)) : sub(add(p, q), mul(mul(p, q), int(2))));
+  return compute(`T_bitwise_${kind}`, shape, names(shape.length), (...ax) => {
+    const a = load(x, bcast(x, shape, ax)), b = load(y, bcast(y, shape, ax));
+    let out: Expr = int(0);
+    for (let k = 0; k < w - 1; k++) out = add(out, mul(combine(bit(a, k), bit(b, k)), int(2 ** k)));
+    const top = combine(bit(a, w - 1), bit(b, w - 1));
+    return add(out, t.signed ? mul(mul(top, int(-(2 ** (w - 2)))), int(2)) : mul(top, int(2 ** (w - 1))));
+  }, 'broadcast');
+}
+
+/** ONNX BitwiseNot: -x - 1 for signed types, 2^w - 1 - x for unsigned ones (8/16 bits). */
+export function bitwiseNot(x: Tensor, t: IntType): Tensor {
+  if (x.dtype !== 'int32') throw new Error(`bitwise_not: operand is ${x.dtype}, expected int32`);
+  if (!t.signed && t.bits >= 32) throw new Error('bitwise_not: unsigned 32/64-bit values do not fit the int32 carrier');
+  return compute('T_bitwise_not', x.shape, names(x.shape.length), (...ax) =>
+    sub(int(t.signed ? -1 : 2 ** t.bits - 1), load(x, ax)), 'elemwise');
+}

@@ -1,5 +1,5 @@
 // IsNaN, IsInf, Attention, RMSNormalization, RotaryEmbedding, NegativeLogLikelihoodLoss,
-// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Compress, CumProd and
+// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Bitwise*, Compress, CumProd and
 // LpNormalization imported and run by the reference evaluator, against ONNX Runtime
 // on seeded inputs (or their definition: SwiGLU, which ONNX Runtime 1.30 lacks, and BitShift,
 // whose unsigned and opset-28 signed types the session helper does not feed): bool/int outputs equal, float ones within 1e-5 (relative to 1 + |x|).
@@ -140,6 +140,23 @@ test('BitShift: uint8/uint16 (opset 11), int8/int32 (opset 28) against the defin
   const i64 = new OnnxModelBuilder(28).typedInput('x', I64, [2]).typedInput('y', I64, [2])
     .node('BitShift', ['x', 'y'], ['z'], { direction: 'LEFT' }).typedOutput('z', I64).build();
   assert.match(importError(i64), /unsupported: a LEFT BitShift of int64/);
+});
+
+test('BitwiseAnd/Or/Xor/Not of int32 and int64 (negative values, broadcasting) against ONNX Runtime; of uint8 against the definition', async () => {
+  for (const t of [DataType.INT32, I64]) {
+    const m = new OnnxModelBuilder(18).typedInput('x', t, [3, 4]).typedInput('y', t, [4]);
+    for (const op of ['BitwiseAnd', 'BitwiseOr', 'BitwiseXor']) m.node(op, ['x', 'y'], [op]).typedOutput(op, t);
+    m.node('BitwiseNot', ['x'], ['not']).typedOutput('not', t);
+    const x = randInts(12, 1, -2147483648, 2147483647);
+    x[0] = -2147483648; x[1] = -1; x[2] = 0;
+    await agreesTyped(`bitwise-${t}`, m.build(), [x, Int32Array.from([-1, 0x5a5a5a5a, -0x7fff0001, 12345])]);
+  }
+  const x8 = randInts(6, 2, 0, 255), y8 = randInts(6, 3, 0, 255);
+  const m8 = new OnnxModelBuilder(18).typedInput('x', DataType.UINT8, [6]).typedInput('y', DataType.UINT8, [6])
+    .node('BitwiseXor', ['x', 'y'], ['z']).typedOutput('z', DataType.UINT8).node('BitwiseNot', ['x'], ['n']).typedOutput('n', DataType.UINT8).build();
+  const [z, nt] = runGraph(importOnnx(m8, 'bitwise8.onnx').graph, new Map([['x', x8], ['y', y8]]));
+  assert.equal([...z], [...x8].map((v, i) => v ^ y8[i]));
+  assert.equal([...nt], [...x8].map((v) => 255 - v));
 });
 
 test('Compress with a constant condition (an axis, and flattened); a computed condition and random generators refused', async () => {

@@ -18,7 +18,7 @@
 //    output is log_softmax over the class axis);
 //  - Swish (alpha), SwiGLU, Shrink (lambd, bias); BitShift of int8/16/32/64 and uint8/16 carried as
 //    int32 (uint32/uint64 refused: the carrier cannot hold their values; LEFT of int64
-//    refused); Compress with a constant condition (a take of the selected indices);
+//    refused); BitwiseAnd/Or/Xor/Not of the same types (bit by bit); Compress with a constant condition (a take of the selected indices);
 //  - CumProd (exclusive, reverse; float or int data), LpNormalization (p 1 or 2; a zero
 //    norm gives 0);
 //  - Bernoulli, RandomNormal/Uniform(Like), Multinomial: refused (non-deterministic).
@@ -357,6 +357,34 @@ const bitShift: Converter = {
   },
 };
 
+/** The integer type of a bitwise operator's operands (the first known of `inputs`), or an UnsupportedError. */
+function knownIntType(n: NodeView, inputs: readonly number[]): IntType {
+  const code = inputs.map((i) => intTypeOf(n, i)).find((c) => c !== undefined);
+  if (code === undefined) throw new UnsupportedError(`${n.opType} of a computed tensor whose integer type is not known here`);
+  if (code === DataType.UINT32 || code === DataType.UINT64) throw new UnsupportedError(`${n.opType} of ${dataTypeName(code)} (values above 2^31 do not fit the int32 carrier)`);
+  const t = INT_TYPES[code];
+  if (!t) throw new UnsupportedError(`${n.opType} of ${dataTypeName(code)}`);
+  return t;
+}
+
+function bitwise(kind: 'and' | 'or' | 'xor'): Converter {
+  return {
+    attrs: [],
+    convert(n) {
+      const t = knownIntType(n, [0, 1]);
+      return [applyOp(n, `bitwise_${kind}`, [n.input(0), n.input(1)], { bits: t.bits, signed: t.signed })];
+    },
+  };
+}
+
+const bitwiseNot: Converter = {
+  attrs: [],
+  convert(n) {
+    const t = knownIntType(n, [0]);
+    return [applyOp(n, 'bitwise_not', [n.input(0)], { bits: t.bits, signed: t.signed })];
+  },
+};
+
 const compress: Converter = {
   attrs: ['axis'],
   convert(n) {
@@ -424,6 +452,10 @@ export const EXTRA_CONVERTERS: Record<string, Converter> = {
   SwiGLU: swiglu,
   Shrink: shrink,
   BitShift: bitShift,
+  BitwiseAnd: bitwise('and'),
+  BitwiseOr: bitwise('or'),
+  BitwiseXor: bitwise('xor'),
+  BitwiseNot: bitwiseNot,
   Compress: compress,
   CumProd: cumprod,
   LpNormalization: lpNormalization,
