@@ -109,6 +109,8 @@ class StageCompiler {
           case 'max': return `Math.max(${a}, ${b})`;
           case '==': return `(${a} === ${b})`;
           case '!=': return `(${a} !== ${b})`;
+          // int32 products wrap as C's do (two's complement); sums stay exact in float64 and wrap when stored.
+          case '*': return e.dtype === 'int32' ? `Math.imul(${a}, ${b})` : `(${a} * ${b})`;
           default: return `(${a} ${e.op} ${b})`;
         }
       }
