@@ -1,5 +1,5 @@
 // IsNaN, IsInf, Attention, RMSNormalization, RotaryEmbedding, NegativeLogLikelihoodLoss,
-// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Bitwise*, Compress, CumProd and
+// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Bitwise*, Compress, CenterCropPad, CumProd and
 // LpNormalization imported and run by the reference evaluator, against ONNX Runtime
 // on seeded inputs (or their definition: SwiGLU, which ONNX Runtime 1.30 lacks, and BitShift,
 // whose unsigned and opset-28 signed types the session helper does not feed): bool/int outputs equal, float ones within 1e-5 (relative to 1 + |x|).
@@ -157,6 +157,13 @@ test('BitwiseAnd/Or/Xor/Not of int32 and int64 (negative values, broadcasting) a
   const [z, nt] = runGraph(importOnnx(m8, 'bitwise8.onnx').graph, new Map([['x', x8], ['y', y8]]));
   assert.equal([...z], [...x8].map((v, i) => v ^ y8[i]));
   assert.equal([...nt], [...x8].map((v) => 255 - v));
+});
+
+test('CenterCropPad: crop and pad together, odd differences, negative axes, against ONNX Runtime', async () => {
+  const m = new OnnxModelBuilder(18).input('x', [7, 4, 3]).int64('s', [4, 7, 3]).int64('s2', [5, 2], [2])
+    .node('CenterCropPad', ['x', 's'], ['y']).output('y')
+    .node('CenterCropPad', ['x', 's2'], ['y2'], { axes: [-3, 1] }).output('y2');
+  await agreesTyped('center-crop-pad', m.build(), [randFloats(84, 1)]);
 });
 
 test('Compress with a constant condition (an axis, and flattened); a computed condition and random generators refused', async () => {

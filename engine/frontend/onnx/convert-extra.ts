@@ -19,7 +19,8 @@
 //  - Swish (alpha), SwiGLU, Shrink (lambd, bias); BitShift of int8/16/32/64 and uint8/16 carried as
 //    int32 (uint32/uint64 refused: the carrier cannot hold their values; LEFT of int64
 //    refused); BitwiseAnd/Or/Xor/Not of the same types (bit by bit); Compress with a constant condition (a take of the selected indices);
-//  - CumProd (exclusive, reverse; float or int data), LpNormalization (p 1 or 2; a zero
+//  - CenterCropPad (a constant shape: crop and zero pad, centered); CumProd (exclusive,
+//    reverse; float or int data), LpNormalization (p 1 or 2; a zero
 //    norm gives 0);
 //  - Bernoulli, RandomNormal/Uniform(Like), Multinomial: refused (non-deterministic).
 
@@ -441,6 +442,29 @@ const lpNormalization: Converter = {
   },
 };
 
+/** CenterCropPad (opset 18) to a constant `shape` along `axes`: a centered crop (strided_slice) where smaller, centered zero padding where larger. */
+const centerCropPad: Converter = {
+  attrs: ['axes'],
+  convert(n) {
+    const dims = n.shape(0);
+    const target = n.ints(1, 'shape');
+    const axes = (n.attr.ints('axes') ?? dims.map((_, i) => i)).map((a) => (a < 0 ? a + dims.length : a));
+    if (axes.length !== target.length) throw new Error(`shape has ${target.length} values for ${axes.length} axes`);
+    if (axes.some((a) => a < 0 || a >= dims.length)) throw new Error(`axes out of range for rank ${dims.length}`);
+    if (target.some((t) => t < 1)) throw new UnsupportedError('an empty result');
+    const begin = dims.map(() => 0), cropped = [...dims], before = dims.map(() => 0), after = dims.map(() => 0);
+    axes.forEach((a, k) => {
+      const t = target[k], d = dims[a];
+      if (t < d) { begin[a] = Math.floor((d - t) / 2); cropped[a] = t; }
+      if (t > d) { before[a] = Math.floor((t - d) / 2); after[a] = t - d - before[a]; }
+    });
+    let v = n.input(0);
+    if (cropped.some((c, i) => c !== dims[i])) v = applyOp(n, 'strided_slice', [v], { begin, step: dims.map(() => 1), shape: cropped }, '_crop');
+    if (before.some((x) => x) || after.some((x) => x)) v = applyOp(n, 'pad', [v], { before, after, value: 0 }, '_pad');
+    return [v];
+  },
+};
+
 /** Random generators and samplers: results that differ from run to run (and from ONNX Runtime's) are refused. */
 const random = (attrs: string[]): Converter => ({
   attrs,
@@ -458,6 +482,7 @@ export const EXTRA_CONVERTERS: Record<string, Converter> = {
   BitwiseNot: bitwiseNot,
   Compress: compress,
   CumProd: cumprod,
+  CenterCropPad: centerCropPad,
   LpNormalization: lpNormalization,
   Bernoulli: random(['dtype', 'seed']),
   RandomNormal: random(['shape', 'dtype', 'seed', 'scale', 'mean']),
