@@ -1,5 +1,5 @@
 // IsNaN, IsInf, Attention, RMSNormalization, RotaryEmbedding, NegativeLogLikelihoodLoss,
-// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Bitwise*, Compress, CenterCropPad, CumProd and
+// SoftmaxCrossEntropyLoss, Swish, SwiGLU, Shrink, BitShift, Bitwise*, Compress, CenterCropPad, MaxUnpool, CumProd and
 // LpNormalization imported and run by the reference evaluator, against ONNX Runtime
 // on seeded inputs (or their definition: SwiGLU, which ONNX Runtime 1.30 lacks, and BitShift,
 // whose unsigned and opset-28 signed types the session helper does not feed): bool/int outputs equal, float ones within 1e-5 (relative to 1 + |x|).
@@ -164,6 +164,21 @@ test('CenterCropPad: crop and pad together, odd differences, negative axes, agai
     .node('CenterCropPad', ['x', 's'], ['y']).output('y')
     .node('CenterCropPad', ['x', 's2'], ['y2'], { axes: [-3, 1] }).output('y2');
   await agreesTyped('center-crop-pad', m.build(), [randFloats(84, 1)]);
+});
+
+test('MaxUnpool (2-D, strides; output_shape the inferred one) against ONNX Runtime; a larger output_shape refused', async () => {
+  const m = new OnnxModelBuilder(22).input('x', [1, 2, 2, 2]).typedInput('i', I64, [1, 2, 2, 2]).int64('os', [1, 2, 4, 4])
+    .node('MaxUnpool', ['x', 'i'], ['y'], { kernel_shape: [2, 2], strides: [2, 2] }).output('y')
+    .node('MaxUnpool', ['x', 'i', 'os'], ['y4'], { kernel_shape: [2, 2], strides: [2, 2] }).output('y4');
+  // Each input's position within its 2x2 window of the 4x4 output (as MaxPool's indices).
+  const idx = Int32Array.from({ length: 8 }, (_, k) => {
+    const c = k >> 2, i = (k >> 1) & 1, j = k & 1, di = k % 3 === 0 ? 1 : 0, dj = k % 2;
+    return c * 16 + (2 * i + di) * 4 + 2 * j + dj;
+  });
+  await agreesTyped('max-unpool', m.build(), [randFloats(8, 1), idx]);
+  const big = new OnnxModelBuilder(22).input('x', [1, 1, 2, 2]).typedInput('i', I64, [1, 1, 2, 2]).int64('os', [1, 1, 5, 5])
+    .node('MaxUnpool', ['x', 'i', 'os'], ['y'], { kernel_shape: [2, 2], strides: [2, 2] }).output('y').build();
+  assert.match(importError(big), /MaxUnpool 'y': unsupported: output_shape \[1, 1, 5, 5\] other than the inferred/);
 });
 
 test('Compress with a constant condition (an axis, and flattened); a computed condition and random generators refused', async () => {

@@ -19,7 +19,8 @@
 //  - Swish (alpha), SwiGLU, Shrink (lambd, bias); BitShift of int8/16/32/64 and uint8/16 carried as
 //    int32 (uint32/uint64 refused: the carrier cannot hold their values; LEFT of int64
 //    refused); BitwiseAnd/Or/Xor/Not of the same types (bit by bit); Compress with a constant condition (a take of the selected indices);
-//  - CenterCropPad (a constant shape: crop and zero pad, centered); CumProd (exclusive,
+//  - CenterCropPad (a constant shape: crop and zero pad, centered); MaxUnpool (a scatter into
+//    zeros; an output_shape other than the inferred refused: ONNX Runtime and the reference differ); CumProd (exclusive,
 //    reverse; float or int data), LpNormalization (p 1 or 2; a zero
 //    norm gives 0);
 //  - Bernoulli, RandomNormal/Uniform(Like), Multinomial: refused (non-deterministic).
@@ -465,6 +466,42 @@ const centerCropPad: Converter = {
   },
 };
 
+/** Steps above which MaxUnpool's scatter (the output elements x the input elements, as ScatterElements) is refused. */
+const MAX_UNPOOL_STEPS = 1 << 26;
+
+/**
+ * MaxUnpool: X's values written at their flat positions `I` (MaxPool's indices) of a zero
+ * tensor of the inferred shape ((in - 1) * stride - pads + kernel); a scatter_elements over
+ * the flattened tensors. An output_shape other than the inferred one is refused.
+ */
+const maxUnpool: Converter = {
+  attrs: ['kernel_shape', 'pads', 'strides'],
+  convert(n) {
+    floatInput(n, 0, 'X');
+    if (n.dtype(1) !== 'int32') throw new Error(`indices of type ${n.dtype(1)}`);
+    const x = n.shape(0);
+    const spatial = x.length - 2;
+    const kernel = n.attr.ints('kernel_shape');
+    if (!kernel || kernel.length !== spatial) throw new Error(`kernel_shape must have ${spatial} values`);
+    const strides = n.attr.ints('strides') ?? kernel.map(() => 1);
+    const pads = n.attr.ints('pads') ?? [...kernel, ...kernel].map(() => 0);
+    const inferred = [x[0], x[1], ...kernel.map((k, d) => (x[d + 2] - 1) * strides[d] - (pads[d] + pads[spatial + d]) + k)];
+    const total = inferred.reduce((p, d) => p * d, 1), count = x.reduce((p, d) => p * d, 1);
+    if (n.shape(1).reduce((p, d) => p * d, 1) !== count) throw new Error('indices and X of different sizes');
+    if (total * count > MAX_UNPOOL_STEPS) throw new UnsupportedError(`MaxUnpool of ${total * count} steps (output x input elements; at most ${MAX_UNPOOL_STEPS})`);
+    const out = n.optional(2) ? n.ints(2, 'output_shape') : inferred;
+    if (out.length !== x.length) throw new Error(`output_shape of ${out.length} values for rank ${x.length}`);
+    if (out.some((d, i) => d !== inferred[i])) {
+      // ONNX Runtime reads the indices in output_shape's flat space, the ONNX reference (and its test) in the inferred shape's.
+      throw new UnsupportedError(`output_shape [${out.join(', ')}] other than the inferred [${inferred.join(', ')}] (ONNX Runtime and the ONNX reference disagree)`);
+    }
+    const zeros = staticValue(floatTensor([total], new Float32Array(total)));
+    const flat = (i: number, suffix: string): Value => reshapeValue(n, n.input(i), [count], suffix);
+    const y = applyOp(n, 'scatter_elements', [zeros, flat(1, '_flat_indices'), flat(0, '_flat_x')], { axis: 0, reduction: 'none' }, '_scatter');
+    return [reshapeValue(n, y, inferred, '_unflat')];
+  },
+};
+
 /** Random generators and samplers: results that differ from run to run (and from ONNX Runtime's) are refused. */
 const random = (attrs: string[]): Converter => ({
   attrs,
@@ -483,6 +520,7 @@ export const EXTRA_CONVERTERS: Record<string, Converter> = {
   Compress: compress,
   CumProd: cumprod,
   CenterCropPad: centerCropPad,
+  MaxUnpool: maxUnpool,
   LpNormalization: lpNormalization,
   Bernoulli: random(['dtype', 'seed']),
   RandomNormal: random(['shape', 'dtype', 'seed', 'scale', 'mean']),
