@@ -130,13 +130,13 @@ export const OPS: Record<string, OpDef> = {
   conv3d: { pattern: OpPattern.OutEWiseFusable, compute: conv3d },
   conv2d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
   conv3d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
-  max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('max') },
-  // ONNX's LpPool: attrs as the pools' plus the exponent p.
   // The interleave of a transposed conv computed as a conv2d (passes/conv-transpose-as-conv.ts).
   subpixel_gather: {
     pattern: OpPattern.Injective,
     compute: ([x], a) => subpixelGather(x, a.strides as [number, number], a.padBegin as [number, number], a.out as [number, number], pl.channelsLast(a.layout as string)),
   },
+  max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('max') },
+  // ONNX's LpPool: attrs as the pools' plus the exponent p.
   lp_pool2d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('lp') },
   lp_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('lp') },
   avg_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('avg') },

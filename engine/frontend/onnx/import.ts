@@ -40,10 +40,10 @@ export const MIN_OPSET = 7;
 /** The newest opset of the pinned onnx package (1.23). */
 export const MAX_OPSET = 28;
 
-/** The converter of each ONNX operator (scripts/onnx-operators.ts writes docs/onnx-operators.md from it). */
 /** If: converted by convertIf, which needs the node's branch graphs (listed here for the attributes and the operator table). */
 const IF: Converter = { attrs: ['then_branch', 'else_branch'], convert: () => { throw new Error('If is converted by convertIf'); } };
 
+/** The converter of each ONNX operator (scripts/onnx-operators.ts writes docs/onnx-operators.md from it). */
 export const CONVERTERS: Record<string, Converter> = {
   ...TENSOR_CONVERTERS, ...NN_CONVERTERS, ...REDUCE_CONVERTERS, ...NORMALIZATION_CONVERTERS, ...LOGIC_CONVERTERS, ...INDEXING_CONVERTERS, ...RNN_CONVERTERS, ...QUANTIZE_CONVERTERS, ...EXTRA_CONVERTERS, ...MATH_CONVERTERS, If: IF,
 };
