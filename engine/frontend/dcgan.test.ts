@@ -1,6 +1,6 @@
 // The DCGAN generator (relay.testing.dcgan): shapes and parameter count as TVM's, both
-// layouts computing the same image, its tasks (four deconvs with their batch-norm and ReLU
-// epilogues), and the exported ONNX model: ONNX Runtime's output against the reference
+// layouts computing the same image, its tasks (four deconvs, each as one conv2d over its
+// output phases), and the exported ONNX model: ONNX Runtime's output against the reference
 // evaluator (|ours - ORT| <= 1e-5 * (1 + |ORT|)), and the same tasks once imported back.
 // The numeric checks use a generator 16x narrower (ngf 8), so the reference runs take a second.
 
@@ -47,13 +47,15 @@ test('dcgan: TVM\'s shapes and parameters, batch 1 and 16, both layouts', () => 
 });
 
 test('dcgan: its tasks, by TVM\'s fusion rules', () => {
-  // (The reshape to the 4x4 map has no reduction: a kernel, not a tuning task.)
+  // (The reshape to the 4x4 map has no reduction: a kernel, not a tuning task.) Each 4x4
+  // stride-2 deconv runs as one conv2d over its 4 output phases (graph/passes/conv-transpose-as-conv.ts);
+  // the interleave and the batch norm + ReLU (tanh) after it are one injective kernel each.
   assert.equal(extractTasks(getNetwork('dcgan', { weights: 'zeros' }).graph).map((t) => t.desc), [
     'dense+relu 1x100 -> 1x16384',
-    'conv2d_transpose+multiply+add+relu 1x4x4x1024 -> 1x8x8x512',
-    'conv2d_transpose+multiply+add+relu 1x8x8x512 -> 1x16x16x256',
-    'conv2d_transpose+multiply+add+relu 1x16x16x256 -> 1x32x32x128',
-    'conv2d_transpose+tanh 1x32x32x128 -> 1x64x64x3',
+    'conv2d_nhwc 1x4x4x1024 -> 1x5x5x2048',
+    'conv2d_nhwc 1x8x8x512 -> 1x9x9x1024',
+    'conv2d_nhwc 1x16x16x256 -> 1x17x17x512',
+    'conv2d_nhwc 1x32x32x128 -> 1x33x33x12',
   ]);
 });
 
