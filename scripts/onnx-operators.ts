@@ -61,6 +61,27 @@ export const LIMITS: Readonly<Record<string, string>> = {
   InstanceNormalization: 'float data of rank >= 3',
   MeanVarianceNormalization: 'float data',
   LRN: 'float data; `bias > 0`, `alpha >= 0`',
+  LSTM: 'sequence length fixed at import; `sequence_lens` absent or all equal to it; activations Sigmoid, Tanh, Relu, LeakyRelu, HardSigmoid, Affine, ScaledTanh',
+  GRU: 'as LSTM; `linear_before_reset` both ways',
+  RNN: 'as LSTM',
+  QuantizeLinear: 'per tensor or per axis; uint8/int8/uint16/int16; no `block_size`',
+  DequantizeLinear: 'per tensor or per axis; uint8/int8/uint16/int16/int32; no `block_size`',
+  QLinearConv: 'per-tensor input scale; per-tensor or per-channel weight scale',
+  QLinearMatMul: 'per-tensor scale and zero point of A',
+  Attention: '`softmax_precision` float only',
+  RMSNormalization: '`stash_type` 1',
+  BitShift: 'not uint32/uint64 (values beyond int32); no LEFT of int64',
+  BitwiseAnd: 'not uint32/uint64', BitwiseOr: 'not uint32/uint64', BitwiseXor: 'not uint32/uint64', BitwiseNot: 'not uint32/uint64',
+  Compress: 'constant condition',
+  LpNormalization: '`p` 1 or 2',
+  MaxUnpool: '`output_shape` only as inferred',
+  Bernoulli: 'refused: non-deterministic', RandomNormal: 'refused: non-deterministic', RandomNormalLike: 'refused: non-deterministic',
+  RandomUniform: 'refused: non-deterministic', RandomUniformLike: 'refused: non-deterministic', Multinomial: 'refused: non-deterministic',
+  Pow: 'float32 base',
+  Celu: '`alpha` not 0',
+  Gelu: '`approximate` none or tanh',
+  Sum: 'equal shapes at opset 7', Max: 'equal shapes at opset 7', Min: 'equal shapes at opset 7', Mean: 'equal shapes at opset 7',
+  Softmax: 'opsets below 13 coerce to 2-D at `axis`, as ONNX defines',
   LogSoftmax: 'float data',
   Hardmax: 'float data',
 };
@@ -76,7 +97,8 @@ export function operatorsMarkdown(): string {
      of converters; edit the script, not this page. -->
 
 \`tensortune tasks|tune|compile model.onnx\` and \`networks.<name>.model: model.onnx\` in the config
-import ONNX models of opsets ${MIN_OPSET} to ${MAX_OPSET}, default domain (\`ai.onnx\`), float32. These
+import ONNX models of opsets ${MIN_OPSET} to ${MAX_OPSET}, default domain (\`ai.onnx\`); tensors of float32
+(double inputs are refused), the integer types (run as int32) and bool. These
 ${SUPPORTED_OPS.length} operators are converted; a node with any other operator, another domain or an
 attribute not listed for its operator is refused, and one error names the file and lists every
 such node at once. Shape arithmetic (Shape, Gather, Slice, Concat, Cast, Reshape ... over
