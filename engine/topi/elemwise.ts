@@ -48,7 +48,12 @@ function unary(name: string, x: Tensor, f: (e: Expr) => Expr): Tensor {
 
 export const relu = (x: Tensor): Tensor => unary('T_relu', x, (e) => max(e, f32(0)));
 /** max(min(x, hi), lo), in TOPI's order. */
-export const clip = (x: Tensor, lo: number, hi: number): Tensor => unary('T_clip', x, (e) => max(min(e, f32(hi)), f32(lo)));
+export const clip = (x: Tensor, lo: number, hi: number): Tensor => {
+  if (x.dtype === 'float32') return unary('T_clip', x, (e) => max(min(e, f32(hi)), f32(lo)));
+  // Integer data (a clamped index, DeBERTa's relative positions): bounds as int32, inside the type's range.
+  const ilo = Math.max(-2147483648, Math.ceil(lo)), ihi = Math.min(2147483647, Math.floor(hi));
+  return unary('T_clip', x, (e) => max(min(e, int(ihi)), int(ilo)));
+};
 export const leakyRelu = (x: Tensor, alpha: number): Tensor =>
   unary('T_leaky_relu', x, (e) => select(gt(e, f32(0)), e, mul(e, f32(alpha))));
 export const math = (fn: MathFn, x: Tensor): Tensor => unary(`T_${fn}`, x, (e) => call(fn, e));

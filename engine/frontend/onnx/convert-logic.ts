@@ -261,13 +261,13 @@ const FLOAT_ONLY = new Set([
   'Softmax', 'LogSoftmax', 'Hardmax', 'Exp', 'Log', 'Sqrt', 'Reciprocal', 'Erf', 'Sin', 'Cos', 'Pow', 'Ceil', 'Floor', 'Round',
   'BatchNormalization', 'LayerNormalization', 'InstanceNormalization', 'GroupNormalization', 'LRN', 'MeanVarianceNormalization',
   'MatMul', 'Gemm', 'Einsum', 'ReduceMean', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp', 'Mean', 'Resize', 'Upsample',
-  'Clip', 'LSTM', 'GRU', 'RNN',
+  'LSTM', 'GRU', 'RNN',
 ]);
 
 /** An UnsupportedError when a float-only operator reads an int32/bool value as data. */
 export function refuseNonFloat(n: NodeView): void {
   if (!FLOAT_ONLY.has(n.opType)) return;
-  // Their data inputs: Resize/Upsample's sizes and scales, Clip's bounds are parameters (checked by their converters).
+  // Their data inputs: Resize/Upsample's sizes and scales are parameters (checked by their converters).
   // LSTM/GRU/RNN's sequence_lens (input 4) is int32 (checked by their converters).
   // Reduce*'s axes (input 1 from opset 13/18) are int64 parameters too.
   // Pow's exponent may be an integer tensor (its converter casts it).
