@@ -1,7 +1,8 @@
 // Converters of ONNX's matrix products: MatMul (numpy's matmul: any ranks, 1-D operands
 // promoted and squeezed, batch axes broadcast), Gemm (transA/transB, alpha, beta, C
-// broadcast to [M, N]) and Einsum in its matmul-shaped forms (one contracted letter, at
-// most one free letter per operand, any batch letters; single-operand transposes).
+// broadcast to [M, N]) and Einsum in its matmul-shaped forms (any batch, free and contracted
+// letters, each operand's free and contracted ones flattened into one axis; single-operand
+// transposes).
 //
 // A linear layer (MatMul by a constant [K, N]) becomes `dense` over the whole [..., K]
 // input, so no reshape separates it from its bias and activation. Every other product is
@@ -250,33 +251,36 @@ const einsum: Converter = {
     const mOnly = ta.filter((l) => !tb.includes(l));
     const nOnly = tb.filter((l) => !ta.includes(l));
     if (mOnly.some((l) => !out.includes(l)) || nOnly.some((l) => !out.includes(l))) refuse('a letter summed within one operand');
-    if (contract.length !== 1) refuse(`${contract.length} contracted letters`);
-    if (mOnly.length > 1 || nOnly.length > 1) refuse('more than one free letter in an operand');
+    if (contract.length === 0) refuse('no contracted letter (an outer product)');
     const extent = (l: string): number => {
       const e = [ta.indexOf(l) >= 0 ? shapes[0][ta.indexOf(l)] : 1, tb.indexOf(l) >= 0 ? shapes[1][tb.indexOf(l)] : 1];
       if (e[0] !== e[1] && e[0] !== 1 && e[1] !== 1) throw new Error(`Einsum '${equation}': letter '${l}' has extents ${e[0]} and ${e[1]}`);
       return Math.max(...e);
     };
     out.forEach(extent);
-    // Each operand as [batch..., free, k] / [batch..., k, free], a missing free axis as extent 1.
-    const K = contract[0];
-    const arrange = (v: Value, t: string[], order: string[], suffix: string): Value => {
-      const present = order.filter((l) => t.includes(l));
-      const pv = transposed(n, v, present.map((l) => t.indexOf(l)), `${suffix}_t`);
-      const shape = order.map((l) => (t.includes(l) ? shapes[terms.indexOf(t)][t.indexOf(l)] : 1));
+    for (const l of contract) {
+      if (shapes[0][ta.indexOf(l)] !== shapes[1][tb.indexOf(l)]) throw new Error(`Einsum '${equation}': contracted letter '${l}' has extents ${shapes[0][ta.indexOf(l)]} and ${shapes[1][tb.indexOf(l)]}`);
+    }
+    // Each operand as [batch..., M, K] / [batch..., K, N]: its free letters flattened into one
+    // axis, its contracted letters into another (a missing free axis has extent 1), so that
+    // 'bnc,cd->bnd' or 'bhqd,bhkd->bhqk' is one matmul.
+    const size = (ls: readonly string[]): number => ls.reduce((acc, l) => acc * extent(l), 1);
+    const arrange = (v: Value, t: string[], groups: readonly (readonly string[])[], suffix: string): Value => {
+      const order = groups.flat();
+      const pv = transposed(n, v, order.map((l) => t.indexOf(l)), `${suffix}_t`);
+      const own = (l: string): number => shapes[terms.indexOf(t)][t.indexOf(l)];
+      const shape = [...groups[0].map(own), ...groups.slice(1).map((g) => g.reduce((acc, l) => acc * own(l), 1))];
       return reshapeValue(n, pv, shape, `${suffix}_r`);
     };
-    const M = mOnly[0], N = nOnly[0];
-    const a = arrange(values[0], ta, [...batch, M ?? '', K], '_a');
-    const b = arrange(values[1], tb, [...batch, K, N ?? ''], '_b');
+    const a = arrange(values[0], ta, [batch, mOnly, contract], '_a');
+    const b = arrange(values[1], tb, [batch, contract, nOnly], '_b');
     const product = matmulValue(n, a, b);
-    // The product's letters: [batch..., M?, N?] with extent-1 placeholders for missing ones.
-    const letters = [...batch, M ?? '', N ?? ''];
-    const kept = letters.filter((l) => l !== '');
-    const shape = kept.map(extent);
-    const squeezed = reshapeValue(n, product, shape, '_sq');
+    // The product [batch..., M, N] unflattened to its letters, then in the output's order.
+    const kept = [...batch, ...mOnly, ...nOnly];
+    const unflat = reshapeValue(n, product, kept.map(extent), '_sq');
+    if (size(kept) !== size(out)) throw new Error(`Einsum '${equation}': the output's letters do not cover the product`);
     const perm = out.map((l) => kept.indexOf(l));
-    return [transposed(n, squeezed, perm, '_out')];
+    return [transposed(n, unflat, perm, '_out')];
   },
 };
 
