@@ -193,6 +193,14 @@ export class ImportContext {
     this.values.set(name, v);
   }
 
+  /** The names defined so far (a subgraph's scope is what it adds to them). */
+  definedNames(): Set<string> { return new Set(this.values.keys()); }
+
+  /** Forget the names a subgraph defined beyond `outer` (its values stay in the graph): the next branch may reuse them. */
+  leaveScope(outer: ReadonlySet<string>): void {
+    for (const name of [...this.values.keys()]) if (!outer.has(name)) this.values.delete(name);
+  }
+
   shapeOf(v: Value): readonly number[] {
     return v.kind === 'node' ? this.graph.node(v.id).shape : v.t.shape;
   }

@@ -131,7 +131,7 @@ test('NonZero of a static tensor folds; of a computed one is refused', async () 
   assert.match(importError(bad), /NonZero 'y': unsupported: NonZero of a computed tensor/);
 });
 
-test('If whose condition folds from a shape: the taken branch is inlined, reading outer values; a computed one is refused', async () => {
+test('If whose condition folds from a shape: the taken branch is inlined, reading outer values; a computed one selects between both branches', async () => {
   const thenB = new OnnxModelBuilder(13).float('one', [1], [1]).node('Add', ['x', 'one'], ['t_out']).output('t_out').subgraph('then');
   const elseB = new OnnxModelBuilder(13).float('m', [1], [-2]).node('Mul', ['x', 'm'], ['e_out']).output('e_out').subgraph('else');
   for (const [dim, op] of [[2, 'add'], [3, 'multiply']] as const) {
@@ -147,9 +147,18 @@ test('If whose condition folds from a shape: the taken branch is inlined, readin
   const inBranch = new OnnxModelBuilder(13).input('x', [2]).tensor({ name: 'c', dims: [], data_type: B, int32_data: [1] })
     .node('If', ['c'], ['y'], { then_branch: { graph: broken }, else_branch: { graph: elseB } }).output('y').build();
   assert.match(importError(inBranch), /If 'y': unsupported: in its then_branch: NoSuchOp 'b_out': operator is not supported/);
-  const computed = new OnnxModelBuilder(13).input('x', [2]).typedInput('c', B, [])
+  // A computed condition (silero VAD's `sr == 16000` on an int64 scalar input): both branches, selected at run time.
+  const computed = new OnnxModelBuilder(13).input('x', [2]).typedInput('sr', I64, []).int64('k', [16000], [])
+    .node('Equal', ['sr', 'k'], ['c'])
     .node('If', ['c'], ['y'], { then_branch: { graph: thenB }, else_branch: { graph: elseB } }).output('y').build();
-  assert.match(importError(computed), /If 'y': unsupported: If with a computed condition/);
+  for (const sr of [16000, 8000]) {
+    const { outputs } = await agreesTyped(`if-computed-${sr}`, computed, [randFloats(2, 19), Int32Array.of(sr)]);
+    assert.is(outputs.length, 1);
+  }
+  const otherShape = new OnnxModelBuilder(13).float('w', [2, 2], [1, 2, 3, 4]).int64('ax', [0]).node('MatMul', ['x', 'w'], ['o']).node('Unsqueeze', ['o', 'ax'], ['e_out']).output('e_out').subgraph('else2');
+  const mismatch = new OnnxModelBuilder(13).input('x', [2]).typedInput('c', B, [])
+    .node('If', ['c'], ['y'], { then_branch: { graph: thenB }, else_branch: { graph: otherShape } }).output('y').build();
+  assert.match(importError(mismatch), /If 'y': unsupported: If with a computed condition whose branches give output 0 as float32 \[2\] and float32 \[1, 2\]/);
 });
 
 test('ScatterElements (opsets 11, 18 with each reduction) and ScatterND (13, 18) with computed indices and updates', async () => {

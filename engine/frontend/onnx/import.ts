@@ -35,6 +35,7 @@ import { MATH_CONVERTERS } from './convert-math';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from './tensor';
 import type { DType } from '../../ir/expr';
+import { numElements } from '../../ir/tensor';
 
 export const MIN_OPSET = 7;
 /** The newest opset of the pinned onnx package (1.23). */
@@ -204,20 +205,42 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
  * branch's nodes are converted into this graph (they may read the outer graph's values),
  * and its outputs are the If's. A computed condition is refused.
  */
+/**
+ * If. A condition known at import inlines the branch it takes. A computed one (silero VAD's
+ * `sr == 16000`) converts both branches and selects each output with where(cond, then, else),
+ * which needs both branches to give the same shapes and types; both are computed at run time
+ * (a branch has no side effects, and its reads are bounded as every kernel's are).
+ */
 function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: number): Value[] {
   const cond = n.input(0, 'cond');
-  if (cond.kind !== 'static') throw new UnsupportedError('If with a computed condition (only a condition known at import is supported)');
-  if (cond.t.data.length !== 1) throw new Error(`If: the condition has ${cond.t.data.length} elements`);
-  const which = cond.t.data[0] ? 'then_branch' : 'else_branch';
-  const branch = msg.attribute?.find((a) => a.name === which)?.g as GraphMessage | undefined;
-  if (!branch) throw new OnnxFormatError(`If has no ${which}`);
-  for (const t of branch.initializer ?? []) cx.set(t.name ?? '', staticValue(protoTensor(t, cx.modelDir, `initializer '${t.name ?? ''}' of ${which}`)));
-  const inner = new Issues();
-  convertNodes(branch, cx, opset, inner);
-  if (inner.lines.length) throw new UnsupportedError(`in its ${which}: ${inner.lines.join('; ')}`);
-  const outs = (branch.output ?? []).map((o) => cx.value(o.name ?? ''));
-  if (outs.length !== n.outputs.length) throw new Error(`If: ${which} has ${outs.length} outputs, the node ${n.outputs.length}`);
-  return outs;
+  const branchOf = (which: 'then_branch' | 'else_branch'): Value[] => {
+    const branch = msg.attribute?.find((a) => a.name === which)?.g as GraphMessage | undefined;
+    if (!branch) throw new OnnxFormatError(`If has no ${which}`);
+    const outer = cx.definedNames();
+    for (const t of branch.initializer ?? []) cx.set(t.name ?? '', staticValue(protoTensor(t, cx.modelDir, `initializer '${t.name ?? ''}' of ${which}`)));
+    const inner = new Issues();
+    convertNodes(branch, cx, opset, inner);
+    if (inner.lines.length) throw new UnsupportedError(`in its ${which}: ${inner.lines.join('; ')}`);
+    const outs = (branch.output ?? []).map((o) => cx.value(o.name ?? ''));
+    if (outs.length !== n.outputs.length) throw new Error(`If: ${which} has ${outs.length} outputs, the node ${n.outputs.length}`);
+    cx.leaveScope(outer);
+    return outs;
+  };
+  if (cond.kind === 'static') {
+    if (cond.t.data.length !== 1) throw new Error(`If: the condition has ${cond.t.data.length} elements`);
+    return branchOf(cond.t.data[0] ? 'then_branch' : 'else_branch');
+  }
+  if (numElements(cx.shapeOf(cond)) !== 1) throw new Error(`If: the condition has shape [${cx.shapeOf(cond).join(', ')}], not one element`);
+  const thens = branchOf('then_branch'), elses = branchOf('else_branch');
+  const zero = (): number => cx.graph.constant(`${n.name}_zero`, [], cx.dtypeOf(cond) === 'float32' ? new Float32Array(1) : new Int32Array(1));
+  const c = cx.dtypeOf(cond) === 'bool' ? cond : n.op('not_equal', [cx.nodeOf(cond), zero()], {}, '_cond');
+  return thens.map((t, k) => {
+    const [st, se] = [cx.shapeOf(t), cx.shapeOf(elses[k])];
+    if (st.length !== se.length || st.some((d, i) => d !== se[i]) || cx.dtypeOf(t) !== cx.dtypeOf(elses[k])) {
+      throw new UnsupportedError(`If with a computed condition whose branches give output ${k} as ${cx.dtypeOf(t)} [${st.join(', ')}] and ${cx.dtypeOf(elses[k])} [${se.join(', ')}] (both branches must agree to be selected at run time)`);
+    }
+    return n.op('where', [cx.nodeOf(c), cx.nodeOf(t), cx.nodeOf(elses[k])], {}, `_select${k}`);
+  });
 }
 
 /** Import a serialized ONNX model; `file` names it in messages and locates external data. */
