@@ -156,8 +156,38 @@ function versioned(loop: For): Stmt[] | undefined {
   const tail = tailTile(cond, loop);
   return [
     { k: 'if', cond, body: withoutGuards(loop.body, new Set(whole.keys())) },
-    { k: 'if', cond: not(cond), body: tail ? replaced(loop.body, tail.of, int(tail.value)) : loop.body },
+    { k: 'if', cond: not(cond), body: localsRenamed(tail ? replaced(loop.body, tail.of, int(tail.value)) : loop.body, '_tail') },
   ];
+}
+
+/**
+ * `body` with the buffers it allocates renamed (`suffix` appended): the tail's copy of a
+ * register tile is then a buffer of its own, so that the renderer can keep the whole
+ * tiles' copy in registers even where the tail's is indexed by a loop.
+ */
+function localsRenamed(body: readonly Stmt[], suffix: string): Stmt[] {
+  const names = new Set<string>();
+  const collect = (b: readonly Stmt[]): void => {
+    for (const st of b) {
+      if (st.k === 'alloc') names.add(st.buf);
+      if (st.k === 'for' || st.k === 'if' || st.k === 'thread') collect(st.body);
+    }
+  };
+  collect(body);
+  if (names.size === 0) return [...body];
+  const name = (buf: string): string => (names.has(buf) ? `${buf}${suffix}` : buf);
+  const expr = (e: Expr): Expr => rewrite(e, (x) => (x.k === 'load' && names.has(x.tensor.name) ? { ...x, tensor: { ...x.tensor, name: name(x.tensor.name) } } : undefined));
+  const go = (b: readonly Stmt[]): Stmt[] => b.map((st): Stmt => {
+    switch (st.k) {
+      case 'alloc': return { ...st, buf: name(st.buf) };
+      case 'store': return { ...st, buf: name(st.buf), index: expr(st.index), value: expr(st.value) };
+      case 'if': return { ...st, cond: expr(st.cond), body: go(st.body) };
+      case 'for': case 'thread': return { ...st, body: go(st.body) };
+      case 'prefetch': return { ...st, buf: name(st.buf), index: expr(st.index) };
+      default: return st;
+    }
+  });
+  return go(body);
 }
 
 /** The versioned loop's extent up to which the tail's tile index is looked for. */
@@ -229,14 +259,17 @@ function replaced(body: readonly Stmt[], of: Expr, by: Expr): Stmt[] {
 
 /**
  * Versions the outermost serial or parallel loop bodies that hold split-tail guards (see
- * the top of this file). Each loop is versioned once; the two copies are not searched
- * again.
+ * the top of this file). Each loop is versioned once; in its two copies the inner loops
+ * are versioned for the guards that remain.
  */
 export function partitionTails(body: readonly Stmt[]): Stmt[] {
   return body.map((s): Stmt => {
     if (s.k === 'for' && (s.kind === 'serial' || s.kind === 'parallel')) {
+      // The copies' inner loops are versioned in turn, for the guards left in them: a tile
+      // of rows x columns where neither divides (ViT's 197 x 197 scores) versions its rows
+      // here and its columns one loop in.
       const two = versioned(s);
-      return { ...s, body: two ?? partitionTails(s.body) };
+      return { ...s, body: partitionTails(two ?? s.body) };
     }
     if (s.k === 'if') return { ...s, body: partitionTails(s.body) };
     return s;

@@ -133,7 +133,9 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
     // Rows that divide nothing useful (ViT's 197 tokens are prime: 1 row per tile, each
     // weight vector loaded for one multiply-add) take the full block, the last one partial:
     // its guard is versioned out of the whole tiles (codegen/partition.ts).
-    const t = channelTile(channels, blockExtent, lanes);
+    const divides = channelTile(channels, blockExtent, lanes);
+    // Columns that no vector width divides (197 tokens): whole vectors, the last tile partial.
+    const t = divides.vec * 2 < lanes && channels >= 2 * lanes ? { vec: lanes, rows: divides.rows } : divides;
     const full = t.vec > lanes ? 7 : 14;
     return t.rows * 2 <= full && blockExtent >= 4 * full ? { vec: t.vec, rows: full } : t;
   }
