@@ -137,6 +137,12 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
     // Columns that no vector width divides (197 tokens): whole vectors, the last tile partial.
     const t = divides.vec * 2 < lanes && channels >= 2 * lanes ? { vec: lanes, rows: divides.rows } : divides;
     const full = t.vec > lanes ? 7 : 14;
+    // AVX-512's 32 registers hold 14 rows x 2 vectors of accumulators: a GEMM with rows to
+    // spare (BERT's 128 tokens) takes the largest divisor up to 14, not up to 7.
+    if (lanes === 16 && t.vec === 2 * lanes && blockExtent >= 56) {
+      const rows = largestDivisorAtMost(blockExtent, 14);
+      if (rows > t.rows) return { vec: t.vec, rows };
+    }
     return t.rows * 2 <= full && blockExtent >= 4 * full ? { vec: t.vec, rows: full } : t;
   }
   if (tag === 'depthwise_conv2d_nhwc' && channels % lanes === 0) {
