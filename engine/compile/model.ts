@@ -9,6 +9,7 @@
 // sha256 of model.so and params.bin, which reading it checks (manifest.ts).
 
 import { promises as fs } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { argElemType, C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
@@ -107,14 +108,19 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const objectOf = (k: PlannedKernel): string => path.join(objDir, `${k.objectHash}.o`);
   const { execa } = await loadExeca();
   const compileOne = async (k: PlannedKernel): Promise<string | undefined> => {
-    const src = path.join(objDir, `${k.objectHash}.c`);
-    const tmp = `${objectOf(k)}.tmp-${process.pid}`;
+    // Names of this call's own (two compiles in one process, or two processes, may build the
+    // same kernel at once): the source and the object are written beside the cache entry, then
+    // renamed and sealed into it.
+    const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
+    const src = path.join(objDir, `${k.objectHash}.${unique}.c`);
+    const tmp = `${objectOf(k)}.tmp-${unique}`;
     await fs.writeFile(src, k.code);
     const r = await execa(compiler.command, [...compiler.args, ...cflags, '-c', src, '-o', tmp], { reject: false, timeout: timeoutMs });
     if (r.failed) {
       await fs.rm(tmp, { force: true });
-      return compilerFailure(r, timeoutMs, 20);
+      return compilerFailure(r, timeoutMs, 20); // the source stays, for the message's line numbers
     }
+    await fs.rename(src, path.join(objDir, `${k.objectHash}.c`));
     if (!(await sealIntoCache(tmp, objectOf(k)))) return 'the compiler wrote an empty object';
     k.compiled = true;
     return undefined;
