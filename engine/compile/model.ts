@@ -108,19 +108,21 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const objectOf = (k: PlannedKernel): string => path.join(objDir, `${k.objectHash}.o`);
   const { execa } = await loadExeca();
   const compileOne = async (k: PlannedKernel): Promise<string | undefined> => {
-    // Names of this call's own (two compiles in one process, or two processes, may build the
-    // same kernel at once): the source and the object are written beside the cache entry, then
-    // renamed and sealed into it.
+    // Two compiles (in one process, or two) may build the same kernel at once: the source is
+    // written under a name of this call's own and renamed to <hash>.c (same content, an atomic
+    // replace: the compiler never reads a half-written file; the object records that name, so
+    // a rebuild is byte-identical), and the object goes to a temporary name of its own before
+    // it is sealed into the cache.
     const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
-    const src = path.join(objDir, `${k.objectHash}.${unique}.c`);
+    const src = path.join(objDir, `${k.objectHash}.c`);
     const tmp = `${objectOf(k)}.tmp-${unique}`;
-    await fs.writeFile(src, k.code);
+    await fs.writeFile(`${src}.tmp-${unique}`, k.code);
+    await fs.rename(`${src}.tmp-${unique}`, src);
     const r = await execa(compiler.command, [...compiler.args, ...cflags, '-c', src, '-o', tmp], { reject: false, timeout: timeoutMs });
     if (r.failed) {
       await fs.rm(tmp, { force: true });
-      return compilerFailure(r, timeoutMs, 20); // the source stays, for the message's line numbers
+      return compilerFailure(r, timeoutMs, 20);
     }
-    await fs.rename(src, path.join(objDir, `${k.objectHash}.c`));
     if (!(await sealIntoCache(tmp, objectOf(k)))) return 'the compiler wrote an empty object';
     k.compiled = true;
     return undefined;
