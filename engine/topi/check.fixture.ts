@@ -1,4 +1,4 @@
-// Helpers of the compute tests of conv3d, conv-transpose and pool: seeded data, the
+// Helpers of the compute tests (conv3d, conv-transpose, pool, reduce, normalization): seeded data, the
 // reference evaluator on one output, and the element-wise closeness check of nn.test.ts
 // (|got - want| <= tol * (|want| + 1), tol 1e-6 by default: the evaluator rounds each
 // stored element to float32).
@@ -8,8 +8,8 @@ import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
 import type { Tensor } from '../ir/tensor';
 
-/** Deterministic uniform values in [-1, 1) (mulberry32). */
-export function random(n: number, seed: number): Float32Array {
+/** Deterministic uniform values in [lo, hi), default [-1, 1) (mulberry32). */
+export function random(n: number, seed: number, lo = -1, hi = 1): Float32Array {
   let s = seed >>> 0;
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) {
@@ -17,7 +17,7 @@ export function random(n: number, seed: number): Float32Array {
     let t = s;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
+    out[i] = lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
   }
   return out;
 }

@@ -4,27 +4,11 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ComputeDAG } from '../ir/dag';
-import { evaluate } from '../ir/evaluate';
-import { numElements, placeholder, type Tensor } from '../ir/tensor';
+import { numElements, placeholder } from '../ir/tensor';
+import { random, run } from './check.fixture';
 import { groupNorm, hardmax, instanceNorm, layerNorm, layerNormStat, logSoftmax, lrn, meanVarianceNorm } from './normalization';
 
-function random(n: number, seed: number, lo = -1, hi = 1): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
-  }
-  return out;
-}
 
-function run(out: Tensor, inputs: [Tensor, Float32Array][]): Float32Array {
-  return evaluate(new ComputeDAG([out]), new Map(inputs)).get(out.name) as Float32Array;
-}
 
 const close = (got: ArrayLike<number>, want: ArrayLike<number>, what: string, tol = 1e-5): void => {
   assert.is(got.length, want.length, `${what}: length`);

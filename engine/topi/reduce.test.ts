@@ -8,24 +8,11 @@ import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
 import { printStage } from '../ir/printer';
 import { numElements, placeholder, type Tensor } from '../ir/tensor';
+import { random, run } from './check.fixture';
 import { reduce, REDUCE_KINDS, type ReduceKind } from './reduce';
 
-function random(n: number, seed: number, lo = -1, hi = 1): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
-  }
-  return out;
-}
 
-function run(out: Tensor, x: Tensor, data: Float32Array): Float32Array {
-  return evaluate(new ComputeDAG([out]), new Map([[x, data]])).get(out.name) as Float32Array;
-}
+const runOn = (out: Tensor, x: Tensor, data: Float32Array): Float32Array => run(out, [[x, data]]);
 
 /** Naive reduction: fold every element into its output slot, then finish. */
 function naive(data: Float32Array, shape: number[], kind: ReduceKind, axes: number[]): number[] {
@@ -74,10 +61,10 @@ for (const kind of REDUCE_KINDS) {
       const want = naive(data, shape, kind, axes);
       const kept = reduce(x, kind, axes, true);
       assert.equal(kept.shape, shape.map((d, i) => (axes.map((a) => (a + 4) % 4).includes(i) ? 1 : d)));
-      close(run(kept, x, data), want, `${kind} [${axes.join(', ')}] keepdims`);
+      close(runOn(kept, x, data), want, `${kind} [${axes.join(', ')}] keepdims`);
       const dropped = reduce(x, kind, axes, false);
       assert.equal(dropped.shape, shape.filter((_, i) => !axes.map((a) => (a + 4) % 4).includes(i)));
-      close(run(dropped, x, data), want, `${kind} [${axes.join(', ')}]`);
+      close(runOn(dropped, x, data), want, `${kind} [${axes.join(', ')}]`);
     }
   });
 }
@@ -85,14 +72,14 @@ for (const kind of REDUCE_KINDS) {
 test('reduce by hand: prod, log_sum_exp of large values, l2, and no axes (the elementwise part)', () => {
   const x = placeholder('x', [2, 3]);
   const data = Float32Array.from([1, -2, 3, 0.5, 2, 4]);
-  close(run(reduce(x, 'prod', [1], false), x, data), [-6, 4], 'prod');
-  close(run(reduce(x, 'l2', [0], false), x, data), [Math.sqrt(1.25), Math.sqrt(8), 5], 'l2');
+  close(runOn(reduce(x, 'prod', [1], false), x, data), [-6, 4], 'prod');
+  close(runOn(reduce(x, 'l2', [0], false), x, data), [Math.sqrt(1.25), Math.sqrt(8), 5], 'l2');
   // exp(1000) overflows; the max is subtracted first.
   const big = Float32Array.from([1000, 1000, 999, -1, -2, -3]);
-  close(run(reduce(x, 'log_sum_exp', [1], false), x, big), [1000 + Math.log(2 + Math.exp(-1)), -1 + Math.log(1 + Math.exp(-1) + Math.exp(-2))], 'log_sum_exp');
-  close(run(reduce(x, 'sum_square', [], true), x, data), [1, 4, 9, 0.25, 4, 16], 'sum_square, no axes');
-  close(run(reduce(x, 'l1', [], true), x, data), [1, 2, 3, 0.5, 2, 4], 'l1, no axes');
-  close(run(reduce(x, 'log_sum_exp', [], true), x, data), data, 'log_sum_exp, no axes');
+  close(runOn(reduce(x, 'log_sum_exp', [1], false), x, big), [1000 + Math.log(2 + Math.exp(-1)), -1 + Math.log(1 + Math.exp(-1) + Math.exp(-2))], 'log_sum_exp');
+  close(runOn(reduce(x, 'sum_square', [], true), x, data), [1, 4, 9, 0.25, 4, 16], 'sum_square, no axes');
+  close(runOn(reduce(x, 'l1', [], true), x, data), [1, 2, 3, 0.5, 2, 4], 'l1, no axes');
+  close(runOn(reduce(x, 'log_sum_exp', [], true), x, data), data, 'log_sum_exp, no axes');
 });
 
 test('reduce max / min of bool data (any / all) is bool', () => {
@@ -111,7 +98,7 @@ test('reduce: a reduction over every axis without keepdims is a scalar; stages p
   const y = reduce(x, 'prod', [0, 1], false);
   assert.equal(y.shape, []);
   const data = random(12, 3, 0.5, 1.5);
-  close(run(y, x, data), naive(data, [3, 4], 'prod', [0, 1]), 'prod to a scalar');
+  close(runOn(y, x, data), naive(data, [3, 4], 'prod', [0, 1]), 'prod to a scalar');
   const text = new ComputeDAG([reduce(x, 'log_sum_exp', [1], true)]).stages.map((t) => printStage(t)).join('\n');
   assert.match(text, /T_log_sum_exp_max\(ax0, ax1\) max= x\[ax0, k0\]/);
   assert.match(text, /T_log_sum_exp_sum\(ax0, ax1\) \+= /);
