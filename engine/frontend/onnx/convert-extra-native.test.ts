@@ -6,49 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
-import * as assert from 'uvu/assert';
-import { compileModel } from '../../compile/model';
-import { readManifest } from '../../compile/manifest';
-import { runGraph } from '../../graph/run';
-import { asFloatWords, type TensorData } from '../../ir/tensor';
-import { runBench } from '../../native/bench';
-import { readFloat32File, writeFloat32File } from '../../runtime/rawfile';
-import { parseTarget } from '../../target';
-import { cancelTransposes, importOnnx } from './import';
-import { convertLayout } from '../../graph/passes';
 import { OnnxModelBuilder } from './model-builder';
 import { DataType } from './schema';
+import { compiledAgrees } from './native-agree.fixture';
 import { randFloats, randInts } from './typed-ort.fixture';
 
 const B = DataType.BOOL, I64 = DataType.INT64;
 const work = mkdtempSync(path.join(tmpdir(), 'tt-extra-native-'));
 test.after(() => rmSync(work, { recursive: true, force: true }));
 
-async function compiledAgrees(name: string, bytes: Uint8Array, inputs: readonly TensorData[]): Promise<void> {
-  const model = importOnnx(bytes, `${name}.onnx`);
-  const graph = cancelTransposes(convertLayout(model.graph, 'NHWC'));
-  const outDir = path.join(work, name);
-  const result = await compileModel({ name, graph, target: parseTarget('llvm'), outDir, cacheDir: path.join(work, 'cache') });
-  const m = readManifest(outDir);
-  const files: Record<string, string> = {};
-  for (const [i, inp] of model.inputs.entries()) {
-    files[inp.name] = path.join(work, `${name}-${inp.name}.bin`);
-    await writeFloat32File(files[inp.name], asFloatWords(inputs[i]));
-  }
-  const saved = path.join(work, `${name}-out`);
-  await runBench({ model: result.library, params: result.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: files, saveOutputs: saved });
-  const want = runGraph(model.graph, new Map(model.inputs.map((inp, i) => [inp.name, inputs[i]])));
-  for (const [k, out] of m.outputs.entries()) {
-    const words = await readFloat32File(path.join(saved, `${out.file}`));
-    const got = out.dtype === 'float32' ? words : new Int32Array(words.buffer, words.byteOffset, words.length);
-    assert.is(got.length, want[k].length, `${name}: output ${k} size`);
-    for (let i = 0; i < got.length; i++) {
-      const a = got[i], b = want[k][i];
-      const same = out.dtype === 'float32' ? (Number.isNaN(b) ? Number.isNaN(a) : Math.abs(a - b) <= 1e-5 * (1 + Math.abs(b))) : a === b;
-      if (!same) assert.unreachable(`${name}: output ${k} ('${out.name}', ${out.dtype})[${i}] = ${a}, the reference ${b}`);
-    }
-  }
-}
 
 test('compiled: Attention 4-D (grouped heads, bool mask, causal, softcap) and 3-D with past, RMSNormalization, RotaryEmbedding, IsNaN/IsInf', async () => {
   const [b, qh, kvh, s, l, d] = [1, 4, 2, 3, 5, 8];
@@ -63,11 +29,11 @@ test('compiled: Attention 4-D (grouped heads, bool mask, causal, softcap) and 3-
     .node('IsNaN', ['x'], ['nan']).typedOutput('nan', B)
     .node('IsInf', ['x'], ['inf'], { detect_negative: 0 }).typedOutput('inf', B);
   const sizes = [b * qh * s * d, b * kvh * l * d, b * kvh * l * d];
-  await compiledAgrees('attention', m.build(), [
+  await compiledAgrees(work, 'attention', m.build(), [
     randFloats(sizes[0], 1), randFloats(sizes[1], 2), randFloats(sizes[2], 3), mask,
     randFloats(b * s * qh * d, 4), randFloats(b * s * kvh * d, 5), randFloats(b * kvh * 2 * d, 6), randFloats(b * kvh * 2 * d, 7),
     randFloats(d, 8), randFloats(b * s * d / 2, 9), randFloats(b * s * d / 2, 10), Float32Array.from([1, NaN, Infinity, -Infinity, 0, -2]),
-  ]);
+  ], { nanEqual: true });
 });
 
 test('compiled: NLL and softmax cross-entropy losses (weights, ignore_index, mean), CumProd, LpNormalization, Shrink, Swish, MaxUnpool', async () => {
@@ -83,7 +49,7 @@ test('compiled: NLL and softmax cross-entropy losses (weights, ignore_index, mea
     .node('Shrink', ['x'], ['sh'], { lambd: 0.2, bias: 0.1 }).output('sh')
     .node('Swish', ['x'], ['sw'], { alpha: 0.5 }).output('sw')
     .node('MaxUnpool', ['u', 'ui'], ['up'], { kernel_shape: [2, 2], strides: [2, 2] }).output('up');
-  await compiledAgrees('losses', m.build(), [randFloats(n * c * dd, 2), t, randFloats(c, 3, 0.5, 2), randFloats(4, 4), Int32Array.from([5, 7, 13, 15])]);
+  await compiledAgrees(work, 'losses', m.build(), [randFloats(n * c * dd, 2), t, randFloats(c, 3, 0.5, 2), randFloats(4, 4), Int32Array.from([5, 7, 13, 15])], { nanEqual: true });
 });
 
 test('compiled: BitShift (int8 LEFT wraps, int32 RIGHT of negatives, counts past the width) and BitwiseAnd/Xor/Not of int32', async () => {
@@ -95,10 +61,10 @@ test('compiled: BitShift (int8 LEFT wraps, int32 RIGHT of negatives, counts past
     .node('BitwiseAnd', ['p', 'q'], ['and']).typedOutput('and', DataType.INT32)
     .node('BitwiseXor', ['p', 'q'], ['xor']).typedOutput('xor', DataType.INT32)
     .node('BitwiseNot', ['x'], ['not']).typedOutput('not', DataType.INT8);
-  await compiledAgrees('bits', m.build(), [
+  await compiledAgrees(work, 'bits', m.build(), [
     Int32Array.from([-128, -5, 127, 100, -1, 3, 64, -77]), Int32Array.from([1, 2, 1, 7, 8, 9, -1, 0]),
     Int32Array.from([-2147483648, -5, 2147483647, 123456789, -1, 3, 1 << 30, -77]), Int32Array.from([1, 2, 1, 31, 32, 40, -1, 0]),
-  ]);
+  ], { nanEqual: true });
 });
 
 test.run();

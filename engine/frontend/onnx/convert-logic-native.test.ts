@@ -8,18 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
-import * as assert from 'uvu/assert';
-import { compileModel } from '../../compile/model';
-import { readManifest } from '../../compile/manifest';
-import { runGraph } from '../../graph/run';
-import { asFloatWords, type TensorData } from '../../ir/tensor';
-import { runBench } from '../../native/bench';
-import { readFloat32File, writeFloat32File } from '../../runtime/rawfile';
-import { parseTarget } from '../../target';
-import { cancelTransposes, importOnnx } from './import';
-import { convertLayout } from '../../graph/passes';
 import { OnnxModelBuilder } from './model-builder';
 import { DataType } from './schema';
+import { compiledAgrees } from './native-agree.fixture';
 import { randFloats, randInts } from './typed-ort.fixture';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-logic-native-'));
@@ -27,31 +18,6 @@ test.after(() => rmSync(work, { recursive: true, force: true }));
 
 const B = DataType.BOOL, I64 = DataType.INT64;
 
-async function compiledAgrees(name: string, bytes: Uint8Array, inputs: readonly TensorData[]): Promise<void> {
-  const model = importOnnx(bytes, `${name}.onnx`);
-  const graph = cancelTransposes(convertLayout(model.graph, 'NHWC'));
-  const outDir = path.join(work, name);
-  const result = await compileModel({ name, graph, target: parseTarget('llvm'), outDir, cacheDir: path.join(work, 'cache') });
-  const m = readManifest(outDir);
-  const files: Record<string, string> = {};
-  for (const [i, inp] of model.inputs.entries()) {
-    files[inp.name] = path.join(work, `${name}-${inp.name}.bin`);
-    await writeFloat32File(files[inp.name], asFloatWords(inputs[i]));
-  }
-  const saved = path.join(work, `${name}-out`);
-  await runBench({ model: result.library, params: result.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: files, saveOutputs: saved });
-  const want = runGraph(model.graph, new Map(model.inputs.map((inp, i) => [inp.name, inputs[i]])));
-  for (const [k, out] of m.outputs.entries()) {
-    const words = await readFloat32File(path.join(saved, `${out.file}`));
-    const got = out.dtype === 'float32' ? words : new Int32Array(words.buffer, words.byteOffset, words.length);
-    assert.is(got.length, want[k].length, `${name}: output ${k} size`);
-    for (let i = 0; i < got.length; i++) {
-      const a = got[i], b = want[k][i];
-      const same = out.dtype === 'float32' ? Math.abs(a - b) <= 1e-5 * (1 + Math.abs(b)) : a === b;
-      if (!same) assert.unreachable(`${name}: output ${k} ('${out.name}', ${out.dtype})[${i}] = ${a}, the reference ${b}`);
-    }
-  }
-}
 
 test('compiled: embedding Gather with negative and out-of-range ids, GatherElements, GatherND, OneHot', async () => {
   const m = new OnnxModelBuilder(13).typedInput('ids', I64, [2, 8]).typedInput('i', I64, [4, 3]).typedInput('nd', I64, [3, 2])
@@ -61,7 +27,7 @@ test('compiled: embedding Gather with negative and out-of-range ids, GatherEleme
     .node('GatherND', ['x', 'nd'], ['gnd']).output('gnd')
     .int64('depth', [6], []).float('vals', [2], [-1, 2])
     .node('OneHot', ['i', 'depth', 'vals'], ['oh'], { axis: 1 }).output('oh');
-  await compiledAgrees('gather', m.build(), [randInts(16, 2, -40, 40), randInts(12, 3, -9, 9), randInts(6, 4, -7, 7), randFloats(20, 5)]);
+  await compiledAgrees(work, 'gather', m.build(), [randInts(16, 2, -40, 40), randInts(12, 3, -9, 9), randInts(6, 4, -7, 7), randFloats(20, 5)]);
 });
 
 test('compiled: comparisons, Not/And/Xor, Where, Cast (to int8 wrapping, to bool, back), integer Div/Mod, ArgMax/ArgMin, CumSum', async () => {
@@ -85,7 +51,7 @@ test('compiled: comparisons, Not/And/Xor, Where, Cast (to int8 wrapping, to bool
     .node('CumSum', ['a', 'ax'], ['csi'], { exclusive: 1 }).typedOutput('csi', I64);
   const x = randFloats(24, 6, -4, 4, 0.5);
   x[0] = 0.25; x[1] = -0.75;
-  await compiledAgrees('logic', m.build(), [x, randFloats(6, 7, -4, 4, 0.5), randInts(24, 8, -300, 300), Int32Array.of(7, -3, 0, 5, -128, 1)]);
+  await compiledAgrees(work, 'logic', m.build(), [x, randFloats(6, 7, -4, 4, 0.5), randInts(24, 8, -300, 300), Int32Array.of(7, -3, 0, 5, -128, 1)]);
 });
 
 test('compiled: fused with their neighbours: computed ids and a computed table, a gather of a conv output, argmax after a matmul', async () => {
@@ -105,7 +71,7 @@ test('compiled: fused with their neighbours: computed ids and a computed table, 
     .node('ArgMax', ['qk'], ['best'], { axis: 1, keepdims: 0 }).typedOutput('best', I64)
     .node('Cast', ['best'], ['bestf'], { to: DataType.FLOAT })
     .node('ReduceSum', ['bestf'], ['bs'], { keepdims: 0 }).output('bs');
-  await compiledAgrees('fused', m.build(), [randInts(5, 12, -14, 14), randFloats(108, 13), randFloats(32, 14)]);
+  await compiledAgrees(work, 'fused', m.build(), [randInts(5, 12, -14, 14), randFloats(108, 13), randFloats(32, 14)]);
 });
 
 test('compiled: ScatterElements and ScatterND, plain and with reductions, with out-of-range indices ignored; TopK', async () => {
@@ -115,7 +81,7 @@ test('compiled: ScatterElements and ScatterND, plain and with reductions, with o
     .node('ScatterND', ['x', 'k', 'v'], ['sn']).output('sn')
     .node('ScatterND', ['x', 'k', 'v'], ['sm'], { reduction: 'max' }).output('sm')
     .int64('three', [3]).node('TopK', ['x', 'three'], ['tv', 'ti']).output('tv').typedOutput('ti', I64);
-  await compiledAgrees('scatter', m.build(), [randFloats(20, 15), randInts(6, 16, -6, 6), randFloats(6, 17), Int32Array.of(9, -1), randFloats(10, 18)]);
+  await compiledAgrees(work, 'scatter', m.build(), [randFloats(20, 15), randInts(6, 16, -6, 6), randFloats(6, 17), Int32Array.of(9, -1), randFloats(10, 18)]);
 });
 
 test.run();

@@ -6,48 +6,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
-import * as assert from 'uvu/assert';
-import { compileModel } from '../../compile/model';
-import { readManifest } from '../../compile/manifest';
-import { runGraph } from '../../graph/run';
-import { asFloatWords, type TensorData } from '../../ir/tensor';
-import { runBench } from '../../native/bench';
-import { readFloat32File, writeFloat32File } from '../../runtime/rawfile';
-import { parseTarget } from '../../target';
-import { cancelTransposes, importOnnx } from './import';
-import { convertLayout } from '../../graph/passes';
 import { OnnxModelBuilder } from './model-builder';
 import { DataType, type TensorMessage } from './schema';
+import { compiledAgrees } from './native-agree.fixture';
 import { randFloats, randInts } from './typed-ort.fixture';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-rnn-quantize-native-'));
 test.after(() => rmSync(work, { recursive: true, force: true }));
 
-async function compiledAgrees(name: string, bytes: Uint8Array, inputs: readonly TensorData[]): Promise<void> {
-  const model = importOnnx(bytes, `${name}.onnx`);
-  const graph = cancelTransposes(convertLayout(model.graph, 'NHWC'));
-  const outDir = path.join(work, name);
-  const result = await compileModel({ name, graph, target: parseTarget('llvm'), outDir, cacheDir: path.join(work, 'cache') });
-  const m = readManifest(outDir);
-  const files: Record<string, string> = {};
-  for (const [i, inp] of model.inputs.entries()) {
-    files[inp.name] = path.join(work, `${name}-${inp.name}.bin`);
-    await writeFloat32File(files[inp.name], asFloatWords(inputs[i]));
-  }
-  const saved = path.join(work, `${name}-out`);
-  await runBench({ model: result.library, params: result.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: files, saveOutputs: saved });
-  const want = runGraph(model.graph, new Map(model.inputs.map((inp, i) => [inp.name, inputs[i]])));
-  for (const [k, out] of m.outputs.entries()) {
-    const words = await readFloat32File(path.join(saved, `${out.file}`));
-    const got = out.dtype === 'float32' ? words : new Int32Array(words.buffer, words.byteOffset, words.length);
-    assert.is(got.length, want[k].length, `${name}: output ${k} size`);
-    for (let i = 0; i < got.length; i++) {
-      const a = got[i], b = want[k][i];
-      const same = out.dtype === 'float32' ? Math.abs(a - b) <= 1e-5 * (1 + Math.abs(b)) : a === b;
-      if (!same) assert.unreachable(`${name}: output ${k} ('${out.name}', ${out.dtype})[${i}] = ${a}, the reference ${b}`);
-    }
-  }
-}
 
 const typed = (name: string, type: number, dims: number[], values: readonly number[]): TensorMessage => ({ name, dims, data_type: type, int32_data: [...values] });
 
@@ -61,7 +27,7 @@ test('compiled: a bidirectional LSTM with peepholes and a GRU (linear_before_res
     .node('LSTM', ['x', 'w', 'r', 'bias', '', 'h0', '', 'p'], ['y', 'yh', 'yc'], { hidden_size: h, direction: 'bidirectional' })
     .node('GRU', ['x', 'wg', 'rg', 'bg'], ['yg'], { hidden_size: h, linear_before_reset: 1 })
     .output('y').output('yh').output('yc').output('yg');
-  await compiledAgrees('lstm_gru', m.build(), [randFloats(s * b * i, 8, -1, 1), randFloats(2 * b * h, 9, -1, 1)]);
+  await compiledAgrees(work, 'lstm_gru', m.build(), [randFloats(s * b * i, 8, -1, 1), randFloats(2 * b * h, 9, -1, 1)]);
 });
 
 test('compiled: QuantizeLinear (per tensor, per axis; ties), DequantizeLinear of a uint8 input, QLinearMatMul', async () => {
@@ -74,7 +40,7 @@ test('compiled: QuantizeLinear (per tensor, per axis; ties), DequantizeLinear of
     .tensor(typed('b', DataType.UINT8, [6, 3], Array.from(randInts(18, 10, 0, 255)))).float('bs', [], [0.02]).tensor(typed('bz', DataType.UINT8, [], [120]))
     .float('ys', [], [0.3]).tensor(typed('yz', DataType.UINT8, [], [90])).float('qs', [], [0.05]).tensor(typed('qz', DataType.UINT8, [], [128]))
     .node('QLinearMatMul', ['q', 'qs', 'qz', 'b', 'bs', 'bz', 'ys', 'yz'], ['mm']).typedOutput('mm', DataType.UINT8);
-  await compiledAgrees('quantize', m.build(), [randFloats(24, 11, -20, 20, 0.05), randInts(24, 12, 0, 255)]);
+  await compiledAgrees(work, 'quantize', m.build(), [randFloats(24, 11, -20, 20, 0.05), randInts(24, 12, 0, 255)]);
 });
 
 test('compiled: a quantize_dynamic-style conv (DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul) and MatMulInteger', async () => {
@@ -89,7 +55,7 @@ test('compiled: a quantize_dynamic-style conv (DynamicQuantizeLinear -> ConvInte
     .node('MatMulInteger', ['hq', 'w2', 'hz', 'w2z'], ['acc2'])
     .node('Cast', ['acc2'], ['acc2f'], { to: DataType.FLOAT }).node('Mul', ['hs', 'w2s'], ['scale2']).node('Mul', ['acc2f', 'scale2'], ['y'])
     .output('y').output('xs').typedOutput('xz', DataType.UINT8);
-  await compiledAgrees('quantize_dynamic', m.build(), [randFloats(432, 22, -1, 1)]);
+  await compiledAgrees(work, 'quantize_dynamic', m.build(), [randFloats(432, 22, -1, 1)]);
 });
 
 test.run();
