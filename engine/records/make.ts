@@ -28,6 +28,10 @@ const MAX_MESSAGE = 4000;
 
 /** `genome`: how the search built the outcome's steps, when the policy knows. */
 export function makeRecord(outcome: MeasureOutcome, ctx: RecordContext, genome?: RecordGenome): TuningRecord {
+  // A timing that is not a finite time > 0 (a coarse timer, a bad device reply) is a failed
+  // run, not the fastest schedule; keeping it as an error keeps the rest of the batch appendable.
+  const badCost = outcome.error === null ? outcome.costs_ms.find((c) => !Number.isFinite(c) || c <= 0) : undefined;
+  if (badCost !== undefined) outcome = { ...outcome, costs_ms: [], error: 'runtime_error', message: `the run was timed at ${badCost} ms; a run must take a finite time > 0` };
   const record: TuningRecord = {
     v: RECORD_FORMAT_VERSION, engine: ENGINE_VERSION, key: ctx.task.key, desc: ctx.task.desc.slice(0, 1024),
     target: ctx.target, fingerprint: ctx.fingerprint, steps: outcome.steps,

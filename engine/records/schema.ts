@@ -22,6 +22,7 @@ export function checkRecord(value: unknown): RecordCheck {
   if (record.v > RECORD_FORMAT_VERSION) {
     return { ok: false, message: `record format version ${record.v} is newer than this tensortune reads (${RECORD_FORMAT_VERSION})` };
   }
-  if (record.costs_ms.some((c) => !Number.isFinite(c))) return { ok: false, message: 'record/costs_ms must hold finite numbers' };
+  // A run takes time: a zero (the schema's exclusiveMinimum) or an infinite cost would rank best or poison a mean.
+  if (record.costs_ms.some((c) => !Number.isFinite(c) || c <= 0)) return { ok: false, message: 'record/costs_ms must hold finite numbers > 0' };
   return { ok: true, record };
 }
