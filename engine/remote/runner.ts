@@ -16,6 +16,7 @@
 // FNV-1a-64 the worker computes of its own file and says in its hello. A changed worker
 // has another name, so it is installed beside the old one.
 
+import { randomBytes } from 'node:crypto';
 import { UserError } from '../errors';
 import { shellQuote } from './session';
 
@@ -58,7 +59,9 @@ export function parseRunners(templates: readonly unknown[], where: string): Runn
 
 /** The line `sh -c` runs: the template with {command} replaced by `command` as one quoted word. */
 export function runnerLine(runner: Runner, command: string): string {
-  return runner.template.replace(COMMAND_PLACEHOLDER, shellQuote(command));
+  // Split and join, not String.replace: in a replacement string `$$`, `$&`, `` $` `` and `$'`
+  // are patterns, and a quoted command is full of `$`.
+  return runner.template.split(COMMAND_PLACEHOLDER).join(shellQuote(command));
 }
 
 /** A command line for the device's shell, as one word a remote shell receives intact. */
@@ -79,7 +82,9 @@ export function startCommand(runner: Runner, localBinary: string, sha: string): 
 /** Writes the worker's bytes (stdin) into place on the device; prints INSTALLED on success. */
 export function installCommand(runner: Runner, sha: string, bytes: number): string {
   const name = installedName(sha);
-  const script = `set -e; d=${DIR}; mkdir -p "$d"; t="$d/.${name}.$$"; cat > "$t"; ` +
+  // The temporary file is this process's alone: a random part from this side, and the device
+  // shell's pid (`$$`) there, so two installs at once never write into one file.
+  const script = `set -e; d=${DIR}; mkdir -p "$d"; t="$d/.${name}.${randomBytes(6).toString('hex')}.$$"; cat > "$t"; ` +
     `n=$(wc -c < "$t"); if [ "$n" -ne ${bytes} ]; then rm -f "$t"; echo "tt_remote install: received $n bytes, expected ${bytes}" >&2; exit 3; fi; ` +
     `chmod 755 "$t"; mv -f "$t" "$d/${name}"; echo ${INSTALLED_LINE}`;
   return runnerLine(runner, shellCommand(script));
