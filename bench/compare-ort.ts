@@ -10,7 +10,11 @@
 //
 //   npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]]
 //                                [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"]
-//                                [--opset N]
+//                                [--opset N] [--record DIR]
+//
+// --record DIR also writes the run as a benchmark record there (bench/result-record.ts; the
+// machine's peak measured before and after the run): bench/results to publish it in
+// docs/performance.md (`npm run docs:performance`).
 //
 // The transformers (vit-s16, bert-base) are written at opset 17 (LayerNormalization) unless
 // --opset says otherwise (13: LayerNorm decomposed), the others at 14; bert-base's int64
@@ -27,14 +31,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compareWithOnnxRuntime, minRatio, type CompareReport } from '../engine/compare/compare';
 import { compileNetwork } from '../engine/compile/network';
+import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
+import { measurePeaks, measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type VsReferenceRow } from './result-record';
 
-const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N]';
+const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
 const TRANSFORMERS = ['vit-s16', 'bert-base'];
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', batch: '1', records: '', 'image-size': '224', rounds: '5', target: 'llvm -mcpu=native', opset: '' });
+  const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', batch: '1', records: '', 'image-size': '224', rounds: '5', target: 'llvm -mcpu=native', opset: '', record: '' });
   const networks = args.list('networks');
   const threads = args.ints('threads');
   const records = args.str('records');
@@ -43,6 +49,10 @@ async function main(): Promise<void> {
   const target = args.str('target');
   const batches = args.ints('batch');
   const opsetFlag = args.str('opset');
+  const recordDir = args.str('record');
+  const machine = thisMachine();
+  if (recordDir) machine.peak = await measurePeaks(threads, parseTarget(target), 'before');
+  const results: VsReferenceRow[] = [];
   const work = mkdtempSync(path.join(tmpdir(), 'tt-compare-ort-'));
   const rows: string[] = [];
   try {
@@ -70,6 +80,12 @@ async function main(): Promise<void> {
           const row = `| ${name} | ${batch} | ${v.schedules} | ${t} | ${r.tensortune_median_ms.toFixed(2)} | ${r.onnxruntime_median_ms.toFixed(2)} | ${r.ratio.toFixed(2)} | ${(r.paired_ratio ?? NaN).toFixed(2)} | ${minRatio(r).toFixed(2)} | ${err.toExponential(1)} (of ${scale.toExponential(1)}) | ${top1} |`;
           rows.push(row);
           console.error(row);
+          results.push({
+            network: name, schedules: v.records ? 'tuned' : 'default', ...(v.records ? { tuning: path.basename(v.records[0]) } : {}), threads: t, batch,
+            oursMs: round(r.tensortune_median_ms), referenceMs: round(r.onnxruntime_median_ms), ratio: round(r.ratio, 3),
+            ...(r.paired_ratio ? { paired: round(r.paired_ratio, 3) } : {}), fastest: round(minRatio(r), 3), maxAbsErr: Number(err.toExponential(2)),
+            ...(top1 === 'n/a' ? {} : { top1: top1 === 'yes' }),
+          });
         }
       }
     }
@@ -80,6 +96,16 @@ async function main(): Promise<void> {
   console.log('| network | batch | schedules | threads | tensortune ms | onnxruntime ms | ratio | paired ratio | ratio of fastest | max abs err (of max abs output) | top-1 agrees |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
+  if (recordDir) {
+    machine.peak!.push(...await measurePeaks(threads, parseTarget(target), 'after'));
+    const ort = onnxRuntimeVersion();
+    const file = writeRecord({ ...measuredBase('bench/compare-ort.ts', target, machine), kind: 'vs-reference', reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `${imageSize}x${imageSize} images, ${rounds} interleaved rounds, medians` }, recordDir);
+    console.log(`record: ${file}`);
+  }
+}
+
+function round(x: number, digits = 2): number {
+  return Number(x.toFixed(digits));
 }
 
 main().catch((e: unknown) => {

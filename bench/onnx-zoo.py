@@ -21,7 +21,10 @@ Needs python3 with torch (CPU is enough), transformers and onnxscript (dynamo ex
 and onnx; the engine's node_modules (tsx, onnxruntime-node). Not part of npm test.
 
   python3 bench/onnx-zoo.py [--out /tmp/tt-zoo] [--only name,name] [--export-only]
-                            [--skip-export] [--no-bench] [--list]
+                            [--skip-export] [--no-bench] [--list] [--record DIR]
+
+--record DIR also writes the models that ran as one benchmark record there
+(bench/result-record.ts; bench/results to publish it in docs/performance.md).
 
 A model whose export fails (an exporter/torch version issue) is recorded as such.
 """
@@ -752,6 +755,38 @@ def fmt(v, p=3):
     return str(v)
 
 
+def write_record(folder, results, out):
+    """One vs-reference record of the models that ran (bench/result-record.ts checks and names it)."""
+    rows = []
+    for r in results:
+        if not r.get('ratio'):
+            continue
+        row = {'network': f'{r["model"]} ({r["exporter"]}, opset {r["opset"]})', 'schedules': 'default',
+               'threads': r.get('threads', 1), 'oursMs': round(r['ours_ms'], 3), 'referenceMs': round(r['ort_ms'], 3),
+               'ratio': round(r['ratio'], 3), 'maxAbsErr': float(f'{r["max_abs_err"]:.2e}')}
+        if r.get('top1_agree') is not None:
+            row['top1'] = bool(r['top1_agree'])
+        rows.append(row)
+    if not rows:
+        print('no model ran: no record written')
+        return
+    failed = [r['model'] for r in results if not r.get('ratio')]
+    try:
+        import onnxruntime
+        ort = {'name': 'ONNX Runtime', 'version': onnxruntime.__version__}
+    except ImportError:
+        ort = {'name': 'ONNX Runtime'}
+    rec = {'format': 1, 'kind': 'vs-reference', 'source': 'measured',
+           'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%MZ'),
+           'command': ' '.join(['python3', 'bench/onnx-zoo.py', *sys.argv[1:]]), 'target': 'llvm -mcpu=native',
+           'reference': ort, 'results': rows,
+           'notes': f'{len(rows)} of {len(results)} models compared, 1 round, 1 thread' + (f'; not compared: {", ".join(failed)}' if failed else '')}
+    tmp = os.path.join(out, 'record.partial.json')
+    with open(tmp, 'w') as f:
+        json.dump(rec, f)
+    subprocess.run([TSX, os.path.join(REPO, 'bench', 'result-record.ts'), 'write', tmp, folder], check=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--out', default='/tmp/tt-zoo')
@@ -760,6 +795,7 @@ def main():
     ap.add_argument('--skip-export', action='store_true', help='reuse OUT/M.onnx')
     ap.add_argument('--no-bench', action='store_true', help='stop after compile')
     ap.add_argument('--list', action='store_true')
+    ap.add_argument('--record', default='', help='write a benchmark record into this folder')
     a = ap.parse_args()
     if a.list:
         for k, (_, e, o) in MODELS.items():
@@ -796,6 +832,8 @@ def main():
         prev[r['model']] = r
     with open(sp, 'w') as f:
         json.dump(list(prev.values()), f, indent=1)
+    if a.record:
+        write_record(a.record, results, a.out)
     print(f'\n{"model":28s} {"exporter/opset":14s} {"imports":7s} {"compiles":8s} {"max abs err":11s} {"agree":5s} {"ours ms":8s} {"ORT ms":8s} error')
     for r in results:
         print(f'{r["model"]:28s} {r["exporter"] + "/" + str(r["opset"]):14s} {fmt(r.get("imports")):7s} {fmt(r.get("compiles")):8s} '

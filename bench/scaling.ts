@@ -1,7 +1,7 @@
 // The N-thread speed-up of tensortune and ONNX Runtime next to the machine's own at the same
 // moment. On a shared host the second core is not always ours, and the host changes speed
 // from one second to the next: a speed-up read from a 1-thread run and an N-thread run a few
-// seconds apart moved between 1.1 and 2.5 for both engines on the 2-core VM of session 33.
+// seconds apart moved between 1.1 and 2.5 for both engines on a shared 2-core VM.
 // So each engine's runs at 1 and N threads are taken in pairs, back to back, in one process
 // (tt_bench --alternate-threads; two ONNX Runtime sessions, one per count), and an engine's
 // speed-up in a round is the median over its pairs of (1-thread time / N-thread time). Each
@@ -12,7 +12,9 @@
 // QUIET_SHARE of N (the host gave us the cores then; "-" where none did).
 //
 //   npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2]
-//                            [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"]
+//                            [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"] [--record DIR]
+//
+// --record DIR also writes the run as a benchmark record there (bench/result-record.ts).
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,8 +30,9 @@ import { uniform } from '../engine/runtime/random';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
+import { measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type SpeedupRow } from './result-record';
 
-const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"]';
+const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"] [--record DIR]';
 
 /** Each measurement lasts at least this long (ms), on both engines. */
 const MIN_MEASUREMENT_MS = 50;
@@ -62,7 +65,7 @@ async function ortPairedSpeedup(one: OrtRunner, many: OrtRunner, inputs: Float32
 }
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/scaling.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', rounds: '6', threads: '2', pairs: '8', records: '', 'image-size': '224', target: 'llvm -mcpu=native' });
+  const args = benchArgs('bench/scaling.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', rounds: '6', threads: '2', pairs: '8', records: '', 'image-size': '224', target: 'llvm -mcpu=native', record: '' });
   const networks = args.list('networks');
   const rounds = args.int('rounds');
   const threads = args.int('threads');
@@ -72,6 +75,8 @@ async function main(): Promise<void> {
   const target = parseTarget(args.str('target'));
   const work = mkdtempSync(path.join(tmpdir(), 'tt-scaling-'));
   const rows: string[] = [];
+  const results: SpeedupRow[] = [];
+  const peaks: { threads: number; gflops: number; when: 'during' }[] = [];
   try {
     for (const name of networks) {
       const onnx = writeNetworkOnnx(work, name, imageSize);
@@ -88,6 +93,7 @@ async function main(): Promise<void> {
           // Alternate which thread count goes first, so a slow phase does not always hit one.
           const peak = [0, 0];
           for (const t of r % 2 ? [threads, 1] : [1, threads]) peak[t === 1 ? 0 : 1] = await measurePeakGflops(t, target);
+          peaks.push(...[1, threads].map((t, i) => ({ threads: t, gflops: Number(peak[i].toFixed(1)), when: 'during' as const })));
           const ours = await runBench({ model: files.library, params: files.params, threads: 1, alternateThreads: threads, repeat: pairs, minRepeatMs: MIN_MEASUREMENT_MS });
           const round: Round = { ours: pairedSpeedup(ours), ort: await ortPairedSpeedup(sessions[0], sessions[1], inputs, pairs), peak: peak[1] / peak[0] };
           done.push(round);
@@ -104,6 +110,10 @@ async function main(): Promise<void> {
       const row = `| ${name} | ${spread(of('ours'))} | ${spread(of('ort'))} | ${spread(of('peak'))} | ${quiet.filter(Boolean).length} | ${inQuiet(of('ours'))} | ${inQuiet(of('ort'))} |`;
       rows.push(row);
       console.error(row);
+      const r2 = (x: number): number => Number(x.toFixed(2));
+      const range = (xs: number[]): [number, number] => [r2(Math.min(...xs)), r2(Math.max(...xs))];
+      results.push({ network: name, schedules: records ? 'tuned' : 'default', threads, ours: r2(median(of('ours'))), oursRange: range(of('ours')),
+        reference: r2(median(of('ort'))), referenceRange: range(of('ort')), machine: r2(median(of('peak'))), rounds });
     }
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -113,6 +123,13 @@ async function main(): Promise<void> {
   console.log('| network | tensortune | ONNX Runtime | peak loop (the machine) | quiet rounds | tensortune, quiet rounds | ONNX Runtime, quiet rounds |');
   console.log('|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
+  const recordDir = args.str('record');
+  if (recordDir) {
+    const ort = onnxRuntimeVersion();
+    const file = writeRecord({ ...measuredBase('bench/scaling.ts', target.text, { ...thisMachine(), peak: peaks }), kind: 'speedup',
+      reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `median of ${pairs} back-to-back pairs per round, ${imageSize}x${imageSize}` }, recordDir);
+    console.log(`record: ${file}`);
+  }
 }
 
 if (require.main === module) main().catch((e: unknown) => { console.error(e); process.exitCode = 1; });
