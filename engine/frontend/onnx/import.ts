@@ -155,15 +155,28 @@ function frozenInput(vi: ValueInfo, t: StaticTensor, file: string): StaticTensor
   return t;
 }
 
-/** Convert the nodes of `g`; returns the issues (unsupported nodes and broken ones). */
-function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues: Issues): void {
+/**
+ * A value name defined a second time. ONNX graphs are in SSA form (onnx.checker refuses a
+ * second definition, in a subgraph too when the first is in an enclosing graph), and which
+ * definition would win is not the file's to leave open: the whole import stops, in one line,
+ * even from inside a branch, where other errors only make the If node unsupported.
+ */
+class DuplicateValueError extends UserError {}
+
+const defineOnce = (file: string, name: string, by: string): DuplicateValueError =>
+  new DuplicateValueError(`${file}: value '${name}' is defined twice (again by ${by}); ONNX requires each value name to be defined once`);
+
+/**
+ * Convert the nodes of `g`; returns the issues (unsupported nodes and broken ones).
+ * `scope`: where `g` is, for messages (`then_branch of If 'y'`); absent for the main graph.
+ */
+function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues: Issues, scope?: string): void {
   const poisoned = new Set<string>();
   for (const msg of g.node ?? []) {
     const n = new NodeView(msg, opset, cx);
     const label = `${n.opType || '(no op_type)'} '${n.name}'`;
-    // ONNX graphs are in SSA form: a value is defined once (onnx.checker refuses a second definition).
     const again = n.outputs.find((o, i) => o && (cx.has(o) || poisoned.has(o) || n.outputs.indexOf(o) !== i));
-    if (again) throw new UserError(`${cx.fileName}: value '${again}' is defined twice (again by ${label}); ONNX requires each value name to be defined once`);
+    if (again) throw defineOnce(cx.fileName, again, scope ? `${label} in the ${scope}` : label);
     const fail = (why: string): void => {
       issues.add(`${label}: ${why}`);
       for (const o of n.outputs) if (o) poisoned.add(o);
@@ -186,8 +199,9 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
     let outs: (Value | undefined)[];
     try {
       refuseNonFloat(n);
-      outs = converter === IF ? convertIf(msg, n, cx, opset) : converter.convert(n);
+      outs = converter === IF ? convertIf(msg, n, cx, opset, scope ? `${label} in the ${scope}` : label) : converter.convert(n);
     } catch (e) {
+      if (e instanceof DuplicateValueError) throw e;
       fail(e instanceof UnsupportedError ? `unsupported: ${e.message}` : messageOf(e));
       continue;
     }
@@ -211,20 +225,35 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
  * which needs both branches to give the same shapes and types; both are computed at run time
  * (a branch has no side effects, and its reads are bounded as every kernel's are).
  */
-function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: number): Value[] {
+function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: number, label: string): Value[] {
   const cond = n.input(0, 'cond');
   const branchOf = (which: 'then_branch' | 'else_branch'): Value[] => {
     const branch = msg.attribute?.find((a) => a.name === which)?.g as GraphMessage | undefined;
     if (!branch) throw new OnnxFormatError(`If has no ${which}`);
+    const scope = `${which} of ${label}`;
     const outer = cx.definedNames();
-    for (const t of branch.initializer ?? []) cx.set(t.name ?? '', staticValue(protoTensor(t, cx.modelDir, `initializer '${t.name ?? ''}' of ${which}`)));
-    const inner = new Issues();
-    convertNodes(branch, cx, opset, inner);
-    if (inner.lines.length) throw new UnsupportedError(`in its ${which}: ${inner.lines.join('; ')}`);
-    const outs = (branch.output ?? []).map((o) => cx.value(o.name ?? ''));
-    if (outs.length !== n.outputs.length) throw new Error(`If: ${which} has ${outs.length} outputs, the node ${n.outputs.length}`);
-    cx.leaveScope(outer);
-    return outs;
+    // A branch initializer may shadow an outer value (onnx.checker allows it): inside the
+    // branch the name means the initializer, after it the outer value again.
+    const shadowed = new Map<string, Value>();
+    try {
+      const own = new Set<string>();
+      for (const t of branch.initializer ?? []) {
+        const name = t.name ?? '';
+        if (own.has(name)) throw defineOnce(cx.fileName, name, `an initializer of the ${scope}`);
+        own.add(name);
+        if (cx.has(name)) shadowed.set(name, cx.value(name));
+        cx.set(name, staticValue(protoTensor(t, cx.modelDir, `initializer '${name}' of ${which}`)));
+      }
+      const inner = new Issues();
+      convertNodes(branch, cx, opset, inner, scope);
+      if (inner.lines.length) throw new UnsupportedError(`in its ${which}: ${inner.lines.join('; ')}`);
+      const outs = (branch.output ?? []).map((o) => cx.value(o.name ?? ''));
+      if (outs.length !== n.outputs.length) throw new Error(`If: ${which} has ${outs.length} outputs, the node ${n.outputs.length}`);
+      return outs;
+    } finally {
+      cx.leaveScope(outer);
+      for (const [name, v] of shadowed) cx.set(name, v);
+    }
   };
   if (cond.kind === 'static') {
     if (cond.t.data.length !== 1) throw new Error(`If: the condition has ${cond.t.data.length} elements`);
@@ -272,6 +301,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
   const initializerNames = new Set<string>();
   for (const t of g.initializer ?? []) {
     const name = t.name ?? '';
+    if (initializerNames.has(name)) throw defineOnce(file, name, `a second initializer '${name}'`);
     initializerNames.add(name);
     try {
       cx.set(name, staticValue(protoTensor(t, cx.modelDir, `initializer '${name}'`)));
