@@ -7,6 +7,7 @@
 // README's CI commands in a second clone through a self-hosted remote cache on 127.0.0.1.
 // Steps run in order and build on each other.
 
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -360,7 +361,8 @@ test('GPU targets from the config: nx benchmark tiny -c cl tunes, compiles and r
   assert.ok(manifest.kernels.some((k) => k.schedule === 'tuned'), 'compiled with the OpenCL records');
   const opencl = [...storeMeasurements(ws).values()].filter((r) => r.target === 'opencl');
   assert.ok(opencl.some((r) => r.error === null), 'verified OpenCL measurements in the store');
-  if (sh('aarch64-linux-gnu-gcc', ['--version'], ws).status !== 0) {
+  // spawnSync reports a missing program as `error` (sh would throw it).
+  if (spawnSync('aarch64-linux-gnu-gcc', ['--version']).error) {
     skip('the Mali target compiles an aarch64 model.so', 'no aarch64-linux-gnu-gcc');
     return;
   }
