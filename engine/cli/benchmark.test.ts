@@ -4,6 +4,7 @@
 // that may not be trusted are a warning line each, and --json carries them.
 
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'uvu';
@@ -77,19 +78,35 @@ test('SIGKILL of the CLI: tt_bench dies with it; the next run removes the temp f
   }
 });
 
-test('the threads and load under the summary; a warning line on stderr per reason, the same reasons in --json', async () => {
+test('--json: the JSON object alone on stdout; the summary, threads and load on stderr, a warning line per reason, the same reasons in the JSON', async () => {
   const r = await start(model, '--repeat', '3', '--min-repeat-ms', '0', '--threads', '1', '--json').done;
   assert.is(r.code, 0, r.err);
-  const lines = r.out.trimEnd().split('\n');
-  assert.is(lines.length, 5, r.out);
-  assert.is(lines[0], 'Execution time summary:');
-  assert.match(lines[3], /^1 thread\(s\) of \d+ core\(s\), 3 measurement\(s\) of \d+ run\(s\); load average \d+\.\d\d before, \d+\.\d\d after$/);
-  const json = JSON.parse(lines[4]) as { threads: number; cores: number; load_before: number; load_after: number; warnings: string[] };
+  assert.is(r.out.trimEnd().split('\n').length, 1, r.out);
+  const json = JSON.parse(r.out) as { threads: number; cores: number; load_before: number; load_after: number; median_ms: number; warnings: string[] };
   assert.is(json.threads, 1);
   assert.type(json.cores, 'number');
   assert.type(json.load_after, 'number');
+  const lines = r.err.trimEnd().split('\n');
+  assert.is(lines[0], 'Execution time summary:');
+  // The unit of the table follows the median: µs for a model under 1 ms.
+  assert.match(lines[1], json.median_ms < 1 ? /^ mean \(µs\) {3}median \(µs\)/ : /^ mean \(ms\) {3}median \(ms\)/);
+  assert.match(lines[3], /^1 thread\(s\) of \d+ core\(s\), 3 measurement\(s\) of \d+ run\(s\); load average \d+\.\d\d before, \d+\.\d\d after$/);
   // Whether this machine is busy now is not the test's to know: the lines must match the JSON.
-  assert.is(r.err, json.warnings.map((w) => `tensortune benchmark: warning: ${w}\n`).join(''));
+  assert.equal(lines.slice(4), json.warnings.map((w) => `tensortune benchmark: warning: ${w}`));
+});
+
+test('benchmark --json | python3 -m json.tool: stdout is one JSON document', async () => {
+  const python = spawnSync('python3', ['-c', 'import json.tool'], { encoding: 'utf8' });
+  if (python.error || python.status !== 0) { skip('benchmark --json | python3 -m json.tool', 'no python3'); return; }
+  const r = await start(model, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '1', '--json').done;
+  assert.is(r.code, 0, r.err);
+  const tool = spawnSync('python3', ['-m', 'json.tool'], { input: r.out, encoding: 'utf8' });
+  assert.is(tool.status, 0, tool.stderr);
+  assert.is((JSON.parse(tool.stdout) as { threads: number }).threads, 1);
+  // Without --json the summary is on stdout, which is not JSON.
+  const plain = await start(model, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '1').done;
+  assert.match(plain.out, /^Execution time summary:\n/);
+  assert.is.not(spawnSync('python3', ['-m', 'json.tool'], { input: plain.out, encoding: 'utf8' }).status, 0);
 });
 
 test('a model whose records were ranked at another thread count: one warning naming the compile that ranks them', async () => {
@@ -99,11 +116,30 @@ test('a model whose records were ranked at another thread count: one warning nam
   writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(readFileSync(manifestFile, 'utf8')), records_threads: 2 }));
   const at1 = await start(ranked, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '1', '--json').done;
   assert.is(at1.code, 0, at1.err);
-  const warnings = (JSON.parse(at1.out.trimEnd().split('\n').at(-1)!) as { warnings: string[] }).warnings;
+  const warnings = (JSON.parse(at1.out) as { warnings: string[] }).warnings;
   assert.ok(warnings.includes('the model\'s records were ranked at 2 thread(s) (manifest records_threads) and it ran at 1: `tensortune compile --threads 1` ranks them for 1'), warnings.join('\n'));
   const at2 = await start(ranked, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '2', '--json').done;
   assert.is(at2.code, 0, at2.err);
   assert.not.match(at2.err, /records_threads/);
+});
+
+test('--compare onnxruntime where onnxruntime-node is not installed: one line saying how to install it, exit 2', async () => {
+  // Node resolves 'onnxruntime-node' as in a workspace that lacks it: the preload makes the lookup fail.
+  const hide = path.join(dir, 'hide-onnxruntime.cjs');
+  writeFileSync(hide, `const Module = require('node:module');
+const resolve = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (request === 'onnxruntime-node') throw Object.assign(new Error("Cannot find module 'onnxruntime-node'"), { code: 'MODULE_NOT_FOUND' });
+  return resolve.call(this, request, ...rest);
+};
+`);
+  const r = await spawnCli(['benchmark', model, '--compare', 'onnxruntime', '--rounds', '1', '--json'], { TMPDIR: tmp, NODE_OPTIONS: `--require ${hide}` }).done;
+  assert.is(r.code, 2, r.err);
+  assert.is(r.out, '');
+  const lines = r.err.trimEnd().split('\n');
+  assert.is(lines.at(-1), 'tensortune benchmark: onnxruntime-node is not installed: install it with `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node` ' +
+    '(the CPU runtime ships inside the npm package; `skip` only stops its install script from downloading GPU files, which fails offline)');
+  assert.equal(lines.slice(0, -1).filter((l) => !l.startsWith('ONNX model: ')), [], 'nothing else but the line naming the ONNX file');
 });
 
 test.run();

@@ -1,6 +1,7 @@
 // `tensortune benchmark DIR`: time a compiled model with the native runner and print the
-// seeds' execution time summary (mean / median / max / min / std in ms), the thread count
-// and load, and a warning for each reason not to trust the figures (timing-trust.ts).
+// seeds' execution time summary (mean / median / max / min / std, in µs under 1 ms, else
+// ms), the thread count and load, and a warning for each reason not to trust the figures
+// (timing-trust.ts). With --json the JSON object is all of stdout, the text goes to stderr.
 
 import path from 'node:path';
 import { UserError } from '../errors';
@@ -12,6 +13,7 @@ import { remoteSetupLine, runRemoteBench } from '../remote/bench';
 import { formatKernelProfile, kernelProfile } from '../compile/profile';
 import { measurePeakGflops } from '../native/peak';
 import { inputFiles } from '../runtime/rawfile';
+import { formatSummary } from '../report/units';
 import { parseTarget } from '../target';
 import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
@@ -55,8 +57,9 @@ Options:
                        for the model's target is installed on first use. Random input only (no
                        --input, --save-outputs, --compare). Under an emulator the timings are
                        not performance figures
-  --json               then print one JSON object: mean_ms, median_ms, max_ms, min_ms, std_ms,
-                       threads, cores, load_before, load_after, warnings, ...
+  --json               print one JSON object alone on stdout (the summary goes to stderr): mean_ms,
+                       median_ms, max_ms, min_ms, std_ms, threads, cores, load_before, load_after,
+                       warnings, ... (always in ms; the text shows times under 1 ms in µs)
   -h, --help           show this help
 
 --compare onnxruntime runs ONNX Runtime (onnxruntime-node; install it with
@@ -74,7 +77,9 @@ it with the weights 'compile' gives it. Its options and their defaults:
   --number N           runs per measurement (default: what --min-repeat-ms needs)
   --min-repeat-ms MS   shortest measurement in ms, to pick --number (default ${BENCH_DEFAULTS.minRepeatMs})
   --seed S             seed of the shared random input (default 0)
-  --json               then print the report as one JSON object
+  --json               print the report as one JSON object alone on stdout (the text goes to
+                       stderr): \`... --compare onnxruntime --json > <target>.onnxruntime.json\`
+                       is the file the Nx benchmark report shows
 `;
 
 /** The manifest of the compiled model in `dir`, which must be one and run on this machine. */
@@ -100,6 +105,8 @@ export const benchmarkCommand: Command = {
       profile: { type: 'boolean' },
     });
     if (values.help) { io.out(USAGE); return 0; }
+    // With --json, stdout carries the JSON object alone (for jq, python3 -m json.tool, a file); the text goes to stderr.
+    const text = (line: string): void => (values.json ? io.err(line) : io.out(line));
     if (positionals.length !== 1) throw new UserError('expected one directory made by tensortune compile');
     if (values.profile && (values.runner?.length || values.compare !== undefined)) {
       throw new UserError('--profile times the kernels of a local run: drop --runner and --compare');
@@ -119,7 +126,7 @@ export const benchmarkCommand: Command = {
         threads: optionalInt('--threads', values.threads), seed: nonNegativeInt('--seed', values.seed, 0),
         log: (line) => io.err(`${line}\n`),
       });
-      io.out(`${result.summary}\n${remoteSetupLine(result)}\n`);
+      text(`${formatSummary(result)}\n${remoteSetupLine(result)}\n`);
       for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
       if (values.json) {
         const { summary: _summary, ...rest } = result;
@@ -139,7 +146,7 @@ export const benchmarkCommand: Command = {
         minRepeatMs: nonNegativeInt('--min-repeat-ms', values['min-repeat-ms'], BENCH_DEFAULTS.minRepeatMs),
         seed: nonNegativeInt('--seed', values.seed, 0), log: (line) => io.err(`${line}\n`),
       });
-      io.out(`${formatCompareReport(report)}\n`);
+      text(`${formatCompareReport(report)}\n`);
       for (const w of recordsThreadsWarning(compared, threads, compileAt(threads))) io.err(`tensortune benchmark: warning: ${w}\n`);
       if (values.json) io.out(`${JSON.stringify(report)}\n`);
       return 0;
@@ -161,11 +168,11 @@ export const benchmarkCommand: Command = {
       profile: values.profile,
     });
     result.warnings.push(...recordsThreadsWarning(manifest, result.threads, compileAt(result.threads)));
-    io.out(`${result.summary}\n${benchSetupLine(result)}\n`);
+    text(`${formatSummary(result)}\n${benchSetupLine(result)}\n`);
     for (const w of result.warnings) io.err(`tensortune benchmark: warning: ${w}\n`);
     if (result.profile) {
       const peak = await measurePeakGflops(result.threads, parseTarget(manifest.target));
-      io.out(`${formatKernelProfile(kernelProfile(result.profile, manifest, peak, path.join(positionals[0], 'manifest.json')), peak, result.threads).join('\n')}\n`);
+      text(`${formatKernelProfile(kernelProfile(result.profile, manifest, peak, path.join(positionals[0], 'manifest.json')), peak, result.threads).join('\n')}\n`);
     }
     if (values.json) {
       const { summary: _summary, ...rest } = result;

@@ -104,13 +104,13 @@ test('benchmark --compare onnxruntime: the report names the outputs; the ONNX fi
   const modelDir = path.join(moved, 'dist', 'tf');
   const r = await cli('benchmark', modelDir, '--compare', 'onnxruntime', '--rounds', '1', '--repeat', '1', '--number', '1', '--json');
   assert.is(r.code, 0, r.err);
-  const report = JSON.parse(r.out.trim().split('\n').pop()!) as { onnx: string; onnx_source: string; outputs: { name: string; max_abs_err: number; max_abs_value: number }[]; top1: { agree: boolean } };
+  const report = JSON.parse(r.out) as { onnx: string; onnx_source: string; outputs: { name: string; max_abs_err: number; max_abs_value: number }[]; top1: { agree: boolean } };
   assert.is(report.onnx, path.join(moved, 'models', 'tf.onnx'), 'the moved copy, not the original');
   assert.is(report.onnx_source, 'manifest');
   assert.equal(report.outputs.map((o) => o.name), ['a/b:0', 'a_b_0']);
   for (const o of report.outputs) assert.ok(o.max_abs_err <= 1e-4 + 1e-4 * o.max_abs_value, `${o.name}: max abs err ${o.max_abs_err}`);
   assert.ok(report.top1.agree);
-  assert.match(r.out, /\n {2}output a\/b:0 \[1, 8, 6, 6\]: max abs err /);
+  assert.match(r.err, /\n {2}output a\/b:0 \[1, 8, 6, 6\]: max abs err /); // with --json, the text is on stderr
 
   // A model file that changed since the compile is refused, not compared.
   writeFileSync(path.join(moved, 'models', 'tf.onnx'), Buffer.concat([readFileSync(onnx), Buffer.from([0])]));

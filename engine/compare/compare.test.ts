@@ -10,7 +10,7 @@
 // compared again.
 // Skipped, with skip() saying why, when onnxruntime-node cannot be loaded.
 
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -23,6 +23,7 @@ import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
+import { duration } from '../report/units';
 import { skip } from '../skip.fixture';
 import { COMPARE_MAX_NUMBER, compareNumber, compareWithOnnxRuntime, formatCompareReport, minRatio, outputError, pairedRatio, top1, withoutSoftmax } from './compare';
 import { openOrtSession, tryLoadOnnxRuntime } from './ort';
@@ -127,8 +128,10 @@ test('compareWithOnnxRuntime: finds the ONNX file from the manifest, interleaves
   assert.ok(report.top1.agree);
   assert.match(formatCompareReport(report), /ratio: +\d.*; paired by round \d/);
   assert.is(report.paired_ratio, pairedRatio(report.tensortune_runs_ms, report.onnxruntime_runs_ms, 2));
-  const fastest = Math.min(...report.tensortune_runs_ms).toFixed(3);
-  assert.match(formatCompareReport(report), new RegExp(`spread: +min ${fastest.replace('.', '\\.')} ms, 90% within [\\d.]+ ms \\(tensortune\\)`));
+  const fastest = duration(Math.min(...report.tensortune_runs_ms));
+  assert.match(formatCompareReport(report), new RegExp(`spread: +min ${fastest.replace('.', '\\.')}, 90% within [\\d.]+ [µm]s \\(tensortune\\)`));
+  assert.is(report.library_sha256, JSON.parse(readFileSync(path.join(dir, 'mobilenet', 'manifest.json'), 'utf8')).library_sha256, 'the build it compared');
+  assert.ok(Date.parse(report.time!) <= Date.now(), 'when it was measured');
   assert.is(minRatio(report), Math.min(...report.tensortune_runs_ms) / Math.min(...report.onnxruntime_runs_ms));
 });
 

@@ -29,6 +29,7 @@ import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { modelInput } from '../runtime/random';
+import { duration } from '../report/units';
 import { ownedTempDir } from '../temp-dirs';
 import { openOrtSession, timeOrtRuns, type OrtRunner } from './ort';
 
@@ -54,6 +55,10 @@ export interface CompareOptions {
 export interface OutputError { name: string; shape: number[]; max_abs_err: number; max_rel_err: number; max_abs_value: number }
 
 export interface CompareReport {
+  /** When it was measured (ISO 8601); absent from reports written before it was recorded. */
+  time?: string;
+  /** sha256 of the compared model.so (the manifest's library_sha256), so a report can tell a comparison of another build; absent from older reports. */
+  library_sha256?: string;
   model_dir: string;
   onnx: string;
   onnx_source: 'option' | 'manifest' | 'exported builtin network';
@@ -194,10 +199,11 @@ export async function compareWithOnnxRuntime(opts: CompareOptions): Promise<Comp
         oursMs.push(...res.runs_ms);
         await session.run(inputs); // warm
         for (let k = 0; k < repeat; k++) ortMs.push(await timeOrtRuns(session, inputs, number));
-        log(`round ${r + 1}/${rounds}: tensortune ${median(res.runs_ms).toFixed(3)} ms, onnxruntime ${median(ortMs.slice(-repeat)).toFixed(3)} ms`);
+        log(`round ${r + 1}/${rounds}: tensortune ${duration(median(res.runs_ms))}, onnxruntime ${duration(median(ortMs.slice(-repeat)))}`);
       }
       const oursMedian = median(oursMs), ortMedian = median(ortMs);
       return {
+        time: new Date().toISOString(), library_sha256: m.library_sha256,
         model_dir: dir, onnx: onnx.file, onnx_source: onnx.source, onnxruntime_version: session.version, threads: opts.threads,
         rounds, number, tensortune_median_ms: oursMedian, onnxruntime_median_ms: ortMedian, ratio: oursMedian / ortMedian,
         paired_ratio: pairedRatio(oursMs, ortMs, repeat),
@@ -252,7 +258,7 @@ const quantile = (sorted: readonly number[], q: number): number =>
  */
 function spread(xs: readonly number[]): string {
   const s = ascending(xs);
-  return `min ${s[0].toFixed(3)} ms, 90% within ${quantile(s, 0.9).toFixed(3)} ms`;
+  return `min ${duration(s[0])}, 90% within ${duration(quantile(s, 0.9))}`;
 }
 
 /**
@@ -284,8 +290,8 @@ export function formatCompareReport(r: CompareReport): string {
   const lines = [
     `Comparison with ONNX Runtime ${r.onnxruntime_version} (${r.threads} thread${r.threads > 1 ? 's' : ''}, ${r.rounds} interleaved rounds, ${r.number} run(s) per measurement)`,
     `  ONNX model:   ${r.onnx} (${r.onnx_source})`,
-    `  tensortune:   median ${r.tensortune_median_ms.toFixed(3)} ms`,
-    `  onnxruntime:  median ${r.onnxruntime_median_ms.toFixed(3)} ms`,
+    `  tensortune:   median ${duration(r.tensortune_median_ms)}`,
+    `  onnxruntime:  median ${duration(r.onnxruntime_median_ms)}`,
     `  ratio:        ${r.ratio.toFixed(3)} (tensortune / onnxruntime; below 1 is faster)${r.paired_ratio === undefined ? '' : `; paired by round ${r.paired_ratio.toFixed(3)}`}`,
     `  spread:       ${spread(r.tensortune_runs_ms)} (tensortune), ${spread(r.onnxruntime_runs_ms)} (onnxruntime); ratio of the fastest ${minRatio(r).toFixed(3)}`,
     ...r.outputs.map((o) => `  output ${o.name} [${o.shape.join(', ')}]: max abs err ${fmt(o.max_abs_err)}, max rel err ${fmt(o.max_rel_err)} (max |value| ${fmt(o.max_abs_value)})`),

@@ -63,9 +63,9 @@ test('qemu-aarch64 as a device: mobilenet tuned with every record verified and k
     assert.ok(withRecord.length >= 22 && withRecord.every((k) => k.schedule === 'tuned'), JSON.stringify(manifest.kernels.map((k) => k.schedule)));
     const bench = await spawnCli(['benchmark', out, '--runner', QEMU, '--repeat', '1', '--number', '1', '--min-repeat-ms', '0', '--threads', '1', '--json']).done;
     assert.is(bench.code, 0, bench.err);
-    assert.match(bench.out, /^Execution time summary:\n mean \(ms\)/);
+    assert.match(bench.err, /^Execution time summary:\n mean \(ms\)/); // with --json, the text is on stderr
     assert.match(bench.err, /warning: measured under an emulator \(qemu-aarch64\): these timings are not performance figures/);
-    const json = JSON.parse(bench.out.trim().split('\n').pop()!) as { runs_ms: number[]; device: string };
+    const json = JSON.parse(bench.out) as { runs_ms: number[]; device: string };
     assert.is(json.runs_ms.length, 1);
     assert.match(json.device, /aarch64/);
   } finally {
