@@ -1,19 +1,24 @@
 // The init and model generators on Nx's in-memory tree.
 
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { readNxJson, type Tree } from '@nx/devkit';
 import { createTreeWithEmptyWorkspace } from '@nx/devkit/testing';
 import { parse } from 'yaml';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import initGenerator, { PLUGIN_NAME } from './init/generator';
-import modelGenerator from './model/generator';
+import initGenerator, { DEFAULT_PLUGIN_OPTIONS, PLUGIN_NAME } from './init/generator';
+import modelGenerator, { defaultNetworkName } from './model/generator';
 
-test('init registers the plugin, git-ignores outputs, sets target defaults; a second run changes nothing', () => {
+const PLUGIN_ENTRY = { plugin: PLUGIN_NAME, options: { tuneTargetName: 'tune', compileTargetName: 'compile', benchmarkTargetName: 'benchmark' } };
+
+test('init registers the plugin with its options at their defaults, git-ignores outputs, sets target defaults; a second run changes nothing', () => {
   const tree = createTreeWithEmptyWorkspace();
   tree.write('.gitignore', 'node_modules');
   initGenerator(tree, {});
   const nx = readNxJson(tree)!;
-  assert.equal(nx.plugins, [PLUGIN_NAME]);
+  assert.equal(nx.plugins, [PLUGIN_ENTRY]);
+  assert.equal(DEFAULT_PLUGIN_OPTIONS, PLUGIN_ENTRY.options);
   assert.equal((nx.targetDefaults as Record<string, unknown>)['tensortune:tune'], { cache: true, parallelism: false });
   const ignore = tree.read('.gitignore', 'utf-8')!;
   assert.match(ignore, /^node_modules\n# tensortune.*\n\/\.tensortune\/\n\/dist\/tensortune\/\n$/);
@@ -41,7 +46,37 @@ test('model creates the config with a CPU target and budgets, adds the network, 
   assert.equal(c.networks.mnet, { model: 'mobilenet', imageSize: 96 });
   assert.ok('cpu' in c.targets);
   assert.ok(tree.exists('models/mnet/README.md'));
+  assert.equal(readNxJson(tree)!.plugins, [PLUGIN_ENTRY]);
+});
+
+test('init leaves a plugin entry given as a plain string alone', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  tree.write('nx.json', JSON.stringify({ plugins: [PLUGIN_NAME] }));
+  initGenerator(tree, { skipGitignore: true });
   assert.equal(readNxJson(tree)!.plugins, [PLUGIN_NAME]);
+});
+
+test('model without a name takes the model\'s: a builtin name, an ONNX file\'s base name', () => {
+  assert.is(defaultNetworkName('mobilenet'), 'mobilenet');
+  assert.is(defaultNetworkName('squeezenet_v1.1'), 'squeezenet_v1.1');
+  assert.is(defaultNetworkName('downloads/My Net.v2.onnx'), 'my-net.v2');
+  const tree = createTreeWithEmptyWorkspace();
+  modelGenerator(tree, { model: 'mobilenet' });
+  assert.equal(config(tree).networks.mobilenet, { model: 'mobilenet' });
+  assert.ok(tree.exists('models/mobilenet/README.md'));
+  assert.throws(() => modelGenerator(tree, { model: '' }), /tensortune:model: model: expected a builtin network or the workspace path of an \.onnx file/);
+});
+
+test('model writes block YAML, and the starter config\'s budgets are the documented ones', () => {
+  const tree = createTreeWithEmptyWorkspace();
+  modelGenerator(tree, { name: 'a', model: 'mobilenet' });
+  modelGenerator(tree, { name: 'b', model: 'resnet-18', imageSize: 96 });
+  const text = tree.read('tensortune.config.yaml', 'utf-8')!;
+  assert.not.match(text, /[{}]/, `no flow collection:\n${text}`);
+  assert.match(text, /\nnetworks:\n  a:\n    model: mobilenet\n  b:\n    model: resnet-18\n    imageSize: 96\n$/);
+  // The starter's tiny budget is the one README documents, this repository's own config.
+  const repoConfig = parse(readFileSync(path.join(__dirname, '..', 'tensortune.config.yaml'), 'utf8')) as { budgets: Record<string, unknown> };
+  assert.equal((parse(text) as { budgets: Record<string, unknown> }).budgets.tiny, repoConfig.budgets.tiny);
 });
 
 test('model keeps comments of an existing config and copies an ONNX file into the project', () => {

@@ -1,11 +1,15 @@
 // `nx g tensortune:init` (also what `nx add tensortune` runs): register the plugin in
-// nx.json, git-ignore the records store and the compiled output, and give targets that
+// nx.json (with its options spelled out at their defaults, so a user sees what can be
+// renamed), git-ignore the records store and the compiled output, and give targets that
 // use the executors directly (in a project.json) the same cache settings the inferred
 // ones have. Idempotent: running it twice changes nothing the second time.
 
 import { readNxJson, updateNxJson, type Tree } from '@nx/devkit';
 
 export const PLUGIN_NAME = 'tensortune/plugin';
+
+/** The plugin's options at their defaults (plugin/targets.ts TensortunePluginOptions; docs/workspace.md). */
+export const DEFAULT_PLUGIN_OPTIONS = { tuneTargetName: 'tune', compileTargetName: 'compile', benchmarkTargetName: 'benchmark' };
 
 export interface InitGeneratorOptions {
   /** Do not touch .gitignore. */
@@ -26,7 +30,7 @@ export function registerPlugin(tree: Tree): boolean {
   const registered = plugins.some((p) => (typeof p === 'string' ? p : p.plugin) === PLUGIN_NAME);
   let changed = false;
   if (!registered) {
-    nxJson.plugins = [...plugins, PLUGIN_NAME];
+    nxJson.plugins = [...plugins, { plugin: PLUGIN_NAME, options: { ...DEFAULT_PLUGIN_OPTIONS } }];
     changed = true;
   }
   if (!Array.isArray(nxJson.targetDefaults)) {

@@ -1,18 +1,21 @@
-// `nx g tensortune:model <name> --model <builtin|file.onnx>`: add a network to the
+// `nx g tensortune:model [name] --model <builtin|file.onnx>`: add a network to the
 // workspace's tensortune config (creating the config with a CPU target and tiny / full
-// budgets if there is none) and scaffold its project folder. Comments and layout of an
-// existing YAML config are kept. Runs init first.
+// budgets if there is none) and scaffold its project folder. The name defaults to the
+// model's (a builtin's name, an ONNX file's base name), so the generator runs without a
+// prompt. Comments and layout of an existing YAML config are kept; what it adds is block
+// YAML. Runs init first.
 
 import path from 'node:path';
 import { joinPathFragments, type Tree } from '@nx/devkit';
-import { parseDocument, stringify } from 'yaml';
+import { isMap, parseDocument, stringify } from 'yaml';
 import { NETWORK_NAMES, networkSuggestion } from '../../engine/frontend/networks';
 import { isModelFile } from '../../plugin/config';
 import { DEFAULT_OUT_DIR, DEFAULT_RECORDS_DIR } from '../../plugin/resolve';
 import initGenerator from '../init/generator';
 
 export interface ModelGeneratorOptions {
-  name: string;
+  /** Default: derived from the model (defaultNetworkName). */
+  name?: string;
   model: string;
   directory?: string;
   config?: string;
@@ -29,7 +32,7 @@ const STARTER = {
   defaults: { target: 'cpu', budget: 'tiny' },
   targets: { cpu: { target: 'llvm -mcpu=native' } },
   budgets: {
-    tiny: { trialsPerTask: 4, measuresPerRound: 4, earlyStopping: 4 },
+    tiny: { trialsPerTask: 2, measuresPerRound: 2 },
     full: { trialsPerTask: 800, measuresPerRound: 64, earlyStopping: 200 },
   },
   networks: {},
@@ -39,8 +42,18 @@ function fail(message: string): never {
   throw new Error(`tensortune:model: ${message}`);
 }
 
+/**
+ * The network name a model gives when none is asked for: a builtin's own name, or an ONNX
+ * file's base name in lower case with anything but letters, digits, '.', '_' and '-' as '-'.
+ */
+export function defaultNetworkName(model: string): string {
+  const base = isModelFile(model) ? path.posix.basename(model.replace(/\\/g, '/')).replace(/\.[^.]+$/, '') : model;
+  return base.toLowerCase().replace(/[^a-z0-9_.-]+/g, '-').replace(/^[^a-z0-9]+/, '');
+}
+
 export default function modelGenerator(tree: Tree, options: ModelGeneratorOptions): void {
-  const name = options.name?.trim();
+  if (typeof options.model !== 'string' || options.model.trim() === '') fail('model: expected a builtin network or the workspace path of an .onnx file (--model)');
+  const name = (options.name ?? defaultNetworkName(options.model)).trim();
   if (!name || !/^[a-z0-9][a-z0-9_.-]*$/.test(name)) fail(`name: expected lower-case letters, digits, '.', '_' or '-', got ${JSON.stringify(options.name)}`);
   const configPath = options.config ?? DEFAULT_CONFIG;
   if (!/\.(ya?ml)$/.test(configPath) && tree.exists(configPath)) fail(`${configPath}: only YAML configs are edited by this generator; add the network by hand`);
@@ -68,6 +81,10 @@ export default function modelGenerator(tree: Tree, options: ModelGeneratorOption
   if (doc.errors.length) fail(`${configPath}: cannot be parsed: ${doc.errors[0].message}`);
   if (doc.hasIn(['networks', name])) fail(`${configPath}: networks.${name} exists already`);
   if (!doc.has('networks') || doc.get('networks') === null) doc.set('networks', doc.createNode({}));
+  // An empty `networks: {}` is a flow map; the first network turns it into a block one
+  // (a flow map the user wrote with entries keeps its style).
+  const networks = doc.get('networks', true);
+  if (isMap(networks) && networks.items.length === 0) networks.flow = false;
   doc.setIn(['networks', name], doc.createNode(network));
   tree.write(configPath, doc.toString());
 
