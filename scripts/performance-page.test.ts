@@ -1,0 +1,63 @@
+// docs/performance.md is what scripts/performance-page.ts generates from bench/results/ and
+// docs/src/performance-studies.md: a record added or changed changes the page, and this fails
+// until `npm run docs:performance` rewrites it. The standing takes, per network and kind of
+// schedules, the latest run.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { ResultRecord } from '../bench/result-record';
+import { byDate, currentPage, DOC_FILE, performanceMarkdown, standing, type NamedRecord } from './performance-page';
+
+test('docs/performance.md is up to date (else: npm run docs:performance)', () => {
+  assert.fixture(readFileSync(DOC_FILE, 'utf8'), currentPage());
+});
+
+test('the docs count no sessions and cite no seeds', () => {
+  assert.not.match(currentPage(), /session [0-9]|seed 0[0-9]|seed-0[0-9]/i);
+});
+
+const record = (date: string, rows: [string, 'default' | 'tuned', number, number][], machine = 'box-2c'): ResultRecord => ({
+  format: 1, kind: 'vs-reference', source: 'measured', date, version: '0.1.0', command: 'npx tsx bench/compare-ort.ts', target: 'llvm -mcpu=native',
+  machine: { id: machine, cpu: 'a CPU', cores: 2 }, reference: { name: 'ONNX Runtime' },
+  results: rows.map(([network, schedules, threads, ratio]) => ({ network, schedules, threads, ratio })),
+});
+const named = (file: string, r: ResultRecord): NamedRecord => ({ file, record: r });
+
+test('the standing is the latest run of each network and schedules, every thread count from that run', () => {
+  const old = named('a.json', record('2026-11-01', [['mobilenet', 'default', 1, 1.5], ['mobilenet', 'default', 2, 1.4], ['mobilenet', 'tuned', 1, 1.2]]));
+  const later = named('b.json', record('2026-11-02', [['mobilenet', 'default', 1, 0.9]]));
+  const s = standing([later, old]);
+  assert.equal(s.map((x) => [x.network, x.from.file, x.rows.map((r) => r.ratio)]), [
+    ['mobilenet', 'b.json', [0.9]],
+    ['mobilenet', 'a.json', [1.2]],
+  ]);
+});
+
+test('within a day a record without a time comes before one with a time, then by file name', () => {
+  const rs = [named('z.json', record('2026-11-02T10:00Z', [])), named('b.json', record('2026-11-02', [])), named('a.json', record('2026-11-02', [])), named('c.json', record('2026-11-01T23:59Z', []))];
+  assert.equal([...rs].sort(byDate).map((r) => r.file), ['c.json', 'a.json', 'b.json', 'z.json']);
+});
+
+test('the page shows each figure with its record and command, and includes the studies', () => {
+  const page = performanceMarkdown([named('/x/2026-11-02-r.json', record('2026-11-02', [['resnet-18', 'tuned', 2, 0.746]]))], '## Studies\n\nThe flush.');
+  assert.match(page, '| resnet-18 | tuned | 0.746 |');
+  assert.match(page, '(../bench/results/2026-11-02-r.json)');
+  assert.match(page, '`npx tsx bench/compare-ort.ts`');
+  assert.ok(page.endsWith('## Studies\n\nThe flush.\n'));
+});
+
+test('a bad record stops the page with the file and the field', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tt-perf-page-'));
+  try {
+    const bad = { ...record('2026-11-02', [['mobilenet', 'default', 1, 0.9]]), date: 'yesterday' };
+    writeFileSync(path.join(dir, 'bad.json'), JSON.stringify(bad));
+    assert.throws(() => currentPage(dir), (e: Error) => e.message.startsWith(`${path.join(dir, 'bad.json')}: /date must match pattern`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
