@@ -72,7 +72,7 @@ export interface PeakRow { threads: number; gflops: number }
 interface RecordBase {
   format: 1;
   source: 'measured' | 'transcribed';
-  transcribed?: { from: string; commit: string };
+  transcribed?: { from: string; commit: string; order?: number };
   date: string;
   version: string;
   commit?: string;

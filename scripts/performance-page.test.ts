@@ -41,6 +41,11 @@ test('within a day a record without a time comes before one with a time, then by
   assert.equal([...rs].sort(byDate).map((r) => r.file), ['c.json', 'a.json', 'b.json', 'z.json']);
 });
 
+test('records transcribed from one commit at one time keep the order of its text', () => {
+  const t = (file: string, order: number): NamedRecord => named(file, { ...record('2026-11-02T10:00Z', []), source: 'transcribed', transcribed: { from: 'docs/x.md', commit: 'abcdef0', order } });
+  assert.equal([t('a.json', 1), t('b.json', 0)].sort(byDate).map((r) => r.file), ['b.json', 'a.json']);
+});
+
 test('the page shows each figure with its record and command, and includes the studies', () => {
   const page = performanceMarkdown([named('/x/2026-11-02-r.json', record('2026-11-02', [['resnet-18', 'tuned', 2, 0.746]]))], '## Studies\n\nThe flush.');
   assert.match(page, '| resnet-18 | tuned | 0.746 |');

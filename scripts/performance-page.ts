@@ -18,14 +18,18 @@ type SpeedupRecord = Extract<ResultRecord, { kind: 'speedup' }>;
 
 /**
  * Orders records by when they were measured: by day, then, within a day, a record that gives
- * no time before one that does (and those by time), then by file name, so that the order never
- * depends on the order the files were read in.
+ * no time before one that does (and those by time), then records transcribed from one commit
+ * in the order its text gives them, then by file name, so that the order never depends on the
+ * order the files were read in.
  */
 export function byDate(a: NamedRecord, b: NamedRecord): number {
   const day = a.record.date.slice(0, 10).localeCompare(b.record.date.slice(0, 10));
   if (day !== 0) return day;
   const time = (a.record.date.slice(11) || '').localeCompare(b.record.date.slice(11) || '');
-  return time !== 0 ? time : path.basename(a.file).localeCompare(path.basename(b.file));
+  if (time !== 0) return time;
+  const [x, y] = [a.record.transcribed, b.record.transcribed];
+  const order = x && y && x.commit === y.commit ? (x.order ?? 0) - (y.order ?? 0) : 0;
+  return order !== 0 ? order : path.basename(a.file).localeCompare(path.basename(b.file));
 }
 
 /**
