@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fileSha256 } from '../compile/manifest';
+import { fileSha256, sealManifest, type Manifest } from '../compile/manifest';
 import { compileNetwork } from '../compile/network';
 import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
@@ -42,7 +42,7 @@ test('a truncated model.so crashes the runner (SIGBUS): one line naming the libr
   // The manifest vouches for the truncated file (else reading it refuses the folder before
   // the runner starts): a library that breaks after the check, while it is loaded.
   const manifest = path.join(broken, 'manifest.json');
-  writeFileSync(manifest, JSON.stringify({ ...JSON.parse(readFileSync(manifest, 'utf8')) as object, library_sha256: fileSha256(library) }));
+  writeFileSync(manifest, JSON.stringify(sealManifest({ ...JSON.parse(readFileSync(manifest, 'utf8')) as Manifest, library_sha256: fileSha256(library) })));
   const r = await start(broken, '--repeat', '1').done;
   assert.is(r.code, 3, r.err);
   assert.is(r.err, `tensortune benchmark: tt_bench: ${library}: the model crashed (SIGBUS: the library file is truncated or was changed ` +
@@ -113,7 +113,7 @@ test('a model whose records were ranked at another thread count: one warning nam
   const ranked = path.join(dir, 'ranked-at-2');
   cpSync(model, ranked, { recursive: true });
   const manifestFile = path.join(ranked, 'manifest.json');
-  writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(readFileSync(manifestFile, 'utf8')), records_threads: 2 }));
+  writeFileSync(manifestFile, JSON.stringify(sealManifest({ ...JSON.parse(readFileSync(manifestFile, 'utf8')) as Manifest, records_threads: 2 })));
   const at1 = await start(ranked, '--repeat', '2', '--min-repeat-ms', '0', '--threads', '1', '--json').done;
   assert.is(at1.code, 0, at1.err);
   const warnings = (JSON.parse(at1.out) as { warnings: string[] }).warnings;

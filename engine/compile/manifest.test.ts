@@ -4,15 +4,15 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UserError } from '../errors';
-import { checkManifest, readManifest, recordsThreadsWarning, type Manifest } from './manifest';
+import { checkManifest, readManifest, recordsThreadsWarning, sealManifest, type Manifest } from './manifest';
 
-const good: Manifest = {
+const good: Manifest = sealManifest({
   format_version: 1, engine_version: '0.1.0', name: 'mobilenet', target: 'llvm -mcpu=native', fingerprint: '0123456789abcdef',
   library: 'model.so', params: 'params.bin', library_sha256: 'a'.repeat(64), params_sha256: 'b'.repeat(64), params_count: 10, workspace_bytes: 64,
   inputs: [{ name: 'data', shape: [1, 8, 8, 3], dtype: 'float32' }],
   outputs: [{ name: 'output', shape: [1, 10], dtype: 'float32' }],
   kernels: [{ symbol: 'tt_k_00ff', groups: [0], key: '["k"]', desc: 'dense', schedule: 'default', source: 'default schedule', flops: 20, objectHash: 'ab12' }],
-};
+});
 
 test('recordsThreadsWarning: only a model ranked at another count than it runs at', () => {
   assert.equal(recordsThreadsWarning(good, 1, 'FIX'), [], 'default schedules, or records ranked without a count');

@@ -3,6 +3,11 @@
 // read it; a hand-edited or truncated manifest gets one clear message). The manifest holds
 // the sha256 of the library and the params it was written with, and reading it checks them,
 // so a folder that mixes two builds is refused instead of run.
+//
+// The manifest is sealed too: its `seal` holds a digest of every other field, and reading it
+// refuses a manifest whose fields changed after compile (an application sizes its buffers
+// from the input and output shapes; an edited shape, workspace_bytes or params_count would
+// make it read or write past them), naming the field.
 
 import Ajv, { type ValidateFunction } from 'ajv';
 import { createHash } from 'node:crypto';
@@ -69,6 +74,8 @@ export interface Manifest {
   /** Which tuning records the kernels use. */
   records?: RecordsUsed;
   kernels: ManifestKernel[];
+  /** Per field, the first 16 hex digits of its digest (sealManifest); written last, checked by readManifest. */
+  seal?: Record<string, string>;
 }
 
 export interface RecordsUsed {
@@ -144,7 +151,42 @@ function checkModelFiles(dir: string, m: Manifest, file: string): void {
   }
 }
 
-/** Read and validate `<dir>/manifest.json`, and check that the library and params are the ones it lists. */
+/** JSON with every object's keys sorted: the same value whatever the key order or spacing of the file. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const fieldDigest = (name: string, value: unknown): string =>
+  createHash('sha256').update(`${name}\0${canonicalJson(value)}`).digest('hex').slice(0, 16);
+
+/** The manifest with its seal: a digest of each of its other fields (compile writes this). */
+export function sealManifest(m: Manifest): Manifest {
+  const { seal: _old, ...fields } = m;
+  const seal = Object.fromEntries(Object.keys(fields).sort().map((k) => [k, fieldDigest(k, (fields as Record<string, unknown>)[k])]));
+  return { ...fields, seal };
+}
+
+/** Refuses a manifest whose fields are not the ones compile sealed, naming the first that changed. */
+function checkSeal(m: Manifest, file: string): void {
+  const again = 'compile the model again';
+  if (!m.seal) throw new UserError(`${file}: has no seal (written by an older tensortune, or edited): ${again}`);
+  const { seal, ...fields } = m;
+  for (const name of Object.keys(fields)) {
+    const want = seal[name];
+    if (want === undefined) throw new UserError(`${file}: field '${name}' was added after compile (the manifest's seal does not cover it): ${again}`);
+    if (fieldDigest(name, (fields as Record<string, unknown>)[name]) !== want) {
+      throw new UserError(`${file}: field '${name}' was changed after compile (it does not match the manifest's seal; an application sizing buffers from it would be wrong): ${again}`);
+    }
+  }
+  const removed = Object.keys(seal).find((name) => !(name in fields));
+  if (removed) throw new UserError(`${file}: field '${removed}' was removed after compile (the manifest's seal covers it): ${again}`);
+}
+
+/** Read and validate `<dir>/manifest.json`, check its seal, and that the library and params are the ones it lists. */
 export function readManifest(dir: string): Manifest {
   const file = path.join(dir, 'manifest.json');
   if (!existsSync(file)) throw new UserError(`${file}: not found (expected the output directory of 'tensortune compile')`);
@@ -155,6 +197,7 @@ export function readManifest(dir: string): Manifest {
     throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
   }
   const m = checkManifest(value, file);
+  checkSeal(m, file);
   checkModelFiles(dir, m, file);
   return m;
 }

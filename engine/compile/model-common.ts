@@ -19,7 +19,7 @@ import { writeParams } from '../runtime/params';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
-import { fileSha256, recordsUsed, type Manifest, type ManifestKernel } from './manifest';
+import { fileSha256, recordsUsed, sealManifest, type Manifest, type ManifestKernel } from './manifest';
 import { checkOutDir, replaceOutDir } from './out-dir';
 
 const MANIFEST_VERSION = 1;
@@ -165,7 +165,7 @@ export async function writeModel(opts: CompileOptions, start: CompileStart, file
     if (link.failed) throw new UserError(`${files.linkFailure}:\n${compilerFailure(link, timeoutMs, 20)}`);
     await writeParams(path.join(dir, 'params.bin'), files.params);
     const manifest = modelManifest(opts, dir, start.graph, start.names, files.built, files.manifestExtra);
-    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+    await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(sealManifest(manifest), null, 2) + '\n');
   });
   return { library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json') };
 }

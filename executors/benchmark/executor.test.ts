@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { sealManifest, type Manifest } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/compile/network';
 import { BENCH_DEFAULTS } from '../../engine/native/bench';
 import { captureConsole as capture, writeNetWorkspace } from '../workspace.fixture';
@@ -74,7 +75,7 @@ test('a model whose records were ranked at another thread count than the run: a 
   const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
   const manifestFile = path.join(dir, 'out', 'net', 'cpu', 'manifest.json');
   const original = readFileSync(manifestFile, 'utf8');
-  writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(original), records_threads: 2 }));
+  writeFileSync(manifestFile, JSON.stringify(sealManifest({ ...JSON.parse(original) as Manifest, records_threads: 2 })));
   try {
     const { value, lines } = await capture(() => benchmarkExecutor({ config: 'tensortune.config.yaml', network: 'net', repeat: 2, minRepeatMs: 0, threads: 1 }, ctx));
     assert.equal(value, { success: true }, lines.join('\n'));
