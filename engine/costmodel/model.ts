@@ -17,7 +17,8 @@ import { measuredCost } from '../records/best';
 import type { TuningRecord } from '../records/record';
 import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import type { CostModel, MeasuredState } from '../search/types';
+import type { MeasuredState } from '../records/outcome';
+import type { CostModel } from './types';
 import { stateFeatures } from './features';
 import { GBDT, rng, type GBDTParams } from './gbdt';
 

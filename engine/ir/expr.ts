@@ -2,57 +2,15 @@
 //
 // An expression is a plain, immutable object tagged by `k`. Index arithmetic is int32,
 // tensor data is float32, comparisons are bool. Loads point at a Tensor object (see
-// tensor.ts); everything else is data, so expressions can be printed, hashed, evaluated
-// and lowered by simple recursive functions.
+// tensor.ts; the node types of both are in nodes.ts); everything else is data, so
+// expressions can be printed, hashed, evaluated and lowered by simple recursive functions.
 
-import type { Tensor } from './tensor';
+import type { BinOp, Call, Cast, Const, DType, Expr, ExprLike, IterVar, Load, MathFn, Reduce, Tensor, Var } from './nodes';
 
-export type DType = 'float32' | 'int32' | 'bool';
-
-export type BinOp =
-  | '+' | '-' | '*' | '/'
-  | 'floordiv' | 'floormod' | 'truncdiv' | 'truncmod' | 'min' | 'max'
-  | '==' | '!=' | '<' | '<=' | '>' | '>='
-  | '&&' | '||';
-
-/**
- * Pure math intrinsics (elementwise, float32 -> float32), named as TVM's tir intrinsics.
- * `round` rounds half to even (C's rintf, LLVM's nearbyint for TVM's tir.round); `pow`
- * and `fmod` (C's, the dividend's sign) take two arguments (mathArity).
- */
-export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf'
-  | 'log1p' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan' | 'pow' | 'fmod';
+export type { DType, BinOp, MathFn, Combiner, IterVar, Const, Var, Bin, Not, Select, IfThenElse, Call, Cast, Load, Reduce, Expr, ExprLike } from './nodes';
 
 /** How many arguments a math intrinsic takes. */
 export const mathArity = (fn: MathFn): 1 | 2 => (fn === 'pow' || fn === 'fmod' ? 2 : 1);
-
-export type Combiner = 'sum' | 'max' | 'min' | 'prod';
-
-/** A loop axis of a compute stage: a name unique within the stage and a constant extent. */
-export interface IterVar { readonly name: string; readonly extent: number }
-
-export interface Const { readonly k: 'const'; readonly value: number; readonly dtype: DType }
-export interface Var { readonly k: 'var'; readonly name: string }
-export interface Bin { readonly k: 'bin'; readonly op: BinOp; readonly a: Expr; readonly b: Expr; readonly dtype: DType }
-export interface Not { readonly k: 'not'; readonly a: Expr }
-export interface Select { readonly k: 'select'; readonly cond: Expr; readonly t: Expr; readonly f: Expr; readonly dtype: DType }
-/** `tir.if_then_else`: like select, but only the taken branch may be evaluated (guards loads). */
-export interface IfThenElse { readonly k: 'if'; readonly cond: Expr; readonly t: Expr; readonly f: Expr; readonly dtype: DType }
-export interface Call { readonly k: 'call'; readonly fn: MathFn; readonly args: readonly Expr[] }
-export interface Cast { readonly k: 'cast'; readonly dtype: DType; readonly a: Expr }
-export interface Load { readonly k: 'load'; readonly tensor: Tensor; readonly indices: readonly Expr[] }
-/** A reduction; only allowed as the whole body of a compute stage. */
-export interface Reduce {
-  readonly k: 'reduce';
-  readonly combiner: Combiner;
-  readonly source: Expr;
-  /** The reduce axes this reduction runs over (they become the stage's reduce axes). */
-  readonly axes: readonly IterVar[];
-}
-
-export type Expr = Const | Var | Bin | Not | Select | IfThenElse | Call | Cast | Load | Reduce;
-
-export type ExprLike = Expr | number;
 
 export function dtypeOf(e: Expr): DType {
   switch (e.k) {

@@ -1,29 +1,10 @@
 // Tensors and the two kinds of operation that define them: placeholders (inputs) and
 // compute stages (`name(axes) = body`, or `name(axes) += source` for a reduction).
 
-import { dtypeOf, v, walk, type DType, type Expr, type IterVar, type Var } from './expr';
+import { dtypeOf, v, walk } from './expr';
+import type { ComputeOp, DType, Expr, Tensor, Var } from './nodes';
 
-export interface PlaceholderOp { readonly kind: 'placeholder' }
-
-export interface ComputeOp {
-  readonly kind: 'compute';
-  /** One spatial axis per output dimension. */
-  readonly axes: readonly IterVar[];
-  /** Reduce axes (empty unless the body is a Reduce). */
-  readonly reduceAxes: readonly IterVar[];
-  readonly body: Expr;
-  /** What kind of operator declared the stage (e.g. `conv2d_nhwc`, `broadcast`); used by schedules. */
-  readonly tag: string;
-}
-
-export type Op = PlaceholderOp | ComputeOp;
-
-export interface Tensor {
-  readonly name: string;
-  readonly shape: readonly number[];
-  readonly dtype: DType;
-  readonly op: Op;
-}
+export type { PlaceholderOp, ComputeOp, Op, Tensor } from './nodes';
 
 export function placeholder(name: string, shape: readonly number[], dtype: DType = 'float32'): Tensor {
   checkShape(name, shape);

@@ -8,7 +8,7 @@
 // at 64x64, 2 trials per task, spent 77 of its tune's 141 s there (session 27).
 
 import type { ComputeDAG } from '../ir/dag';
-import type { MeasureOutcome } from '../search/types';
+import type { MeasureOutcome } from '../records/outcome';
 import type { BuiltCandidate } from './builder';
 
 /** Libraries kept per task: a library is tens of kilobytes, so a tune's work folder holds at most this many per task. */

@@ -1,4 +1,4 @@
-// The local measurer (search/types.ts Measurer): build a batch of candidates in parallel,
+// The local measurer (measure/types.ts Measurer): build a batch of candidates in parallel,
 // run them one at a time in the native worker (MeasureWorker), check each output against
 // the task's reference before its time counts, and classify what went wrong:
 //
@@ -20,7 +20,8 @@ import { UserError } from '../errors';
 import { numElements } from '../ir/tensor';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import type { Step } from '../schedule/steps';
-import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
+import type { MeasureOutcome } from '../records/outcome';
+import type { MeasureOptions, Measurer } from './types';
 import { isGpu, type Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import { meanCost, measuredCost } from '../records/best';

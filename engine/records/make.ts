@@ -1,7 +1,7 @@
 // A record line from one measurement outcome (what the tuner appends after each batch).
 
 import { ENGINE_VERSION } from '../compile/model';
-import type { MeasureOutcome } from '../search/types';
+import type { MeasureOutcome } from './outcome';
 import { RECORD_FORMAT_VERSION, type RecordGenome, type TuningRecord } from './record';
 
 export interface RecordContext {

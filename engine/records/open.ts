@@ -5,7 +5,7 @@
 import { byWorkload, meanCost, measuredCost, type RecordMatch } from './best';
 import { stepsKey } from '../schedule/steps';
 import { readRecords, type LogEntry, type ReadOptions } from './log';
-import type { MeasuredState } from '../search/types';
+import type { MeasuredState } from './outcome';
 
 export interface OpenedLog {
   /** Every valid line of the file (all targets). */

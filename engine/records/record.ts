@@ -1,6 +1,8 @@
 // One tuning record: a JSON line per measured candidate (schemas/record.schema.json).
 
-import type { ErrorClass } from '../search/types';
+import type { ErrorClass, RecordGenome } from './outcome';
+
+export type { RecordGenome } from './outcome';
 import type { Step } from '../schedule/steps';
 
 export const RECORD_FORMAT_VERSION = 1;
@@ -49,10 +51,4 @@ export interface TuningRecord {
   scope?: 'network';
   /** How the search built `steps` (sketch and annotation values), so a resumed search can evolve it. */
   genome?: RecordGenome;
-}
-
-/** A Genome (engine/search/annotate.ts) as JSON. */
-export interface RecordGenome {
-  sketch: number;
-  values: Record<string, number | number[]>;
 }

@@ -1,4 +1,4 @@
-// The remote measurer (search/types.ts Measurer): candidates are built here, with the
+// The remote measurer (measure/types.ts Measurer): candidates are built here, with the
 // target's (cross) compiler, exactly as for local measurement (measure/builder.ts); each
 // library's bytes travel to a device of the pool, which times it and sends its outputs
 // back; the outputs are checked here against the reference evaluator (measure/verify.ts),
@@ -15,7 +15,8 @@ import { KeptLibraries } from '../measure/kept-libraries';
 import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from '../measure/verify';
 import type { Step } from '../schedule/steps';
-import type { MeasureOptions, MeasureOutcome, Measurer } from '../search/types';
+import type { MeasureOutcome } from '../records/outcome';
+import type { MeasureOptions, Measurer } from '../measure/types';
 import type { Target } from '../target';
 import { ownedTempDir } from '../temp-dirs';
 import type { RemoteDevice } from './device';

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { UserError } from '../errors';
-import type { MeasureDevice, MeasureOptions, Measurer } from '../search/types';
+import type { MeasureDevice, MeasureOptions, Measurer } from '../measure/types';
 import { isGpu, NO_OPENCL_DEVICE, openclIdentity, type Target } from '../target';
 import { describedOpenclDevice, openclDescribeLibrary } from './opencl';
 import { RemoteMeasurer } from './measurer';

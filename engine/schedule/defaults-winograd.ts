@@ -11,7 +11,7 @@
 
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
-import type { DefaultOptions } from './defaults';
+import type { DefaultOptions } from './default-options';
 import { State } from './state';
 import { channelTile, largestDivisorAtMost, positionTileRows } from './tile-rows';
 import type { Step } from './steps';

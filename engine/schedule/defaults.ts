@@ -17,12 +17,15 @@
 import type { ComputeDAG } from '../ir/dag';
 import { freeVars, walk } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
-import { defaultGpuSchedule, type DefaultGpuLimits } from './defaults-gpu';
+import { defaultOptionsOf, type DefaultOptions } from './default-options';
+import { defaultGpuSchedule } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
 import { winogradDefaultSchedule } from './defaults-winograd';
 import { ScheduleError, State } from './state';
 import { channelTile, largestDivisorAtMost, POSITION_TILE_ROWS_16, positionTileRows } from './tile-rows';
 import type { Step } from './steps';
+
+export { defaultOptionsOf, type DefaultOptions };
 
 /** Reductions that the multi-level tiling rule (and this default) tiles. */
 /**
@@ -32,20 +35,6 @@ import type { Step } from './steps';
  */
 const CONV_ND_TAGS = ['conv3d_ndhwc', 'conv3d_ncdhw', 'conv2d_transpose_nhwc', 'conv2d_transpose_nchw', 'conv3d_transpose_ndhwc', 'conv3d_transpose_ncdhw'];
 const TILED_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', 'depthwise_conv2d_nhwc', 'depthwise_conv2d_nchw', 'dense', 'batch_matmul', ...CONV_ND_TAGS]);
-
-export interface DefaultOptions {
-  /** float32 lanes of the target's vector unit: 16 for AVX-512, 8 for AVX2/NEON. */
-  vectorLanes: number;
-  /** Parallelise only loops with at least this much work: output elements (times the multiply-adds per output, for a tiled reduction). */
-  minParallelElements?: number;
-  /** A GPU target's limits (target.ts `gpu`): the first-generation GPU schedule (defaults-gpu.ts) instead. */
-  gpu?: DefaultGpuLimits;
-}
-
-/** The default options of a target: its vector width and, for a GPU target, its limits. */
-export function defaultOptionsOf(target: { readonly vectorLanes: number; readonly gpu?: DefaultGpuLimits }): DefaultOptions {
-  return target.gpu ? { vectorLanes: target.vectorLanes, gpu: target.gpu } : { vectorLanes: target.vectorLanes };
-}
 
 const tagOf = (t: Tensor): string => (t.op.kind === 'compute' ? t.op.tag : '');
 

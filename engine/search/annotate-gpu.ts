@@ -27,7 +27,7 @@ import { numElements } from '../ir/tensor';
 import type { ComputeDAG } from '../ir/dag';
 import { ScheduleError } from '../schedule/state';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
-import type { Built, ParamSource, TileFits } from './annotate';
+import type { Built, ParamSource, TileFits } from './params';
 import { MAX_INNERMOST_FACTOR } from './factors';
 import type { GpuSpace, Plan, Sketch } from './sketch';
 import { StepBuilder } from './step-builder';

@@ -7,11 +7,19 @@
 // steps, so mutation edits values and never has to patch steps by hand.
 
 import type { ComputeDAG } from '../ir/dag';
-import type { RecordGenome } from '../records/record';
 import { numElements } from '../ir/tensor';
-import { ScheduleError, type State } from '../schedule/state';
-import type { Step } from '../schedule/steps';
-import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
+import { MAX_LOCAL_FLOATS } from '../codegen/lower';
+import type { RecordGenome } from '../records/record';
+import { ScheduleError } from '../schedule/state';
+import { CONST_INDEXED_TAGS } from '../topi/winograd';
+import { buildGpuState } from './annotate-gpu';
+import { MAX_INNERMOST_FACTOR } from './factors';
+import { tileChoices, type Built, type Genome, type ParamKind, type ParamSource, type ParamValue, type TileFits } from './params';
+import type { Rng } from './rng';
+import type { Plan, Sketch } from './sketch';
+import { StepBuilder } from './step-builder';
+
+export { tileChoices, type Built, type Genome, type ParamKind, type ParamSource, type ParamSpec, type ParamValue, type TileFits } from './params';
 
 /**
  * The longest vector loop of a Winograd transform (a CONST_INDEXED stage): its taps are
@@ -21,58 +29,9 @@ import { factorizations, MAX_INNERMOST_FACTOR } from './factors';
  * memory, not by the vector width: 16 floats is one AVX-512 register or two AVX2 ones.
  */
 export const CONST_INDEXED_MAX_VECTOR = 16;
-import { MAX_LOCAL_FLOATS } from '../codegen/lower';
-import { buildGpuState } from './annotate-gpu';
-import { StepBuilder } from './step-builder';
-import { CONST_INDEXED_TAGS } from '../topi/winograd';
-import type { Rng } from './rng';
-import type { Plan, Sketch } from './sketch';
 
 /** TVM's CPU candidates for auto_unroll_max_step. */
 export const UNROLL_STEPS: readonly number[] = [0, 16, 64, 512];
-
-
-/** What a value is, for mutation weights (reference §4.3). */
-export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order' | 'align';
-
-/**
- * A constraint a tile must meet besides its product and innermost bound (GPU: the threads,
- * vthreads and registers its factors give together with the other axes' tiles).
- */
-export type TileFits = (factors: readonly number[]) => boolean;
-
-/** The factorizations a ParamSource chooses a tile from: those `fits` accepts, if given. Throws when there are none. */
-export function tileChoices(extent: number, parts: number, maxInner: number, fits?: TileFits): readonly (readonly number[])[] {
-  const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
-  if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
-  return all;
-}
-
-export type ParamSpec =
-  | { kind: 'tile'; extent: number; parts: number; maxInner: number; fits?: TileFits }
-  | { kind: Exclude<ParamKind, 'tile'>; n: number };
-
-export type ParamValue = number | readonly number[];
-
-export interface Genome {
-  readonly sketch: number;
-  readonly values: ReadonlyMap<string, ParamValue>;
-}
-
-export interface ParamSource {
-  /** Factors (outermost first) of `extent` in `parts` pieces, innermost at most `maxInner`;
-   *  `vector`: the innermost factor becomes a vectorised loop; `fits`: only factor lists it accepts. */
-  tile(key: string, extent: number, parts: number, maxInner: number, vector?: boolean, fits?: TileFits): readonly number[];
-  /** An index in [0, n). */
-  choice(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number;
-}
-
-export interface Built {
-  readonly steps: Step[];
-  readonly state: State;
-  readonly genome: Genome;
-  readonly specs: ReadonlyMap<string, ParamSpec>;
-}
 
 /**
  * Fewest iterations of a parallel loop: the chosen number of fused outer loops is raised

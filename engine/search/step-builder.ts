@@ -5,7 +5,7 @@
 import type { ComputeDAG } from '../ir/dag';
 import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import type { Built, ParamKind, ParamSource, ParamSpec, ParamValue, TileFits } from './annotate';
+import type { Built, ParamKind, ParamSource, ParamSpec, ParamValue, TileFits } from './params';
 import { MAX_INNERMOST_FACTOR } from './factors';
 import type { Plan, Sketch } from './sketch';
 

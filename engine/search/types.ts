@@ -1,7 +1,9 @@
 // The contracts between the auto-scheduler's parts, so each can be built and tested on
 // its own: the search policy proposes step lists, the measurer builds, runs and verifies
 // them, the records module logs every outcome, the cost model learns from the outcomes,
-// and the task scheduler shares the budget between tasks.
+// and the task scheduler shares the budget between tasks. The policy's contract is here;
+// the measurer's is in measure/types.ts, the cost model's in costmodel/types.ts and the
+// outcomes in records/outcome.ts (re-exported here), each below the search that uses them.
 //
 //   task scheduler --(task, n)--> SearchPolicy.nextBatch --> Measurer.measure
 //        ^                              ^    (CostModel.predict)     |
@@ -9,79 +11,15 @@
 //        +------ latency per task ------+---- notify / update <-- outcomes -> records
 
 import type { Task } from '../graph/extract';
-import type { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import type { Target } from '../target';
+import type { CostModel } from '../costmodel/types';
+import type { MeasureDevice, MeasureOptions } from '../measure/types';
+import type { MeasuredState, RecordGenome } from '../records/outcome';
 
-/** Why a candidate has no valid time. `null` in a record means it ran and was verified.
- *  device_error: remote measurement lost the devices it ran on (engine/remote/pool.ts). */
-export type ErrorClass = 'invalid_schedule' | 'compile_error' | 'runtime_error' | 'timeout' | 'wrong_answer' | 'device_error';
-
-/** One candidate's measurement. */
-export interface MeasureOutcome {
-  steps: Step[];
-  /** Per repeat, milliseconds per run; empty when `error` is set. */
-  costs_ms: number[];
-  error: ErrorClass | null;
-  /** First lines of the compiler/runtime message, or how the output differed. */
-  message?: string;
-  /** Wall time spent compiling and running this candidate (ms), for the "outside measurement" figure. */
-  build_ms: number;
-  run_ms: number;
-}
-
-export interface MeasureOptions {
-  /** As TVM's time_evaluator. */
-  number: number;
-  repeat: number;
-  minRepeatMs: number;
-  /** Per candidate: the whole run in the worker (load, warm-up, repeats). */
-  timeoutMs: number;
-  /** Evict caches between runs (TVM's enable_cpu_cache_flush). */
-  flush: boolean;
-  /** Parallel compiler processes (default: number of cores). */
-  buildJobs: number;
-  /** Threads of the measured kernel (default 1). */
-  threads: number;
-}
-
-/** Where candidates are measured when it is not this machine (engine/remote: devices behind
- *  runner commands): its fingerprint keys the records, and it makes the run's measurer. */
-export interface MeasureDevice {
-  fingerprint: string;
-  measurer(target: Target, opts: Partial<MeasureOptions> & { seed: number }): Measurer;
-}
-
-/** Builds, runs and verifies candidates of one task at a time; never throws for a bad candidate. */
-export interface Measurer {
-  measure(task: Task, candidates: readonly Step[][]): Promise<MeasureOutcome[]>;
-  close(): Promise<void>;
-  /**
-   * Resolves at once, or when the candidates being timed have finished: work done beside a
-   * measurement (the scheduler's prefetch) waits here, so that it shares the CPU with the
-   * builds but never with a timed run. Absent: nothing to wait for.
-   */
-  whenIdle?(): Promise<void>;
-  /** Timings taken again (measure/host-rate.ts HostMoves). Absent: the measurer takes none. */
-  readonly hostMoves?: import('../measure/host-rate').HostMoves;
-}
-
-/** A measured candidate as the search and the cost model see it. */
-export interface MeasuredState {
-  steps: Step[];
-  /** Mean cost in ms, or null for an error. */
-  cost_ms: number | null;
-  /** How a search built `steps`, when a record says (see SearchSpace.rebuild). */
-  genome?: import('../records/record').RecordGenome;
-}
-
-/** Learns throughput from measured programs of all tasks; higher score = predicted faster. */
-export interface CostModel {
-  /** Add measurements (any task) and retrain. */
-  update(task: Task, measured: readonly MeasuredState[]): void;
-  /** Scores for states of `task` (comparable within one task only). */
-  predict(task: Task, states: readonly State[]): number[];
-}
+export type { CostModel } from '../costmodel/types';
+export type { MeasureDevice, MeasureOptions, Measurer } from '../measure/types';
+export type { ErrorClass, MeasuredState, MeasureOutcome } from '../records/outcome';
 
 export type PolicyName = 'evolutionary' | 'ga' | 'random' | 'grid';
 
@@ -110,7 +48,7 @@ export interface SearchPolicy {
   /** Tell the policy what its last batch measured. */
   notify(measured: readonly MeasuredState[]): void;
   /** How the policy built a step list it proposed (recorded, so a resumed search can evolve it). */
-  genomeOf?(steps: readonly Step[]): import('../records/record').RecordGenome | undefined;
+  genomeOf?(steps: readonly Step[]): RecordGenome | undefined;
 }
 
 /** Options of tuneNetwork (engine/search/tune.ts), the entry point of `tensortune tune` and the Nx tune executor. */

@@ -13,6 +13,13 @@ import { constantData, OnnxFormatError, tensorFromProto, type StaticTensor } fro
 
 export type Value = { readonly kind: 'node'; readonly id: number } | { readonly kind: 'static'; readonly t: StaticTensor };
 
+/** How one ONNX operator is converted (one table of them per family, convert-*.ts). */
+export interface Converter {
+  /** Attributes read by the converter; a node with any other attribute is refused. */
+  readonly attrs: readonly string[];
+  convert(n: NodeView): (Value | undefined)[];
+}
+
 /**
  * The ONNX element type (DataType) of static tensors read from the file (initializers,
  * Constant values): int8 and uint8 both run as int32, and a quantized zero point's type

@@ -21,8 +21,7 @@
 // antialias=1 is refused.
 
 import { numElements } from '../../ir/tensor';
-import { UnsupportedError, type NodeView, type Value } from './context';
-import type { Converter } from './convert-tensor';
+import { UnsupportedError, type Converter, type NodeView, type Value } from './context';
 import { normAxis } from './static';
 
 const f = Math.fround;

@@ -8,7 +8,7 @@ import { numElements, placeholder } from '../../ir/tensor';
 import { computeNode } from '../../graph/graph';
 import type { Attrs } from '../../graph/ops';
 import { broadcastShapes } from '../../topi/transform';
-import { UnsupportedError, staticValue, type NodeView, type Value } from './context';
+import { UnsupportedError, staticValue, type Converter, type NodeView, type Value } from './context';
 import { RESIZE_CONVERTERS } from './convert-resize';
 import {
   binaryStatic, concatStatic, floatTensor, foldOp, intTensor, normAxis, reshapeTarget, stridedStatic, transposeStatic, withShape,
@@ -16,11 +16,7 @@ import {
 import { DataType } from './schema';
 import type { StaticTensor } from './tensor';
 
-export interface Converter {
-  /** Attributes read by the converter; a node with any other attribute is refused. */
-  readonly attrs: readonly string[];
-  convert(n: NodeView): (Value | undefined)[];
-}
+export type { Converter } from './context';
 
 const FLOAT_MAX = 3.4028234663852886e38;
 

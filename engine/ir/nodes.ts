@@ -1,0 +1,70 @@
+// The node types of the tensor-expression IR: scalar expressions and the tensors they
+// load from. They refer to each other (a Load holds a Tensor, a compute stage's body is an
+// Expr), so both live here as types alone; expr.ts builds and walks expressions and
+// tensor.ts declares tensors, each importing these types without importing the other.
+
+export type DType = 'float32' | 'int32' | 'bool';
+
+export type BinOp =
+  | '+' | '-' | '*' | '/'
+  | 'floordiv' | 'floormod' | 'truncdiv' | 'truncmod' | 'min' | 'max'
+  | '==' | '!=' | '<' | '<=' | '>' | '>='
+  | '&&' | '||';
+
+/**
+ * Pure math intrinsics (elementwise, float32 -> float32), named as TVM's tir intrinsics.
+ * `round` rounds half to even (C's rintf, LLVM's nearbyint for TVM's tir.round); `pow`
+ * and `fmod` (C's, the dividend's sign) take two arguments (mathArity).
+ */
+export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf'
+  | 'log1p' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan' | 'pow' | 'fmod';
+
+export type Combiner = 'sum' | 'max' | 'min' | 'prod';
+
+/** A loop axis of a compute stage: a name unique within the stage and a constant extent. */
+export interface IterVar { readonly name: string; readonly extent: number }
+
+export interface Const { readonly k: 'const'; readonly value: number; readonly dtype: DType }
+export interface Var { readonly k: 'var'; readonly name: string }
+export interface Bin { readonly k: 'bin'; readonly op: BinOp; readonly a: Expr; readonly b: Expr; readonly dtype: DType }
+export interface Not { readonly k: 'not'; readonly a: Expr }
+export interface Select { readonly k: 'select'; readonly cond: Expr; readonly t: Expr; readonly f: Expr; readonly dtype: DType }
+/** `tir.if_then_else`: like select, but only the taken branch may be evaluated (guards loads). */
+export interface IfThenElse { readonly k: 'if'; readonly cond: Expr; readonly t: Expr; readonly f: Expr; readonly dtype: DType }
+export interface Call { readonly k: 'call'; readonly fn: MathFn; readonly args: readonly Expr[] }
+export interface Cast { readonly k: 'cast'; readonly dtype: DType; readonly a: Expr }
+export interface Load { readonly k: 'load'; readonly tensor: Tensor; readonly indices: readonly Expr[] }
+/** A reduction; only allowed as the whole body of a compute stage. */
+export interface Reduce {
+  readonly k: 'reduce';
+  readonly combiner: Combiner;
+  readonly source: Expr;
+  /** The reduce axes this reduction runs over (they become the stage's reduce axes). */
+  readonly axes: readonly IterVar[];
+}
+
+export type Expr = Const | Var | Bin | Not | Select | IfThenElse | Call | Cast | Load | Reduce;
+
+export type ExprLike = Expr | number;
+
+export interface PlaceholderOp { readonly kind: 'placeholder' }
+
+export interface ComputeOp {
+  readonly kind: 'compute';
+  /** One spatial axis per output dimension. */
+  readonly axes: readonly IterVar[];
+  /** Reduce axes (empty unless the body is a Reduce). */
+  readonly reduceAxes: readonly IterVar[];
+  readonly body: Expr;
+  /** What kind of operator declared the stage (e.g. `conv2d_nhwc`, `broadcast`); used by schedules. */
+  readonly tag: string;
+}
+
+export type Op = PlaceholderOp | ComputeOp;
+
+export interface Tensor {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  readonly op: Op;
+}
