@@ -5,7 +5,7 @@
 // error is a bug and keeps its stack trace.
 
 import { asUserError } from './errors';
-import { packageVersion } from './package-root';
+import { ENGINE_VERSION } from './version';
 import { didYouMean } from './suggest';
 import { ModelRunError } from './runtime/errors';
 import type { CliIo, Command } from './cli/command';
@@ -51,7 +51,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return name === undefined ? 2 : 0;
   }
   if (name === '--version' || name === '-v' || name === 'version') {
-    io.out(`tensortune ${packageVersion()}\n`);
+    io.out(`tensortune ${ENGINE_VERSION}\n`);
     return 0;
   }
   const command = COMMANDS.find((c) => c.name === name);

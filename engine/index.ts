@@ -9,4 +9,4 @@ export { runBench, type BenchOptions, type BenchResult } from './native/bench';
 export { parseTarget, hardwareFingerprint, isGpu, withHardwareParams, type Target, type GpuParams } from './target';
 export { extractTasks, type Task } from './graph/extract';
 export { UserError } from './errors';
-export { ENGINE_VERSION } from './compile/model';
+export { ENGINE_VERSION } from './version';

@@ -1,7 +1,9 @@
 // This package's root directory and version, found from wherever this module runs (the
 // sources in plugin/ or the build in dist/plugin/).
 
-import { packageRoot, packageVersion } from '../engine/package-root';
+import { packageRoot } from '../engine/package-root';
+import { ENGINE_VERSION } from '../engine/version';
 
 export const PACKAGE_ROOT = packageRoot();
-export const PLUGIN_VERSION = packageVersion();
+/** The plugin ships with the engine: one version, engine/version.ts's. */
+export const PLUGIN_VERSION = ENGINE_VERSION;

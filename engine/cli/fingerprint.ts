@@ -7,7 +7,7 @@
 // OpenCL target it also names the OpenCL platform and device it measures on (or why there
 // is none), which its fingerprint hashes.
 
-import { ENGINE_VERSION } from '../compile/model';
+import { ENGINE_VERSION } from '../version';
 import { UserError } from '../errors';
 import { findCompiler } from '../native/build';
 import { describeDevice, openRemoteDevices } from '../remote/open';

@@ -19,11 +19,11 @@ import { writeParams } from '../runtime/params';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
+import { ENGINE_VERSION } from '../version';
 import { fileSha256, recordsUsed, sealManifest, type Manifest, type ManifestKernel } from './manifest';
 import { checkOutDir, replaceOutDir } from './out-dir';
 
 const MANIFEST_VERSION = 1;
-export const ENGINE_VERSION = '0.1.0';
 
 export interface CompileOptions {
   /** Name recorded in the manifest (network name or model file's base name). */

@@ -33,7 +33,6 @@ import {
 import { compileOpenclModel } from './model-opencl';
 import { compileCudaModel } from './model-cuda';
 
-export { ENGINE_VERSION } from './model-common';
 export type { CompileOptions, CompileResult, KernelInfo, TunedSchedule } from './model-common';
 
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {

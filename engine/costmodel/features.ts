@@ -67,6 +67,13 @@ export const FEATURE_NAMES: readonly string[] = [
 ];
 export const NUM_FEATURES = FEATURE_NAMES.length;
 
+/**
+ * The version of the feature vectors: raised whenever an entry's meaning or the layout
+ * changes. Feature rows saved with the cost model's data carry it, and data of another
+ * version is refused (model.ts warmStartFromData): its rows no longer describe the programs.
+ */
+export const FEATURE_VERSION = 1;
+
 /** Index of a named feature (for tests and debugging). */
 export function featureIndex(name: string): number {
   const i = FEATURE_NAMES.indexOf(name);

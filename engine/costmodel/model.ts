@@ -19,7 +19,8 @@ import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import type { MeasuredState } from '../records/outcome';
 import type { CostModel } from './types';
-import { stateFeatures } from './features';
+import { UserError } from '../errors';
+import { FEATURE_VERSION, NUM_FEATURES, stateFeatures } from './features';
 import { GBDT, rng, type GBDTParams } from './gbdt';
 
 export interface LearnedCostModelOptions {
@@ -36,6 +37,17 @@ export interface LearnedCostModelOptions {
 }
 
 interface Sample { rows: Float32Array[]; cost: number | null }
+
+/**
+ * The model's training data as JSON: per task, each program's feature rows and its cost
+ * (null: an error). Stamped with the feature version, so that a warm start from data of
+ * another version is refused instead of training on vectors that describe nothing.
+ */
+export interface CostModelData {
+  feature_version: number;
+  num_features: number;
+  tasks: { key: string; samples: { rows: number[][]; cost: number | null }[] }[];
+}
 
 interface TaskData { samples: Sample[]; best: number }
 
@@ -141,6 +153,41 @@ export class LearnedCostModel implements CostModel {
       }
       return rows.length === 0 ? -Infinity : model.predictSample(rows);
     });
+  }
+
+  /** The training data held (for a later warmStartFromData), stamped with FEATURE_VERSION. */
+  trainingData(): CostModelData {
+    return {
+      feature_version: FEATURE_VERSION, num_features: NUM_FEATURES,
+      tasks: [...this.data.entries()].map(([key, d]) => ({ key, samples: d.samples.map((x) => ({ rows: x.rows.map((r) => [...r]), cost: x.cost })) })),
+    };
+  }
+
+  /**
+   * Warm start from saved training data (trainingData()), then train once; returns the programs
+   * added. `source` names the data in the one-line UserError that refuses data of another
+   * feature version or layout.
+   */
+  warmStartFromData(data: CostModelData, source: string): number {
+    if (data.feature_version !== FEATURE_VERSION) {
+      throw new UserError(`${source}: feature_version is ${JSON.stringify(data.feature_version)}, expected ${FEATURE_VERSION} (cost-model data of another engine's features; warm-start from the record log instead)`);
+    }
+    const short = data.tasks.flatMap((t) => t.samples.flatMap((x) => x.rows)).find((r) => r.length !== NUM_FEATURES);
+    if (data.num_features !== NUM_FEATURES || short) {
+      throw new UserError(`${source}: ${short ? `a feature row has ${short.length} entries` : `num_features is ${data.num_features}`}, expected ${NUM_FEATURES}`);
+    }
+    let added = 0;
+    for (const t of data.tasks) {
+      let d = this.data.get(t.key);
+      if (!d) { d = { samples: [], best: Infinity }; this.data.set(t.key, d); }
+      for (const x of t.samples) {
+        d.samples.push({ rows: x.rows.map((r) => Float32Array.from(r)), cost: x.cost });
+        if (x.cost !== null) d.best = Math.min(d.best, x.cost);
+        added++;
+      }
+    }
+    this.train();
+    return added;
   }
 
   /**

@@ -1,6 +1,6 @@
 // A record line from one measurement outcome (what the tuner appends after each batch).
 
-import { ENGINE_VERSION } from '../compile/model';
+import { ENGINE_VERSION } from '../version';
 import type { MeasureOutcome } from './outcome';
 import { RECORD_FORMAT_VERSION, type RecordGenome, type TuningRecord } from './record';
 
