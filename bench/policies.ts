@@ -1,6 +1,6 @@
 // What the cost model buys: the same task tuned at the same trial budget by each search
-// policy (evolutionary with the learned model; ga, random and grid without one: seed 003's
-// tuner list), each from an empty log, one after the other in one run. Prints each
+// policy (evolutionary with the learned model; ga, random and grid without one, as
+// AutoTVM's tuners), each from an empty log, one after the other in one run. Prints each
 // policy's best latency, its share of the machine's peak (bench/peak.ts, measured in the
 // same run) and its ratio to the evolutionary search's best (above 1: slower kernels found).
 //

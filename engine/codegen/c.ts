@@ -50,7 +50,7 @@ function vectorPrelude(n: number): string {
     // max and min select through a whole-vector compare mask. Written as a loop over lanes,
     // gcc on AVX-512 (which prefers 256-bit vectors) split each one into two halves that went
     // through the stack, and the 64-byte reload missed store forwarding: a fused ReLU cost a
-    // depthwise conv half its speed (session 20, 0.098 ms against 0.049 in one harness).
+    // depthwise conv half its speed (0.098 ms against 0.049 in one harness).
     `typedef int32_t ${t}i __attribute__((vector_size(${n * 4})));`,
     `static inline ${t} ${t}_select(${t}i m, ${t} a, ${t} b) { return (${t})((m & (${t}i)a) | (~m & (${t}i)b)); }`,
     `static inline ${t} ${t}_max(${t} a, ${t} b) { return ${t}_select(a > b, a, b); }`,

@@ -1,7 +1,7 @@
 // Loop partitioning of split tails (the job of TVM's LoopPartition pass; this is our own,
 // smaller form). A split that does not divide its axis leaves guards such as
 // `w0 * 6 + i < 14` inside the tile: after unrolling, one test per register of the tile,
-// in the reduction's innermost loop. On the AVX2 box (session 11) a 1x1 conv with a
+// in the reduction's innermost loop. On an AVX2 box a 1x1 conv with a
 // 6-column tile over a 14-wide row ran at 2.5 ms guarded, against 1.5 ms for the same
 // tile without guards.
 //

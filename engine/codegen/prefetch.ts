@@ -13,7 +13,7 @@
 // [r * per, (r + 1) * per) of panel q + 1, with per = ceil(lines / T). The next panel is
 // in cache when its first tile starts, and each of its lines is asked for once.
 //
-// Measured on the AVX2 box (session 16; Zen 3, 1 thread, the kernel's fastest of 180 runs
+// Measured on an AVX2 box (Zen 3, 1 thread, the kernel's fastest of 180 runs
 // in the network): mobilenet's five 14x14x512 pointwise convs 1.17 -> 1.12-1.13 ms each and
 // its 14x14 256 -> 512 one 0.577 -> 0.556. Its 7x7 ones, whose share is 57 and 114 lines
 // per iteration, did not gain (perhaps because a burst that long holds up the tile after

@@ -70,7 +70,7 @@ export interface CompareReport {
   onnxruntime_median_ms: number;
   /** tensortune / onnxruntime (below 1: tensortune is faster). */
   ratio: number;
-  /** The median over rounds of each round's ratio of medians (pairedRatio); absent from reports written before session 21. */
+  /** The median over rounds of each round's ratio of medians (pairedRatio); absent from reports written before it was added. */
   paired_ratio?: number;
   tensortune_runs_ms: number[];
   onnxruntime_runs_ms: number[];
@@ -253,7 +253,7 @@ const quantile = (sorted: readonly number[], q: number): number =>
 /**
  * Fastest and 90th-percentile measurement. On a shared machine (a VM whose host runs other
  * guests) one run can take 1.8x the fastest (mobilenet at 1 thread, 16.0 to 29.3 ms in 40
- * runs on the 2-core EPYC, session 15), and one engine may be hit more than the other:
+ * runs on a 2-core EPYC), and one engine may be hit more than the other:
  * the median ratio is the figure, this says how far to trust it.
  */
 function spread(xs: readonly number[]): string {
@@ -264,8 +264,8 @@ function spread(xs: readonly number[]): string {
 /**
  * The median over rounds of (our median / ONNX Runtime's median) within the round, for
  * measurements listed round by round, `perRound` of each engine per round. A round takes
- * about a second, and a shared host's speed changes less often than that: on the Xeon VM of
- * sessions 20 and 21 whole runs of mobilenet took 12.7 or 19 to 21 ms depending on the
+ * about a second, and a shared host's speed changes less often than that: on a Xeon VM
+ * whole runs of mobilenet took 12.7 or 19 to 21 ms depending on the
  * minute, for ONNX Runtime alike. A slow phase that hits one engine's share of the
  * measurements more than the other's moves the ratio of overall medians; within a round
  * both are timed in the same phase, so this figure moves less.

@@ -39,7 +39,7 @@ export interface WinogradChoice {
  * implementation gets the higher priority when 64 < CO < 512. Our default schedules agree on
  * AVX2 (`bench/winograd.ts`, resnet-18, Winograd / direct: 0.43 to 0.69 on the 128- and
  * 256-channel layers, 0.88 to 1.54 on the 64- and 512-channel ones), but on AVX-512 (16
- * lanes; a Zen 4 box, sessions 27 and 32) the 7x7x512 layers run faster as Winograd too (0.69
+ * lanes; a Zen 4 box) the 7x7x512 layers run faster as Winograd too (0.69
  * to 0.80), so there the range takes in CO = 512. The 64-channel layers stay direct on both
  * (1.09 to 2.14 on Zen 4).
  */

@@ -223,7 +223,7 @@ function renderEntryPoint(
     // Kernels that hold an intermediate buffer (a conv's padded input, Winograd's
     // transforms) allocate it per call. With glibc's defaults, buffers of a few MB are
     // mmapped or trimmed back to the system on free, so every call page-faults them in
-    // again: resnet-18 with a tuned Winograd layer ran 18.0 ms instead of 16.0 (session 7).
+    // again: resnet-18 with a tuned Winograd layer ran 18.0 ms instead of 16.0.
     // Keeping such buffers on the heap makes each call reuse the last one's pages.
     '#ifdef __GLIBC__',
     '  mallopt(M_MMAP_THRESHOLD, 32 << 20);',

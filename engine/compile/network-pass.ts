@@ -5,7 +5,7 @@
 // Why: the confirmation pass (search/tune.ts confirmBest) times each schedule alone, with
 // the caches flushed. In the network a layer starts with its input warm from the layer
 // before and its neighbours' data around it, and some schedules that win alone lose there:
-// session 21's tuned stride-2 depthwise convs (their padded input copied into a tile
+// tuned stride-2 depthwise convs (their padded input copied into a tile
 // buffer) were 16-45% slower in the network than alone, while the defaults were not, and
 // compile kept them because the pass that ranks them could not see it.
 //

@@ -27,8 +27,8 @@
 //      most one OutEWiseFusable anchor.
 //    Note what this does not do: an elementwise op in *front* of a conv reaches the conv
 //    through a conv edge (pattern OutEWiseFusable), so it is not fused as a prologue;
-//    TVM's own ResNet-18 task listing (seed 004) shows the same: BN-shift + ReLU in
-//    front of a conv stays out of the conv's task.
+//    TVM's own ResNet-18 task listing shows the same: BN-shift + ReLU in front of a
+//    conv stays out of the conv's task.
 // 5. Each group gets its compute DAG: the TOPI computes of its nodes chained together,
 //    with the group's external inputs as placeholders p0, p1, ... in first-use order.
 

@@ -1,8 +1,8 @@
 // Whether the machine ran at its usual speed while a candidate was timed, and which of two
 // timings of a candidate to keep.
 //
-// On a shared machine a core's speed moves in phases that last seconds: on the 2-vCPU cloud
-// VM of session 29 the same kernel ran 1.6-2x faster in rare phases (likely while the
+// On a shared machine a core's speed moves in phases that last seconds: on a 2-vCPU cloud
+// VM the same kernel ran 1.6-2x faster in rare phases (likely while the
 // other tenant on the vCPU's physical core idled). A candidate timed in such a phase keeps
 // a time no later measurement of it repeats: in a 15-minute mobilenet tune, 20 candidates
 // of the 14x14x512 1x1 conv timed back to back were recorded at 1.0 ms, while the
@@ -44,7 +44,7 @@ export const MAX_RETAKES = 2;
 /**
  * A candidate timed at less than this share of its task's fastest time before its batch is
  * timed once more, whatever its probe said: a new best has to hold up. The probe missed
- * some phases (session 29: a 15-minute mobilenet tune with it still recorded 12 candidates
+ * some phases (a 15-minute mobilenet tune with it still recorded 12 candidates
  * of the 14x14x512 conv back to back at 0.91-1.12 ms, which the confirmation pass timed at
  * 1.7), and a phantom best costs the most: the search refines it, the cost model learns it,
  * the task scheduler takes the task for cheaper than it is. A real new best by that margin

@@ -5,7 +5,7 @@
 // reuses a library it built while the library is still there (Builder.build's memo), so the
 // pass runs kept libraries instead of lowering and compiling those schedules twice more.
 // When every library was removed once timed, the pass compiled each of them again: resnet-18
-// at 64x64, 2 trials per task, spent 77 of its tune's 141 s there (session 27).
+// at 64x64, 2 trials per task, spent 77 of its tune's 141 s there.
 
 import type { ComputeDAG } from '../ir/dag';
 import type { MeasureOutcome } from '../records/outcome';

@@ -49,7 +49,7 @@ export const DEFAULT_MEASURE_OPTIONS: Readonly<MeasureOptions> = {
  * from its error. Without the cut, random samples of a Winograd task's sketches that run
  * 1000x slower than its best each held the worker for the whole 10 s timeout: a
  * resnet-18 tune limited to 25 minutes spent them on its 12 Winograd tasks at about 3 minutes
- * per 64 trials, and measured only 4 of those tasks (session 22).
+ * per 64 trials, and measured only 4 of those tasks.
  * CPU targets only: a GPU candidate's run includes building its program for the device
  * (PoCL compiles OpenCL C when the worker loads it), seconds however fast the kernel is.
  */

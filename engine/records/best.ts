@@ -61,8 +61,8 @@ export function measuredSchedule(records: Iterable<{ record: TuningRecord }>, st
 }
 
 /**
- * Confirmation records written before records carried `pass` (tensortune 0.1.0 logs up to
- * session 20) are grouped into passes by time: a task's pass measures its candidates in two
+ * Confirmation records written before records carried `pass` (older tensortune 0.1.0
+ * logs) are grouped into passes by time: a task's pass measures its candidates in two
  * batches seconds apart, and its passes are whole runs apart.
  */
 export const LEGACY_PASS_GAP_MS = 60_000;
@@ -102,8 +102,8 @@ function latestPass<E extends { record: TuningRecord }>(confirmations: readonly 
  * candidates together, forward and reversed, so drift hits them alike, and only timings
  * taken together may decide between schedules. Averaged over passes, a schedule the
  * latest pass did not re-time kept the timings of a fast phase hours earlier and beat the
- * ones it re-timed in a slow phase (a tuned mobilenet conv 14% slower than the default in
- * the network, session 21).
+ * ones it re-timed in a slow phase (a tuned mobilenet conv ran 14% slower than the default
+ * in the network).
  * The entry is a real record, never a merged one: what distill or an Nx output writes back
  * into a store must not count timings twice.
  */

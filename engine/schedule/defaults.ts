@@ -51,8 +51,8 @@ const PAD_AT_ROOT_TAGS = new Set(['conv2d_nhwc', 'conv2d_nchw', ...CONV_ND_TAGS]
  * copy: the copy's innermost loop is then the 3 channels of one pixel, and its per-pixel
  * overhead cost as much as a small conv. Inlined, the conv's bounds tests sit at every
  * tap, but the renderer versions them out of whole tiles (codegen/partition.ts), and only
- * the tiles at a border keep them. On the AVX2 box (session 17, one thread, per-kernel
- * minimum in the network):
+ * the tiles at a border keep them. On an AVX2 box (one thread, per-kernel minimum in the
+ * network):
  *  - mobilenet's first conv (3x3 stride 2, 32 channels, 70 multiply-adds per element of
  *    the padded input): 0.55 ms with the copy (0.25 of it the copy), 0.39 inlined;
  *  - resnet's (7x7 stride 2, 64 channels, 743 per element): 2.95 ms with the copy, 3.8
@@ -109,7 +109,7 @@ function weightsOutweighInput(t: Tensor): boolean {
  * A depthwise conv's register tile (NHWC): up to 4 vectors of channels by as many output
  * columns as keep it at 8 accumulators. Each accumulator has its own input load (nothing is
  * broadcast, as in a conv), so a conv's 7x2 tile spilled on AVX2's 16 registers, and a wider
- * channel run reads whole cache lines. On the AVX2 box (session 10), one thread, warm caches,
+ * channel run reads whole cache lines. On an AVX2 box, one thread, warm caches,
  * mobilenet's 112x112x64 stride-2 layer: 7 columns x 16 channels 0.45 ms, 2 x 32 0.19, 1 x 64
  * 0.21, 4 x 32 0.40; its 56x56x128 stride-1 layer: 7 x 16 0.79, 2 x 32 0.36, 4 x 32 0.63.
  */
@@ -170,7 +170,7 @@ function positionRowsOf(conv: Tensor, outAxes: readonly { name: string; extent: 
   const [, h, w, c] = outAxes;
   // At 16 lanes, a conv with fewer input channels than a vector (an image's first conv: 3)
   // or a strided one keeps the columns of one row. With the tile of positions (AVX-512 Xeon,
-  // session 19, 1 thread), mobilenet's first conv took 0.68 ms instead of 0.53, and
+  // 1 thread), mobilenet's first conv took 0.68 ms instead of 0.53, and
   // resnet-50's strided 1x1 convs 10 to 30% longer.
   if (lanes === 16 && (inputChannels(conv) < lanes || strided(conv, w.extent))) return undefined;
   return positionTileRows(h.extent * w.extent, registerTile(tagOf(conv), c.extent, undefined, lanes).vec, lanes);
@@ -183,7 +183,7 @@ function positionRowsOf(conv: Tensor, outAxes: readonly { name: string; extent: 
  * L2 (WIDE_ROW_SLICE_BYTES): the channel tiles run outermost there (weightsOutweighInput),
  * so one slice of the weights serves every row from cache. 14 x 2 cut the last tile of 49
  * short and read each slice 4 times; 7 x 2 read it 7 times for half the work per load. On
- * the AVX-512 Xeon (session 20, 1 thread, per-kernel profiles, interleaved): mobilenet's
+ * an AVX-512 Xeon (1 thread, per-kernel profiles, interleaved): mobilenet's
  * 7x7x1024 1x1 conv 1.27-1.54 ms against 1.54-2.13, its 7x7x512 one 0.66-0.77 against
  * 0.74-1.21; resnet-50's strided 14x14x1024 1x1 0.69-0.76 against 0.82-0.85. resnet's 3x3
  * 7x7x512 convs (a 1.2 MB slice) ran 10-15% slower with it, hence the bound.
@@ -204,7 +204,7 @@ function wideRowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: n
  * At 16 lanes, an NHWC conv that keeps the columns of one row (a strided conv, or one over
  * fewer input channels than a vector: positionRowsOf) takes 4 vectors of output channels
  * where they divide them, by up to 7 columns: 28 accumulators, each broadcast input
- * serving 4 multiply-adds instead of 2. On the AVX-512 Xeon (session 24, 1 thread, the
+ * serving 4 multiply-adds instead of 2. On an AVX-512 Xeon (1 thread, the
  * kernel alone, 12 interleaved rounds, the median of each round's ratio to the 2-vector
  * tile): resnet-18's first conv (7x7 stride 2 over an image's 3 channels) 0.85, its
  * strided 3x3 convs 0.85, 0.86 and 0.97, its strided 1x1 convs 0.87 and 0.85. 14 columns
@@ -221,13 +221,13 @@ function rowTileOf(conv: Tensor, outAxes: readonly { name: string; extent: numbe
  * At 16 lanes, a stride-1 NHWC conv with a kernel wider than 1x1 that tiles fused output
  * positions (positionRowsOf) over 28x28 or more takes 7 positions by 4 vectors of channels
  * where those divide them, instead of 14 by 2: the same 28 accumulators, each broadcast
- * input serving 4 multiply-adds. On the AVX-512 Xeon (session 24, 1 thread, the kernel
+ * input serving 4 multiply-adds. On an AVX-512 Xeon (1 thread, the kernel
  * alone, 12 and 10 interleaved rounds, the median of each round's ratio to 14 x 2):
  * resnet-18's 56x56x64 3x3 conv 0.82, its 28x28x128 one 0.88. Not for 1x1 convs (mobilenet's
  * 112x112x32 to 64: 1.05) nor, unmeasured, the smaller images, which keep 14 x 2, except
  * a 1x1 conv whose input positions lie a multiple of 4 KB apart (1024 channels or a multiple):
  * the 14 positions a tile reads at each step then map to one set of the L1, which has 8 or
- * 12 ways, and evict each other. On a Zen 4 box (session 32, per-kernel profiles, 6 interleaved rounds)
+ * 12 ways, and evict each other. On a Zen 4 box (per-kernel profiles, 6 interleaved rounds)
  * resnet-50's 14x14x1024 -> 256 convs took 0.79 of their time with 7 x 4 at 1 thread and
  * 0.78 at 2, level with ONNX Runtime's (1.46 against 1.47 ms) where 14 x 2 took 1.22x.
  */
@@ -259,7 +259,7 @@ function fusePositions(axes: readonly { name: string; extent: number }[]): { nam
  * vectors. A transpose of an NCHW image to NHWC writes 3 channels per pixel innermost and
  * reads each from another plane; by rows of pixels instead, it loads whole vectors and
  * stores them 3 apart (mobilenet's ONNX input, in a kernel harness: 0.37 ms before, 0.085
- * after, with the whole network at about 19 ms; session 21).
+ * after, with the whole network at about 19 ms).
  */
 function contiguousReadAxis(t: Tensor, lanes: number): string | undefined {
   if (t.op.kind !== 'compute' || t.op.reduceAxes.length > 0 || t.op.axes.length < 2) return undefined;

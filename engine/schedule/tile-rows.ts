@@ -9,10 +9,10 @@
  * every other FMA. No width is a multiple of 6, so the tile runs over the row-major
  * positions of the image; the last tile is cut short (its guards are versioned out of the
  * whole tiles, codegen/partition.ts). Each position reads its own input window, whose row
- * and column the renderer computes once per tile (codegen/c.ts, hoist). On the AVX2 box,
- * 1 thread: mobilenet's 14x14x512 1x1 conv 1.13-1.47 ms against 1.31-1.65 for 7 x 2 (session 12);
+ * and column the renderer computes once per tile (codegen/c.ts, hoist). On an AVX2 box,
+ * 1 thread: mobilenet's 14x14x512 1x1 conv 1.13-1.47 ms against 1.31-1.65 for 7 x 2;
  * most of resnet-18's 3x3 and strided convs 8 to 30% faster, its 7x7x512 3x3 ones unchanged
- * (session 13; docs/tuning.md).
+ * (docs/tuning.md).
  */
 export const POSITION_TILE_ROWS = 6;
 
@@ -20,7 +20,7 @@ export const POSITION_TILE_ROWS = 6;
  * The same on a target with 16-lane vectors (AVX-512's 32 registers): 14 positions x 2
  * vectors is 28 accumulators, 2 weight vectors and a broadcast input. The columns of one
  * row (at most 7 there, channelTile) are 14 accumulators, and each weight vector loaded
- * from L2 served half as many FMAs. On a 2-core AVX-512 Xeon (session 19), 1 thread:
+ * from L2 served half as many FMAs. On a 2-core AVX-512 Xeon, 1 thread:
  * mobilenet's 14x14x512 1x1 conv ran at 75% of peak instead of 65%, the network 14.1-15.0
  * ms instead of 15.2-15.8; resnet-50 2% faster, resnet-18 unchanged within noise (with the
  * exceptions defaults.ts makes: strided convs, and convs over fewer channels than a vector).

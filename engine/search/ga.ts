@@ -1,5 +1,5 @@
-// The `ga` policy: a genetic search without a cost model, as AutoTVM's GATuner (seed 003's
-// tuner list: xgb, ga, random, grid). Individuals are genomes (a sketch and the values its
+// The `ga` policy: a genetic search without a cost model, as AutoTVM's GATuner (one of
+// AutoTVM's tuners: xgb, ga, random, grid). Individuals are genomes (a sketch and the values its
 // builder asked for); fitness is measured throughput (1 / cost, 0 for an error). Each
 // batch is a new generation: parents drawn with probability proportional to fitness from
 // the fittest measured states (the elites among them always eligible, as measured states

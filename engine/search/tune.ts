@@ -398,8 +398,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
  * A task this run did not measure is timed too when its records never measured its
  * current default schedule: the default schedules of a newer tensortune differ from the
  * one the task was tuned against, and a schedule that beat the old default can lose to the
- * new one (session 20: two of mobilenet's 7x7 convs, 10% slower with their tuned records
- * than with the new default). So re-running a finished tune after an upgrade measures no
+ * new one (two of mobilenet's 7x7 convs ran 10% slower with their tuned records than with
+ * a newer default). So re-running a finished tune after an upgrade measures no
  * trial, but times the new defaults against the tuned schedules, and compile takes the faster.
  */
 async function confirmBest(opts: {

@@ -230,7 +230,7 @@ static void write_json(FILE* f, const tt_stats* s, const double* runs, int repea
  * --alternate-threads: the `repeat` measurements at `threads` and as many at `alt`, taken in
  * pairs, one right after the other (which goes first alternates), so that measurement r at
  * each count saw the same moment of a shared host. A speed-up read from two separate runs
- * of tt_bench moved between 1.1 and 2.5 on the 2-core VM of session 33, where the host
+ * of tt_bench moved between 1.1 and 2.5 on a 2-core VM, where the host
  * changed speed between them; the ratio within a pair is what such a host leaves alone.
  * Each count has its own warm-up and its own `number` (grown to min_repeat_ms as usual).
  */
