@@ -7,6 +7,7 @@ import path from 'node:path';
 import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
 import { manifestFiles, readManifest, recordsThreadsWarning, type Manifest } from '../compile/manifest';
+import { checkManifestMemory, cliMemoryLimit } from '../compile/memory-plan';
 import { checkModelRunsHere } from '../compile/model-opencl';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
 import { remoteSetupLine, runRemoteBench } from '../remote/bench';
@@ -57,6 +58,8 @@ Options:
                        for the model's target is installed on first use. Random input only (no
                        --input, --save-outputs, --compare). Under an emulator the timings are
                        not performance figures
+  --max-memory SIZE    refuse, before it is loaded, a model that needs more memory than SIZE
+                       (its inputs, outputs, weights and workspace; default 4GiB), e.g. 16GiB
   --json               print one JSON object alone on stdout (the summary goes to stderr): mean_ms,
                        median_ms, max_ms, min_ms, std_ms, threads, cores, load_before, load_after,
                        warnings, ... (always in ms; the text shows times under 1 ms in µs)
@@ -83,10 +86,11 @@ it with the weights 'compile' gives it. Its options and their defaults:
 `;
 
 /** The manifest of the compiled model in `dir`, which must be one and run on this machine. */
-function runnableManifest(dir: string, command: string): Manifest {
+function runnableManifest(dir: string, command: string, maxMemory: string | undefined): Manifest {
   checkCompiledDir(dir);
   const manifest = readManifest(path.resolve(dir));
   checkModelRunsHere(manifest, command, path.join(dir, 'manifest.json'));
+  checkManifestMemory(manifest, path.join(dir, 'manifest.json'), cliMemoryLimit(maxMemory)); // before the runner allocates anything
   return manifest;
 }
 
@@ -102,7 +106,7 @@ export const benchmarkCommand: Command = {
       threads: { type: 'string' }, seed: { type: 'string' }, input: { type: 'string', multiple: true },
       'save-outputs': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       compare: { type: 'string' }, onnx: { type: 'string' }, rounds: { type: 'string' }, runner: { type: 'string', multiple: true },
-      profile: { type: 'boolean' },
+      profile: { type: 'boolean' }, 'max-memory': { type: 'string' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     // With --json, stdout carries the JSON object alone (for jq, python3 -m json.tool, a file); the text goes to stderr.
@@ -117,6 +121,7 @@ export const benchmarkCommand: Command = {
       checkCompiledDir(positionals[0]);
       const dir = path.resolve(positionals[0]);
       const manifest = readManifest(dir);
+      checkManifestMemory(manifest, path.join(positionals[0], 'manifest.json'), cliMemoryLimit(values['max-memory']));
       const files = manifestFiles(dir, manifest);
       const result = await runRemoteBench({
         runners: values.runner, where: '--runner', target: parseTarget(manifest.target, `${path.join(positionals[0], 'manifest.json')} target`),
@@ -137,7 +142,7 @@ export const benchmarkCommand: Command = {
     if (values.compare !== undefined) {
       oneOf('--compare', values.compare, ['onnxruntime'] as const, 'onnxruntime');
       if (values.input || values['save-outputs']) throw new UserError('--compare uses its own seeded input; drop --input and --save-outputs');
-      const compared = runnableManifest(positionals[0], 'benchmark --compare');
+      const compared = runnableManifest(positionals[0], 'benchmark --compare', values['max-memory']);
       const threads = positiveInt('--threads', values.threads, 1);
       const report = await compareWithOnnxRuntime({
         modelDir: positionals[0], onnx: values.onnx, threads,
@@ -152,7 +157,7 @@ export const benchmarkCommand: Command = {
       return 0;
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
-    const manifest = runnableManifest(positionals[0], 'benchmark');
+    const manifest = runnableManifest(positionals[0], 'benchmark', values['max-memory']);
     if (values.profile && parseTarget(manifest.target, `${path.join(positionals[0], 'manifest.json')} target`).kind !== 'llvm') {
       throw new UserError(`--profile: per-kernel profiles are for CPU models; ${positionals[0]} was compiled for "${manifest.target}"`);
     }

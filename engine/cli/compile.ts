@@ -3,6 +3,7 @@
 // the record logs have one and default schedules elsewhere.
 
 import { reportInternal } from '../compile/internal-error';
+import { cliMemoryLimit } from '../compile/memory-plan';
 import { compileNetwork } from '../compile/network';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
@@ -56,6 +57,8 @@ ${modelFlagsUsage('NHWC')}  --cache DIR         object cache (default $TENSORTUN
   --runner CMD        the records to apply are those tuned on the device this runner command
                       reaches ("ssh board {command}"; repeatable, as tune's): compile asks it its
                       fingerprint, and runs nothing there
+  --max-memory SIZE   refuse a model that needs more memory than SIZE to run (its inputs,
+                      outputs, weights and workspace; default 4GiB), e.g. 16GiB, 512MiB
   --timeout S         time limit of each compiler call in seconds (default 120); a tuned kernel
                       that fails or runs past it falls back to its default schedule, with a warning
   -h, --help          show this help
@@ -70,7 +73,7 @@ export const compileCommand: Command = {
     const { values, positionals } = parseFlags(argv, {
       target: { type: 'string' }, host: { type: 'string' }, out: { type: 'string' }, output: { type: 'string', short: 'o' }, ...MODEL_FLAGS,
       cache: { type: 'string' }, records: { type: 'string', multiple: true }, 'tuning-records': { type: 'string', multiple: true }, strict: { type: 'boolean' }, timeout: { type: 'string' }, threads: { type: 'string' },
-      runner: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+      runner: { type: 'string', multiple: true }, 'max-memory': { type: 'string' }, help: { type: 'boolean', short: 'h' },
     });
     if (values.help) { io.out(USAGE); return 0; }
     if (positionals.length !== 1) throw new UserError(`expected one network name (one of: ${NETWORK_NAMES.join(', ')}) or model.onnx file`);
@@ -83,13 +86,14 @@ export const compileCommand: Command = {
     const records = [...values.records ?? [], ...values['tuning-records'] ?? []];
     const timeoutS = positiveNumber('--timeout', values.timeout);
     const threads = optionalInt('--threads', values.threads);
+    const memoryLimit = cliMemoryLimit(values['max-memory']);
     const started = Date.now();
     let result: Awaited<ReturnType<typeof compileNetwork>>;
     try {
       result = await compileNetwork({
         model: positionals[0], ...model, target, host: values.host, outDir: out, fingerprint,
         cacheDir: values.cache, records: records.length ? records : undefined, threads, strict: values.strict,
-        timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
+        timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000), memoryLimit,
         log: (line) => io.out(`${line}\n`), warn: (message) => io.err(`tensortune compile: warning: ${message}\n`),
       }).catch((e: unknown) => {
         // A failed write names no path (a full disk): say where compile was writing.

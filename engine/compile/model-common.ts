@@ -21,6 +21,7 @@ import { hardwareFingerprint, type Target } from '../target';
 import { UserError } from '../errors';
 import { ENGINE_VERSION } from '../version';
 import { fileSha256, recordsUsed, sealManifest, type Manifest, type ManifestKernel } from './manifest';
+import { checkModelMemory, type MemoryLimit } from './memory-plan';
 import { checkOutDir, replaceOutDir } from './out-dir';
 
 const MANIFEST_VERSION = 1;
@@ -47,6 +48,8 @@ export interface CompileOptions {
   recordsThreads?: number;
   /** Time limit of each compiler call, kernel or link (default COMPILER_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** The most memory the model may need to run, and how to raise it (default DEFAULT_MAX_MEMORY_BYTES, the CLI's --max-memory). */
+  memoryLimit?: MemoryLimit;
   log?: (line: string) => void;
   /** Warnings (a tuned kernel that did not compile and fell back to its default schedule); default stderr. */
   warn?: (message: string) => void;
@@ -93,6 +96,7 @@ export interface CompileStart {
 export async function startCompile(opts: CompileOptions): Promise<CompileStart> {
   const optimized = opts.partitioned?.graph ?? optimize(opts.graph);
   const { graph, groups } = withOutputCopies(optimized, opts.partitioned?.groups ?? partition(optimized));
+  checkModelMemory(graph, groups, opts.modelFile ?? opts.name, opts.memoryLimit); // before any file is written or kernel built
   const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
   await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
   return {

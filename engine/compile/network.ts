@@ -15,6 +15,7 @@ import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import { hardwareFingerprint, isGpu, parseTarget } from '../target';
 import { applyRecords } from './apply-records';
 import { chooseWinograd } from './choose-winograd';
+import type { MemoryLimit } from './memory-plan';
 import { compileModel, type CompileResult } from './model';
 
 export interface CompileNetworkOptions extends ModelSpec {
@@ -37,6 +38,8 @@ export interface CompileNetworkOptions extends ModelSpec {
   timeoutMs?: number;
   /** The hardware fingerprint records must match, when not this machine's: a device's behind a runner (engine/remote). */
   fingerprint?: string;
+  /** The most memory the model may need to run (memory-plan.ts; default DEFAULT_MAX_MEMORY_BYTES). */
+  memoryLimit?: MemoryLimit;
   log?: (line: string) => void;
   /** Warnings (broken record lines, records that no longer apply, tuned kernels that did not compile); default stderr. */
   warn?: (message: string) => void;
@@ -83,7 +86,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     name: model.file ? path.basename(model.file) : model.name, modelFile: model.file, outputNames: model.outputs,
     graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
-    schedules, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.timeoutMs, log: opts.log, warn: opts.warn,
+    schedules, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.timeoutMs, memoryLimit: opts.memoryLimit, log: opts.log, warn: opts.warn,
     ...(files.length > 0 && opts.threads !== undefined ? { recordsThreads: opts.threads } : {}),
   });
 }
