@@ -66,14 +66,14 @@ test('CLI flags without a meaning under Nx say why, and where the setting lives'
   refused('tune', { 'input-shapes': '[1,4,8,8]' }, /^--input-shapes: .*set batch and imageSize \(or inputs, for a model file\) there/);
   refused('tune', { 'batch-size': 4 }, /^--batch-size is --measures-per-round now \(candidates measured per round; the model's batch is networks\.net\.batch in tensortune\.config\.yaml\)$/);
   refused('tune', { json: true }, /^--json: nx tune prints text; --json is for the CLI/);
-  refused('benchmark', { compare: 'onnxruntime' }, /^--compare: not available under nx; run `npx tensortune benchmark out\/net\/cpu --compare onnxruntime`$/);
+  refused('benchmark', { rounds: 3 }, /^--rounds: nx benchmark --compare onnxruntime runs the model's own ONNX file in 5 rounds; for another, run `npx tensortune benchmark out\/net\/cpu --compare onnxruntime --rounds \.\.\.`$/);
   refused('compile', { cache: '/tmp/c' }, /^--cache: under nx, set TENSORTUNE_CACHE_DIR/);
 });
 
 test('options the executors take pass the checks; a bad configTarget names the network\'s targets', () => {
   resolveFor('tune', { ...base, budget: 'small', trialsPerTask: 3, policy: 'random', measuresPerRound: 2, timeout: 5 } as never, context('tune'));
   resolveFor('compile', { ...base, configTarget: 'cpu', watch: false, strict: true, timeout: 30 } as never, context('compile'));
-  resolveFor('benchmark', { ...base, repeat: 3, seed: 1, input: ['data=x.bin'], saveOutputs: 'outs' } as never, context('benchmark'));
+  resolveFor('benchmark', { ...base, repeat: 3, seed: 1, input: ['data=x.bin'], saveOutputs: 'outs', compare: 'onnxruntime', untuned: true } as never, context('benchmark'));
   refused('tune', { configTarget: 'gpu' }, /networks\.net\.targets: target 'gpu' is not one of this network's targets \(cpu\)/);
 });
 

@@ -58,8 +58,8 @@ function refusal(name: ExecutorName, key: string, at: OptionsContext): string | 
       return '--timeout-ms: give --timeout, in seconds';
     case 'json':
       return `--json: nx ${name} prints text${name === 'benchmark' ? ` and writes ${at.configTarget}.json under the reports folder` : ''}; --json is for the CLI, \`npx tensortune ${name} ...\``;
-    case 'compare': case 'onnx': case 'rounds':
-      return `${f}: not available under nx; run \`npx tensortune benchmark ${modelDir} --compare onnxruntime\``;
+    case 'onnx': case 'rounds':
+      return `${f}: nx benchmark --compare onnxruntime runs the model's own ONNX file in 5 rounds; for another, run \`npx tensortune benchmark ${modelDir} --compare onnxruntime ${f} ...\``;
     case 'cache':
       return `${f}: under nx, set TENSORTUNE_CACHE_DIR to move the object cache`;
     default:

@@ -15,6 +15,8 @@ const SCHEMA = {
   type: 'object',
   required: ['onnxruntime_version', 'threads', 'rounds', 'number', 'tensortune_median_ms', 'onnxruntime_median_ms', 'ratio', 'outputs', 'top1', 'onnx_source'],
   properties: {
+    time: { type: 'string' },
+    library_sha256: { type: 'string' },
     onnxruntime_version: { type: 'string' },
     onnx_source: { type: 'string' },
     threads: { type: 'integer', minimum: 1 },

@@ -1,4 +1,5 @@
-// Inline SVG charts for the HTML reports: a best-so-far step curve and horizontal bars.
+// Inline SVG charts for the HTML reports: a best-so-far step curve, horizontal bars,
+// columns (one per measurement, with a reference line) and a line of points over runs.
 // Written here on purpose, as a few small functions, instead of a charting library: the
 // pages must be self-contained (no script, no network, no CDN) and open from a CI
 // artifact as they are, and these two chart kinds need little more than a linear scale
@@ -137,6 +138,20 @@ export interface BarChart {
   width?: number;
 }
 
+/** The longest row label a bar chart writes whole (its 250 px at 11 px type). */
+const ROW_LABEL_CHARS = 40;
+
+/**
+ * `label` cut to `max` characters in the middle: the start (a task's id and operator) and
+ * the end (its shapes, which tell one conv from the next) stay, so no two rows of a chart
+ * read the same; the whole label is the row's tooltip.
+ */
+export function middleTruncate(label: string, max: number): string {
+  if (label.length <= max) return label;
+  const head = Math.ceil((max - 1) * 0.4);
+  return `${label.slice(0, head)}…${label.slice(label.length - (max - 1 - head))}`;
+}
+
 /** Horizontal bars, a group of one bar per series for each row, labelled on the left. */
 export function barChart(c: BarChart): string {
   const labelWidth = 250;
@@ -156,7 +171,7 @@ export function barChart(c: BarChart): string {
   }
   c.rows.forEach((row, i) => {
     const top = f.top + i * rowH;
-    const name = row.label.length > 36 ? `${row.label.slice(0, 35)}…` : row.label;
+    const name = middleTruncate(row.label, ROW_LABEL_CHARS);
     parts.push(`<text class="row-label" x="${f.left - 6}" y="${px(top + (rowH - rowGap) / 2 + 4)}" font-size="11" text-anchor="end">${esc(name)}<title>${esc(row.label)}</title></text>`);
     row.values.forEach((v, k) => {
       const y = top + k * (barH + gap);
@@ -170,6 +185,92 @@ export function barChart(c: BarChart): string {
         `<text x="${px(f.left + w + 4)}" y="${px(y + barH - 2)}" font-size="10">${esc(valueLabel(v, k, i))}</text>`);
     });
   });
+  parts.push('</svg>');
+  return parts.join('');
+}
+
+export interface ColumnChart {
+  id: string;
+  title: string;
+  desc: string;
+  xLabel: string;
+  yLabel: string;
+  /** One column per value, left to right, labelled 1, 2, ... (every few when there are many). */
+  values: readonly number[];
+  /** Text of each column's tooltip. */
+  tooltip: (value: number, index: number) => string;
+  /** A dashed horizontal line across the columns (a median), labelled in the right margin, clear of the columns. */
+  line?: { value: number; label: string };
+  width?: number;
+  height?: number;
+}
+
+/** Vertical columns with y ticks from 0, x labels by index, and an optional reference line. */
+export function columnChart(c: ColumnChart): string {
+  const f: Frame = { width: c.width ?? 640, height: c.height ?? 220, left: 64, right: c.line ? 120 : 16, top: 14, bottom: 44 };
+  const yTicks = niceTicks(Math.max(...c.values, c.line?.value ?? 0, 0), 5);
+  const y = linear(0, yTicks.at(-1)!, f.height - f.bottom, f.top);
+  const plot = f.width - f.right - f.left;
+  const n = Math.max(c.values.length, 1);
+  const bw = plot / n;
+  // Index labels at least 24 px apart: 1, then every k-th column.
+  const every = Math.max(1, Math.ceil(24 / bw));
+  const xTicks = c.values.flatMap((_, i) => (i % every === 0 ? [{ at: f.left + (i + 0.5) * bw, label: String(i + 1) }] : []));
+  const parts = [svgOpen(c.id, f, c.title, c.desc, 'column-chart')];
+  parts.push(...axes(f, xTicks, yTicks.map((t) => ({ at: y(t), label: fmt(t) })), c.xLabel, c.yLabel));
+  c.values.forEach((v, i) => {
+    const top = y(v);
+    parts.push(`<rect class="bar" x="${px(f.left + i * bw + Math.min(1, bw * 0.1))}" y="${px(top)}" width="${px(Math.max(bw - 2 * Math.min(1, bw * 0.1), 0.5))}" height="${px(f.height - f.bottom - top)}" fill="#4a7ab8"><title>${esc(c.tooltip(v, i))}</title></rect>`);
+  });
+  if (c.line) {
+    const at = y(c.line.value);
+    parts.push(`<line class="reference" x1="${f.left}" y1="${px(at)}" x2="${f.width - f.right}" y2="${px(at)}" stroke="#c0392b" stroke-dasharray="4 3"/>` +
+      `<text class="reference-label" x="${f.width - f.right + 6}" y="${px(at + 4)}" font-size="11" fill="#c0392b">${esc(c.line.label)}</text>`);
+  }
+  parts.push('</svg>');
+  return parts.join('');
+}
+
+export interface RunPoint {
+  y: number;
+  /** Tooltip text. */
+  title: string;
+  /** Drawn as an open red ring (a run with warnings) instead of a dot. */
+  flagged?: boolean;
+}
+
+export interface LineChart {
+  id: string;
+  title: string;
+  desc: string;
+  xLabel: string;
+  yLabel: string;
+  /** Points in order, evenly spaced left to right. */
+  points: readonly RunPoint[];
+  /** The x label of point i (a date), written under a few of them. */
+  xTickLabel: (index: number) => string;
+  width?: number;
+  height?: number;
+}
+
+/** Points joined by a line, evenly spaced (runs in order), y ticks from 0, a few x labels; for two points or more. */
+export function lineChart(c: LineChart): string {
+  const f: Frame = { width: c.width ?? 640, height: c.height ?? 200, left: 64, right: 40, top: 14, bottom: 44 };
+  const yTicks = niceTicks(Math.max(...c.points.map((p) => p.y), 0), 4);
+  const y = linear(0, yTicks.at(-1)!, f.height - f.bottom, f.top);
+  const last = Math.max(c.points.length - 1, 1);
+  const x = linear(0, last, f.left + 20, f.width - f.right - 20);
+  // About one label per 130 px (a date and time is ~90 px at 10 px type), always the first and the last.
+  const slots = Math.max(1, Math.floor((f.width - f.left - f.right) / 130));
+  const step = Math.max(1, Math.ceil(last / slots));
+  const labelled = new Set<number>([0, c.points.length - 1]);
+  for (let i = step; i < c.points.length - 1; i += step) if (c.points.length - 1 - i >= step / 2) labelled.add(i);
+  const xTicks = [...labelled].sort((a, b) => a - b).map((i) => ({ at: x(i), label: c.xTickLabel(i) }));
+  const parts = [svgOpen(c.id, f, c.title, c.desc, 'line-chart')];
+  parts.push(...axes(f, xTicks, yTicks.map((t) => ({ at: y(t), label: fmt(t) })), c.xLabel, c.yLabel));
+  parts.push(`<polyline class="curve" points="${c.points.map((p, i) => `${px(x(i))},${px(y(p.y))}`).join(' ')}" fill="none" stroke="#9db4d6"/>`);
+  parts.push(...c.points.map((p, i) => `<circle class="point${p.flagged ? ' flagged' : ''}" cx="${px(x(i))}" cy="${px(y(p.y))}" r="4" fill="${p.flagged ? '#fff' : '#4a7ab8'}" ` +
+    `stroke="${p.flagged ? '#c0392b' : '#4a7ab8'}" stroke-width="2"><title>${esc(p.title)}</title></circle>`));
   parts.push('</svg>');
   return parts.join('');
 }

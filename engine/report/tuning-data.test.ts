@@ -51,7 +51,10 @@ test('two tasks over eight trials: the estimate from trial 4, curves, shares, de
   const f = tuningFigures({ network: 'net', tasks: TASKS, entries: store, match: MATCH });
   assert.is(f.trials, 8);
   assert.is(f.errors, 2);
-  assert.equal(f.curve, { complete_at: 4, points: [{ trial: 4, ms: 16 }, { trial: 6, ms: 12 }, { trial: 7, ms: 11 }, { trial: 8, ms: 11 }] });
+  assert.equal(f.curve, {
+    complete_at: 4, tuning_s: 7, pauses: 0, first_time: log[0].time, last_time: log[7].time,
+    points: [{ trial: 4, ms: 16, elapsed_s: 3 }, { trial: 6, ms: 12, elapsed_s: 5 }, { trial: 7, ms: 11, elapsed_s: 6 }, { trial: 8, ms: 11, elapsed_s: 7 }],
+  });
   assert.is(f.estimated_ms, 11);
   assert.is(f.estimated_default_ms, 18); // 2 × 4 + 1 × 10
   assert.is(f.unmeasured, 0);
@@ -94,14 +97,14 @@ test('equal times keep the store order', () => {
   const same = [rec(KEY_A, 1, [3]), rec(KEY_A, 1, [2]), rec(KEY_B, 1, [1]), rec(KEY_A, 1, [1])];
   const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(same), match: MATCH });
   assert.equal(f.tasks[0].curve, [{ trial: 1, ms: 3 }, { trial: 2, ms: 2 }, { trial: 3, ms: 1 }]);
-  assert.equal(f.curve, { complete_at: 3, points: [{ trial: 3, ms: 5 }, { trial: 4, ms: 3 }] });
+  assert.equal(f.curve.points, [{ trial: 3, ms: 5, elapsed_s: 0 }, { trial: 4, ms: 3, elapsed_s: 0 }]);
 });
 
 test('before every task has a valid measurement: no estimate, shares of the measured tasks, defaults unknown with the reason', () => {
   const log = [rec(KEY_A, 1, [4]), rec(KEY_B, 2, 'error', { policy: 'default' }), rec(KEY_A, 3, [2])];
   const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: MATCH });
   assert.is(f.estimated_ms, null);
-  assert.equal(f.curve, { complete_at: null, points: [] });
+  assert.equal([f.curve.complete_at, f.curve.points], [null, []]);
   assert.is(f.unmeasured, 1);
   assert.is(f.tasks[0].share, 1);
   assert.is(f.tasks[1].share, null);
@@ -111,6 +114,21 @@ test('before every task has a valid measurement: no estimate, shares of the meas
   assert.equal(f.tasks[1].default, { known: false, why: 'the default schedule was measured but failed (runtime_error)' });
   assert.is(f.tasks[0].speedup, null);
   assert.is(f.estimated_default_ms, null);
+});
+
+test('tuning time: gaps between trials count, a pause of more than 5 minutes between tune runs does not', () => {
+  const at = (iso: string, key: string, ms: number): TuningRecord => ({ ...rec(key, 0, [ms]), time: iso });
+  const log = [
+    at('2025-01-01T10:00:00.000Z', KEY_A, 4), at('2025-01-01T10:00:30.000Z', KEY_B, 2), // 30 s
+    at('2025-01-01T10:02:00.000Z', KEY_A, 3), // 90 s more
+    at('2025-01-03T09:00:00.000Z', KEY_B, 1), // two days later: a pause, left out
+    at('2025-01-03T09:01:00.000Z', KEY_A, 2), // 60 s more
+  ];
+  const f = tuningFigures({ network: 'net', tasks: TASKS, entries: entries(log), match: MATCH });
+  assert.equal([f.curve.tuning_s, f.curve.pauses, f.curve.first_time, f.curve.last_time], [180, 1, log[0].time, log[4].time]);
+  assert.equal(f.curve.points, [
+    { trial: 2, ms: 10, elapsed_s: 30 }, { trial: 3, ms: 8, elapsed_s: 120 }, { trial: 4, ms: 7, elapsed_s: 120 }, { trial: 5, ms: 5, elapsed_s: 180 },
+  ]);
 });
 
 test('no records at all: zero trials, every figure unknown', () => {
@@ -138,7 +156,7 @@ test('a Winograd alternative: its layers count once, with the faster of the two 
     rec(KEY_B, 6, [6]),
   ];
   const f = tuningFigures({ network: 'net', tasks, entries: entries(log), match: MATCH });
-  assert.equal(f.curve, { complete_at: 2, points: [{ trial: 2, ms: 18 }, { trial: 4, ms: 16 }, { trial: 6, ms: 12 }] });
+  assert.equal(f.curve.points, [{ trial: 2, ms: 18, elapsed_s: 1 }, { trial: 4, ms: 16, elapsed_s: 3 }, { trial: 6, ms: 12, elapsed_s: 5 }]);
   assert.equal([f.estimated_ms, f.estimated_default_ms, f.layers, f.unmeasured, f.trials], [12, 18, 2, 0, 6]);
   const [a, b, w] = f.tasks;
   assert.equal([a.best_ms, a.alternative_of, a.layer_best, a.weighted_ms, a.share, a.speedup], [3.5, null, { ms: 3, id: 2 }, 6, 0.5, 4 / 3]);

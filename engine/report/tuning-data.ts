@@ -35,7 +35,20 @@ export interface ReportTask {
 }
 
 /** One point of a best-so-far curve: after `trial` trials the best is `ms`. */
-export interface CurvePoint { trial: number; ms: number }
+export interface CurvePoint {
+  trial: number;
+  ms: number;
+  /** Network curve: seconds of tuning up to this trial (TUNING_PAUSE_S). */
+  elapsed_s?: number;
+}
+
+/**
+ * Gaps between consecutive trials longer than this (s) are pauses between tune runs (a
+ * budget tuned yesterday, another today), not tuning time: the wall-clock curve leaves them
+ * out and says how many it left out, so a week between two runs is not a flat line a
+ * week long.
+ */
+export const TUNING_PAUSE_S = 300;
 
 /** What is known of a task's default schedule (the schedule compile uses without a record). */
 export type DefaultCost =
@@ -76,6 +89,12 @@ export interface TaskFigures {
 export interface NetworkCurve {
   /** The first trial after which every task has a valid measurement, or null if that never happened. */
   complete_at: number | null;
+  /** Seconds of tuning over all trials (pauses left out) and how many pauses were left out. */
+  tuning_s: number;
+  pauses: number;
+  /** Times of the first and the last trial (ISO 8601), null without trials. */
+  first_time: string | null;
+  last_time: string | null;
   /** Estimated latency against all trials, from complete_at on: a point per improvement, and the last trial. */
   points: CurvePoint[];
 }
@@ -163,12 +182,20 @@ export function tuningFigures(input: TuningFiguresInput): TuningFigures {
   const perTask = tasks.map(() => ({ trials: 0, errors: 0, best: null as number | null, curve: [] as CurvePoint[], records: [] as TuningRecord[] }));
   const layerBest = tasks.map((): { ms: number; id: number } | null => null);
   const budgets = new Map<string, number>();
-  const curve: NetworkCurve = { complete_at: null, points: [] };
+  const curve: NetworkCurve = { complete_at: null, tuning_s: 0, pauses: 0, first_time: records[0]?.time ?? null, last_time: records.at(-1)?.time ?? null, points: [] };
+  let previous = NaN;
   let withBest = 0;
   let errors = 0;
 
   records.forEach((r, i) => {
     const trial = i + 1;
+    const at = Date.parse(r.time);
+    if (Number.isFinite(at)) {
+      const gap = (at - previous) / 1000;
+      if (gap > TUNING_PAUSE_S) curve.pauses += 1;
+      else if (gap > 0) curve.tuning_s += gap;
+      previous = at;
+    }
     const k = index.get(r.key)!;
     const t = perTask[k];
     t.trials += 1;
@@ -189,11 +216,13 @@ export function tuningFigures(input: TuningFiguresInput): TuningFigures {
     layerBest[head[k]] = { ms: cost, id: k };
     if (withBest === heads.length) {
       curve.complete_at ??= trial;
-      curve.points.push({ trial, ms: heads.reduce((sum, h) => sum + tasks[h].weight * layerBest[h]!.ms, 0) });
+      curve.points.push({ trial, ms: heads.reduce((sum, h) => sum + tasks[h].weight * layerBest[h]!.ms, 0), elapsed_s: curve.tuning_s });
     }
   });
   for (const t of perTask) closeCurve(t.curve, t.trials);
   closeCurve(curve.points, records.length);
+  const end = curve.points.at(-1);
+  if (end) end.elapsed_s = curve.tuning_s; // the last trial, an improvement or the closing point
 
   const weighted = tasks.map((task, k) => (layerBest[k] === null ? null : task.weight * layerBest[k]!.ms));
   const known = weighted.reduce<number>((a, w) => a + (w ?? 0), 0);

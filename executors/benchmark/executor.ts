@@ -3,7 +3,9 @@
 // else all cores), print the summary with the threads and load and a warning for each
 // reason not to trust it, and write <outDir>/<network>/reports/<target>.json and .html
 // (the latest run) and append to <target>.history.jsonl. The report also shows the
-// network's tuning from the record store (./tuning.ts). Never cached.
+// network's tuning from the record store (./tuning.ts), and with `compare: onnxruntime`
+// and `untuned: true` ONNX Runtime and the default-schedule build measured alongside
+// (./measure-more.ts). Never cached.
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -24,6 +26,9 @@ import { formatKernelProfile, kernelProfile } from '../../engine/compile/profile
 import type { Manifest } from '../../engine/compile/manifest';
 import type { CallProfile } from '../../engine/native/bench';
 import { measurePeakGflops } from '../../engine/native/peak';
+import { formatSummary } from '../../engine/report/units';
+import { compareForReport, untunedRun } from './measure-more';
+import { modelFacts } from './model-facts';
 
 /** The per-kernel rows of a profiled run and the peak they are set against (measured now, at the run's thread count). */
 async function profileForReport(calls: readonly CallProfile[], manifest: Manifest, manifestFile: string, threads: number): Promise<NonNullable<BenchmarkReport['profile']>> {
@@ -40,6 +45,9 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     if (!remote) checkRunsHere(target, 'benchmark', `targets.${run.targetName}.host`);
     if (remote && (options.input !== undefined || options.saveOutputs !== undefined)) {
       throw new UserError(`${remote.where}: a model benchmarked on a device gets random input: drop --input and --save-outputs`);
+    }
+    if (remote && (options.compare !== undefined || options.untuned)) {
+      throw new UserError(`${remote.where}: --compare and --untuned run the model on this machine; a target measured through a runner takes neither`);
     }
     if (options.profile && (remote || target.kind !== 'llvm')) {
       throw new UserError(`--profile: per-kernel profiles are for CPU models run on this machine; targets.${run.targetName} is ${remote ? 'measured through a runner' : `"${run.target.target}"`}`);
@@ -67,18 +75,26 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     });
     if (!remote) result.warnings.push(...recordsThreadsWarning(manifest, result.threads, `set threads: ${result.threads} on targets.${run.targetName} in the config, which nx compile ranks at and nx benchmark runs at`));
     console.log(`${run.network} on ${run.targetName} ("${manifest.target}")`);
-    console.log(result.summary);
+    console.log(formatSummary(result));
     console.log(result.device !== undefined ? remoteSetupLine(result) : benchSetupLine(result));
     for (const w of result.warnings) console.warn(`warning: ${w}`);
     const profile = result.profile ? await profileForReport(result.profile, manifest, rel(manifestFile), result.threads) : undefined;
     if (profile) console.log(formatKernelProfile(profile.rows, profile.peak_gflops, result.threads).join('\n'));
     const { summary: _summary, profile: _calls, ...numbers } = result;
+    const untuned = options.untuned ? await untunedRun(run, {
+      repeat: options.repeat ?? BENCH_DEFAULTS.repeat, number: options.number, minRepeatMs: options.minRepeatMs ?? BENCH_DEFAULTS.minRepeatMs,
+      threads: result.threads, seed: options.seed, inputs: inputFiles(options.input ?? [], ctx.root),
+    }, result.median_ms, rel) : undefined;
+    if (options.compare !== undefined) await compareForReport(run, result.threads, rel);
     const tuning = await tuningForReport(run, manifest, rel, (m) => console.warn(`warning: ${m}`));
     console.log(tuningLine(tuning.tuning));
     const report: BenchmarkReport = {
       network: run.network, target: run.targetName, target_string: manifest.target, fingerprint: manifest.fingerprint,
       engine_version: manifest.engine_version, time: new Date().toISOString(), cpu: result.device ?? cpuModel(), model_dir: rel(run.modelDir), result: numbers,
+      model: modelFacts(manifest), library_sha256: manifest.library_sha256,
+      ...(manifest.records ? { records: manifest.records } : {}),
       ...tuning,
+      ...(untuned ? { untuned } : {}),
       ...(profile ? { profile } : {}),
     };
     const written = writeReport(run.reportsDir, report);

@@ -18,4 +18,8 @@ export interface BenchmarkExecutorOptions extends NetworkExecutorOptions {
   saveOutputs?: string;
   /** Also time each kernel call (CPU models): the per-kernel profile, printed and in the report. */
   profile?: boolean;
+  /** Then compare with ONNX Runtime and write <target>.onnxruntime.json beside the report. */
+  compare?: 'onnxruntime';
+  /** Also compile and time the default-schedule build (no records), for the report's untuned against tuned. */
+  untuned?: boolean;
 }

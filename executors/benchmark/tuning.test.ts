@@ -5,11 +5,12 @@
 // come from), the CLI's `--compare onnxruntime --json` output, or a broken file (one
 // message naming the file and the field).
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { CompareReport } from '../../engine/compare/compare';
 import type { Manifest } from '../../engine/compile/manifest';
 import { UserError } from '../../engine/errors';
 import { loadModel } from '../../engine/frontend/load';
@@ -19,7 +20,7 @@ import { tuningTasks } from '../../engine/search/tune';
 import { loadConfig } from '../../plugin/config';
 import { resolveRun, tuneOutputFile } from '../../plugin/resolve';
 import { writeNetWorkspace } from '../workspace.fixture';
-import { comparisonFile, tuningForReport } from './tuning';
+import { comparisonAge, comparisonFile, tuningForReport } from './tuning';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-benchmark-tuning-'));
 const rel = (p: string): string => path.relative(dir, p);
@@ -51,7 +52,8 @@ test('the store\'s logs and an unmerged tune output, for this target and machine
   assert.is(got.tuning.estimated_ms, 2 * weights - tasks[0].weight);
   assert.equal(got.tuning.tasks.map((t) => t.key), tasks.map((t) => t.key));
   assert.is(got.comparison, undefined);
-  assert.is(got.comparison_hint, 'the page shows one from out/net/reports/cpu.onnxruntime.json, which `npx tensortune benchmark out/net/cpu --compare onnxruntime --json > out/net/reports/cpu.onnxruntime.json` writes');
+  assert.is(got.comparison_hint, 'the page shows one from out/net/reports/cpu.onnxruntime.json, which `nx benchmark net --compare onnxruntime` or ' +
+    '`npx tensortune benchmark out/net/cpu --compare onnxruntime --json > out/net/reports/cpu.onnxruntime.json` writes');
   assert.equal(warnings, []);
 
   const file = comparisonFile(run.reportsDir, 'cpu');
@@ -62,7 +64,9 @@ test('the store\'s logs and an unmerged tune output, for this target and machine
     outputs: [{ name: 'y', shape: [1, 10], max_abs_err: 0, max_rel_err: 0, max_abs_value: 1 }], top1: { tensortune: [1], onnxruntime: [1], agree: true },
   };
   writeFileSync(file, `Comparison with ONNX Runtime 1.30.0 (1 thread, 5 interleaved rounds, 10 run(s) per measurement)\n  ratio: 0.750\n${JSON.stringify(json)}\n`);
-  assert.is((await tuningForReport(run, manifest, rel, () => undefined)).comparison?.ratio, 0.75);
+  const old = await tuningForReport(run, manifest, rel, () => undefined);
+  assert.is(old.comparison?.ratio, 0.75);
+  assert.equal(old.comparison_age, { time: statSync(file).mtime.toISOString(), from: 'file written' }, 'no model folder here: nothing to be older than');
 
   writeFileSync(file, JSON.stringify({ ...json, tensortune_median_ms: 'fast' }));
   try {
@@ -79,6 +83,30 @@ test('the store\'s logs and an unmerged tune output, for this target and machine
   } catch (e) {
     assert.is((e as Error).message, `${file}: not an ONNX Runtime comparison: expected the JSON that \`tensortune benchmark DIR --compare onnxruntime --json\` prints on its last line`);
   }
+});
+
+test('comparisonAge: another model.so is stale; without the hash, measured before the model was compiled is stale', () => {
+  const modelDir = path.join(dir, 'age', 'cpu');
+  mkdirSync(modelDir, { recursive: true });
+  const manifestFile = path.join(modelDir, 'manifest.json');
+  writeFileSync(manifestFile, '{}');
+  const compiled = new Date(Date.UTC(2025, 5, 1));
+  utimesSync(manifestFile, compiled, compiled);
+  const file = path.join(dir, 'age', 'cpu.onnxruntime.json');
+  writeFileSync(file, '{}');
+  const c = (extra: object): CompareReport => ({ threads: 1, ...extra }) as unknown as CompareReport;
+  const built = { library_sha256: 'a'.repeat(64) };
+  assert.equal(comparisonAge(c({ time: '2025-06-02T00:00:00.000Z', library_sha256: 'a'.repeat(64) }), file, built, modelDir), { time: '2025-06-02T00:00:00.000Z', from: 'measured' });
+  assert.equal(comparisonAge(c({ time: '2025-06-02T00:00:00.000Z', library_sha256: 'b'.repeat(64) }), file, built, modelDir), {
+    time: '2025-06-02T00:00:00.000Z', from: 'measured', stale: 'it ran another build of the model (its model.so differs from the one benchmarked here): compare again',
+  });
+  assert.equal(comparisonAge(c({ time: '2025-05-01T00:00:00.000Z' }), file, built, modelDir), {
+    time: '2025-05-01T00:00:00.000Z', from: 'measured', stale: `older than the compiled model (compiled ${compiled.toISOString()}): compare again`,
+  });
+  const written = new Date(Date.UTC(2025, 4, 20));
+  utimesSync(file, written, written);
+  assert.equal(comparisonAge(c({}), file, built, modelDir), { time: written.toISOString(), from: 'file written', stale: `older than the compiled model (compiled ${compiled.toISOString()}): compare again` });
+  assert.equal(comparisonAge(c({ time: '2025-06-03T00:00:00.000Z' }), file, built, modelDir), { time: '2025-06-03T00:00:00.000Z', from: 'measured' });
 });
 
 test.run();
