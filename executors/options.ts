@@ -62,6 +62,8 @@ function refusal(name: ExecutorName, key: string, at: OptionsContext): string | 
       return `${f}: nx benchmark --compare onnxruntime runs the model's own ONNX file in 5 rounds; for another, run \`npx tensortune benchmark ${modelDir} --compare onnxruntime ${f} ...\``;
     case 'cache':
       return `${f}: under nx, set TENSORTUNE_CACHE_DIR to move the object cache`;
+    case 'maxMemory':
+      return `${f}: under nx, the limit is ${net}.maxMemory in ${at.config} (e.g. maxMemory: 16GiB)`;
     default:
       return undefined;
   }

@@ -29,6 +29,8 @@ export interface NetworkConfig {
   targets?: string[];
   /** Tune in this many `tune--<k>` Nx targets (plugin/shards.ts); default one `tune` target. */
   shards?: number;
+  /** The most memory the compiled model may need to run (`16GiB`); default 4 GiB (engine/compile/memory-plan.ts). */
+  maxMemory?: string;
 }
 
 export interface TargetConfig {

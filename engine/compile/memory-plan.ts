@@ -134,10 +134,18 @@ export function checkMemory(needed: MemoryNeed, limit: number, where: string, ra
 /** A limit on the memory a model needs, and the words that say how to raise it. */
 export interface MemoryLimit { bytes: number; raise: string }
 
-/** The CLI's limit: --max-memory SIZE, else the default. */
-export function cliMemoryLimit(flag: string | undefined): MemoryLimit {
-  return { bytes: flag === undefined ? DEFAULT_MAX_MEMORY_BYTES : parseMemorySize(flag, '--max-memory'), raise: 'raise the limit with --max-memory SIZE (e.g. --max-memory 16GiB)' };
+/** A limit given as `text` (a size, else the default) at `where` (a flag, a config field), raised as `raise` says. */
+export function memoryLimitOf(text: string | undefined, where: string, raise: string): MemoryLimit {
+  return { bytes: text === undefined ? DEFAULT_MAX_MEMORY_BYTES : parseMemorySize(text, where), raise };
 }
+
+/** The CLI's limit: --max-memory SIZE, else the default. */
+export const cliMemoryLimit = (flag: string | undefined): MemoryLimit =>
+  memoryLimitOf(flag, '--max-memory', 'raise the limit with --max-memory SIZE (e.g. --max-memory 16GiB)');
+
+/** Under Nx: the network's maxMemory in the config file, else the default. */
+export const configMemoryLimit = (value: string | undefined, configFile: string, network: string): MemoryLimit =>
+  memoryLimitOf(value, `${configFile}: networks.${network}.maxMemory`, `raise the limit with maxMemory (e.g. maxMemory: 16GiB) on networks.${network} in ${configFile}`);
 
 /** compile: refuses a model (`where`: its file or name) whose inputs, outputs, weights and workspace exceed the limit. */
 export function checkModelMemory(g: Graph, groups: readonly FusedGroup[], where: string, limit: MemoryLimit = cliMemoryLimit(undefined)): void {

@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { manifestFiles, readManifest, recordsThreadsWarning } from '../../engine/compile/manifest';
+import { checkManifestMemory, configMemoryLimit } from '../../engine/compile/memory-plan';
 import { UserError } from '../../engine/errors';
 import { BENCH_DEFAULTS, benchSetupLine, runBench, type BenchResult } from '../../engine/native/bench';
 import { remoteSetupLine, runRemoteBench } from '../../engine/remote/bench';
@@ -56,6 +57,7 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
     const manifest = readManifest(run.modelDir);
+    checkManifestMemory(manifest, rel(manifestFile), configMemoryLimit(run.net.maxMemory, options.config, run.network)); // before the runner allocates anything
     const files = manifestFiles(run.modelDir, manifest);
     const result: BenchResult & { device?: string } = remote ? await runRemoteBench({
       runners: remote.runners, where: remote.where, target: parseTarget(manifest.target, `${rel(manifestFile)} target`),

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
+import { configMemoryLimit } from '../../engine/compile/memory-plan';
 import { compileNetwork } from '../../engine/compile/network';
 import { storeLogs } from '../../engine/records/store';
 import { remoteFingerprint } from '../../engine/remote/open';
@@ -57,6 +58,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
     const compiled = await compileNetwork({
       ...run.spec, target: run.target.target, host: run.target.host, outDir: run.modelDir, records, strict: options.strict, fingerprint, threads,
       timeoutMs: options.timeout === undefined ? undefined : Math.round(options.timeout * 1000),
+      memoryLimit: configMemoryLimit(run.net.maxMemory, options.config, run.network),
       log: (line) => console.log(line), warn,
     });
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
