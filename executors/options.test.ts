@@ -51,7 +51,7 @@ const refused = (name: ExecutorName, options: Record<string, unknown>, pattern: 
 test('options a schema does not have are refused with the options the executor takes', () => {
   refused('tune', { foo: 1 }, /^unknown option --foo \(nx tune takes: --config-target, --budget, --trials, --trials-per-task, --time-limit, --early-stopping, --confirm, --network-pass, --policy, --measures-per-round, --warmup-trials, --seed, --threads, --number, --repeat, --min-repeat-ms, --timeout, --flush, --build-jobs, and -c <configuration>\)$/);
   refused('compile', { 'trials-per-task': 3 }, /^unknown option --trials-per-task \(nx compile takes: --config-target, --watch, --strict, --threads, --timeout, and -c <configuration>\)$/);
-  refused('benchmark', { trialsPerTask: 3 }, /^unknown option --trials-per-task \(nx benchmark takes: --config-target, --repeat, --number, --min-repeat-ms, --threads, --seed, --input, --save-outputs, --profile, and -c <configuration>\)$/);
+  refused('benchmark', { trialsPerTask: 3 }, /^unknown option --trials-per-task \(nx benchmark takes: --config-target, --repeat, --number, --min-repeat-ms, --threads, --seed, --input, --save-outputs, --profile, --compare, --untuned, and -c <configuration>\)$/);
   refused('tune', { _: ['4'] }, /^unexpected argument\(s\) '4': nx tune <project> takes options only/);
 });
 
