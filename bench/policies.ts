@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     rows.push({ policy, best: result.tasks[0].best_ms, wall: result.wallS, trials: result.trials });
     console.log(`  ${policy}: best ${result.tasks[0].best_ms?.toFixed(4) ?? '-'} ms after ${result.trials} trials (${result.wallS.toFixed(1)} s)`);
   }
-  const peak = await measurePeakGflops(1);
+  const peak = await measurePeakGflops(1, parseTarget(target));
   const evo = rows.find((r) => r.policy === 'evolutionary')?.best ?? null;
   const gflops = (ms: number): number => task.flops / (ms * 1e-3) / 1e9;
   console.log(`\npeak fp32 at 1 thread (bench/peak.ts, this run): ${peak.toFixed(1)} GFLOPS`);

@@ -43,7 +43,7 @@ async function main(): Promise<void> {
       console.log(`  round: ${run} trials, best ${e.best_ms === null ? '-' : `${e.best_ms.toFixed(4)} ms`}, ${e.errors} error(s) in this round`);
     },
   });
-  const peak = await measurePeakGflops(1);
+  const peak = await measurePeakGflops(1, parseTarget(target));
   const reference = new LocalMeasurer(parseTarget(target), { threads: 1, seed });
   const [dflt] = await reference.measure(task, [defaultSchedule(task.dag, { vectorLanes: parseTarget(target).vectorLanes })]);
   await reference.close();

@@ -17,7 +17,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
-import type { Target } from '../target';
 import { compilerFailure, loadExeca } from './build';
 import { cachedFileOk, sealIntoCache } from './file-cache';
 
@@ -146,14 +145,21 @@ export function parsePtxas(text: string): KernelUsage[] {
   return out;
 }
 
-/** The device limits ptxas's numbers are held to (a cuda Target's gpu and cuda parameters). */
+/** The device limits ptxas's numbers are held to (a cuda Target's gpu and cuda parameters, engine/target.ts). */
 export interface CudaLimits {
   maxRegistersPerBlock: number;
   maxRegistersPerThread: number;
   maxSharedMemoryPerBlock: number;
 }
 
-export const cudaLimitsOf = (t: Target): CudaLimits => {
+/** What cudaLimitsOf reads of a target (a cuda Target has it). */
+export interface CudaLimitsSource {
+  readonly text: string;
+  readonly cuda?: { readonly maxRegistersPerBlock: number; readonly maxRegistersPerThread: number };
+  readonly gpu?: { readonly maxSharedMemoryPerBlock: number };
+}
+
+export const cudaLimitsOf = (t: CudaLimitsSource): CudaLimits => {
   if (!t.cuda || !t.gpu) throw new Error(`cudaLimitsOf: "${t.text}" is not a cuda target`);
   return { ...t.cuda, maxSharedMemoryPerBlock: t.gpu.maxSharedMemoryPerBlock };
 };

@@ -6,7 +6,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { cacheRoot, findCompiler, loadExeca } from './build';
-import { parseTarget, type Target } from '../target';
 
 const CHAINS = 12;
 
@@ -50,8 +49,14 @@ int main(int argc, char** argv) {
 `;
 }
 
+/** What the peak kernel is built for: a parsed CPU target's vector width and compiler flags (engine/target.ts). */
+export interface PeakTarget {
+  readonly vectorLanes: number;
+  readonly cflags: readonly string[];
+}
+
 /** Peak fp32 GFLOP/s of `threads` threads with `target`'s vector width. */
-export async function measurePeakGflops(threads = 1, target: Target = parseTarget('llvm -mcpu=native')): Promise<number> {
+export async function measurePeakGflops(threads: number, target: PeakTarget): Promise<number> {
   const dir = path.join(cacheRoot(), 'peak');
   await fs.mkdir(dir, { recursive: true });
   const src = path.join(dir, `peak${target.vectorLanes}.c`);
