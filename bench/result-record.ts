@@ -129,7 +129,8 @@ export function writeRecord(r: ResultRecord, dir: string): string {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, recordFileName(r));
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify({ format: r.format, kind: r.kind, ...r }, null, 2)}\n`);
+  const { format, kind, ...rest } = r;
+  writeFileSync(tmp, `${JSON.stringify({ format, kind, ...rest }, null, 2)}\n`);
   renameSync(tmp, file);
   return file;
 }
