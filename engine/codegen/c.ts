@@ -27,6 +27,7 @@ import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { affineIn, constBindings, constValue, mentions, substFold } from './fold';
 import { partitionTails } from './partition';
 import { prefetchNextPanels } from './prefetch';
+import { vectorMath, VECTOR_MATH_FNS } from './vector-math';
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
@@ -55,9 +56,12 @@ function vectorPrelude(n: number): string {
     `static inline ${t} ${t}_select(${t}i m, ${t} a, ${t} b) { return (${t})((m & (${t}i)a) | (~m & (${t}i)b)); }`,
     `static inline ${t} ${t}_max(${t} a, ${t} b) { return ${t}_select(a > b, a, b); }`,
     `static inline ${t} ${t}_min(${t} a, ${t} b) { return ${t}_select(a < b, a, b); }`,
-    ...Object.entries(MATH).map(([fn, c]) => (mathArity(fn as MathFn) === 2
+    // exp, erf, tanh and sigmoid as vector polynomials (vector-math.ts); the other math
+    // functions lane by lane through libm.
+    ...Object.entries(MATH).filter(([fn]) => !VECTOR_MATH_FNS.has(fn)).map(([fn, c]) => (mathArity(fn as MathFn) === 2
       ? `static inline ${t} ${t}_${fn}(${t} a, ${t} b) ${lanes(`r[i] = ${c}(a[i], b[i])`)}`
       : `static inline ${t} ${t}_${fn}(${t} a) ${lanes(`r[i] = ${c}(a[i])`)}`)),
+    vectorMath(n),
   ].join('\n');
 }
 
