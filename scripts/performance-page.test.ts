@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { ResultRecord } from '../bench/result-record';
+import { readRecords, RESULTS_DIR, type ResultRecord } from '../bench/result-record';
 import { byDate, currentPage, DOC_FILE, performanceMarkdown, standing, type NamedRecord } from './performance-page';
 
 test('docs/performance.md is up to date (else: npm run docs:performance)', () => {
@@ -25,6 +25,18 @@ const record = (date: string, rows: [string, 'default' | 'tuned', number, number
   results: rows.map(([network, schedules, threads, ratio]) => ({ network, schedules, threads, ratio })),
 });
 const named = (file: string, r: ResultRecord): NamedRecord => ({ file, record: r });
+
+test("the README's results table is the standing of its machine in bench/results", () => {
+  const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
+  const table = readme.split('\n').filter((l) => /^\| (mobilenet|resnet-\d+) \| (default|tuned)/.test(l))
+    .map((l) => l.split('|').slice(1, 5).map((c) => c.trim()));
+  const zen4 = readRecords(RESULTS_DIR).filter((r) => r.record.machine.id === 'epyc-zen4-2c' && r.record.reference?.name === 'ONNX Runtime');
+  const expected = standing(zen4).map((x) => [x.network, x.rows[0].schedules, ...[1, 2].map((t) => {
+    const row = x.rows.find((r) => r.threads === t)!;
+    return `${row.ratio.toFixed(2)} (${row.paired!.toFixed(2)})`;
+  })]);
+  assert.equal(table.map(([n, sched, one, two]) => [n, sched.split(',')[0], one, two]), expected);
+});
 
 test('the standing is the latest run of each network and schedules, every thread count from that run', () => {
   const old = named('a.json', record('2026-11-01', [['mobilenet', 'default', 1, 1.5], ['mobilenet', 'default', 2, 1.4], ['mobilenet', 'tuned', 1, 1.2]]));
