@@ -1,4 +1,4 @@
-// tensortune against ONNX Runtime, the table of issue 6: for each network (batch 1,
+// tensortune against ONNX Runtime, the README's results table: for each network (batch 1,
 // random weights with non-trivial batch-norm statistics, logits), export it to ONNX,
 // compile that file (NHWC inside, NCHW input kept) with default schedules, and with the
 // tuned records of --records FILE when given (ranked at each thread count compared, as

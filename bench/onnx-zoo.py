@@ -784,7 +784,10 @@ def write_record(folder, results, out):
     tmp = os.path.join(out, 'record.partial.json')
     with open(tmp, 'w') as f:
         json.dump(rec, f)
-    subprocess.run([TSX, os.path.join(REPO, 'bench', 'result-record.ts'), 'write', tmp, folder], check=True)
+    try:
+        subprocess.run([TSX, os.path.join(REPO, 'bench', 'result-record.ts'), 'write', tmp, folder], check=True)
+    finally:
+        os.remove(tmp)
 
 
 def main():

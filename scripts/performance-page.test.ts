@@ -15,7 +15,6 @@ test('docs/performance.md is up to date (else: npm run docs:performance)', () =>
   assert.fixture(readFileSync(DOC_FILE, 'utf8'), currentPage());
 });
 
-
 const record = (date: string, rows: [string, 'default' | 'tuned', number, number][], machine = 'box-2c'): ResultRecord => ({
   format: 1, kind: 'vs-reference', source: 'measured', date, version: '0.1.0', command: 'npx tsx bench/compare-ort.ts', target: 'llvm -mcpu=native',
   machine: { id: machine, cpu: 'a CPU', cores: 2 }, reference: { name: 'ONNX Runtime' },
