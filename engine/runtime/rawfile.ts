@@ -5,6 +5,7 @@ import { promises as fs } from 'node:fs';
 import { endianness } from 'node:os';
 import path from 'node:path';
 import { UserError } from './errors';
+import { checkRegularFile } from '../regular-file';
 
 const littleEndian = endianness() === 'LE';
 
@@ -41,11 +42,14 @@ export async function readFloat32File(file: string, expected?: number): Promise<
 }
 
 /** `--input NAME=FILE` values (benchmark's raw input files) -> input name -> absolute file,
- *  relative paths from `root`. */
+ *  relative paths from `root`. Each must be a regular file: the native runner that reads it
+ *  would block on a FIFO. */
 export function inputFiles(specs: readonly string[], root = process.cwd()): Record<string, string> {
   return Object.fromEntries(specs.map((spec) => {
     const m = /^([^=]+)=(.+)$/.exec(spec);
     if (!m) throw new UserError(`bad --input '${spec}' (expected NAME=FILE)`);
-    return [m[1], path.resolve(root, m[2])];
+    const file = path.resolve(root, m[2]);
+    checkRegularFile(file, `--input ${m[1]}`);
+    return [m[1], file];
   }));
 }

@@ -14,9 +14,9 @@
 // `constantInputs` binds graph inputs to values (TVM's freeze_params): such an input is a
 // static tensor, as an initializer is, and no longer an input of the model.
 
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../../errors';
+import { modelLimit, readRegularFileSync } from '../../regular-file';
 import { isOpNode, type Graph } from '../../graph/graph';
 import { convertLayout } from '../../graph/passes';
 import { rebuild } from '../../graph/rewrite';
@@ -378,8 +378,9 @@ export interface LoadOnnxOptions extends OnnxImportOptions {
 export function loadOnnx(file: string, opts: LoadOnnxOptions = {}): OnnxModel {
   let bytes: Uint8Array;
   try {
-    bytes = readFileSync(file);
+    bytes = readRegularFileSync(file, modelLimit()); // a FIFO or a device is refused before a byte is read
   } catch (e) {
+    if (e instanceof UserError) throw e;
     throw new UserError(`${file}: cannot read the ONNX model (${(e as NodeJS.ErrnoException).code ?? messageOf(e)})`);
   }
   const model = importOnnx(bytes, file, opts);

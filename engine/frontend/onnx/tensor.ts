@@ -6,6 +6,7 @@
 // untrusted: its external data must lie inside the model's folder, as onnx.checker requires.
 
 import { closeSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { READ_FLAGS } from '../../regular-file';
 import path from 'node:path';
 import { numElements } from '../../ir/tensor';
 import { bytesToFloat32, float32ToBytes } from '../../runtime/rawfile';
@@ -110,7 +111,7 @@ function readExternal(t: TensorMessage, modelDir: string, what: string, expected
   const file = externalFile(location, modelDir, what);
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openSync(file, READ_FLAGS); // non-blocking: a FIFO is refused by the fstat below instead of blocking the open
   } catch (e) {
     throw new OnnxFormatError(`${what}: cannot open external data file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
