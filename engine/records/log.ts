@@ -12,12 +12,16 @@
 //
 // Reading: comments (`#`) and blank lines are ignored; a line that is not JSON or does not
 // match schemas/record.schema.json is skipped, and one warning per file names the lines.
+// A log, and its lock, must be regular files (a FIFO would block the reader or swallow the
+// records appended to it, a device would never end); a log is read up to a size limit
+// (regular-file.ts).
 
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { asUserError, UserError } from '../errors';
+import { kindOf, readRegularFile, READ_FLAGS, recordsLimit } from '../regular-file';
 import { pidAlive } from '../temp-dirs';
 import type { TuningRecord } from './record';
 import { checkRecord } from './schema';
@@ -42,9 +46,12 @@ interface LockInfo { pid: number; host: string; time: number; token: string }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A lock holds a pid, a host and a time: anything larger is not one of ours. */
+const lockLimit = (lockPath: string) => ({ what: 'the lock', maxBytes: 64 * 1024, raise: `remove it if no tensortune process is writing ${lockPath.slice(0, -'.lock'.length)}` });
+
 async function readLock(lockPath: string): Promise<{ info?: LockInfo; text: string; mtimeMs: number } | undefined> {
   try {
-    const [text, stat] = await Promise.all([fs.readFile(lockPath, 'utf8'), fs.stat(lockPath)]);
+    const [text, stat] = await Promise.all([readRegularFile(lockPath, lockLimit(lockPath)).then((b) => b.toString('utf8')), fs.stat(lockPath)]);
     let info: LockInfo | undefined;
     try {
       info = JSON.parse(text) as LockInfo;
@@ -73,7 +80,7 @@ async function breakLock(lockPath: string, staleText: string): Promise<void> {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // someone else broke it
     throw e;
   }
-  const moved = await fs.readFile(aside, 'utf8').catch(() => staleText);
+  const moved = await readRegularFile(aside, lockLimit(lockPath)).then((b) => b.toString('utf8'), () => staleText);
   if (moved !== staleText) {
     // We moved a fresh lock taken after we looked: put it back unless a newer one exists.
     await fs.link(aside, lockPath).catch(() => undefined);
@@ -159,12 +166,15 @@ export async function appendRecords(file: string, records: readonly TuningRecord
   return withFileLock(file, async () => {
     const lines = (opts.select ? await opts.select(records) : records).map((r) => JSON.stringify(r) + '\n');
     if (lines.length === 0) return 0;
-    const fh = await fs.open(file, 'a+').catch((e: unknown) => {
+    // Non-blocking: a FIFO in the log's place is refused by the stat below, not written into.
+    const fh = await fs.open(file, fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | READ_FLAGS, 0o666).catch((e: unknown) => {
       throw asUserError(e, `cannot open the record log ${file}`) ?? e;
     });
     let before: number | undefined;
     try {
-      const { size } = await fh.stat();
+      const stat = await fh.stat();
+      if (!stat.isFile()) throw new UserError(`the record log ${file} is ${kindOf(stat)}, expected a JSON-lines file`);
+      const { size } = stat;
       before = size;
       if (size > 0) {
         const last = Buffer.alloc(1);
@@ -202,7 +212,7 @@ export async function checkLogWritable(file: string): Promise<void> {
       if (path.dirname(p) === p) return;
       continue; // created by the first append: check the nearest existing parent
     }
-    if (p === target && stat.isDirectory()) throw new UserError(`the record log ${file} is a directory, expected a JSON-lines file`);
+    if (p === target && !stat.isFile()) throw new UserError(`the record log ${file} is ${kindOf(stat)}, expected a JSON-lines file`);
     await fs.access(p, p === target ? fsConstants.W_OK : fsConstants.W_OK | fsConstants.X_OK).catch(fail);
     return;
   }
@@ -225,21 +235,21 @@ const defaultWarn = (message: string): void => { process.stderr.write(`tensortun
 
 /** Reads a record log; broken lines are skipped with one warning naming the file and lines. */
 export async function readRecords(file: string, opts: ReadOptions = {}): Promise<ReadResult> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await fs.readFile(file, 'utf8');
+    bytes = await readRegularFile(file, recordsLimit());
   } catch (e) {
+    if (e instanceof UserError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' && opts.missingOk) return { entries: [], skipped: [] };
     if (code === 'ENOENT') throw new UserError(`records file ${file} does not exist`);
-    if (code === 'EISDIR') throw new UserError(`records file ${file} is a directory, expected a JSON-lines file`);
     throw asUserError(e, `cannot read records file ${file}`) ?? new UserError(`cannot read records file ${file}: ${(e as Error).message}`);
   }
   const entries: LogEntry[] = [];
   const skipped: number[] = [];
   let firstReason = '';
-  const lines = text.split('\n');
-  lines.forEach((raw, i) => {
+  // Line by line from the bytes: a log may be larger than the longest string V8 can hold.
+  linesOf(bytes).forEach((raw, i) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     let value: unknown;
@@ -260,6 +270,17 @@ export async function readRecords(file: string, opts: ReadOptions = {}): Promise
     (opts.warn ?? defaultWarn)(`${file}: skipped ${skipped.length} broken line(s) (line ${shown}); ${firstReason}`);
   }
   return { entries, skipped };
+}
+
+/** The lines of a UTF-8 file, split at each newline. */
+function linesOf(bytes: Buffer): string[] {
+  const lines: string[] = [];
+  for (let start = 0; ;) {
+    const end = bytes.indexOf(0x0a, start);
+    lines.push(bytes.toString('utf8', start, end < 0 ? bytes.length : end));
+    if (end < 0) return lines;
+    start = end + 1;
+  }
 }
 
 /** Reads several logs, in order; one warning per file with broken lines. */

@@ -7,6 +7,12 @@
 //
 // Records are told apart by their content (recordId: a hash of the record's canonical
 // JSON), so the same measurement copied through several files counts once.
+//
+// A `*.jsonl` of the store that is not a regular file (a FIFO, a link to a device, a
+// directory) is skipped with one warning rather than refused: it holds no records, so
+// skipping it loses none, while refusing it would stop every tune and compile of the
+// workspace over one stray entry. The log a run appends to is still refused when it is
+// not a regular file (log.ts), so nothing is ever written into such an entry.
 
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -15,6 +21,7 @@ import { rankedByWorkload, threadCounts, type RecordMatch } from './best';
 import { appendRecords, readRecordFiles, type LogEntry, type ReadOptions } from './log';
 import type { TuningRecord } from './record';
 import { asUserError } from '../errors';
+import { kindOf } from '../regular-file';
 import { pidAlive } from '../temp-dirs';
 
 /** JSON with object keys sorted, so two serialisations of one record compare equal. */
@@ -30,8 +37,17 @@ function canonical(value: unknown): string {
 /** The identity of one measurement: a hash of the record's content. */
 export const recordId = (r: TuningRecord): string => createHash('sha256').update(canonical(r)).digest('hex').slice(0, 32);
 
-/** The logs of a store directory (`*.jsonl` directly in it, sorted); none when it does not exist. */
-export async function storeLogs(dir: string): Promise<string[]> {
+/** Entries of stores already warned about in this process: one warning each, however often the store is read. */
+const warnedEntries = new Set<string>();
+
+const defaultWarn = (message: string): void => { process.stderr.write(`tensortune: warning: ${message}\n`); };
+
+/**
+ * The logs of a store directory (`*.jsonl` directly in it that are regular files, links
+ * followed; sorted); none when it does not exist. Other entries are skipped, each with one
+ * warning (see the module comment).
+ */
+export async function storeLogs(dir: string, warn: (message: string) => void = defaultWarn): Promise<string[]> {
   let names: string[];
   try {
     names = await fs.readdir(dir);
@@ -39,12 +55,33 @@ export async function storeLogs(dir: string): Promise<string[]> {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw e;
   }
-  return names.filter((n) => n.endsWith('.jsonl')).sort().map((n) => path.join(dir, n));
+  return regularLogs(names.filter((n) => n.endsWith('.jsonl')).sort().map((n) => path.join(dir, n)), warn);
+}
+
+/** The files of `files` that are regular files (links followed); each other one is skipped with one warning, a missing one silently. */
+async function regularLogs(files: readonly string[], warn: (message: string) => void): Promise<string[]> {
+  const logs: string[] = [];
+  for (const file of files) {
+    let what: string;
+    try {
+      const stat = await fs.stat(file);
+      if (stat.isFile()) { logs.push(file); continue; }
+      what = kindOf(stat);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      if (!(await fs.lstat(file).catch(() => undefined))) continue; // removed since it was listed, or never there
+      what = 'a dangling link';
+    }
+    if (warnedEntries.has(file)) continue;
+    warnedEntries.add(file);
+    warn(`skipped ${file} in the record store: it is ${what}, not a regular JSON-lines file (remove it)`);
+  }
+  return logs;
 }
 
 /** Every valid record of the store, deduplicated (the first copy of each measurement is kept). */
 export async function readStore(dir: string, opts: ReadOptions = {}): Promise<LogEntry[]> {
-  return unique(await readRecordFiles(await storeLogs(dir), opts));
+  return unique(await readRecordFiles(await storeLogs(dir, opts.warn), opts));
 }
 
 /** Entries without repeated measurements, in order. */
@@ -60,7 +97,7 @@ function unique(entries: readonly LogEntry[]): LogEntry[] {
 
 /** The identities (recordId) of every valid record the store holds. */
 export async function storeIds(dir: string, opts: ReadOptions = {}): Promise<Set<string>> {
-  return new Set((await readRecordFiles(await storeLogs(dir), opts)).map((e) => recordId(e.record)));
+  return new Set((await readRecordFiles(await storeLogs(dir, opts.warn), opts)).map((e) => recordId(e.record)));
 }
 
 export interface MergeOptions extends ReadOptions {
@@ -87,7 +124,7 @@ export interface MergeResult {
  */
 export async function mergeIntoStore(dir: string, log: string, sources: readonly string[], opts: MergeOptions = {}): Promise<MergeResult> {
   const { held: before, ...readOpts } = opts;
-  const incoming = await readRecordFiles(sources, { ...readOpts, missingOk: true });
+  const incoming = await readRecordFiles(await regularLogs(sources, readOpts.warn ?? defaultWarn), { ...readOpts, missingOk: true });
   const candidates = incoming.map((e) => e.record).filter((r) => !before?.has(recordId(r)));
   if (candidates.length === 0) return { read: incoming.length, added: 0 };
   const added = await appendRecords(log, candidates, {
