@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createNodesFromFiles, logger, type CreateNodes, type CreateNodesResult } from '@nx/devkit';
 import { PluginCache, workspaceDataDirectory } from '@nx/devkit/internal';
-import { CONFIG_FILE_NAMES, ConfigError, isModelFile, readConfigFile, validateConfigFile } from './config';
+import { readRegularFileSync, modelLimit } from '../engine/regular-file';
+import { CONFIG_FILE_NAMES, ConfigError, isModelFile, MAX_CONFIG_BYTES, readConfigFile, validateConfigFile } from './config';
 import { PACKAGE_ROOT, PLUGIN_VERSION } from './package-info';
 import { toPosix } from './resolve';
 import { loadShardPlans, shardedNetworks } from './shards';
@@ -92,6 +93,20 @@ export function createNodesForConfig(
 }
 
 /**
+ * A digest of a file's content for a cache key, read only as a regular file within its
+ * limit: a FIFO or a link to a device in its place must not hang or exhaust the graph
+ * computation (the config's validation reports it, naming the file and field).
+ */
+function contentDigest(file: string, limit: { what: string; maxBytes: number }): string {
+  if (!existsSync(file)) return 'missing';
+  try {
+    return createHash('sha256').update(readRegularFileSync(file, limit)).digest('hex');
+  } catch (e) {
+    return `unreadable: ${(e as Error).message}`;
+  }
+}
+
+/**
  * The content of the model files of a config's sharded networks (their tasks shape the
  * shard targets, so the cached inference must change with them); empty when it has none.
  */
@@ -108,7 +123,7 @@ export function shardedModelsDigest(configFile: string, workspaceRoot: string): 
   for (const [name, n] of Object.entries(networks).sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (n?.shards === undefined || typeof n.model !== 'string' || !isModelFile(n.model)) continue;
     const file = path.resolve(workspaceRoot, path.dirname(configFile), n.model);
-    h.update(`${name}\0${existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'missing'}\0`);
+    h.update(`${name}\0${contentDigest(file, modelLimit())}\0`);
   }
   return h.digest('hex');
 }
@@ -122,8 +137,7 @@ export const createNodes: CreateNodes<TensortunePluginOptions> = [
     try {
       return await createNodesFromFiles((file, opts) => {
         const abs = path.join(context.workspaceRoot, file);
-        const content = existsSync(abs) ? readFileSync(abs, 'utf8') : '';
-        const key = sha(`${file}\0${content}\0${shardedModelsDigest(file, context.workspaceRoot)}`);
+        const key = sha(`${file}\0${contentDigest(abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}\0${shardedModelsDigest(file, context.workspaceRoot)}`);
         const hit = cache.get(key);
         if (hit) return hit.result;
         const lastGood = cache.get(`names:${file}`)?.names;

@@ -121,6 +121,8 @@ function axes(f: Frame, xTicks: readonly Tick[], yTicks: readonly Tick[], xLabel
 
 export interface BarRow {
   label: string;
+  /** A second line under the label, in smaller type (a task's shapes under its operator); whole rows grow to fit it. */
+  detail?: string;
   /** One bar per series, in the chart's series order; null: unknown, drawn as a note. */
   values: readonly (number | null)[];
 }
@@ -138,8 +140,8 @@ export interface BarChart {
   width?: number;
 }
 
-/** The longest row label a bar chart writes whole (its 250 px at 11 px type). */
-const ROW_LABEL_CHARS = 40;
+/** The longest row label line a bar chart writes whole: its 244 px at 11 px type, ~6.7 px a character. */
+const ROW_LABEL_CHARS = 36;
 
 /**
  * `label` cut to `max` characters in the middle: the start (a task's id and operator) and
@@ -156,7 +158,8 @@ export function middleTruncate(label: string, max: number): string {
 export function barChart(c: BarChart): string {
   const labelWidth = 250;
   const barH = 12, gap = 2, rowGap = 8;
-  const rowH = c.series.length * (barH + gap) + rowGap;
+  const twoLines = c.rows.some((r) => r.detail !== undefined);
+  const rowH = Math.max(c.series.length * (barH + gap), twoLines ? 26 : 0) + rowGap;
   const legend = c.series.length > 1 ? 18 : 0;
   const f: Frame = { width: c.width ?? 720, height: 0, left: labelWidth, right: 90, top: 8 + legend, bottom: 40 };
   f.height = f.top + c.rows.length * rowH + f.bottom;
@@ -171,17 +174,22 @@ export function barChart(c: BarChart): string {
   }
   c.rows.forEach((row, i) => {
     const top = f.top + i * rowH;
-    const name = middleTruncate(row.label, ROW_LABEL_CHARS);
-    parts.push(`<text class="row-label" x="${f.left - 6}" y="${px(top + (rowH - rowGap) / 2 + 4)}" font-size="11" text-anchor="end">${esc(name)}<title>${esc(row.label)}</title></text>`);
+    const whole = row.detail === undefined ? row.label : `${row.label} ${row.detail}`;
+    const middle = top + (rowH - rowGap) / 2;
+    const lines = row.detail === undefined
+      ? `<tspan x="${f.left - 6}" y="${px(middle + 4)}">${esc(middleTruncate(row.label, ROW_LABEL_CHARS))}</tspan>`
+      : `<tspan x="${f.left - 6}" y="${px(middle - 2)}">${esc(middleTruncate(row.label, ROW_LABEL_CHARS))}</tspan>` +
+        `<tspan class="row-detail" x="${f.left - 6}" y="${px(middle + 10)}" font-size="10" fill="#444">${esc(middleTruncate(row.detail, ROW_LABEL_CHARS + 4))}</tspan>`;
+    parts.push(`<text class="row-label" font-size="11" text-anchor="end">${lines}<title>${esc(whole)}</title></text>`);
     row.values.forEach((v, k) => {
-      const y = top + k * (barH + gap);
+      const y = top + (rowH - rowGap - c.series.length * (barH + gap)) / 2 + k * (barH + gap);
       const s = c.series[k];
       if (v === null) {
         parts.push(`<text class="unknown" x="${f.left + 4}" y="${px(y + barH - 2)}" font-size="10" fill="#888">${esc(s.name)}: unknown</text>`);
         return;
       }
       const w = Math.max(x(v) - f.left, 0.5);
-      parts.push(`<rect class="bar" x="${f.left}" y="${px(y)}" width="${px(w)}" height="${barH}" fill="${s.color}"><title>${esc(`${row.label}, ${s.name}: ${valueLabel(v, k, i)}`)}</title></rect>` +
+      parts.push(`<rect class="bar" x="${f.left}" y="${px(y)}" width="${px(w)}" height="${barH}" fill="${s.color}"><title>${esc(`${whole}, ${s.name}: ${valueLabel(v, k, i)}`)}</title></rect>` +
         `<text x="${px(f.left + w + 4)}" y="${px(y + barH - 2)}" font-size="10">${esc(valueLabel(v, k, i))}</text>`);
     });
   });
@@ -264,7 +272,8 @@ export function lineChart(c: LineChart): string {
   const slots = Math.max(1, Math.floor((f.width - f.left - f.right) / 130));
   const step = Math.max(1, Math.ceil(last / slots));
   const labelled = new Set<number>([0, c.points.length - 1]);
-  for (let i = step; i < c.points.length - 1; i += step) if (c.points.length - 1 - i >= step / 2) labelled.add(i);
+  // A label a whole step from the last one, so the last label never crowds the one before.
+  for (let i = step; i < c.points.length - 1; i += step) if (c.points.length - 1 - i >= step) labelled.add(i);
   const xTicks = [...labelled].sort((a, b) => a - b).map((i) => ({ at: x(i), label: c.xTickLabel(i) }));
   const parts = [svgOpen(c.id, f, c.title, c.desc, 'line-chart')];
   parts.push(...axes(f, xTicks, yTicks.map((t) => ({ at: y(t), label: fmt(t) })), c.xLabel, c.yLabel));

@@ -30,7 +30,7 @@ export interface TuningSectionOptions {
 
 /** The styles the section needs, for the page's <style>. */
 export const TUNING_CSS = `section.tuning figure{margin:1em 0}section.tuning figcaption{font-weight:600;margin-bottom:.3em}
-section.tuning .tasks{display:flex;flex-wrap:wrap;gap:1em}section.tuning .tasks figure{margin:0;width:320px}section.tuning .tasks figcaption{font-size:12px;overflow-wrap:anywhere}
+section.tuning .tasks{display:flex;flex-wrap:wrap;gap:1em}section.tuning .tasks figure{margin:0;width:320px}section.tuning .tasks figcaption{font-size:12px;overflow-wrap:break-word}
 section.tuning caption{text-align:left;font-weight:600;padding:.3em 0}section.tuning details{margin:.3em 0 1em}
 section.tuning .unknown-note{color:#8a5a00}section.tuning .stale{border:2px solid #c0392b;background:#fdecea;padding:.3em .6em}`;
 
@@ -39,6 +39,14 @@ const ms = (v: number | null): string => (v === null ? 'unknown' : duration(v));
 const scaled = (u: TimeUnit) => (v: number): number => v * u.scale;
 const pct = (v: number | null): string => (v === null ? 'unknown' : `${(v * 100).toFixed(1)}%`);
 const taskName = (t: Pick<TaskFigures, 'id' | 'desc'>): string => `${t.id}: ${t.desc}`;
+/**
+ * A task as a bar chart's row: its id and operators on the first line, its shapes (what
+ * tells one conv from the next) whole on the second, so no two rows read the same.
+ */
+const taskRow = (t: TaskFigures): { label: string; detail?: string } => {
+  const space = t.desc.indexOf(' ');
+  return space < 0 ? { label: `${t.id}: ${t.desc}${bestFrom(t)}` } : { label: `${t.id}: ${t.desc.slice(0, space)}`, detail: `${t.desc.slice(space + 1)}${bestFrom(t)}` };
+};
 /** What the estimate sums over: tasks, or layer groups when some tasks are alternatives of others (tuning-data.ts). */
 const unit = (f: TuningFigures): string => (f.layers === f.tasks.length ? 'task(s)' : 'layer group(s)');
 /** The tasks that are no alternative: one per layer group, which the estimate sums over. */
@@ -120,7 +128,7 @@ function shares(f: TuningFigures): string {
     id: 'tuning-shares', title: `${f.network}: each task's part of the estimated latency`,
     desc: `One bar per task, weight × best latency in ${u.name}, largest first; a task without a valid measurement is marked unknown.`,
     xLabel: `weight × best latency (${u.name})`, series: [{ name: 'weight × best', color: '#2f6db5' }],
-    rows: order.map((t) => ({ label: `${taskName(t)}${bestFrom(t)}`, values: [t.weighted_ms === null ? null : scaled(u)(t.weighted_ms)] })),
+    rows: order.map((t) => ({ ...taskRow(t), values: [t.weighted_ms === null ? null : scaled(u)(t.weighted_ms)] })),
     valueLabel: (v, _series, row) => `${fmt(v)} ${u.name} (${pct(order[row].share)})`,
   });
   const of = f.estimated_ms === null ? `the sum over the ${f.layers - f.unmeasured} measured ${unit(f)}` : 'the estimated total latency';
@@ -141,7 +149,8 @@ function defaults(f: TuningFigures): string {
     id: 'tuning-defaults', title: `${f.network}: default schedule against the best tuned one, per task`,
     desc: `Two bars per task: the default schedule's measured latency and the best measured latency, in ${u.name}; unknown where the records hold no measurement of the default.`,
     xLabel: `latency of one run (${u.name})`, series: [{ name: 'default schedule', color: '#b0b0b0' }, { name: 'best tuned', color: '#2f6db5' }],
-    rows: layers.map((t) => ({ label: `${taskName(t)}${bestFrom(t)}`, values: [t.default.known ? scaled(u)(t.default.ms) : null, t.layer_best ? scaled(u)(t.layer_best.ms) : null] })),
+    rows: layers.map((t) => ({ ...taskRow(t), values: [t.default.known ? scaled(u)(t.default.ms) : null, t.layer_best ? scaled(u)(t.layer_best.ms) : null] })),
+    valueLabel: (v) => `${fmt(v)} ${u.name}`,
   });
   const unknown = layers.filter((t) => !t.default.known).length;
   const rows = layers.map((t) => [String(t.id), esc(t.desc), t.default.known ? ms(t.default.ms) : `unknown: ${esc(t.default.why)}`, `${ms(t.layer_best?.ms ?? null)}${bestFrom(t)}`,

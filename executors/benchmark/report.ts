@@ -17,7 +17,7 @@ import type { KernelProfileRow } from '../../engine/compile/profile';
 import { formatRecordsUsed, type RecordsUsed } from '../../engine/compile/manifest';
 import { barChart, columnChart, lineChart } from '../../engine/report/svg-charts';
 import type { ComparisonAge } from '../../engine/report/tuning-html';
-import { duration, fixed, inUnit, unitFor, unitOf } from '../../engine/report/units';
+import { digits, duration, fixed, inUnit, unitFor, unitOf } from '../../engine/report/units';
 import type { ModelFacts } from './model-facts';
 
 export interface BenchmarkReport {
@@ -201,7 +201,8 @@ function historySection(history: readonly HistoryEntry[]): string {
   const head = ['time', `median (${u.name})`, `std (${u.name})`, 'threads', 'load before', 'load after', 'made by', 'CPU', 'warnings'];
   const rows = [...shown].reverse().map((e) => `<tr${e.warnings.length ? ' class="warned"' : ''}><td>${esc(e.time)}</td><td>${inUnit(e.median_ms, u)}</td>` +
     `<td>${inUnit(e.std_ms, u)}</td><td>${e.threads} of ${e.cores}</td><td>${e.load_before.toFixed(2)}</td><td>${e.load_after.toFixed(2)}</td>` +
-    `<td>${esc(madeBy(e))}${e.untuned_median_ms !== undefined ? `; untuned build ${esc(duration(e.untuned_median_ms))}` : ''}</td>` +
+    `<td class="made-by">${esc(e.records ? formatRecordsUsed(e.records) : 'records unknown')}<br>engine ${esc(e.engine_version)}${e.library_sha256 ? `, model.so ${esc(e.library_sha256.slice(0, 8))}` : ''}` +
+    `${e.untuned_median_ms !== undefined ? `<br>untuned build ${esc(duration(e.untuned_median_ms))}` : ''}</td>` +
     `<td>${esc(e.cpu)}</td><td>${e.warnings.length ? esc(e.warnings.join(' / ')) : ''}</td></tr>`).join('\n');
   const only = shown.length === 1 ? shown[0] : undefined;
   const picture = only
@@ -216,6 +217,15 @@ ${rows}
 </table>`;
 }
 
+/** `1.14 GFLOP`, `356 MFLOP`, `12.5 kFLOP`: no exponent for small models. */
+function flopCount(flops: number): string {
+  const [scale, name] = flops >= 1e9 ? [1e9, 'GFLOP'] : flops >= 1e6 ? [1e6, 'MFLOP'] : flops >= 1e3 ? [1e3, 'kFLOP'] : [1, 'FLOP'];
+  return `${digits(flops / scale)} ${name}`;
+}
+
+/** A rate per second: whole and grouped from 100 on (`48,309`), else 4 digits. */
+const rate = (v: number): string => (v >= 100 ? Math.round(v).toLocaleString('en-US') : digits(v));
+
 /** The model's inputs, work and size, and the throughput the median gives. */
 function modelSection(m: ModelFacts, medianMs: number): string {
   const row = (k: string, v: string): string => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`;
@@ -226,10 +236,10 @@ function modelSection(m: ModelFacts, medianMs: number): string {
   return `<h2>Model</h2>
 <table class="model-facts">
 ${row(m.inputs.length === 1 ? 'input' : 'inputs', m.inputs.map(tensor).join('; '))}${row(m.outputs.length === 1 ? 'output' : 'outputs', m.outputs.map(tensor).join('; '))}${
-  row('work per run', `${(m.flops / 1e9).toPrecision(4)} GFLOP (the kernels' floating-point operations, as compile counts them)`)}${
+  row('work per run', `${flopCount(m.flops)} (the kernels' floating-point operations, as compile counts them)`)}${
   row('parameters', `${m.params.toLocaleString('en-US')} values in params.bin (${(m.params * 4 / 2 ** 20).toFixed(1)} MiB; packed as the kernels read them)`)}${
-  row(images ? 'images per second' : 'batch rows per second', `${perSecond.toPrecision(4)} (batch ${m.batch} / median ${duration(medianMs)})`)}${
-  row('achieved rate', `${medianMs > 0 ? (m.flops / (medianMs * 1e-3) / 1e9).toPrecision(4) : '0'} GFLOP/s`)}
+  row(images ? 'images per second' : 'batch rows per second', `${rate(perSecond)} (batch ${m.batch} / median ${duration(medianMs)})`)}${
+  row('achieved rate', `${digits(medianMs > 0 ? m.flops / (medianMs * 1e-3) / 1e9 : 0)} GFLOP/s`)}
 </table>`;
 }
 
@@ -273,8 +283,9 @@ export function renderHtml(r: BenchmarkReport, history: readonly HistoryEntry[] 
     : '<p class="trusted">No reason found to distrust these figures: their spread is small, no measurement is an outlier, and no other process wanted the cores.</p>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(r.network)} on ${esc(r.target)}: tensortune benchmark</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}td{font-variant-numeric:tabular-nums}
-.warning{border:2px solid #c0392b;background:#fdecea;padding:.6em 1em;margin:1em 0}.trusted{color:#2d6a2d}tr.warned td{background:#fdecea}
+<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:72em}table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}td{font-variant-numeric:tabular-nums}
+.warning{border:2px solid #c0392b;background:#fdecea;padding:.6em 1em;margin:1em 0}table.history td{white-space:nowrap}table.history td.made-by,table.history td:last-child{white-space:normal}table.history td.made-by{min-width:15em}
+figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}.trusted{color:#2d6a2d}tr.warned td{background:#fdecea}
 ${TUNING_CSS}</style>
 </head><body>
 <h1>${esc(r.network)} on ${esc(r.target)}</h1>
