@@ -46,10 +46,19 @@ export const canMeasureRss = (): boolean => process.platform === 'linux' && exis
 
 const RSS_MARK = 'tt-max-rss-kib=';
 
+export interface BoundedOptions { cwd: string; limitMs?: number; env?: NodeJS.ProcessEnv; measureRss?: boolean }
+
 /** `tensortune <args...>` in `cwd`, killed after `limitMs`; under GNU time when `measureRss` (and it exists). */
-export function runCliWithin(args: readonly string[], opts: { cwd: string; limitMs?: number; env?: NodeJS.ProcessEnv; measureRss?: boolean }): Promise<BoundedRun> {
+export const runCliWithin = (args: readonly string[], opts: BoundedOptions): Promise<BoundedRun> => runNodeWithin([BIN, ...args], opts);
+
+/** A TypeScript file run by node through tsx, with `args`, as runCliWithin runs the CLI. */
+export const runScriptWithin = (script: string, args: readonly string[], opts: BoundedOptions): Promise<BoundedRun> =>
+  runNodeWithin(['--require', require.resolve('tsx/cjs'), script, ...args], opts);
+
+/** `node <nodeArgs...>` in `cwd`, killed after `limitMs`; under GNU time when `measureRss` (and it exists). */
+export function runNodeWithin(nodeArgs: readonly string[], opts: BoundedOptions): Promise<BoundedRun> {
   const timed = opts.measureRss === true && canMeasureRss();
-  const [cmd, argv] = timed ? [TIME, ['-f', `${RSS_MARK}%M`, process.execPath, BIN, ...args]] : [process.execPath, [BIN, ...args]];
+  const [cmd, argv] = timed ? [TIME, ['-f', `${RSS_MARK}%M`, process.execPath, ...nodeArgs]] : [process.execPath, [...nodeArgs]];
   // A process group of its own: a kill at the limit takes GNU time's child too.
   const child = spawn(cmd, argv, { cwd: opts.cwd, env: { ...process.env, CI: '', ...opts.env }, detached: true });
   let out = '', err = '', timedOut = false;

@@ -48,7 +48,7 @@ test('a good YAML config loads; defaults resolve to the first target and budget'
   assert.is(run.modelDir, path.join(dir, 'dist', 'tensortune', 'mobilenet', 'cpu'));
 });
 
-test('JSON and .tensortunerc (YAML without extension) load through cosmiconfig', () => {
+test('JSON and .tensortunerc (YAML without extension) load', () => {
   const json = JSON.stringify({ targets: { cpu: { target: 'llvm' } }, networks: { r: { model: 'resnet-18' } } });
   assert.is(Object.keys(loadConfig(write('tensortune.config.json', json), dir).config.networks)[0], 'r');
   assert.is(Object.keys(loadConfig(write('.tensortunerc', 'targets: { cpu: { target: llvm } }\nnetworks: { v: { model: vgg-11 } }\n'), dir).config.networks)[0], 'v');

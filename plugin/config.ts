@@ -1,14 +1,19 @@
-// The workspace configuration (tensortune.config.{yaml,yml,json}, .tensortunerc*): found by
-// cosmiconfig's loaders, validated by schemas/config.schema.json (ajv), then checked for
-// what a schema cannot say (names that refer to other entries, target strings, model
-// files). Every mistake is one ConfigError naming the file, the JSON path and what was
-// expected. Used by createNodes (graph time) and by the executors (run time).
+// The workspace configuration (tensortune.config.{yaml,yml,json}, .tensortunerc*): read as
+// a regular file of at most MAX_CONFIG_BYTES (a FIFO or a device in its place is refused,
+// not read), parsed as JSON (.json) or YAML (the rest, as cosmiconfig reads these names)
+// with YAML aliases capped (an alias bomb expands a few hundred bytes into gigabytes),
+// validated by schemas/config.schema.json (ajv), then checked for what a schema cannot say
+// (names that refer to other entries, target strings, model files that must be regular
+// files, folders that must stay inside the workspace). Every mistake is one ConfigError
+// naming the file, the JSON path and what was expected. Used by createNodes (graph time)
+// and by the executors (run time).
 
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
-import { cosmiconfigSync } from 'cosmiconfig';
+import { parse as parseYaml } from 'yaml';
 import { UserError } from '../engine/errors';
+import { formatBytes, kindOf, MiB, modelLimit, readRegularFileSync } from '../engine/regular-file';
 import { NETWORK_NAMES, networkSuggestion } from '../engine/frontend/networks';
 import { parseTarget, withHardwareParams, type GpuParams } from '../engine/target';
 import schema from '../schemas/config.schema.json';
@@ -150,8 +155,42 @@ function describe(err: ErrorObject): [string, string] {
 
 let validator: ReturnType<Ajv['compile']> | undefined;
 
-/** Schema validation plus the cross-checks a schema cannot express. `label` names the file in messages. */
-export function validateConfig(raw: unknown, label: string, dir: string): TensortuneConfig {
+/**
+ * Why the model file `file` (a config's `model`) cannot be used, or undefined when it can:
+ * it must be a regular file (links followed) of at most the model size limit, as the
+ * importer reads it. Checked when the config loads, so that a FIFO or a link to a device
+ * is one error of its network and never an input that Nx's hasher (or the importer) reads.
+ */
+function modelFileProblem(file: string, shown: string, label: string): string | undefined {
+  let stat;
+  try {
+    stat = statSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? `model file ${shown} not found (relative to ${label})` : `model file ${shown} cannot be read (${code ?? (e as Error).message})`;
+  }
+  if (!stat.isFile()) return `model file ${shown} is ${kindOf(stat)}, expected a regular .onnx file`;
+  const { maxBytes, raise } = modelLimit();
+  if (stat.size > maxBytes) return `model file ${shown} has ${formatBytes(stat.size)}, more than the limit of ${formatBytes(maxBytes)}; ${raise}`;
+  return undefined;
+}
+
+/** The folder fields of a config (relative to its file), which must name folders inside the workspace. */
+const FOLDER_FIELDS = ['records', 'outDir'] as const;
+
+/** Whether `p` is `root` or below it, by the paths' text (`..` segments resolved). */
+export function insideFolder(p: string, root: string): boolean {
+  const rel = path.relative(path.resolve(root), path.resolve(p));
+  return rel === '' || (!path.isAbsolute(rel) && rel.split(path.sep)[0] !== '..');
+}
+
+/**
+ * Schema validation plus the cross-checks a schema cannot express. `label` names the file
+ * in messages; relative paths are relative to `dir`; `records` and `outDir` must stay inside
+ * `workspaceRoot` (default `dir`): Nx caches nothing outside it, and a compile must not
+ * write at a folder like `/` before Nx refuses the output.
+ */
+export function validateConfig(raw: unknown, label: string, dir: string, workspaceRoot = dir): TensortuneConfig {
   validator ??= new Ajv({ allErrors: false, verbose: true, strict: false }).compile(schema);
   if (raw === null || raw === undefined) throw new ConfigError(label, '', 'the file is empty (expected networks and targets)');
   if (!validator(raw)) {
@@ -176,6 +215,12 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
     }
     if (b.measure?.timeout !== undefined && b.measure.timeoutMs !== undefined) {
       throw new ConfigError(label, `budgets.${name}.measure.timeoutMs`, 'is the former spelling of timeout (seconds); give one of them');
+    }
+  }
+  for (const field of FOLDER_FIELDS) {
+    const value = config[field];
+    if (value !== undefined && !insideFolder(path.resolve(dir, value), workspaceRoot)) {
+      throw new ConfigError(label, field, `expected a folder inside the workspace ${workspaceRoot}, got ${show(value)} (${path.resolve(dir, value)})`);
     }
   }
   const clash = budgetNames.find((b) => targetNames.includes(b));
@@ -208,7 +253,8 @@ export function validateConfig(raw: unknown, label: string, dir: string): Tensor
     }
     if (isModelFile(n.model)) {
       if (!/\.onnx$/i.test(n.model)) throw new ConfigError(label, `${at}.model`, `expected an .onnx file or a builtin network name, got ${show(n.model)}`);
-      if (!existsSync(path.resolve(dir, n.model))) throw new ConfigError(label, `${at}.model`, `model file ${show(n.model)} not found (relative to ${label})`);
+      const problem = modelFileProblem(path.resolve(dir, n.model), show(n.model), label);
+      if (problem) throw new ConfigError(label, `${at}.model`, problem);
       if (n.imageSize !== undefined) throw new ConfigError(label, `${at}.imageSize`, 'applies to builtin networks only (a model file fixes its input size; use inputs)');
     } else {
       if (!NETWORK_NAMES.includes(n.model)) {
@@ -228,28 +274,55 @@ export function isModelFile(model: string): boolean {
 /** How messages name a config file: relative to the workspace root (its base name when it is the root). */
 export const configLabel = (file: string, workspaceRoot: string): string => path.relative(workspaceRoot, file) || path.basename(file);
 
-const explorer = cosmiconfigSync('tensortune', { cache: false });
+/** The largest config file read: a config is a few kilobytes; anything near this is not one. */
+export const MAX_CONFIG_BYTES = 1 * MiB;
 
-/** The config file's parsed content (not validated); a file that does not parse is a ConfigError. */
-export function readConfigFile(file: string, workspaceRoot = process.cwd()): { abs: string; label: string; raw: unknown } {
+/**
+ * The most YAML alias uses a config may make (the yaml library's count, which grows with
+ * the size of what each alias stands for): enough for any config that shares a list or a
+ * budget by anchor, far too few for an alias bomb, which is refused before it expands.
+ */
+const MAX_ALIAS_COUNT = 100;
+
+/** What readConfigFile read: the file, its label in messages, its parsed content and the workspace root. */
+export interface ConfigFile {
+  abs: string;
+  label: string;
+  raw: unknown;
+  /** The folder that records and outDir must stay inside. */
+  workspaceRoot: string;
+}
+
+/** The config file's parsed content (not validated); a file that is not a regular file, too large, or does not parse is a ConfigError. */
+export function readConfigFile(file: string, workspaceRoot = process.cwd()): ConfigFile {
   const abs = path.resolve(workspaceRoot, file);
   const label = configLabel(abs, workspaceRoot);
   if (!existsSync(abs)) throw new ConfigError(label, '', 'file not found');
+  let text: string;
   try {
-    return { abs, label, raw: explorer.load(abs)?.config };
+    text = readRegularFileSync(abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES }).toString('utf8');
   } catch (e) {
-    // cosmiconfig's loaders prefix the file; keep the parser's own message (line/column).
-    // Their message is "YAML Error in <file>:\n<parser message>\n<code frame>".
-    const lines = (e as Error).message.split('\n').filter((l) => l.trim() && !l.includes(abs));
-    const message = lines[0] ?? (e as Error).message;
-    throw new ConfigError(label, '', `cannot be parsed: ${message}`);
+    const message = e instanceof UserError ? e.message.replace(`the config file ${abs}`, 'the file') : `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
+    throw new ConfigError(label, '', message);
+  }
+  if (text.trim() === '') return { abs, label, raw: undefined, workspaceRoot };
+  try {
+    const raw: unknown = /\.json$/i.test(abs) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: MAX_ALIAS_COUNT });
+    return { abs, label, raw, workspaceRoot };
+  } catch (e) {
+    const message = (e as Error).message;
+    if (/Excessive alias count/.test(message)) {
+      throw new ConfigError(label, '', `cannot be parsed: its YAML aliases expand to more than ${MAX_ALIAS_COUNT} copies (an alias bomb?); write the values out or share fewer`);
+    }
+    // The parser's first line (it says where); the code frame after it is left out.
+    throw new ConfigError(label, '', `cannot be parsed: ${(message.split('\n').find((l) => l.trim()) ?? message).replace(/:\s*$/, '')}`);
   }
 }
 
 /** Validate what readConfigFile read. */
-export function validateConfigFile({ abs, label, raw }: ReturnType<typeof readConfigFile>): LoadedConfig {
+export function validateConfigFile({ abs, label, raw, workspaceRoot }: ConfigFile): LoadedConfig {
   const dir = path.dirname(abs);
-  return { file: abs, dir, config: validateConfig(raw, label, dir) };
+  return { file: abs, dir, config: validateConfig(raw, label, dir, workspaceRoot) };
 }
 
 /** Load and validate a config file; every problem is a ConfigError. */

@@ -16,7 +16,7 @@
 
 import path from 'node:path';
 import type { ModelSpec } from '../engine/frontend/load';
-import { ConfigError, configLabel, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
+import { ConfigError, configLabel, insideFolder, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
 
 export const DEFAULT_RECORDS_DIR = '.tensortune/records';
 export const DEFAULT_OUT_DIR = 'dist/tensortune';
@@ -103,6 +103,10 @@ export function resolveRun(
   const spec: ModelSpec = { model: modelFile ?? net.model, batch, layout: net.layout, imageSize: net.imageSize, ...(inputShapes ? { inputShapes } : {}) };
   const store = storeDir(loaded);
   const out = path.join(outDir(loaded), network);
+  // Every folder a run writes stays inside the workspace, whatever built `loaded` (validateConfig refuses such a config already).
+  for (const [field, folder] of [['records', store], ['outDir', out]] as const) {
+    if (!insideFolder(folder, workspaceRoot)) throw new ConfigError(file, field, `expected a folder inside the workspace ${workspaceRoot}, got ${folder}`);
+  }
   return {
     loaded, network, net, spec, modelFile, targetName: tName, target: loaded.config.targets[tName], budgetName: bName, budget, budgets: loaded.config.budgets ?? {},
     storeDir: store,
