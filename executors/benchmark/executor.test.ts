@@ -12,7 +12,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sealManifest, type Manifest } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/compile/network';
+import type { CompareReport } from '../../engine/compare/compare';
+import { tryLoadOnnxRuntime } from '../../engine/compare/ort';
 import { BENCH_DEFAULTS } from '../../engine/native/bench';
+import { skip } from '../../engine/skip.fixture';
 import { captureConsole as capture, writeNetWorkspace } from '../workspace.fixture';
 import benchmarkExecutor from './executor';
 import { readHistory, renderHtml, writeReport, type BenchmarkReport } from './report';
@@ -129,6 +132,38 @@ test('profile: true prints and reports every kernel of the model, slowest first,
   const html = readFileSync(path.join(reports, 'cpu.html'), 'utf8');
   assert.match(html, /<h2>Per-kernel profile<\/h2>/);
   assert.is((html.match(/<tr><td>[\d.]+<\/td><td><span class="bar"/g) ?? []).length, rows.length);
+});
+
+test('compare: onnxruntime and untuned: true: the comparison file of this build, the default-schedule build timed too, both in the report and the history', async () => {
+  const ort = tryLoadOnnxRuntime();
+  const ctx = { root: dir, cwd: dir, isVerbose: false, projectName: 'net' } as unknown as ExecutorContext;
+  const options = { config: 'tensortune.config.yaml', network: 'net', repeat: 2, minRepeatMs: 0, threads: 1, untuned: true, ...(ort.module ? { compare: 'onnxruntime' as const } : {}) };
+  const { value, lines } = await capture(() => benchmarkExecutor(options, ctx));
+  assert.equal(value, { success: true }, lines.join('\n'));
+  const report = JSON.parse(readFileSync(path.join(reports, 'cpu.json'), 'utf8')) as BenchmarkReport;
+  const manifest = JSON.parse(readFileSync(path.join(dir, 'out', 'net', 'cpu', 'manifest.json'), 'utf8')) as Manifest;
+
+  const untunedManifest = JSON.parse(readFileSync(path.join(reports, 'cpu.untuned', 'manifest.json'), 'utf8')) as Manifest;
+  assert.ok(untunedManifest.kernels.every((k) => k.schedule === 'default'), 'the untuned build has default schedules only');
+  assert.is(report.untuned!.model_dir, 'out/net/reports/cpu.untuned');
+  assert.is(report.untuned!.threads, 1);
+  assert.is(report.untuned!.runs_ms.length, 2);
+  assert.ok(lines.some((l) => /^untuned \(default schedules\): median [\d.]+ [µm]s; tuned: median [\d.]+ [µm]s \([\d.]+x faster tuned\)$/.test(l)), lines.join('\n'));
+  assert.is(readHistory(path.join(reports, 'cpu.history.jsonl')).at(-1)!.untuned_median_ms, report.untuned!.median_ms);
+  assert.equal(report.model!.inputs.map((i) => i.shape), manifest.inputs.map((i) => i.shape));
+  assert.is(report.library_sha256, manifest.library_sha256);
+  const html = readFileSync(path.join(reports, 'cpu.html'), 'utf8');
+  assert.ok(html.includes('id="untuned-tuned"') && html.includes('measured in this run right after the tuned model'));
+
+  if (!ort.module) { skip('nx benchmark compare: onnxruntime', ort.error); return; }
+  const comparison = JSON.parse(readFileSync(path.join(reports, 'cpu.onnxruntime.json'), 'utf8')) as CompareReport;
+  assert.is(comparison.library_sha256, manifest.library_sha256, 'a comparison of the build benchmarked');
+  assert.is(comparison.threads, 1);
+  assert.equal(report.comparison, comparison);
+  assert.equal(report.comparison_age, { time: comparison.time, from: 'measured' }, 'fresh: not stale');
+  assert.ok(lines.includes('wrote out/net/reports/cpu.onnxruntime.json'), lines.join('\n'));
+  assert.match(html, `1 thread(s), measured ${comparison.time}.`);
+  assert.not.ok(html.includes('class="stale"'));
 });
 
 test.run();
