@@ -4,7 +4,7 @@
 // or written; the children are killed past a time limit, so a hang fails the test. Then
 // the size limits of regular-file.ts on regular files.
 
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -74,6 +74,17 @@ test('benchmark --input NAME=FIFO: one line naming the flag and the path, exit 2
   assert.is(compiled.code, 0, compiled.err);
   refused(await runCliWithin(['benchmark', file('m', 'out'), '--input', `x=${input}`, '--repeat', '1'], { cwd: dir }),
     `tensortune benchmark: --input x ${input} is a FIFO (named pipe), expected a regular file`, 'benchmark --input FIFO');
+  // The compiled folder's own files: a FIFO in place of the manifest or of the library.
+  for (const name of ['manifest.json', 'model.so']) {
+    const copy = file(`m-${name}`);
+    cpSync(file('m', 'out'), copy, { recursive: true });
+    rmSync(path.join(copy, name));
+    const swapped = fifo(path.join(`m-${name}`, name));
+    if (!swapped) continue;
+    const what = name === 'manifest.json' ? `the manifest ${swapped}` : swapped;
+    refused(await runCliWithin(['benchmark', copy, '--repeat', '1'], { cwd: dir }),
+      `tensortune benchmark: ${what} is a FIFO (named pipe), expected a regular file`, `benchmark with a FIFO ${name}`);
+  }
   // The check itself only stats the path (the Nx benchmark executor resolves --input through it too).
   assert.throws(() => inputFiles([`x=${input}`], dir), (e: Error) => e instanceof NotRegularFileError);
   assert.throws(() => inputFiles(['x=missing.bin'], dir), /^--input x .*missing\.bin does not exist$/);

@@ -11,9 +11,10 @@
 
 import Ajv, { type ValidateFunction } from 'ajv';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
+import { kindOf, MiB, NotRegularFileError, READ_FLAGS, readRegularFileSync } from '../regular-file';
 import { describeSchemaError, loadSchema } from '../schedule/validate-steps';
 
 /** A model input or output: float32, or int32 / bool (0/1) in 4-byte words (native/include/tensortune.h). */
@@ -124,8 +125,10 @@ export function manifestFiles(dir: string, m: Manifest): { library: string; para
 /** sha256 (hex) of a file, read in chunks. */
 export function fileSha256(file: string): string {
   const hash = createHash('sha256');
-  const fd = openSync(file, 'r');
+  const fd = openSync(file, READ_FLAGS); // non-blocking: a FIFO in the folder is refused below instead of blocking the open
   try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new NotRegularFileError(file, `${file} is ${kindOf(stat)}, expected a regular file`);
     const chunk = Buffer.alloc(1 << 20);
     for (let n = readSync(fd, chunk); n > 0; n = readSync(fd, chunk)) hash.update(chunk.subarray(0, n));
   } finally {
@@ -143,6 +146,7 @@ function checkModelFiles(dir: string, m: Manifest, file: string): void {
     try {
       got = fileSha256(at);
     } catch (e) {
+      if (e instanceof UserError) throw e;
       throw new UserError(`${at}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}), yet ${file} lists it; compile the model again`);
     }
     if (got !== want) {
@@ -192,8 +196,9 @@ export function readManifest(dir: string): Manifest {
   if (!existsSync(file)) throw new UserError(`${file}: not found (expected the output directory of 'tensortune compile')`);
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
+    value = JSON.parse(readRegularFileSync(file, { what: 'the manifest', maxBytes: 16 * MiB }).toString('utf8'));
   } catch (e) {
+    if (e instanceof UserError) throw e;
     throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
   }
   const m = checkManifest(value, file);

@@ -4,7 +4,9 @@
 // in native/common/tt_common.c) and hands the payload to the model's tt_init.
 
 import { promises as fs } from 'node:fs';
+import { constants } from 'node:buffer';
 import { UserError } from './errors';
+import { readRegularFile } from '../regular-file';
 import { bytesToFloat32, float32ToBytes } from './rawfile';
 
 const PARAMS_MAGIC = 'TTPARAM1';
@@ -85,8 +87,9 @@ export async function writeParams(file: string, values: Float32Array): Promise<v
 export async function readParams(file: string): Promise<Float32Array> {
   let bytes: Buffer;
   try {
-    bytes = await fs.readFile(file);
+    bytes = await readRegularFile(file, { what: 'the params file', maxBytes: constants.MAX_LENGTH }); // a FIFO or a device is refused, not read
   } catch (e) {
+    if (e instanceof UserError) throw e;
     throw new UserError(`${file}: cannot read the params file (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   }
   return decodeParams(bytes, file);
