@@ -14,6 +14,7 @@ import { loadModel } from '../frontend/load';
 import { appendRecords } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import type { TuningFigures } from '../report/tuning-data';
+import { duration } from '../report/units';
 import { tuningTasks } from '../search/tune';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-report-'));
@@ -54,7 +55,7 @@ test('text, JSON and the page', async () => {
   assert.is(figures.estimated_ms, 2 * weights - figures.tasks[0].weight);
   assert.is(figures.estimated_default_ms, 2 * weights);
   assert.match(text.out, /^\| +ID +\| Task Description/m);
-  assert.ok(text.out.includes(`tuning: ${figures.trials} trial(s) of ${figures.tasks.length} task(s) in the records for this target and machine, estimated total latency ${figures.estimated_ms!.toFixed(3)} ms\n`));
+  assert.ok(text.out.includes(`tuning: ${figures.trials} trial(s) of ${figures.tasks.length} task(s) in the records for this target and machine, estimated total latency ${duration(figures.estimated_ms!)}\n`));
 
   const page = path.join(dir, 'page.html');
   const html = await run(model, '--records', log, '--target', 'llvm', '--fingerprint', FP, '--out', page);
@@ -63,7 +64,7 @@ test('text, JSON and the page', async () => {
   const content = readFileSync(page, 'utf8');
   assert.not.ok(content.includes('<script>'), 'the model path is escaped');
   assert.ok(content.includes('&#60;script&#62;alert(1)&#60;'));
-  assert.is(content.match(/<svg /g)?.length, 3 + figures.tasks.length, 'curve, shares, defaults and one curve per task');
+  assert.is(content.match(/<svg /g)?.length, 4 + figures.tasks.length, 'curves against trials and tuning time, shares, defaults and one curve per task');
 });
 
 test('records of two thread counts: the newest count, with one warning; --threads picks another', async () => {

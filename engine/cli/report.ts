@@ -32,8 +32,9 @@ Options:
   --threads N         only the records measured at N threads (and those that do not say;
                       default: the count of the newest record, with a warning where the
                       records have several: timings at different counts do not compare)
-${modelFlagsUsage('NHWC')}  --compare FILE      an ONNX Runtime comparison to show: the output of 'tensortune benchmark
-                      DIR --compare onnxruntime --json' (its last line is the JSON)
+${modelFlagsUsage('NHWC')}  --compare FILE      an ONNX Runtime comparison to show: what 'tensortune benchmark DIR
+                      --compare onnxruntime --json' prints on stdout (or a file whose last
+                      line is that JSON)
   --out FILE          write the HTML page (self-contained: inline SVG, no script)
   --json              print the figures as one JSON object instead of the table
   -h, --help          show this help

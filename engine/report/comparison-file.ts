@@ -1,6 +1,6 @@
 // The ONNX Runtime comparison the tuning report shows when there is one: a file holding
-// what `tensortune benchmark DIR --compare onnxruntime --json` prints (its last line is
-// the JSON report; the human summary above it is ignored), or that JSON alone. The fields
+// what `tensortune benchmark DIR --compare onnxruntime --json` prints on stdout (the JSON
+// alone), or an older file whose last line is the JSON below the human summary. The fields
 // the report reads are checked with ajv; anything else is one message naming the file and
 // the field.
 

@@ -22,6 +22,7 @@ import { CONFIRM_POLICY, isValidRecord, matchesRecord, meanCost, threadCounts, t
 import type { LogEntry } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import { recordId } from '../records/store';
+import { duration } from './units';
 
 /** A tuning task as the report needs it (engine/graph/extract.ts's Task has these fields). */
 export interface ReportTask {
@@ -279,11 +280,11 @@ export function reportMatch(entries: readonly LogEntry[], tasks: readonly Report
   };
 }
 
-/** One line for logs: `tuning: 120 trial(s) of 3 task(s), estimated total latency 1.234 ms` (or why there is none). */
+/** One line for logs: `tuning: 120 trial(s) of 3 task(s), estimated total latency 1.234 ms` (µs under 1 ms; or why there is none). */
 export function tuningLine(f: TuningFigures): string {
   const est = f.estimated_ms === null
     ? `no estimated total latency yet (${f.unmeasured} of ${f.layers} ${f.layers === f.tasks.length ? 'task(s)' : 'layer group(s)'} without a valid measurement)`
-    : `estimated total latency ${f.estimated_ms.toFixed(3)} ms`;
+    : `estimated total latency ${duration(f.estimated_ms)}`;
   const where = f.threads !== null ? `this target and machine at ${f.threads} thread(s)` : 'this target and machine';
   return `tuning: ${f.trials} trial(s) of ${f.tasks.length} task(s) in the records for ${where}, ${est}`;
 }

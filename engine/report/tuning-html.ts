@@ -195,7 +195,8 @@ function comparison(f: TuningFigures, o: TuningSectionOptions): string {
     valueLabel: (v) => `${fmt(v)} ${u.name}`,
   });
   const age = o.comparisonAge;
-  const when = age ? `${age.from === 'measured' ? 'measured' : 'file written (the comparison does not say when it was measured)'} ${age.time}` : c.time ?? 'unknown';
+  const when = age ? `${age.from === 'measured' ? 'measured' : 'file written (the comparison does not say when it was measured)'} ${age.time}`
+    : c.time !== undefined ? `measured ${c.time}` : 'time of measurement not recorded';
   const rows = [
     ['ratio', `${c.ratio.toFixed(3)} (tensortune / ONNX Runtime; below 1: tensortune is faster)${c.paired_ratio === undefined ? '' : `; paired by round ${c.paired_ratio.toFixed(3)}`}`],
     ['threads', `${c.threads} (both engines)`], ['when', esc(when)], ['interleaved rounds', String(c.rounds)], ['runs per measurement', String(c.number)],
