@@ -11,7 +11,6 @@ import { numElements } from '../ir/tensor';
 import { MAX_LOCAL_FLOATS } from '../codegen/lower';
 import type { RecordGenome } from '../records/record';
 import { ScheduleError } from '../schedule/state';
-import { CONST_INDEXED_TAGS } from '../topi/winograd';
 import { buildGpuState } from './annotate-gpu';
 import { MAX_INNERMOST_FACTOR } from './factors';
 import { tileChoices, type Built, type Genome, type ParamKind, type ParamSource, type ParamValue, type TileFits } from './params';
@@ -129,6 +128,7 @@ class Builder extends StepBuilder {
     if (p.k === 'tile') this.tile(x, p);
     else if (p.k === 'rfactor') this.rfactor(x, p.inner);
     else if (p.k === 'simple') this.simple(x);
+    else if (p.k === 'const-tensor') this.constIndexed(x);
   }
 
   /**
@@ -284,11 +284,6 @@ class Builder extends StepBuilder {
   }
 
   private simple(x: string): void {
-    const { tensor, reduceAxes } = this.state.stage(x);
-    if (tensor.op.kind === 'compute' && CONST_INDEXED_TAGS.has(tensor.op.tag) && reduceAxes.length === 0) {
-      this.constIndexed(x);
-      return;
-    }
     if (!this.locate(x)) return;
     const s = this.state.stage(x);
     const sp = s.axes;
@@ -326,7 +321,8 @@ class Builder extends StepBuilder {
 
   /**
    * A stage whose first two axes index constant matrices (a Winograd transform,
-   * CONST_INDEXED_TAGS), after TVM's SimplifyComputeWithConstTensor rule: it stays at root
+   * CONST_INDEXED_TAGS: the plan of sketch.ts's simplify-compute-with-const-tensor rule),
+   * after TVM's SimplifyComputeWithConstTensor rule: it stays at root
    * (TVM does not move a stage that rule tiled), and those two axes are unrolled inside the
    * other loops, outside the vector loop, so that the selects on them fold to the non-zero
    * terms of each output. Without it every element evaluates the whole chain (36 branches

@@ -3,7 +3,8 @@
 // sketch_policy_rules.cc). Stages are visited from the output to the inputs as on CPU
 // (sketch.ts); annotate-gpu.ts turns a sketch into steps.
 //
-// Rules, in TVM's GPU order:
+// Rules, a table in the order of TVM's GPU sketch_rules (GPU_SKETCH_RULES; TVM's cache-read
+// rule is the `shared` list of the tiling rules' plans):
 //  - always inline: every stage without a reduction that is not an output (on GPUs TVM
 //    inlines them all, not only the strictly inlineable ones): one launch fewer each;
 //  - cross-thread reduction, for reductions with little spatial work (a tiled reduction
@@ -23,7 +24,7 @@
 //  - everything else: fuse all spatial loops, split by a thread count, bind.
 //
 // `opencl -device=mali` (TVM's Mali branch of the same constructor): the CPU rule list on
-// the GPU tiling structure: always inline, rfactor (both variants, for every reduction that
+// the GPU tiling structure (MALI_SKETCH_RULES): always inline, rfactor (both variants, for every reduction that
 // is not tiled: TVM's Mali parameters have num_cores = -1, so NeedsRfactor always holds),
 // cache write, multi-level tiling with fusion; no shared memory, no cross-thread reduction.
 // Its initial population adds TVM's InitVectorization (innermost loops vectorised).
@@ -31,7 +32,7 @@
 import type { ComputeDAG } from '../ir/dag';
 import type { GpuParams } from '../target';
 import { StageAnalysis } from './analysis';
-import { enumerateSketches, type GpuSpace, type Plan, type Sketch } from './sketch';
+import { applyRules, enumerateSketches, type GpuSpace, type Sketch, type SketchRule } from './sketch';
 
 export interface GpuSketchOptions {
   /** The device's limits (target.ts GpuParams). */
@@ -65,31 +66,60 @@ export function sharedInputs(an: StageAnalysis, name: string): string[] {
   });
 }
 
+interface GpuRuleContext { readonly an: StageAnalysis; readonly gpu: GpuSpace }
+
+const inlinedIn = ({ an }: GpuRuleContext) => (s: string): boolean => inlinedOnGpu(an, s);
+
+const ALWAYS_INLINE: SketchRule<GpuRuleContext> = {
+  name: 'always-inline',
+  applies: (c, x) => (inlinedIn(c)(x) ? 'apply-and-skip-rest' : 'pass'),
+  apply: (_c, _x, withPlan) => [withPlan({ k: 'inline' })],
+};
+
+/** Mali: both rfactor variants for a reduction that is not tiled (TVM's Mali num_cores = -1: NeedsRfactor always holds). */
+const ADD_RFACTOR: SketchRule<GpuRuleContext> = {
+  name: 'add-rfactor',
+  applies: ({ an }, x) => (an.hasReduce(x) && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1 ? 'apply' : 'pass'),
+  apply: (_c, _x, withPlan) => [withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false })],
+};
+
+const CROSS_THREAD_REDUCTION: SketchRule<GpuRuleContext> = {
+  name: 'cross-thread-reduction',
+  applies: ({ an, gpu }, x) => (needsCrossThreadReduction(an, x, gpu.params.warpSize) ? 'apply' : 'pass'),
+  apply: (_c, _x, withPlan) => [withPlan({ k: 'gpu-cross-thread' })],
+};
+
+/** The tensors a tiled stage reads through shared memory (none on Mali, nor for a stage without a reduction). */
+const sharedOf = ({ an, gpu }: GpuRuleContext, x: string): string[] => (gpu.mali || !an.hasReduce(x) ? [] : sharedInputs(an, x));
+
+const ADD_CACHE_WRITE: SketchRule<GpuRuleContext> = {
+  name: 'add-cache-write',
+  applies: (c, x) => (c.an.needsMultiLevelTiling(x) && c.an.fusibleConsumer(x, inlinedIn(c)) === undefined ? 'apply' : 'pass'),
+  apply: (c, x, withPlan) => [withPlan({ k: 'gpu-tile', cacheWrite: true, shared: sharedOf(c, x) })],
+};
+
+const MULTI_LEVEL_TILING_WITH_FUSION: SketchRule<GpuRuleContext> = {
+  name: 'multi-level-tiling-with-fusion',
+  applies: (c, x) => (c.an.needsMultiLevelTiling(x) && c.an.fusibleConsumer(x, inlinedIn(c)) !== undefined ? 'apply' : 'pass'),
+  apply: (c, x, withPlan) => {
+    const consumer = c.an.fusibleConsumer(x, inlinedIn(c))!;
+    return [withPlan({ k: 'gpu-tile', consumer, cacheWrite: false, shared: sharedOf(c, x) }, [[consumer, { k: 'fused-consumer', producer: x }]])];
+  },
+};
+
+const SKIP_STAGE: SketchRule<GpuRuleContext> = {
+  name: 'skip-stage',
+  applies: ({ an }, x) => (an.needsMultiLevelTiling(x) ? 'pass' : 'apply'),
+  apply: (_c, _x, withPlan) => [withPlan({ k: 'gpu-simple' })],
+};
+
+/** The GPU sketch rules, in the order of TVM's GPU sketch_rules. */
+export const GPU_SKETCH_RULES: readonly SketchRule<GpuRuleContext>[] = [ALWAYS_INLINE, CROSS_THREAD_REDUCTION, ADD_CACHE_WRITE, MULTI_LEVEL_TILING_WITH_FUSION, SKIP_STAGE];
+
+/** `opencl -device=mali`: the rules of TVM's Mali branch, in its order. */
+export const MALI_SKETCH_RULES: readonly SketchRule<GpuRuleContext>[] = [ALWAYS_INLINE, ADD_RFACTOR, ADD_CACHE_WRITE, MULTI_LEVEL_TILING_WITH_FUSION, SKIP_STAGE];
+
 export function generateGpuSketches(dag: ComputeDAG, opts: GpuSketchOptions): Sketch[] {
-  const an = new StageAnalysis(dag);
   const gpu: GpuSpace = { params: opts.gpu, mali: opts.mali ?? false };
-  const inlined = (s: string): boolean => inlinedOnGpu(an, s);
-  return enumerateSketches(dag, (x, _plans, withPlan) => {
-    if (inlined(x)) return [withPlan({ k: 'inline' })];
-    const next: Map<string, Plan>[] = [];
-    const reduce = an.hasReduce(x);
-    if (reduce && gpu.mali && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1) {
-      next.push(withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false }));
-    }
-    if (!gpu.mali && needsCrossThreadReduction(an, x, gpu.params.warpSize)) {
-      next.push(withPlan({ k: 'gpu-cross-thread' }));
-    }
-    if (an.needsMultiLevelTiling(x)) {
-      const shared = gpu.mali || !reduce ? [] : sharedInputs(an, x);
-      const consumer = an.fusibleConsumer(x, inlined);
-      if (consumer !== undefined) {
-        next.push(withPlan({ k: 'gpu-tile', consumer, cacheWrite: false, shared }, [[consumer, { k: 'fused-consumer', producer: x }]]));
-      } else {
-        next.push(withPlan({ k: 'gpu-tile', cacheWrite: true, shared }));
-      }
-    } else {
-      next.push(withPlan({ k: 'gpu-simple' }));
-    }
-    return next;
-  }, gpu);
+  return enumerateSketches(dag, applyRules(gpu.mali ? MALI_SKETCH_RULES : GPU_SKETCH_RULES, { an: new StageAnalysis(dag), gpu }), gpu);
 }

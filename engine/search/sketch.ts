@@ -3,14 +3,17 @@
 // several variants. A sketch fixes structure only (what is inlined, tiled, fused, cached,
 // rfactored); annotate.ts turns it into concrete steps by choosing tile sizes and pragmas.
 //
-// Rules, in TVM's CPU order: always-inline (strictly inlineable elementwise stages),
-// rfactor (reductions with little spatial work; two variants), cache-write (a tiled
-// reduction with no fusible consumer), multi-level tiling with fusion of the elementwise
-// consumer at tile level 1 or 2, plain multi-level tiling ("SSRSRS"), and no tiling for
-// everything else.
+// The rules are a table (CPU_SKETCH_RULES), in the order of TVM's CPU sketch_rules
+// (apache/tvm src/auto_scheduler/search_policy/sketch_policy.cc): always-inline (strictly
+// inlineable elementwise stages), simplify-compute-with-const-tensor (a Winograd
+// transform: its constant-indexed axes unrolled), rfactor (reductions with little spatial
+// work; two variants), cache-write (a tiled reduction with no fusible consumer),
+// multi-level tiling with fusion of the elementwise consumer at tile level 1 or 2, plain
+// multi-level tiling ("SSRSRS"), and skip-stage (no tiling) for everything else.
 
 import type { ComputeDAG } from '../ir/dag';
 import type { GpuParams } from '../target';
+import { CONST_INDEXED_TAGS } from '../topi/winograd';
 import { StageAnalysis } from './analysis';
 
 export type Plan =
@@ -28,6 +31,12 @@ export type Plan =
   | { k: 'rfactor'; inner: boolean }
   /** No tiling: compute location, parallel outer loops, a vectorised inner loop, unroll. */
   | { k: 'simple' }
+  /**
+   * A stage whose first two axes index constant matrices (a Winograd transform,
+   * CONST_INDEXED_TAGS; TVM's RuleSimplifyComputeWithConstTensor): those axes unrolled
+   * inside the other loops, so the selects on them fold (annotate.ts constIndexed).
+   */
+  | { k: 'const-tensor' }
   /**
    * GPU multi-level tiling SSSRRSRS (sketch-gpu.ts): the bound stage (`consumer`, or the stage
    * itself after `cacheWrite` with the reduction in `<stage>.local`) takes the three outer
@@ -78,6 +87,7 @@ function planName(p: Plan): string {
     case 'fused-consumer': return `fused<${p.producer}`;
     case 'rfactor': return `rfactor-${p.inner ? 'inner' : 'outer'}`;
     case 'simple': return 'simple';
+    case 'const-tensor': return 'const-tensor';
     case 'gpu-tile': return `gpu-tile${p.cacheWrite ? '+cache' : ''}${p.shared.length ? '+shared' : ''}${p.consumer ? `>${p.consumer}` : ''}`;
     case 'gpu-rfactor': return `gpu-rfactor-${p.inner ? 'inner' : 'outer'}`;
     case 'gpu-cross-thread': return 'gpu-cross-thread';
@@ -111,28 +121,83 @@ export function enumerateSketches(
   }));
 }
 
-export function generateSketches(dag: ComputeDAG, opts: SketchOptions): Sketch[] {
-  const an = new StageAnalysis(dag);
-  return enumerateSketches(dag, (x, plans, withPlan) => {
-    const inlined = (s: string): boolean => plans.get(s)?.k === 'inline';
-    if (!an.hasReduce(x)) return [withPlan(!an.isOutput(x) && an.isStrictlyInlineable(x) ? { k: 'inline' } : { k: 'simple' })];
+/** Whether a rule applies to a stage: no; yes; yes, and the later rules are not tried (TVM's kPass, kApply, kApplyAndSkipRest). */
+export type RuleCondition = 'pass' | 'apply' | 'apply-and-skip-rest';
+
+/**
+ * One sketch derivation rule (TVM's SketchGenerationRule): whether it applies to stage `x`
+ * of a partial sketch (`plans`: the plans fixed so far), and the partial sketches it makes
+ * of it, each with `withPlan`. `C` is what the rules of one table share (the stage analysis,
+ * the target's parameters).
+ */
+export interface SketchRule<C> {
+  readonly name: string;
+  applies(c: C, x: string, plans: ReadonlyMap<string, Plan>): RuleCondition;
+  apply(c: C, x: string, withPlan: WithPlan, plans: ReadonlyMap<string, Plan>): Map<string, Plan>[];
+}
+
+/** The alternatives a rule table makes of a stage: those of every rule that applies, in order, up to one that skips the rest. */
+export function applyRules<C>(rules: readonly SketchRule<C>[], c: C): Parameters<typeof enumerateSketches>[1] {
+  return (x, plans, withPlan) => {
     const next: Map<string, Plan>[] = [];
-    if (an.needsRfactor(x, opts.numCores)) {
-      next.push(withPlan({ k: 'rfactor', inner: true }), withPlan({ k: 'rfactor', inner: false }));
-    }
-    if (an.needsMultiLevelTiling(x)) {
-      const consumer = an.fusibleConsumer(x, inlined);
-      if (consumer !== undefined) {
-        for (const level of [1, 2] as const) {
-          next.push(withPlan({ k: 'tile', level, consumer, cacheWrite: false }, [[consumer, { k: 'fused-consumer', producer: x }]]));
-        }
-      } else {
-        for (const level of [1, 2] as const) next.push(withPlan({ k: 'tile', level, cacheWrite: true }));
-      }
-      next.push(withPlan({ k: 'tile', level: 0, cacheWrite: false }));
-    } else {
-      next.push(withPlan({ k: 'simple' }));
+    for (const rule of rules) {
+      const condition = rule.applies(c, x, plans);
+      if (condition === 'pass') continue;
+      next.push(...rule.apply(c, x, withPlan, plans));
+      if (condition === 'apply-and-skip-rest') break;
     }
     return next;
-  });
+  };
+}
+
+interface CpuRuleContext { readonly an: StageAnalysis; readonly numCores: number }
+
+const tiled = (c: CpuRuleContext, x: string): boolean => c.an.hasReduce(x) && c.an.needsMultiLevelTiling(x);
+const fusibleConsumer = (c: CpuRuleContext, x: string, plans: ReadonlyMap<string, Plan>): string | undefined =>
+  c.an.fusibleConsumer(x, (s) => plans.get(s)?.k === 'inline');
+
+/** The CPU sketch rules, in the order of TVM's CPU sketch_rules. */
+export const CPU_SKETCH_RULES: readonly SketchRule<CpuRuleContext>[] = [
+  {
+    name: 'always-inline',
+    applies: ({ an }, x) => (!an.hasReduce(x) && !an.isOutput(x) && an.isStrictlyInlineable(x) ? 'apply-and-skip-rest' : 'pass'),
+    apply: (_c, _x, withPlan) => [withPlan({ k: 'inline' })],
+  },
+  {
+    name: 'simplify-compute-with-const-tensor',
+    applies: ({ an }, x) => (!an.hasReduce(x) && CONST_INDEXED_TAGS.has(an.tensor(x).op.tag) ? 'apply-and-skip-rest' : 'pass'),
+    apply: (_c, _x, withPlan) => [withPlan({ k: 'const-tensor' })],
+  },
+  {
+    name: 'add-rfactor',
+    applies: ({ an, numCores }, x) => (an.hasReduce(x) && an.needsRfactor(x, numCores) ? 'apply' : 'pass'),
+    apply: (_c, _x, withPlan) => [withPlan({ k: 'rfactor', inner: true }), withPlan({ k: 'rfactor', inner: false })],
+  },
+  {
+    name: 'add-cache-write',
+    applies: (c, x, plans) => (tiled(c, x) && fusibleConsumer(c, x, plans) === undefined ? 'apply' : 'pass'),
+    apply: (_c, _x, withPlan) => ([1, 2] as const).map((level) => withPlan({ k: 'tile', level, cacheWrite: true })),
+  },
+  {
+    name: 'multi-level-tiling-with-fusion',
+    applies: (c, x, plans) => (tiled(c, x) && fusibleConsumer(c, x, plans) !== undefined ? 'apply' : 'pass'),
+    apply: (c, x, withPlan, plans) => {
+      const consumer = fusibleConsumer(c, x, plans)!;
+      return ([1, 2] as const).map((level) => withPlan({ k: 'tile', level, consumer, cacheWrite: false }, [[consumer, { k: 'fused-consumer', producer: x }]]));
+    },
+  },
+  {
+    name: 'multi-level-tiling',
+    applies: (c, x) => (tiled(c, x) ? 'apply' : 'pass'),
+    apply: (_c, _x, withPlan) => [withPlan({ k: 'tile', level: 0, cacheWrite: false })],
+  },
+  {
+    name: 'skip-stage',
+    applies: (c, x) => (tiled(c, x) ? 'pass' : 'apply'),
+    apply: (_c, _x, withPlan) => [withPlan({ k: 'simple' })],
+  },
+];
+
+export function generateSketches(dag: ComputeDAG, opts: SketchOptions): Sketch[] {
+  return enumerateSketches(dag, applyRules(CPU_SKETCH_RULES, { an: new StageAnalysis(dag), numCores: opts.numCores }));
 }
