@@ -66,7 +66,9 @@ test('cross-checks: names, target strings, models', () => {
   assert.match(errorOf('f.yaml', `${GOOD}defaults: { target: gpu }\n`), /^f\.yaml: defaults\.target: unknown target "gpu" \(expected one of: cpu\)$/);
   assert.match(errorOf('g.yaml', GOOD.replace('llvm -mcpu=native', 'vulkan')), /^g\.yaml: targets\.cpu\.target: unsupported target kind 'vulkan'/);
   assert.match(errorOf('h.yaml', GOOD.replace('model: mobilenet', 'model: mobilenett')), /^h\.yaml: networks\.mobilenet\.model: unknown builtin network "mobilenett" \(expected a path to an \.onnx file or one of: mobilenet, resnet-18/);
-  assert.is(errorOf('i.yaml', GOOD.replace('model: mobilenet, imageSize: 64', 'model: nets/x.onnx')), 'i.yaml: networks.mobilenet.model: model file "nets/x.onnx" not found (relative to i.yaml)');
+  // A missing model file is its network's error: the config loads, resolving that network fails.
+  const missing = loadConfig(write('i.yaml', GOOD.replace('model: mobilenet, imageSize: 64', 'model: nets/x.onnx')), dir);
+  assert.throws(() => resolveRun(missing, dir, 'mobilenet'), (e: Error) => e instanceof ConfigError && e.message === 'i.yaml: networks.mobilenet.model: model file "nets/x.onnx" not found (relative to i.yaml)');
   assert.match(errorOf('j.yaml', GOOD.replace('tiny:', 'cpu:')), /^j\.yaml: budgets\.cpu: 'cpu' is also a target name/);
   assert.match(errorOf('k.yaml', GOOD.replace('threads: 2', 'threads: 2, runner: ssh board')), /^k\.yaml: targets\.cpu\.runner: expected a command template containing \{command\}/);
   assert.match(errorOf('k2.yaml', GOOD.replace('threads: 2', 'threads: 2, runners: ["ssh a {command}", "ssh b"]')), /^k2\.yaml: targets\.cpu\.runners\[1\]: expected a command template containing \{command\}, got "ssh b"$/);

@@ -94,6 +94,11 @@ export interface LoadedConfig {
   /** Its directory: relative paths in the config are relative to it. */
   dir: string;
   config: TensortuneConfig;
+  /**
+   * Networks whose model file cannot be used (missing, not a regular file, too large), with
+   * the error: each is refused when run (resolveRun), and the file's other networks work.
+   */
+  modelProblems?: ReadonlyMap<string, ConfigError>;
 }
 
 /** A mistake in a config file; the message names the file and the JSON path. */
@@ -188,9 +193,10 @@ export function insideFolder(p: string, root: string): boolean {
  * Schema validation plus the cross-checks a schema cannot express. `label` names the file
  * in messages; relative paths are relative to `dir`; `records` and `outDir` must stay inside
  * `workspaceRoot` (default `dir`): Nx caches nothing outside it, and a compile must not
- * write at a folder like `/` before Nx refuses the output.
+ * write at a folder like `/` before Nx refuses the output. With `modelProblems`, a network
+ * whose model file cannot be used is entered there instead of thrown.
  */
-export function validateConfig(raw: unknown, label: string, dir: string, workspaceRoot = dir): TensortuneConfig {
+export function validateConfig(raw: unknown, label: string, dir: string, workspaceRoot = dir, modelProblems?: Map<string, ConfigError>): TensortuneConfig {
   validator ??= new Ajv({ allErrors: false, verbose: true, strict: false }).compile(schema);
   if (raw === null || raw === undefined) throw new ConfigError(label, '', 'the file is empty (expected networks and targets)');
   if (!validator(raw)) {
@@ -254,7 +260,8 @@ export function validateConfig(raw: unknown, label: string, dir: string, workspa
     if (isModelFile(n.model)) {
       if (!/\.onnx$/i.test(n.model)) throw new ConfigError(label, `${at}.model`, `expected an .onnx file or a builtin network name, got ${show(n.model)}`);
       const problem = modelFileProblem(path.resolve(dir, n.model), show(n.model), label);
-      if (problem) throw new ConfigError(label, `${at}.model`, problem);
+      if (problem && !modelProblems) throw new ConfigError(label, `${at}.model`, problem);
+      if (problem) modelProblems!.set(name, new ConfigError(label, `${at}.model`, problem));
       if (n.imageSize !== undefined) throw new ConfigError(label, `${at}.imageSize`, 'applies to builtin networks only (a model file fixes its input size; use inputs)');
     } else {
       if (!NETWORK_NAMES.includes(n.model)) {
@@ -322,10 +329,12 @@ export function readConfigFile(file: string, workspaceRoot = process.cwd()): Con
 /** Validate what readConfigFile read. */
 export function validateConfigFile({ abs, label, raw, workspaceRoot }: ConfigFile): LoadedConfig {
   const dir = path.dirname(abs);
-  return { file: abs, dir, config: validateConfig(raw, label, dir, workspaceRoot) };
+  const modelProblems = new Map<string, ConfigError>();
+  const config = validateConfig(raw, label, dir, workspaceRoot, modelProblems);
+  return { file: abs, dir, config, ...(modelProblems.size > 0 ? { modelProblems } : {}) };
 }
 
-/** Load and validate a config file; every problem is a ConfigError. */
+/** Load and validate a config file; every problem is a ConfigError (a network's model file problem: when that network is resolved). */
 export function loadConfig(file: string, workspaceRoot = process.cwd()): LoadedConfig {
   return validateConfigFile(readConfigFile(file, workspaceRoot));
 }

@@ -3,17 +3,22 @@
 // config file's content, the plugin options, the plugin's version and a digest of the
 // inference code (an upgraded or rebuilt plugin must not serve the old targets). A config that does not load never breaks the graph:
 // its networks (from the raw file, or the last good load) keep their target names, the
-// executors report the error when run, and a warning names the file and the field.
+// executors report the error when run, and a warning names the file and the field. A
+// network whose model file cannot be used (missing, a FIFO, a link to a device) is such a
+// network alone: the file's other networks are inferred as usual.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createNodesFromFiles, logger, type CreateNodes, type CreateNodesResult } from '@nx/devkit';
-import { PluginCache, workspaceDataDirectory } from '@nx/devkit/internal';
+// From the workspace's own nx, whose paths these are in every supported version (23, 24):
+// @nx/devkit/internal is released in lockstep with nx and lacks workspaceDataDirectory before 24.
+import { workspaceDataDirectory } from 'nx/src/utils/cache-directory';
+import { PluginCache } from 'nx/src/utils/plugin-cache-utils';
 import { readRegularFileSync, modelLimit } from '../engine/regular-file';
 import { CONFIG_FILE_NAMES, ConfigError, isModelFile, MAX_CONFIG_BYTES, readConfigFile, validateConfigFile } from './config';
 import { PACKAGE_ROOT, PLUGIN_VERSION } from './package-info';
-import { toPosix } from './resolve';
+import { projectRootOf, toPosix } from './resolve';
 import { loadShardPlans, shardedNetworks } from './shards';
 import { brokenProjects, inferProjects, type InferenceContext, type TensortunePluginOptions } from './targets';
 
@@ -26,6 +31,8 @@ interface CacheEntry {
   result: CreateNodesResult;
   /** Networks of the last good load, for a file that later breaks. */
   names?: { name: string; root: string; shards?: number }[];
+  /** False when a network's model file could not be used: re-inferred next time (the file may be fixed without the config changing). */
+  cacheable?: boolean;
 }
 
 function workspaceDependsOnTensortune(workspaceRoot: string): boolean {
@@ -77,11 +84,21 @@ export function createNodesForConfig(
   try {
     const file = readConfigFile(configFile, ctx.workspaceRoot);
     raw = file.raw;
-    const loaded = validateConfigFile(file);
+    const all = validateConfigFile(file);
+    // A network whose model file cannot be used (missing, a FIFO, a link to a device) gets
+    // targets that report it, and no input that would point Nx's hasher at it; the other
+    // networks of the file are inferred as usual.
+    const unusable = all.modelProblems ?? new Map<string, ConfigError>();
+    for (const e of unusable.values()) logger.warn(`tensortune: ${e.message} (this network's targets report it when run)`);
+    const loaded = unusable.size === 0 ? all
+      : { ...all, config: { ...all.config, networks: Object.fromEntries(Object.entries(all.config.networks).filter(([n]) => !unusable.has(n))) } };
     // Sharded networks: their tasks decide the shard targets' inputs (the models are loaded here, and cached below).
     const shardPlans = shardedNetworks(loaded).length > 0 ? loadShardPlans(loaded, ctx.workspaceRoot) : undefined;
     const projects = inferProjects(loaded, { ...ctx, shardPlans, engineVersion: PLUGIN_VERSION }, options);
-    return { result: toResult(projects), names: projects.map((p) => ({ name: p.name, root: p.root, shards: loaded.config.networks[p.name]?.shards })) };
+    const broken = [...unusable].flatMap(([name, e]) => brokenProjects(
+      [{ name, root: projectRootOf(all, ctx.workspaceRoot, name), shards: all.config.networks[name].shards }], toPosix(configFile), e.message, options));
+    const names = [...projects, ...broken].map((p) => ({ name: p.name, root: p.root, shards: all.config.networks[p.name]?.shards }));
+    return { result: toResult([...projects, ...broken]), names, cacheable: unusable.size === 0 };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     logger.warn(`tensortune: ${e.message} (the projects of this file report it when run)`);
@@ -142,9 +159,9 @@ export const createNodes: CreateNodes<TensortunePluginOptions> = [
         if (hit) return hit.result;
         const lastGood = cache.get(`names:${file}`)?.names;
         const entry = createNodesForConfig(file, opts, ctx, lastGood);
-        // A broken file is re-inferred every time (so the warning shows); a good one is cached.
+        // A broken file, or one with a network whose model cannot be used, is re-inferred every time (so the warning shows); a good one is cached.
         if (entry.names && entry.names !== lastGood) {
-          cache.set(key, entry);
+          if (entry.cacheable !== false) cache.set(key, entry);
           cache.set(`names:${file}`, { result: {}, names: entry.names });
         }
         return entry.result;

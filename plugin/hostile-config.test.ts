@@ -2,7 +2,7 @@
 // FIFO or too large, a model that is a link to /dev/zero (sharded or not), and records or
 // outDir folders that leave the workspace. Each is one line naming the file and the field,
 // fast, with bounded memory; the networks of the file keep their projects (whose targets
-// report the error when run), other config files are untouched, no inferred input names a
+// report the error when run; for a model, that network's alone), other config files are untouched, no inferred input names a
 // path that is not a regular file, and nothing is written outside the workspace. The
 // cases that could hang run createNodes in a child killed past a time limit.
 
@@ -103,19 +103,27 @@ test('a model that is a link to /dev/zero (sharded or not), or a FIFO: one line 
   const { results, warnings, maxRssKiB } = await inferInChild(root, ['tensortune.config.yaml', 'plain/tensortune.config.yaml']);
   const why = (file: string, model: string): string => `${file}: networks.zero.model: model file "${model}" is a character device, expected a regular .onnx file`;
   assert.equal(warnings, [
-    `tensortune: ${why('tensortune.config.yaml', 'zero.onnx')} (the projects of this file report it when run)`,
-    `tensortune: ${why(path.join('plain', 'tensortune.config.yaml'), '../zero.onnx')} (the projects of this file report it when run)`,
+    `tensortune: ${why('tensortune.config.yaml', 'zero.onnx')} (this network's targets report it when run)`,
+    `tensortune: ${why(path.join('plain', 'tensortune.config.yaml'), '../zero.onnx')} (this network's targets report it when run)`,
   ]);
-  // The networks keep their projects and target names; no target has an input for Nx to hash.
+  // The network keeps its project and target names (a sharded one its shard targets too), with
+  // no input for Nx to hash; the other network of the file is inferred as usual.
   const projects = results['tensortune.config.yaml'].projects!;
   assert.equal(Object.keys(projects).sort(), ['models/ok', 'models/zero']);
-  for (const p of [...Object.values(projects), ...Object.values(results['plain/tensortune.config.yaml'].projects!)]) {
+  assert.equal(Object.keys(projects['models/zero'].targets).sort(), ['benchmark', 'compile', 'tune', 'tune--0', 'tune--1']);
+  for (const p of [projects['models/zero'], ...Object.values(results['plain/tensortune.config.yaml'].projects!)]) {
     for (const t of Object.values(p.targets)) {
       assert.not.ok(JSON.stringify(t.inputs ?? []).includes('zero.onnx'), `${p.name}: an input names the link`);
       assert.ok(t.metadata?.description?.includes('is a character device'), `${p.name}: the target reports the error`);
     }
   }
-  assert.ok(projects['models/zero'].targets['tune--1'], 'a sharded network keeps its shard targets');
+  const ok = projects['models/ok'].targets;
+  assert.ok(ok.tune.inputs?.length && ok.compile.inputs?.length, 'the other network has its inputs');
+  assert.not.ok(JSON.stringify(ok).includes('character device'), 'and no error');
+  // At run time too: the broken network is refused, the other resolves.
+  const loaded = loadConfig('tensortune.config.yaml', root);
+  assert.is(resolveRun(loaded, root, 'ok').network, 'ok');
+  assert.throws(() => resolveRun(loaded, root, 'zero'), (e: Error) => e instanceof ConfigError && e.message === why('tensortune.config.yaml', 'zero.onnx'));
   if (canMeasureRss()) assert.ok(maxRssKiB! < 600 * 1024, `peak resident size ${maxRssKiB} KiB: the link was read`);
   else skip('peak resident size of createNodes on a link to /dev/zero', 'no GNU time (/usr/bin/time) here');
 
@@ -124,7 +132,7 @@ test('a model that is a link to /dev/zero (sharded or not), or a FIFO: one line 
   if (noFifo) { skip('a model that is a FIFO', noFifo); return; }
   fifos.push(fifo);
   writeFileSync(path.join(root, 'f.yaml'), 'targets: { cpu: { target: llvm } }\nnetworks: { f: { model: f.onnx } }\n');
-  assert.is(configError(() => loadConfig('f.yaml', root)), 'f.yaml: networks.f.model: model file "f.onnx" is a FIFO (named pipe), expected a regular .onnx file');
+  assert.is(configError(() => resolveRun(loadConfig('f.yaml', root), root, 'f')), 'f.yaml: networks.f.model: model file "f.onnx" is a FIFO (named pipe), expected a regular .onnx file');
 });
 
 test('records and outDir that leave the workspace (../x, absolute): refused with the field named, before anything is written', async () => {

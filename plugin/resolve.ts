@@ -88,6 +88,8 @@ export function resolveRun(
   const file = configLabel(loaded.file, workspaceRoot);
   const net = loaded.config.networks[network];
   if (!net) throw new ConfigError(file, 'networks', `no network '${network}' (expected one of: ${Object.keys(loaded.config.networks).join(', ')})`);
+  const unusable = loaded.modelProblems?.get(network);
+  if (unusable) throw unusable;
   const tName = targetName ?? defaultTargetName(loaded);
   const allowed = networkTargets(loaded, network);
   if (!allowed.includes(tName)) {
