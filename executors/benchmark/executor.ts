@@ -28,6 +28,7 @@ import type { Manifest } from '../../engine/compile/manifest';
 import type { CallProfile } from '../../engine/native/bench';
 import { measurePeakGflops } from '../../engine/native/peak';
 import { formatSummary } from '../../engine/report/units';
+import { loadOnnxRuntime } from '../../engine/compare/ort';
 import { compareForReport, untunedRun } from './measure-more';
 import { modelFacts } from './model-facts';
 
@@ -53,6 +54,8 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     if (options.profile && (remote || target.kind !== 'llvm')) {
       throw new UserError(`--profile: per-kernel profiles are for CPU models run on this machine; targets.${run.targetName} is ${remote ? 'measured through a runner' : `"${run.target.target}"`}`);
     }
+    // Before timing anything: without onnxruntime-node, one line saying how to install it.
+    if (options.compare !== undefined) loadOnnxRuntime();
     const rel = workspaceRelative(ctx);
     const manifestFile = path.join(run.modelDir, 'manifest.json');
     if (!existsSync(manifestFile)) throw new UserError(`${rel(manifestFile)} not found: run nx compile ${run.network} first`);
