@@ -56,6 +56,10 @@ function vectorPrelude(n: number): string {
     `static inline ${t} ${t}_select(${t}i m, ${t} a, ${t} b) { return (${t})((m & (${t}i)a) | (~m & (${t}i)b)); }`,
     `static inline ${t} ${t}_max(${t} a, ${t} b) { return ${t}_select(a > b, a, b); }`,
     `static inline ${t} ${t}_min(${t} a, ${t} b) { return ${t}_select(a < b, a, b); }`,
+    // Across the lanes, for vectorised reductions.
+    `static inline float ${t}_reduce_add(${t} a) { float r = a[0]; for (int i = 1; i < ${n}; ++i) r += a[i]; return r; }`,
+    `static inline float ${t}_reduce_max(${t} a) { float r = a[0]; for (int i = 1; i < ${n}; ++i) r = tt_maxf(r, a[i]); return r; }`,
+    `static inline float ${t}_reduce_min(${t} a) { float r = a[0]; for (int i = 1; i < ${n}; ++i) r = tt_minf(r, a[i]); return r; }`,
     // exp, erf, tanh and sigmoid as vector polynomials (vector-math.ts); the other math
     // functions lane by lane through libm.
     ...Object.entries(MATH).filter(([fn]) => !VECTOR_MATH_FNS.has(fn)).map(([fn, c]) => (mathArity(fn as MathFn) === 2
@@ -159,6 +163,11 @@ export interface Dialect {
   barrier?: string;
   /** GPU: the expression of a hardware thread index. */
   threadIndex?(tag: ThreadTag): string;
+  /**
+   * CPU: a vectorised reduce loop into one element (a row's sum or max) runs on vector
+   * accumulators (tt_v<N>_reduce_add/max/min in the prelude); unset, it runs serially.
+   */
+  vectorReductions?: boolean;
   /** CPU: the statement (without `;`) that asks the cache for the line holding byte address `address`. */
   prefetch?(address: string): string;
   /**
@@ -178,6 +187,7 @@ export const C_DIALECT: Dialect = {
   unroll: (n) => `#pragma GCC unroll ${n}`,
   openmp: true,
   pool: true,
+  vectorReductions: true,
   // Read access, high temporal locality: the panel is read by the next T tiles.
   prefetch: (address) => `__builtin_prefetch(${address}, 0, 3)`,
 };
@@ -218,6 +228,8 @@ class Renderer {
   /** printExpr(sub-expression) -> the const variable holding it, in the current scope. */
   private hoisted = new Map<string, string>();
   private hoistCount = 0;
+  /** Vector accumulators of vectorised reductions emitted so far (their names). */
+  private accCount = 0;
   /** CPU: the functions parallel loops became (parallelLoop), to be emitted before the kernel. */
   readonly functions: string[] = [];
   private parallelCount = 0;
@@ -391,6 +403,37 @@ class Renderer {
     }
   }
 
+  /**
+   * The whole vectors of a vectorised reduce loop (`acc = acc op value(k)`, `acc` one
+   * element): REDUCTION_ACCUMULATORS vector accumulators take the chunks in turn (two
+   * chains of adds hide the add latency), are combined lane-wise, then across lanes into
+   * `acc`. A sum is thereby reassociated, as any vectorised float sum is; max and min are
+   * not changed by it.
+   */
+  private vectorReduction(
+    s: Extract<Stmt, { k: 'for' }>, r: ReductionInto, env: ReadonlyMap<string, number>, full: number, indent: string, out: string[],
+  ): void {
+    if (full === 0) throw new VectorFail('a reduction shorter than a vector');
+    const index = substFold(r.index, constBindings(env));
+    const bindings = new Map(constBindings(env));
+    const combineVec = (a: string, b: string): string => (r.op === '+' ? `(${a} + ${b})` : `${this.vt}_${r.op}(${a}, ${b})`);
+    const chunks = full / this.lanes;
+    const accs = Array.from({ length: Math.min(REDUCTION_ACCUMULATORS, chunks) }, () => `tt_acc${this.accCount++}`);
+    const lines: string[] = [];
+    for (let c = 0; c < chunks; c++) {
+      bindings.set(s.v, add(int(c * this.lanes), v(LANE)));
+      const value = this.vector(substFold(r.value, bindings));
+      const code = value.vec ? value.code : `${this.vt}_splat(${value.code})`;
+      const acc = accs[c % accs.length];
+      lines.push(c < accs.length ? `${indent}  ${this.vt} ${acc} = ${code};` : `${indent}  ${acc} = ${combineVec(acc, code)};`);
+    }
+    const total = accs.slice(1).reduce((a, b) => combineVec(a, b), accs[0]);
+    const target = this.scalarRef(r.buf, index);
+    const across = `${this.vt}_reduce_${r.op === '+' ? 'add' : r.op}(${total})`;
+    const combined = r.op === '+' ? `(${target} + ${across})` : `tt_${r.op}f(${target}, ${across})`;
+    out.push(`${indent}{`, ...lines, `${indent}  ${target} = ${combined};`, `${indent}}`);
+  }
+
   stmts(body: readonly Stmt[], env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
     for (const s of body) this.stmt(s, env, indent, out);
   }
@@ -467,7 +510,9 @@ class Renderer {
       const attempt: string[] = [];
       const logsBefore = this.snapshotLogs();
       try {
-        for (let base = 0; base < full; base += this.lanes) this.vectorBody(s.body, env, s.v, base, indent, attempt);
+        const reduction = this.dialect.vectorReductions ? reductionInto(s) : undefined;
+        if (reduction) this.vectorReduction(s, reduction, env, full, indent, attempt);
+        else for (let base = 0; base < full; base += this.lanes) this.vectorBody(s.body, env, s.v, base, indent, attempt);
         out.push(...attempt);
         if (full < s.extent) this.serialLoop(s, env, indent, out, full);
         return;
@@ -570,6 +615,23 @@ class Renderer {
 }
 
 const usesLane = (e: Expr): boolean => mentions(e, LANE);
+
+/** Vector accumulators of a vectorised reduction. */
+const REDUCTION_ACCUMULATORS = 2;
+
+/** A float reduction into one element: `buf[index] = buf[index] op value`, index independent of the loop. */
+interface ReductionInto { buf: string; index: Expr; op: '+' | 'max' | 'min'; value: Expr }
+
+/** The reduction a vectorised loop's body is, if it is one store of that form (lowering's reduction update). */
+function reductionInto(s: Extract<Stmt, { k: 'for' }>): ReductionInto | undefined {
+  if (s.body.length !== 1 || s.body[0].k !== 'store') return undefined;
+  const st = s.body[0];
+  const e = st.value;
+  if (e.k !== 'bin' || (e.op !== '+' && e.op !== 'max' && e.op !== 'min') || e.dtype !== 'float32') return undefined;
+  if (mentions(st.index, s.v) || e.a.k !== 'load' || e.a.tensor.name !== st.buf || printExpr(e.a.indices[0]) !== printExpr(st.index)) return undefined;
+  if (readTensors(e.b).some((t) => t.name === st.buf)) return undefined;
+  return { buf: st.buf, index: st.index, op: e.op, value: e.b };
+}
 
 /**
  * What a loop body reads from its surroundings: the buffers it loads, stores or prefetches

@@ -382,7 +382,7 @@ test('hand-written conv schedules: non-dividing splits, reorder, compute_at, unr
   ], 'cache_write');
 });
 
-test('a reduction split by a non-divisor with an unrolled inner part; vectorising a reduce loop is refused', () => {
+test('a reduction split by a non-divisor with an unrolled inner part; a reduce loop cannot run in parallel', () => {
   const x = placeholder('x', [3, 50]);
   const w = placeholder('w', [5, 50]);
   const dag = new ComputeDAG([dense(x, w)]);
@@ -393,8 +393,30 @@ test('a reduction split by a non-divisor with an unrolled inner part; vectorisin
   ], 'dense, k split by 16 of 50');
   assert.throws(() => State.replay(dag, [
     { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'k.0', ann: 'parallel' },
+  ]), /reduce loop can only be unrolled or vectorized/);
+});
+
+test('a vectorised reduce loop runs on vector accumulators (sum and max, whole vectors and a scalar tail) and equals the reference', () => {
+  const x = placeholder('x', [3, 50]);
+  const w = placeholder('w', [5, 50]);
+  const dag = new ComputeDAG([dense(x, w)]);
+  for (const lanes of [8, 16]) {
+    const code = check(dag, [{ s: 'annotate', stage: 'T_matmul_NT', iter: 'k', ann: 'vectorize' }], `dense, k vectorised at ${lanes} lanes`, lanes);
+    assert.match(code, new RegExp(`tt_v${lanes}_reduce_add\\(`), 'the products are summed across lanes once per output');
+    assert.match(code, /for \(int32_t k\w* = 48; k\w* < 50;/, 'the last 2 of 50 in a scalar tail');
+  }
+  // Softmax over rows of 37 (4 vectors of 8 and a tail): the default schedule vectorises its max and sum.
+  const soft = new ComputeDAG([softmax(placeholder('s', [5, 37]))]);
+  const code = check(soft, dflt(soft, 8), 'softmax over 37 columns', 8);
+  assert.match(code, /tt_v8_reduce_max\(/);
+  assert.match(code, /tt_v8_reduce_add\(/);
+  assert.match(code, /tt_v8_exp\(/);
+  // A split reduce loop that the vector does not divide keeps its guard inside: it runs serially, and right.
+  check(dag, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
     { s: 'annotate', stage: 'T_matmul_NT', iter: 'k.1', ann: 'vectorize' },
-  ]), /reduce loop/);
+  ], 'dense, k split by 16 of 50, k.1 vectorised');
 });
 
 test('blocked layouts: pack and unpack are inverse; the shape puts the block innermost', () => {

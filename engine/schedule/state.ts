@@ -169,8 +169,10 @@ export class State {
       case 'annotate': {
         this.leafIndex(s, st.iter);
         this.notBound(s, st.iter, st.ann);
-        if (st.ann !== 'unroll' && s.kinds.get(st.iter) === 'R') {
-          throw new ScheduleError(`${st.ann} ${s.name}.${st.iter}: a reduce loop can only be unrolled`);
+        // A vectorised reduce loop keeps one partial result per lane, combined after the loop
+        // (the C renderer, for a float sum, max or min into one element; any other runs serially).
+        if (st.ann === 'parallel' && s.kinds.get(st.iter) === 'R') {
+          throw new ScheduleError(`${st.ann} ${s.name}.${st.iter}: a reduce loop can only be unrolled or vectorized`);
         }
         s.ann.set(st.iter, st.ann);
         break;
