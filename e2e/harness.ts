@@ -32,7 +32,9 @@ export interface E2e {
   nxAsyncResult(dir: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }>;
   /** nxAsyncResult that must succeed: its output; else it rejects with the output's end. */
   nxAsync(dir: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string>;
-  /** Builds and packs the repository, writes `dir`'s package.json (nx and the tarball) and installs it; the pack's file list. */
+  /** Builds and packs the repository into the suite's folder: the tarball's path and its file list. */
+  pack(): { tarball: string; files: string[] };
+  /** pack(), then writes `dir`'s package.json (nx and the tarball) and installs it; the pack's file list. */
   packAndInstall(dir: string, name: string): string[];
 }
 
@@ -55,8 +57,17 @@ export function e2e(prefix: string): E2e {
       child.on('error', reject);
       child.on('close', (code) => resolve({ code, out: uncoloured(out) }));
     });
+  // Destructured by the suites: no `this`.
+  const pack = (): { tarball: string; files: string[] } => {
+    const build = sh('npm', ['run', 'build', '--silent'], REPO);
+    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stderr}${build.stdout}`);
+    const packed = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], REPO);
+    if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`);
+    const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+    return { tarball: path.join(base, info.filename), files: info.files.map((f) => f.path) };
+  };
   return {
-    base, env,
+    base, env, pack,
     nx(dir, args, extra = {}) {
       const r = sh(process.execPath, [nxBin(dir), ...args], dir, { ...env, ...extra });
       return { code: r.status, out: uncoloured(`${r.stdout}\n${r.stderr}`) };
@@ -68,20 +79,16 @@ export function e2e(prefix: string): E2e {
       return out;
     },
     packAndInstall(dir, name) {
-      const build = sh('npm', ['run', 'build', '--silent'], REPO);
-      if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stderr}${build.stdout}`);
-      const pack = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], REPO);
-      if (pack.status !== 0) throw new Error(`npm pack failed:\n${pack.stderr}`);
-      const [info] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
+      const { tarball, files } = pack();
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({
-        name, private: true, devDependencies: { nx: NX_VERSION, tensortune: `file:${path.relative(dir, path.join(base, info.filename))}` },
+        name, private: true, devDependencies: { nx: NX_VERSION, tensortune: `file:${path.relative(dir, tarball)}` },
       }, null, 2)}\n`);
       // Everything but the tarball comes from npm's cache (the repository's own install
       // filled it); install scripts are skipped (onnxruntime-node's downloads GPU files).
       const install = sh('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], dir, { ONNXRUNTIME_NODE_INSTALL: 'skip' });
       if (install.status !== 0) throw new Error(`npm install failed:\n${install.stderr}`);
-      return info.files.map((f) => f.path);
+      return files;
     },
   };
 }

@@ -24,8 +24,8 @@ import { brokenProjects, inferProjects, type InferenceContext, type TensortunePl
 
 export const CONFIG_GLOB = `**/{${CONFIG_FILE_NAMES.join(',')}}`;
 
-/** The code that shapes the inferred targets (targets.ts and shards.ts, or their build), by content. */
-const INFERENCE_CODE = createHash('sha256').update(readFileSync(require.resolve('./targets'))).update(readFileSync(require.resolve('./shards'))).digest('hex').slice(0, 16);
+/** The code that shapes the inferred targets (targets.ts, shards.ts and affected.ts, or their build), by content. */
+const INFERENCE_CODE = createHash('sha256').update(readFileSync(require.resolve('./targets'))).update(readFileSync(require.resolve('./shards'))).update(readFileSync(require.resolve('./affected'))).digest('hex').slice(0, 16);
 
 interface CacheEntry {
   result: CreateNodesResult;

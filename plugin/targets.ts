@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TargetConfiguration } from '@nx/devkit';
+import { benchmarkInputs } from './affected';
 import { isModelFile, targetRunners, type LoadedConfig } from './config';
 import { defaultBudgetName, defaultTargetName, networkTargets, outDir, projectRootOf, shardOutputFile, storeDir, toPosix, tuneOutputFile, tuneOutputsDir } from './resolve';
 import { budgetsSplitByShare, shardDigest, type NetworkShardPlan } from './shards';
@@ -152,6 +153,8 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         configurations: configurationsFor(loaded, network, false),
         dependsOn: [compile],
         cache: false,
+        // The config file: an edit of it makes the project affected (affected.ts).
+        inputs: benchmarkInputs(configRel),
         parallelism: false,
         outputs: [`{workspaceRoot}/${outRel}/${network}/reports`],
         metadata: {
