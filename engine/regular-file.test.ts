@@ -2,7 +2,8 @@
 // --records, as --read-records and as benchmark --input, and a link to /dev/zero as the
 // model. Each is refused in one line naming the path, exit code 2, before anything is read
 // or written; the children are killed past a time limit, so a hang fails the test. Then
-// the size limits of regular-file.ts on regular files.
+// the size limits of regular-file.ts on regular files, and the other files read where a
+// FIFO may sit (a comparison file, the benchmark history).
 
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,9 @@ import * as assert from 'uvu/assert';
 import { NetBuilder } from './frontend/builder';
 import { writeOnnxFile } from './frontend/onnx/export';
 import { canMeasureRss, makeFifo, releaseFifo, runCliWithin, type BoundedRun } from './not-regular.fixture';
-import { byteLimit, FileTooLargeError, NotRegularFileError, readRegularFile, readRegularFileSync } from './regular-file';
+import { byteLimit, checkRegularIfPresent, FileTooLargeError, NotRegularFileError, readRegularFile, readRegularFileSync } from './regular-file';
+import { readHistory } from '../executors/benchmark/report';
+import { readComparison } from './report/comparison-file';
 import { inputFiles } from './runtime/rawfile';
 import { skip } from './skip.fixture';
 
@@ -134,6 +137,20 @@ test('readRegularFile: the bytes of a regular file; a FIFO refused after a non-b
   } finally {
     if (saved === undefined) delete process.env.TT_TEST_LIMIT;
     else process.env.TT_TEST_LIMIT = saved;
+  }
+});
+
+test('the other files read or appended to where a FIFO may sit: a comparison file, the benchmark history (refused before it is opened for appending)', () => {
+  const pipe = fifo('other.fifo');
+  if (!pipe) { skip('a comparison file and a benchmark history that are FIFOs', makeFifo(file('probe'))); return; }
+  const timer = setTimeout(() => releaseFifo(pipe), 10_000);
+  try {
+    assert.throws(() => readComparison(pipe), (e: Error) => e instanceof NotRegularFileError && e.message === `the comparison file ${pipe} is a FIFO (named pipe), expected a regular file`);
+    assert.throws(() => readHistory(pipe), (e: Error) => e instanceof NotRegularFileError && e.message === `the benchmark history ${pipe} is a FIFO (named pipe), expected a regular file`);
+    assert.throws(() => checkRegularIfPresent(pipe, 'the benchmark history'), (e: Error) => e instanceof NotRegularFileError);
+    checkRegularIfPresent(file('not-there.jsonl'), 'the benchmark history');
+  } finally {
+    clearTimeout(timer);
   }
 });
 

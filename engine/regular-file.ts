@@ -101,6 +101,23 @@ export function checkRegularFile(file: string, what: string): void {
   }
 }
 
+/**
+ * Refuses, as checkRegularFile does, a path that exists and is not a regular file; a missing
+ * one is fine. For a file about to be appended to or replaced: opening a FIFO for writing
+ * blocks until someone reads it.
+ */
+export function checkRegularIfPresent(file: string, what: string): void {
+  if (lstatOrUndefined(file) !== undefined) checkRegularFile(file, what);
+}
+
+function lstatOrUndefined(file: string): Stats | undefined {
+  try {
+    return lstatSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether `file` is a regular file (links followed); false for a missing path too. */
 export function isRegularFile(file: string): boolean {
   try {

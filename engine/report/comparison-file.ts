@@ -5,10 +5,10 @@
 // the field.
 
 import Ajv, { type ValidateFunction } from 'ajv';
-import { readFileSync } from 'node:fs';
 import type { CompareReport } from '../compare/compare';
 import { asUserError, UserError } from '../errors';
 import { describeSchemaError } from '../schedule/validate-steps';
+import { MiB, readRegularFileSync } from '../regular-file';
 
 /** The fields of CompareReport (engine/compare/compare.ts) the report reads. */
 const SCHEMA = {
@@ -62,8 +62,9 @@ export function checkComparison(value: unknown, file: string): CompareReport {
 export function readComparison(file: string): CompareReport {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readRegularFileSync(file, { what: 'the comparison file', maxBytes: 64 * MiB }).toString('utf8');
   } catch (e) {
+    if (e instanceof UserError) throw e;
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new UserError(`${file}: comparison file not found`);
     throw asUserError(e, `cannot read ${file}`) ?? e;
   }

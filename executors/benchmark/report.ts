@@ -6,7 +6,7 @@
 // When the executor has the network's tuning figures (engine/report/), the page adds the
 // tuning section (engine/report/tuning-html.ts) and the JSON its numbers.
 
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CompareReport } from '../../engine/compare/compare';
 import type { BenchResult } from '../../engine/native/bench';
@@ -19,6 +19,7 @@ import { barChart, columnChart, lineChart } from '../../engine/report/svg-charts
 import type { ComparisonAge } from '../../engine/report/tuning-html';
 import { digits, duration, fixed, inUnit, unitFor, unitOf } from '../../engine/report/units';
 import type { ModelFacts } from './model-facts';
+import { checkRegularIfPresent, MiB, readRegularFileSync } from '../../engine/regular-file';
 
 export interface BenchmarkReport {
   network: string;
@@ -116,7 +117,7 @@ function historyEntry(r: BenchmarkReport): HistoryEntry {
 export function readHistory(file: string): HistoryEntry[] {
   if (!existsSync(file)) return [];
   const entries: HistoryEntry[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
+  for (const line of readRegularFileSync(file, { what: 'the benchmark history', maxBytes: 256 * MiB }).toString('utf8').split('\n')) {
     if (!line.trim()) continue;
     try {
       const e = JSON.parse(line) as HistoryEntry;
@@ -138,6 +139,7 @@ const reportFiles = (reportsDir: string, target: string): ReportFiles => ({
 export function writeReport(reportsDir: string, report: BenchmarkReport): ReportFiles {
   const files = reportFiles(reportsDir, report.target);
   mkdirSync(reportsDir, { recursive: true });
+  checkRegularIfPresent(files.history, 'the benchmark history'); // appending to a FIFO would block
   appendFileSync(files.history, `${JSON.stringify(historyEntry(report))}\n`);
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(files.html, renderHtml(report, readHistory(files.history)));
