@@ -11,6 +11,7 @@ import { ModelRunError } from '../engine/runtime/errors';
 import { internalErrorLine, internalStack } from '../engine/compile/internal-error';
 import { configLabel, loadConfig } from '../plugin/config';
 import { resolveRun, type ResolvedRun } from '../plugin/resolve';
+import { closeQuietly, nxDiscardsOutput, parentStdout, writeLines } from './interrupt';
 import { checkOptions, type ExecutorName } from './options';
 
 export interface NetworkExecutorOptions {
@@ -61,11 +62,43 @@ export async function reporting(name: string, body: () => Promise<ExecutorResult
   }
 }
 
-/** Ctrl-C / SIGTERM abort the run cleanly (records stay intact). */
-export function abortOnSignals(): { signal: AbortSignal; dispose(): void } {
+/** What an executor that can be interrupted holds: the abort signal, and where its lines go. */
+export interface Interruptible {
+  signal: AbortSignal;
+  /** A line on stdout; once a Ctrl-C under Nx stopped the run, on the Nx process's stdout as well (./interrupt.ts). */
+  log(line: string): void;
+  dispose(): void;
+}
+
+/**
+ * Ctrl-C, SIGTERM and SIGHUP abort the run cleanly (records stay intact); the first prints
+ * `stopping`, when given. The handlers stay until dispose: later signals are Nx stopping the
+ * task's process tree (SIGTERM, 5 s before SIGKILL), and a handler removed after its first
+ * signal lets signal-exit (loaded by Nx's task runner) re-raise that signal and kill the
+ * process before it has recorded and said anything.
+ */
+export function abortOnSignals(stopping?: string): Interruptible {
   const controller = new AbortController();
-  const stop = (): void => controller.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  return { signal: controller.signal, dispose: () => { process.off('SIGINT', stop); process.off('SIGTERM', stop); } };
+  let echo: number | undefined;
+  const log = (line: string): void => {
+    console.log(line);
+    if (echo !== undefined) writeLines(echo, `${line}\n`);
+  };
+  const stop = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) return;
+    if (nxDiscardsOutput(signal)) echo = parentStdout();
+    controller.abort();
+    if (stopping) log(stopping.replace('{signal}', signal));
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const s of signals) process.on(s, stop);
+  return {
+    signal: controller.signal,
+    log,
+    dispose: () => {
+      for (const s of signals) process.off(s, stop);
+      closeQuietly(echo);
+      echo = undefined;
+    },
+  };
 }

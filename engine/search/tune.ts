@@ -6,6 +6,9 @@
 // the log before anything else happens (a SIGKILL loses at most the batch in flight).
 // Until one candidate succeeds, the first batches are held back: a run whose first
 // batches all fail alike stops with one line and writes nothing (fail-fast.ts).
+// An abort (Ctrl-C) stops the run after the batch in flight, or, with dropBatchOnAbort,
+// at once without it (under Nx, whose tasks are killed a few seconds after a Ctrl-C);
+// either way every batch measured before it is in the log.
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -160,12 +163,22 @@ export interface TuneTiming {
 
 export type TuneResult = TuneNetworkResult & { timing: TuneTiming };
 
+/** tuneNetwork's options, and how an abort ends the run. */
+export type TuneRunOptions = TuneNetworkOptions & {
+  /**
+   * On `signal`, stop at once and drop the batch in flight instead of finishing it: for a
+   * caller that has only a few seconds left (Nx kills a task's processes 5 s after a
+   * Ctrl-C, NX_PROCESS_KILL_GRACE_PERIOD), where finishing could be cut mid-append.
+   */
+  dropBatchOnAbort?: boolean;
+};
+
 /**
  * Tune every task of a network, appending each measurement to `opts.records`; resumes
  * from what that log holds. The tasks are extracted exactly as compileNetwork partitions
  * the model, so their workload keys are the ones `compile --records` looks up.
  */
-export async function tuneNetwork(opts: TuneNetworkOptions): Promise<TuneResult> {
+export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   checkOptions(opts);
   const started = Date.now();
   const model = loadModel(opts.model);
@@ -214,7 +227,7 @@ export function tuningTasks(graph: Graph, target: string): Task[] {
 }
 
 /** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
-export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit<TuneNetworkOptions, 'model'>, started = Date.now()): Promise<TuneResult> {
+export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit<TuneRunOptions, 'model'>, started = Date.now()): Promise<TuneResult> {
   checkOptions(opts);
   // The host is compile's business: tune measures on this machine's device, with the
   // candidates' host code built for this machine. The records fit a compile for any host
@@ -267,12 +280,22 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const parts = createParts(target, policyName, measure, seed, tasks, priorOf, opts.device);
   const timing: TuneTiming = { measureS: 0, buildS: 0, runS: 0, recordS: 0 };
   const gate = new FailFastGate(opts.records, target.text);
-  const append = async (list: readonly TuningRecord[]): Promise<void> => {
-    const t0 = Date.now();
-    await appendRecords(records, list);
-    timing.recordS += (Date.now() - t0) / 1000;
+  let searched = 0; // the search's records this run appended: its trials, as the log holds them
+  let appending: Promise<void> = Promise.resolve(); // the append under way, which a dropped batch waits for
+  const append = (list: readonly TuningRecord[], search = false): Promise<void> => {
+    const done = appending.then(async () => {
+      const t0 = Date.now();
+      await appendRecords(records, list);
+      timing.recordS += (Date.now() - t0) / 1000;
+      if (search) searched += list.length;
+    });
+    appending = done.catch(() => undefined);
+    return done;
   };
+  let dropped = false; // set when an abort dropped the batch in flight: nothing more of the search is recorded
+  let leftOut = 0, leftOutTotal = 0; // failures not recorded after an abort: in the round being reported, in all
   let result: SchedulerResult;
+  let background: Promise<void> | undefined;
   let table: (next?: boolean) => void;
   let changedSinceTable = true; // whether the state differs from the last table printed (none yet)
   try {
@@ -318,13 +341,24 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       measurer,
       costModel: parts.costModel,
       async record(i, outcomes) {
-        await append(gate.admit(outcomes, outcomes.map((o) => toRecord(i, o))));
+        if (dropped) return;
+        // After an abort, a failure may be the interrupt's own doing: a Ctrl-C reaches the
+        // workers and compilers too (the terminal's process group), so only successes are kept.
+        const kept = opts.signal?.aborted ? outcomes.filter((o) => o.error === null) : outcomes;
+        leftOut = outcomes.length - kept.length;
+        if (kept.length > 0) await append(gate.admit(kept, kept.map((o) => toRecord(i, o))), true);
       },
       onSkip(i, reason) {
+        if (dropped) return;
         emit({ type: 'skip', task: i, reason });
         log(`task ${i} (${tasks[i].desc}): ${reason}`);
       },
-      onRound(r) {
+      onRound(round) {
+        if (dropped) return;
+        // The round as the log holds it: without the failures left out after an abort.
+        const r = { ...round, trials: round.trials - leftOut, errors: round.errors - leftOut, run_trials: round.run_trials - leftOutTotal - leftOut, total_trials: round.total_trials - leftOutTotal - leftOut };
+        leftOutTotal += leftOut;
+        leftOut = 0;
         emit({ type: 'round', task: r.task, trials: r.trials, best_ms: r.best_ms, errors: r.errors, total_trials: r.total_trials, estimated_ms: r.estimated_ms });
         const best = r.best_ms === null ? 'no valid program yet' : `best ${r.best_ms.toFixed(4)} ms`;
         const progress = formatProgress({ trials: r.run_trials, elapsedS: (Date.now() - started) / 1000 }, bound);
@@ -342,8 +376,22 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       log(formatEstimate(scheduler.estimatedMs(), total, (Date.now() - started) / 1000, next ? scheduler.pick(true) : null));
     };
 
-    result = await scheduler.run();
-    await append(gate.finish(result.reason === 'aborted'));
+    const running = scheduler.run();
+    const stopped = opts.dropBatchOnAbort && opts.signal ? await Promise.race([running, abortedBy(opts.signal)]) : await running;
+    if (stopped === DROPPED) {
+      // The batch in flight and any search ahead go on in the background until the process
+      // ends; nothing of theirs is recorded. The run's trials are the records in the log.
+      dropped = true;
+      background = running.then(() => undefined, () => undefined);
+      await appending;
+      const status = scheduler.status();
+      result = { reason: 'aborted', trials: 0, estimatedMs: scheduler.estimatedMs(), tasks: status };
+    } else {
+      result = stopped;
+    }
+    await append(gate.finish(result.reason === 'aborted'), true);
+    if (result.reason === 'aborted') result.trials = searched;
+    if (dropped) log(`stopped at once, the batch in flight dropped: the ${searched} trial(s) this run measured before it are in ${opts.records}`);
     const confirm = opts.confirm ?? CONFIRM_TOP;
     if (result.reason !== 'aborted' && confirm > 0) {
       const t0 = Date.now();
@@ -370,7 +418,9 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
         `${moves.newBestsNotHeld} did not hold (timed again more than ${Math.round((1 / NEW_BEST_SHARE - 1) * 100)}% slower)`);
     }
   } finally {
-    await parts.measurer.close();
+    // A dropped batch may still hold the measurer: it is closed once that batch ends, not waited for.
+    if (background) void background.then(() => parts.measurer.close()).catch(() => undefined);
+    else await parts.measurer.close();
   }
   // The closing table, unless the last one printed (after the warm-up, say) already shows this state.
   if (changedSinceTable) table(false);
@@ -380,6 +430,16 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     tasks: result.tasks.map((t) => ({ key: t.key, desc: t.desc, weight: t.weight, trials: t.trials, best_ms: t.best_ms })),
     trials: result.trials, estimatedMs: result.estimatedMs, wallS, reason: result.reason, timing,
   };
+}
+
+const DROPPED = Symbol('dropped');
+
+/** Resolves with DROPPED once `signal` aborts (at once if it has). */
+function abortedBy(signal: AbortSignal): Promise<typeof DROPPED> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(DROPPED);
+    else signal.addEventListener('abort', () => resolve(DROPPED), { once: true });
+  });
 }
 
 /**

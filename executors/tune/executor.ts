@@ -7,6 +7,10 @@
 // store's other logs (tasks they cover are warm-started or skipped). Last, the target's
 // own Nx output is rewritten: every measurement the store holds for the network's tasks
 // on this target and machine, which is what the cache carries to other machines.
+// Ctrl-C (or SIGTERM) stops at once: Nx kills the task's processes 5 s later, so the batch
+// in flight is dropped rather than finished; every batch measured before it is in the store
+// log, the summary is printed as `tensortune tune` prints it, and the task fails (Nx caches
+// nothing, and its output is left as it was: the next run merges the store and writes it).
 
 import { mkdirSync } from 'node:fs';
 import type { ExecutorContext } from '@nx/devkit';
@@ -14,9 +18,10 @@ import { openRemoteDevices, remoteFingerprint } from '../../engine/remote/open';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { reportInternal } from '../../engine/compile/internal-error';
 import { UserError } from '../../engine/errors';
+import { summaryLine } from '../../engine/search/progress';
 import type { MeasureOptions } from '../../engine/search/types';
 import { targetRunners, type BudgetConfig } from '../../plugin/config';
-import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
+import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult, type Interruptible } from '../run';
 import { executorOptions, flagOf } from '../options';
 import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
 import { describeShard, shardingOf, tuneRun, writeMergedOutput } from './shards';
@@ -57,14 +62,20 @@ const overridesOf = (o: TuneExecutorOptions): string[] => executorOptions('tune'
 });
 
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
-  // An engine error (a bug) is one line naming the task it was tuning, as in `tensortune tune`.
-  return reporting('tune', () => tuneOnce(options, ctx).catch((e: unknown) => {
-    reportInternal('tune', `tuning ${options.network}`, e, (text) => console.error(text.trimEnd()));
-    return { success: false };
-  }));
+  // From the start: a Ctrl-C while the store is read must not kill the process mid-merge.
+  const aborter = abortOnSignals('tensortune tune: stopping ({signal}): the batch in flight is dropped, every batch measured before it stays in the store');
+  try {
+    // An engine error (a bug) is one line naming the task it was tuning, as in `tensortune tune`.
+    return await reporting('tune', () => tuneOnce(options, ctx, aborter).catch((e: unknown) => {
+      reportInternal('tune', `tuning ${options.network}`, e, (text) => console.error(text.trimEnd()));
+      return { success: false };
+    }));
+  } finally {
+    aborter.dispose();
+  }
 }
 
-async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
+async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, aborter: Interruptible): Promise<ExecutorResult> {
   const run = resolveFor('tune', options, ctx, options.budget);
   const rel = workspaceRelative(ctx);
   // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
@@ -86,7 +97,7 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext): Pro
   const target = parseTarget(run.target.target, `targets.${run.targetName}.target`, run.target.host);
   // A target measured on a device through its runner(s): the device's fingerprint keys the records (engine/remote).
   const remote = targetRunners(run.target, run.targetName);
-  const log = (line: string): void => console.log(line);
+  const log = aborter.log;
   if (sharding && !sharding.shard) {
     // The merge measures nothing: of the device, only its fingerprint.
     const fingerprint = remote ? await remoteFingerprint(remote.runners, target, remote.where, { log }) : hardwareFingerprint(target);
@@ -101,7 +112,6 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext): Pro
   console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
     `${overrides.length ? ` with ${overrides.join(' ')}` : ''}${sharding ? `, ${describeShard(sharding)}` : ''}` +
     `, log ${rel(run.recordsFile)}${others.length ? `, reading ${others.length} other log(s) of the store` : ''}`);
-  const aborter = abortOnSignals();
   try {
     if (sharding?.shard?.tasks.length === 0) console.log('no task of the network hashes to this shard: nothing to tune');
     const result = sharding?.shard?.tasks.length === 0 ? undefined : await tuneRun(sharding, {
@@ -115,19 +125,23 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext): Pro
       budget: run.budgetName,
       log,
       signal: aborter.signal,
+      dropBatchOnAbort: true,
     });
+    if (result?.reason === 'aborted') {
+      // The store log holds the run's trials; the output is rewritten by a run that ends.
+      log(`the store log ${rel(run.recordsFile)} holds the trials; \`nx tune ${options.network}\` resumes from it`);
+      log(summaryLine(result));
+      return { success: false };
+    }
     const match = { target: target.text, fingerprint: device?.fingerprint ?? hardwareFingerprint(target) };
     const output = sharding?.output ?? run.tuneOutput;
     const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
     const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
     console.log(`output ${rel(output)}: ${out.records} measurement(s) of ${sharding?.shard ? 'this shard\'s' : 'this network\'s'} tasks, best records for ${out.best} of ${keys.length} task(s)`);
     if (!result) return { success: true };
-    const est = result.estimatedMs === null ? 'n/a (some task has no valid program yet)' : `${result.estimatedMs.toFixed(3)} ms`;
-    console.log(`tuned ${result.trials} trial(s) in ${result.wallS.toFixed(1)} s (${result.reason}); estimated latency ${est}`);
-    if (result.reason === 'aborted') return { success: false };
+    console.log(summaryLine(result));
     return { success: true };
   } finally {
     await device?.close();
-    aborter.dispose();
   }
 }

@@ -11,8 +11,7 @@ import { loadModel } from '../../engine/frontend/load';
 import type { Task } from '../../engine/graph/extract';
 import { distillEntries } from '../../engine/records/distill';
 import { readStore, writeRecordsFile } from '../../engine/records/store';
-import { tuneNetwork, tuneTasks, tuningTasks, type TuneResult } from '../../engine/search/tune';
-import type { TuneNetworkOptions } from '../../engine/search/types';
+import { tuneNetwork, tuneTasks, tuningTasks, type TuneResult, type TuneRunOptions } from '../../engine/search/tune';
 import { ConfigError, configLabel } from '../../plugin/config';
 import { shardOutputFile, type ResolvedRun } from '../../plugin/resolve';
 import { loadShardPlans, networkTasks, shardBudget, type NetworkShardPlan, type Shard } from '../../plugin/shards';
@@ -64,7 +63,7 @@ export function describeShard(s: Sharding): string {
  * tuneNetwork for an unsharded run; for a shard, the same loop over its tasks with its
  * share of the total trials and time limit (the task scheduler runs inside the shard).
  */
-export function tuneRun(s: Sharding | undefined, opts: TuneNetworkOptions): Promise<TuneResult> {
+export function tuneRun(s: Sharding | undefined, opts: TuneRunOptions): Promise<TuneResult> {
   if (!s?.shard) return tuneNetwork(opts);
   if (opts.networkPass) opts.log?.('network pass: skipped, a shard tunes some of the network\'s tasks and the pass profiles the whole network');
   const { model: _model, ...rest } = opts;
