@@ -4,6 +4,7 @@
 // and exits 130; a second Ctrl-C quits at once (the log still parses: each line is one
 // write under a lock, so at most the batch in flight is lost).
 
+import path from 'node:path';
 import { reportInternal } from '../compile/internal-error';
 import { UserError } from '../errors';
 import { loadModel, type ModelSpec } from '../frontend/load';
@@ -119,6 +120,25 @@ export function selectWorkloads(model: ModelSpec, target: string, names: readonl
   return { name: loaded.name, tasks: tasks.filter((t) => picked.has(t)) };
 }
 
+/**
+ * The store log to name instead when `file` is a tune output of an Nx workspace's record
+ * store (`<store>/nx/<network>/<target>.<budget>[.shard-<k>].jsonl`, plugin/resolve.ts):
+ * `nx tune` writes such a file whole and an Nx cache restore replaces it, so what the CLI
+ * appended there would be lost. Undefined for any other path.
+ */
+export function nxTuneOutputLog(file: string): string | undefined {
+  const parts = path.resolve(file).split(path.sep);
+  const [name, network, nx] = [parts.at(-1)!, parts.at(-2), parts.at(-3)];
+  if (nx !== 'nx' || !network || !/^[^.]+\.[^.]+(\.shard-[^.]+)?\.jsonl$/.test(name)) return undefined;
+  return path.join(parts.slice(0, -3).join(path.sep) || path.sep, `${network}.${name.split('.')[0]}.jsonl`);
+}
+
+/** A path as a message shows it: relative to the working directory when inside it. */
+function shownPath(p: string): string {
+  const rel = path.relative(process.cwd(), p);
+  return rel === '' || rel.startsWith('..') || path.isAbsolute(rel) ? p : rel;
+}
+
 export const tuneCommand: Command = {
   name: 'tune',
   summary: 'search schedules for a network\'s tasks and append them to a record log',
@@ -139,6 +159,11 @@ export const tuneCommand: Command = {
     }
     const records = aliased(values, 'records', 'output');
     if (!records) throw new UserError('--records FILE is required (the JSON-lines log measurements are appended to)');
+    const storeLog = nxTuneOutputLog(records);
+    if (storeLog) {
+      throw new UserError(`--records ${records}: this is an Nx tune output, which only its \`nx tune\` target writes (whole; a cache restore replaces it and drops what was appended): ` +
+        `append to the store log ${shownPath(storeLog)} instead, or read it with --read-records`);
+    }
     const readRecords = [...values['read-records'] ?? [], ...values['tuning-records'] ?? []];
     const model = { model: positionals[0], ...modelFlags(values, positionals) };
     const target = values.target ?? 'llvm -mcpu=native';
