@@ -144,6 +144,22 @@ test('--input with a wrong-size file: exit 2 and a message naming the input', as
   await rejects(runBench({ model, params, ...FAST, inputs: { z: file('x5.bin') } }), UserError, /the model has no input named 'z' \(its inputs: x\)/);
 });
 
+test('a FIFO as --input or as PARAMS.bin: refused at once (exit 2), never waiting for a writer', async () => {
+  const { execa } = await loadExeca();
+  const fifo = file('pipe.bin');
+  await execa('mkfifo', [fifo]);
+  // A hang would be killed by the timeout and fail here, not stall the suite.
+  const run = (args: string[]) => execa(bench, args, { reject: false, timeout: 20_000 });
+  const input = await run([model, params, '--input', `x=${fifo}`]);
+  assert.is(input.timedOut, false);
+  assert.is(input.exitCode, 2);
+  assert.is(input.stderr, `tt_bench: --input x (shape [2,3]) '${fifo}': not a regular file`);
+  const asParams = await run([model, fifo]);
+  assert.is(asParams.timedOut, false);
+  assert.is(asParams.exitCode, 2);
+  assert.is(asParams.stderr, `tt_bench: PARAMS.bin '${fifo}': not a regular file`);
+});
+
 test('ABI mismatch: a clear error', async () => {
   const raw = await rawBench([file('abi99.so'), params]);
   assert.is(raw.exitCode, 2);

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -107,6 +108,31 @@ static void swap32(void* data, size_t count) {
   }
 }
 
+/* Opens a file for reading that must be a regular file. The open itself is non-blocking, so a
+ * FIFO (which would wait for a writer) or a device is refused at once by the fstat check instead
+ * of hanging; the descriptor is made blocking again before it is read. */
+static FILE* open_regular(const char* what, const char* path, char* err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    fail(err, "%s '%s': cannot open: %s", what, path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    fail(err, "%s '%s': not a regular file", what, path);
+    return NULL;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  FILE* f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    fail(err, "%s '%s': cannot open: %s", what, path, strerror(errno));
+  }
+  return f;
+}
+
 static uint64_t load_u64le(const unsigned char* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
@@ -114,12 +140,12 @@ static uint64_t load_u64le(const unsigned char* p) {
 }
 
 int tt_read_floats(const char* what, const char* path, float* dst, size_t count, char* err) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return fail(err, "%s '%s': cannot open: %s", what, path, strerror(errno));
+  FILE* f = open_regular(what, path, err);
+  if (!f) return -1;
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fileno(f), &st) != 0) {
     fclose(f);
-    return fail(err, "%s '%s': not a regular file", what, path);
+    return fail(err, "%s '%s': cannot stat: %s", what, path, strerror(errno));
   }
   size_t want = count * sizeof(float);
   if ((uint64_t)st.st_size != (uint64_t)want) {
@@ -155,12 +181,12 @@ int tt_write_floats(const char* path, const float* src, size_t count, char* err)
 int tt_load_params(const char* path, int64_t expected, float** out, char* err) {
   *out = NULL;
   if (expected < 0) return fail(err, "the model reports a negative params size (%lld)", (long long)expected);
-  FILE* f = fopen(path, "rb");
-  if (!f) return fail(err, "PARAMS.bin '%s': cannot open: %s", path, strerror(errno));
+  FILE* f = open_regular("PARAMS.bin", path, err);
+  if (!f) return -1;
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fileno(f), &st) != 0) {
     fclose(f);
-    return fail(err, "PARAMS.bin '%s': not a regular file", path);
+    return fail(err, "PARAMS.bin '%s': cannot stat: %s", path, strerror(errno));
   }
   unsigned char h[TT_PARAMS_HEADER_BYTES];
   if (st.st_size < TT_PARAMS_HEADER_BYTES || fread(h, 1, sizeof h, f) != sizeof h) {
