@@ -8,7 +8,7 @@ import { UserError } from '../errors';
 import { compareWithOnnxRuntime, formatCompareReport } from '../compare/compare';
 import { manifestFiles, readManifest, recordsThreadsWarning, type Manifest } from '../compile/manifest';
 import { checkManifestMemory, cliMemoryLimit } from '../compile/memory-plan';
-import { checkModelRunsHere } from '../compile/model-opencl';
+import { checkModelRunsHere } from '../compile/model-gpu';
 import { BENCH_DEFAULTS, benchSetupLine, runBench } from '../native/bench';
 import { remoteSetupLine, runRemoteBench } from '../remote/bench';
 import { formatKernelProfile, kernelProfile } from '../compile/profile';

@@ -11,18 +11,18 @@
 import { promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { argElemType, C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
+import { argElemType, C_PRELUDE, renderKernel } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
 import { lower } from '../codegen/lower';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
-import { compilerFailure, loadExeca, nativeIncludeDir, poolObject } from '../native/build';
+import { compilerFailure, loadExeca, nativeIncludeDir } from '../native/build';
 import { cachedFileOk, sealIntoCache } from '../native/file-cache';
 import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { isGpu } from '../target';
+import { kindOf } from '../target';
 import { UserError } from '../errors';
 import { inContext, REPORT_HINT } from './internal-error';
 import { planMemory } from './memory-plan';
@@ -30,19 +30,18 @@ import {
   kernelFields, modelInfoSource, packParams, sha, startCompile, writeModel,
   type CompileOptions, type CompileResult, type KernelInfo, type TensorNames, type TunedSchedule,
 } from './model-common';
-import { compileOpenclModel } from './model-opencl';
-import { compileCudaModel } from './model-cuda';
+import { compileGpuModel } from './model-gpu';
 
 export type { CompileOptions, CompileResult, KernelInfo, TunedSchedule } from './model-common';
 
 export async function compileModel(opts: CompileOptions): Promise<CompileResult> {
-  // GPU targets: kernels in CUDA C++ compiled to a cubin (model-cuda.ts) or in OpenCL C
-  // (model-opencl.ts), a C host library around them.
-  if (opts.target.kind === 'cuda') return compileCudaModel(opts);
-  if (isGpu(opts.target)) return compileOpenclModel(opts);
+  // GPU kinds: kernels in the kind's language, a C host library around them (model-gpu.ts).
+  // CPU kinds: C kernels built with the kind's flags, below.
+  const backend = kindOf(opts.target).model.cpu;
+  if (!backend) return compileGpuModel(opts);
   const start = await startCompile(opts);
   const { log, warn, graph, groups, compiler, names, timeoutMs } = start;
-  const cflags = [...KERNEL_CFLAGS, ...opts.target.cflags];
+  const cflags = [...backend.cflags, ...opts.target.cflags];
 
   // One kernel per distinct (DAG, schedule); identical layers share it.
   type PlannedKernel = KernelInfo & { code: string };
@@ -75,7 +74,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     }
     if (!built) {
       try {
-        built = build(group, defaultSchedule(group.dag, { vectorLanes: opts.target.vectorLanes }));
+        built = build(group, defaultSchedule(group.dag, kindOf(opts.target).defaultOptions(opts.target)));
       } catch (e) {
         if (e instanceof UserError) throw e;
         built = inContext(() => `compiling the kernel of ${desc()}`, () => build(group, []));
@@ -175,7 +174,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
 
   const kernelList = [...kernels.values()].map(({ code: _code, ...k }) => k);
   // The kernels' thread pool links once, beside them (its object is in the native cache).
-  const objects = [...[...kernels.values()].map(objectOf), await poolObject(compiler)];
+  const objects = [...[...kernels.values()].map(objectOf), await backend.runtimeObject(compiler)];
   const files = await writeModel(opts, start, {
     source: modelC,
     linkArgs: (modelSrc, library) => [...cflags, '-shared', '-fvisibility=hidden', `-I${nativeIncludeDir()}`, modelSrc, ...objects, '-o', library, '-lm'],
