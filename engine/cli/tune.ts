@@ -10,7 +10,7 @@ import { UserError } from '../errors';
 import { loadModel, type ModelSpec } from '../frontend/load';
 import { NETWORK_NAMES } from '../frontend/networks';
 import type { Task } from '../graph/extract';
-import { ProgressReporter } from '../search/progress';
+import { outputWidth, PROGRESS_EVERY_S, ProgressReporter } from '../search/progress';
 import { DEFAULT_WARMUP_TRIALS } from '../search/task-scheduler';
 import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, NOTHING_TO_TUNE, nothingToTuneLine, POLICY_NAMES, tuneNetwork, tuneTasks, tuningTasks } from '../search/tune';
 import type { MeasureOptions } from '../search/types';
@@ -192,8 +192,9 @@ export const tuneCommand: Command = {
     };
     const json = values.json === true;
     const quiet = !json && values.verbose !== true && Boolean(process.env.CI) && !process.stdout.isTTY;
+    const width = outputWidth(process.stdout);
     const reporter = new ProgressReporter({
-      out: io.out, err: io.err, json, quiet, bar: !json && process.stderr.isTTY === true, budget,
+      out: io.out, err: io.err, json, quiet, bar: !json && process.stderr.isTTY === true, budget, width,
     });
 
     const controller = new AbortController();
@@ -233,6 +234,8 @@ export const tuneCommand: Command = {
         confirm: optionalNonNegativeInt('--confirm', values.confirm),
         networkPass: values['network-pass'] === true ? true : undefined,
         measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
+        // Without a terminal there is no bar: a progress line at a steady pace instead.
+        progressEveryS: process.stdout.isTTY ? undefined : PROGRESS_EVERY_S, width,
       }).catch((e: unknown) => reportInternal('tune', `tuning ${positionals[0]}`, e, io.err));
       // A bug of tensortune: said in one line naming the task (reportInternal), exit code 70.
       if (typeof result === 'number') return result;

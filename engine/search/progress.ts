@@ -8,25 +8,87 @@ import type { TuneEvent, TuneNetworkResult } from './types';
 export interface TableRow {
   desc: string;
   weight: number;
+  /** For an alternative (a Winograd form): the ID of the task it implements, whose weight it shares (docs/tuning.md, "Terms"). */
+  alternativeOf?: number;
   flops: number;
   trials: number;
   best_ms: number | null;
 }
 
-/** `| ID | Task Description | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`, one row per task. */
-export function formatTaskTable(rows: readonly TableRow[], maxDescWidth = 64): string[] {
-  const descWidth = Math.min(maxDescWidth, Math.max(16, ...rows.map((r) => r.desc.length)));
+/** Characters of a table row besides its description (with a Weight column of 6). */
+const TABLE_FIXED = 61;
+
+/**
+ * `| ID | Task Description | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`, one row per
+ * task. An alternative's weight reads `alt <ID>`: it is the weight of the task it implements,
+ * counted once there (the estimate takes the faster of the two). With `width`, the
+ * description column is narrowed so that a row fits (down to 16 characters).
+ */
+export function formatTaskTable(rows: readonly TableRow[], maxDescWidth = 64, width?: number): string[] {
+  const weightOf = (r: TableRow): string => (r.alternativeOf === undefined ? String(r.weight) : `alt ${r.alternativeOf}`);
+  const weightWidth = Math.max(6, ...rows.map((r) => weightOf(r).length));
+  const fitted = width === undefined ? maxDescWidth : Math.max(16, Math.min(maxDescWidth, width - TABLE_FIXED - (weightWidth - 6)));
+  const descWidth = Math.min(fitted, Math.max(16, ...rows.map((r) => r.desc.length)));
   const desc = (d: string): string => (d.length > descWidth ? `${d.slice(0, descWidth - 3)}...` : d).padEnd(descWidth);
-  const header = `|  ID  | ${'Task Description'.padEnd(descWidth)} | Latency (ms) | Speed (GFLOPS) | Trials | Weight |`;
+  const header = `|  ID  | ${'Task Description'.padEnd(descWidth)} | Latency (ms) | Speed (GFLOPS) | Trials | ${'Weight'.padEnd(weightWidth)} |`;
   const rule = header.replace(/[^|]/g, '-');
   const lines = [rule, header, rule];
   rows.forEach((r, i) => {
     const latency = r.best_ms === null ? '-' : r.best_ms.toFixed(3);
     const speed = r.best_ms === null || r.best_ms <= 0 ? '-' : (r.flops / (r.best_ms * 1e-3) / 1e9).toFixed(2);
-    lines.push(`| ${String(i).padStart(4)} | ${desc(r.desc)} | ${latency.padStart(12)} | ${speed.padStart(14)} | ${String(r.trials).padStart(6)} | ${String(r.weight).padStart(6)} |`);
+    lines.push(`| ${String(i).padStart(4)} | ${desc(r.desc)} | ${latency.padStart(12)} | ${speed.padStart(14)} | ${String(r.trials).padStart(6)} | ${weightOf(r).padStart(weightWidth)} |`);
   });
   lines.push(rule);
   return lines;
+}
+
+/** Seconds between two progress lines at most while a run is quiet (a long round): where no bar shows progress. */
+export const PROGRESS_EVERY_S = 15;
+
+/**
+ * The width progress lines are fitted to: a terminal's columns; under Nx's terminal UI, whose
+ * task panes have about 100 when the size is not known, 100; else none (a pipe, a log file).
+ */
+export function outputWidth(stream: { isTTY?: boolean; columns?: number }, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  if (stream.isTTY && stream.columns !== undefined && stream.columns > 0) return stream.columns;
+  return env.NX_TUI === 'true' ? 100 : undefined;
+}
+
+/**
+ * `line` as lines of at most `width` characters, broken between its `; `-separated parts,
+ * else between words, never inside a number or a word; continuations are indented. A word
+ * longer than the width stays whole on a line of its own.
+ */
+export function fitLine(line: string, width?: number): string[] {
+  if (width === undefined || line.length <= width) return [line];
+  const indent = '  ';
+  const out: string[] = [];
+  let cur = '';
+  const room = (): number => width - (out.length > 0 ? indent.length : 0);
+  const flush = (): void => {
+    if (cur) out.push(out.length > 0 ? `${indent}${cur}` : cur);
+    cur = '';
+  };
+  for (const [k, part] of line.split('; ').entries()) {
+    const piece = k < line.split('; ').length - 1 ? `${part};` : part;
+    const joined = cur ? `${cur} ${piece}` : piece;
+    if (joined.length <= room()) { cur = joined; continue; }
+    flush();
+    if (piece.length <= room()) { cur = piece; continue; }
+    for (const word of piece.split(' ')) {
+      const w = cur ? `${cur} ${word}` : word;
+      if (w.length <= room() || !cur) cur = w;
+      else { flush(); cur = word; }
+    }
+  }
+  flush();
+  return out;
+}
+
+/** A description cut to `room` characters (at least 16), with `...` where cut. */
+export function cutDesc(desc: string, room: number): string {
+  const n = Math.max(16, room);
+  return desc.length > n ? `${desc.slice(0, n - 3)}...` : desc;
 }
 
 /** TVM's footer: `Estimated total latency: X ms  Trials: N  Used time : S s  Next ID: k` (X is `-` until every task has a valid program). */
@@ -97,6 +159,8 @@ export interface ReporterOptions {
   quiet: boolean;
   /** Budgets as given, to size the bar; trials per task is turned into a total once the tasks are known. */
   budget: { trials?: number; trialsPerTask?: number; timeLimitS?: number };
+  /** The width the final table is fitted to (outputWidth). */
+  width?: number;
   now?: () => number;
 }
 
@@ -161,8 +225,9 @@ export class ProgressReporter {
 
   private finalTable(result: TuneNetworkResult): void {
     const flops = new Map((this.start?.tasks ?? []).map((t) => [t.key, t.flops]));
-    const rows = result.tasks.map((t) => ({ ...t, flops: flops.get(t.key) ?? 0 }));
-    for (const line of formatTaskTable(rows)) this.opts.out(`${line}\n`);
+    const ids = new Map(result.tasks.map((t, i) => [t.key, i]));
+    const rows = result.tasks.map((t) => ({ ...t, flops: flops.get(t.key) ?? 0, alternativeOf: t.alternativeOf === undefined ? undefined : ids.get(t.alternativeOf) }));
+    for (const line of formatTaskTable(rows, 64, this.opts.width)) this.opts.out(`${line}\n`);
     const total = result.tasks.reduce((a, t) => a + t.trials, 0);
     this.opts.out(`${formatEstimate(result.estimatedMs, total, result.wallS)}\n`);
   }

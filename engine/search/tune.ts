@@ -32,7 +32,7 @@ import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from '../schedule/steps';
 import { FailFastGate } from './fail-fast';
 import { createPolicy, POLICY_NAMES } from './policy';
-import { formatEstimate, formatProgress, formatTaskTable, runBudget } from './progress';
+import { cutDesc, fitLine, formatEstimate, formatProgress, formatTaskTable, runBudget, type TableRow } from './progress';
 import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
 import type {
   CostModel, MeasureDevice, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
@@ -171,6 +171,10 @@ export type TuneRunOptions = TuneNetworkOptions & {
    * Ctrl-C, NX_PROCESS_KILL_GRACE_PERIOD), where finishing could be cut mid-append.
    */
   dropBatchOnAbort?: boolean;
+  /** While nothing else is logged, a progress line at least every this many seconds (where no bar shows progress; progress.ts PROGRESS_EVERY_S). */
+  progressEveryS?: number;
+  /** The width log lines are fitted to (progress.ts outputWidth; none: lines stay whole). */
+  width?: number;
 };
 
 /**
@@ -235,7 +239,12 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const host = opts.host === undefined ? undefined : parseTarget(opts.target, 'target', opts.host).host;
   const target = parseTarget(opts.target, 'target');
   const fingerprint = opts.device?.fingerprint ?? hardwareFingerprint(target);
-  const log = opts.log ?? (() => undefined);
+  let lastLine = Date.now(); // when the last line was logged, for the steady progress lines
+  const raw = opts.log ?? (() => undefined);
+  const log = (line: string): void => {
+    lastLine = Date.now();
+    for (const l of fitLine(line, opts.width)) raw(l);
+  };
   if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's GPU (${target.kind === 'cuda' ? 'CUDA' : 'OpenCL'}), with the candidates' host side built here`);
   const emit = opts.onEvent ?? (() => undefined);
   const records = path.resolve(opts.records);
@@ -296,6 +305,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   let leftOut = 0, leftOutTotal = 0; // failures not recorded after an abort: in the round being reported, in all
   let result: SchedulerResult;
   let background: Promise<void> | undefined;
+  let beat: NodeJS.Timeout | undefined;
   let table: (next?: boolean) => void;
   let changedSinceTable = true; // whether the state differs from the last table printed (none yet)
   try {
@@ -304,7 +314,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       tasks: tasks.map((t, id) => ({ id, key: t.key, desc: t.desc, weight: t.weight, flops: t.flops, measured: measured[id] })),
     });
     const resumed = measured.reduce((a, m) => a + m, 0);
-    log(`${name}: ${tasks.length} tasks, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
+    log(`${name}: ${describeTasks(tasks)}, ${resumed} measurement(s) resumed from ${opts.records}; policy ${policyName}, target "${target.text}"`);
 
     // An error of the engine in a task's default schedule or search names the task (compile/internal-error.ts).
     const doing = (i: number) => (): string => `tuning task ${i} (${tasks[i].desc})`;
@@ -313,14 +323,17 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
       task, prior: priorOf(task),
       policy: namedPolicy(withDefaultFirst(inContext(doing(i), () => parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0)), defaults[i], priorOf(task)), doing(i)),
     }));
+    let measuring: { task: number; candidates: number; since: number } | undefined; // the batch in flight, for the progress lines
     const measurer: Measurer = {
       async measure(task, candidates) {
         const t0 = Date.now();
+        measuring = { task: tasks.indexOf(task as Task), candidates: candidates.length, since: t0 };
         try {
           const outcomes = await parts.measurer.measure(task, candidates);
           for (const o of outcomes) { timing.buildS += o.build_ms / 1000; timing.runS += o.run_ms / 1000; }
           return outcomes;
         } finally {
+          measuring = undefined;
           timing.measureS += (Date.now() - t0) / 1000;
         }
       },
@@ -334,6 +347,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     // What this run may still measure, for the progress and ETA of each round's line.
     const bound = runBudget(measured, { trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS });
     let roundsSinceTable = 0;
+    let runTrials = 0;
     const scheduler = new TaskScheduler(entries, {
       trials, trialsPerTask: opts.trialsPerTask, timeLimitS: opts.timeLimitS, earlyStopping: opts.earlyStopping, prefetch: opts.prefetch,
       batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE, warmupTrials: opts.warmupTrials, seed, signal: opts.signal,
@@ -361,8 +375,11 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
         leftOut = 0;
         emit({ type: 'round', task: r.task, trials: r.trials, best_ms: r.best_ms, errors: r.errors, total_trials: r.total_trials, estimated_ms: r.estimated_ms });
         const best = r.best_ms === null ? 'no valid program yet' : `best ${r.best_ms.toFixed(4)} ms`;
+        runTrials = r.run_trials;
         const progress = formatProgress({ trials: r.run_trials, elapsedS: (Date.now() - started) / 1000 }, bound);
-        log(`${r.warmup ? 'warm-up ' : ''}task ${r.task} (${tasks[r.task].desc}): ${r.trials} trial(s), ${r.errors} error(s), ${best}; run: ${progress}`);
+        const head = (desc: string): string => `${r.warmup ? 'warm-up ' : ''}task ${r.task} (${desc}): ${r.trials} trial(s), ${r.errors} error(s), ${best}`;
+        const desc = opts.width === undefined ? tasks[r.task].desc : cutDesc(tasks[r.task].desc, opts.width - head('').length);
+        log(`${head(desc)}; run: ${progress}`);
         changedSinceTable = true;
         // TVM prints the table before every round; once per pass over the tasks is enough to follow.
         if (!r.warmup && ++roundsSinceTable >= tasks.length) { roundsSinceTable = 0; table(); }
@@ -371,11 +388,23 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     });
     table = (next = true): void => {
       changedSinceTable = false;
-      for (const line of formatTaskTable(scheduler.status())) log(line);
+      for (const line of taskTable(tasks, scheduler.status(), opts.width)) raw(line);
       const total = scheduler.status().reduce((a, t) => a + t.trials, 0);
       log(formatEstimate(scheduler.estimatedMs(), total, (Date.now() - started) / 1000, next ? scheduler.pick(true) : null));
     };
 
+    // Long rounds (64 candidates of a big layer) are quiet for minutes: say where the run is.
+    const every = opts.progressEveryS;
+    beat = every === undefined ? undefined : setInterval(() => {
+      if (dropped || Date.now() - lastLine < every * 1000) return;
+      const now = measuring && measuring.task >= 0
+        ? `measuring task ${measuring.task} (${tasks[measuring.task].desc}): ${measuring.candidates} candidate(s), ${Math.round((Date.now() - measuring.since) / 1000)} s so far`
+        : 'searching';
+      const est = scheduler.estimatedMs();
+      log(`${now}; run: ${formatProgress({ trials: runTrials, elapsedS: (Date.now() - started) / 1000 }, bound)}; ` +
+        `estimated total latency ${est === null ? '- (not every task has a valid program yet)' : `${est.toFixed(3)} ms`}`);
+    }, Math.min(every * 1000, 1000));
+    beat?.unref();
     const running = scheduler.run();
     const stopped = opts.dropBatchOnAbort && opts.signal ? await Promise.race([running, abortedBy(opts.signal)]) : await running;
     if (stopped === DROPPED) {
@@ -418,6 +447,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
         `${moves.newBestsNotHeld} did not hold (timed again more than ${Math.round((1 / NEW_BEST_SHARE - 1) * 100)}% slower)`);
     }
   } finally {
+    clearInterval(beat);
     // A dropped batch may still hold the measurer: it is closed once that batch ends, not waited for.
     if (background) void background.then(() => parts.measurer.close()).catch(() => undefined);
     else await parts.measurer.close();
@@ -427,9 +457,22 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   const wallS = (Date.now() - started) / 1000;
   emit({ type: 'done', total_trials: result.tasks.reduce((a, t) => a + t.trials, 0), estimated_ms: result.estimatedMs, wall_s: wallS, reason: result.reason });
   return {
-    tasks: result.tasks.map((t) => ({ key: t.key, desc: t.desc, weight: t.weight, trials: t.trials, best_ms: t.best_ms })),
+    tasks: result.tasks.map((t, i) => ({ key: t.key, desc: t.desc, weight: t.weight, trials: t.trials, best_ms: t.best_ms, alternativeOf: tasks[i].alternative?.of })),
     trials: result.trials, estimatedMs: result.estimatedMs, wallS, reason: result.reason, timing,
   };
+}
+
+/** `4 tasks and 2 Winograd alternatives`: what a run searches, in the words of docs/tuning.md ("Terms"). */
+export function describeTasks(tasks: readonly { alternative?: unknown; alternativeOf?: string }[]): string {
+  const alternatives = tasks.filter((t) => t.alternative !== undefined || t.alternativeOf !== undefined).length;
+  const n = tasks.length - alternatives;
+  return `${n} task${n === 1 ? '' : 's'}${alternatives ? ` and ${alternatives} Winograd alternative${alternatives === 1 ? '' : 's'}` : ''}`;
+}
+
+/** The task table of a run: an alternative's weight names the task it implements (progress.ts formatTaskTable). */
+function taskTable(tasks: readonly Task[], rows: readonly TableRow[], width?: number): string[] {
+  const ids = new Map(tasks.map((t, i) => [t.key, i]));
+  return formatTaskTable(rows.map((r, i) => ({ ...r, alternativeOf: tasks[i].alternative ? ids.get(tasks[i].alternative!.of) : undefined })), 64, width);
 }
 
 const DROPPED = Symbol('dropped');

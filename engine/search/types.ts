@@ -110,7 +110,8 @@ export type TuneEvent =
   | { type: 'done'; total_trials: number; estimated_ms: number | null; wall_s: number; reason: string };
 
 export interface TuneNetworkResult {
-  tasks: { key: string; desc: string; weight: number; trials: number; best_ms: number | null }[];
+  /** `alternativeOf`: for an alternative (a Winograd form), the key of the task it implements. */
+  tasks: { key: string; desc: string; weight: number; trials: number; best_ms: number | null; alternativeOf?: string }[];
   /** Trials measured in this run (not counting resumed ones). */
   trials: number;
   /** Σ weight × best latency over tasks (ms); null while any task has no valid measurement. */

@@ -18,7 +18,8 @@ import { openRemoteDevices, remoteFingerprint } from '../../engine/remote/open';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { reportInternal } from '../../engine/compile/internal-error';
 import { UserError } from '../../engine/errors';
-import { summaryLine } from '../../engine/search/progress';
+import { fitLine, outputWidth, PROGRESS_EVERY_S, summaryLine } from '../../engine/search/progress';
+import { describeTasks } from '../../engine/search/tune';
 import type { MeasureOptions } from '../../engine/search/types';
 import { targetRunners, type BudgetConfig } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult, type Interruptible } from '../run';
@@ -98,6 +99,8 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, abor
   // A target measured on a device through its runner(s): the device's fingerprint keys the records (engine/remote).
   const remote = targetRunners(run.target, run.targetName);
   const log = aborter.log;
+  const width = outputWidth(process.stdout);
+  const say = (line: string): void => { for (const l of fitLine(line, width)) log(l); };
   if (sharding && !sharding.shard) {
     // The merge measures nothing: of the device, only its fingerprint.
     const fingerprint = remote ? await remoteFingerprint(remote.runners, target, remote.where, { log }) : hardwareFingerprint(target);
@@ -109,7 +112,7 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, abor
   const device = remote ? await openRemoteDevices(remote.runners, target, remote.where, { log }) : undefined;
   const others = await otherLogs(run.storeDir, run.recordsFile);
   const overrides = overridesOf(options);
-  console.log(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
+  say(`tensortune tune ${run.network}: target ${run.targetName} ("${run.target.target}"), budget ${run.budgetName ?? '(engine default)'}` +
     `${overrides.length ? ` with ${overrides.join(' ')}` : ''}${sharding ? `, ${describeShard(sharding)}` : ''}` +
     `, log ${rel(run.recordsFile)}${others.length ? `, reading ${others.length} other log(s) of the store` : ''}`);
   try {
@@ -126,6 +129,9 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, abor
       log,
       signal: aborter.signal,
       dropBatchOnAbort: true,
+      // Nx shows no bar: a line at a steady pace, fitted to its terminal (or its UI's pane).
+      progressEveryS: PROGRESS_EVERY_S,
+      width,
     });
     if (result?.reason === 'aborted') {
       // The store log holds the run's trials; the output is rewritten by a run that ends.
@@ -135,9 +141,10 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, abor
     }
     const match = { target: target.text, fingerprint: device?.fingerprint ?? hardwareFingerprint(target) };
     const output = sharding?.output ?? run.tuneOutput;
-    const keys = sharding?.shard ? sharding.shard.tasks.map((t) => t.key) : result!.tasks.map((t) => t.key);
+    const tuned = sharding?.shard ? sharding.shard.tasks : result!.tasks;
+    const keys = tuned.map((t) => t.key);
     const out = await writeTuneOutput(run.storeDir, output, keys, match, warn);
-    console.log(`output ${rel(output)}: ${out.records} measurement(s) of ${sharding?.shard ? 'this shard\'s' : 'this network\'s'} tasks, best records for ${out.best} of ${keys.length} task(s)`);
+    say(`output ${rel(output)}: ${out.records} measurement(s) of ${sharding?.shard ? 'this shard\'s' : 'this network\'s'} tasks, best records for ${out.best} of its ${describeTasks(tuned)}`);
     if (!result) return { success: true };
     console.log(summaryLine(result));
     return { success: true };
