@@ -35,7 +35,7 @@ import { readFloat32File } from '../engine/runtime/rawfile';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
 import type { Step } from '../engine/schedule/steps';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
-import { tuneNetwork, tuneTasks } from '../engine/search/tune';
+import { tuneNetwork, tuneTasks } from '../engine/app/tune';
 import { parseTarget, type Target } from '../engine/target';
 import { benchArgs } from './args';
 import { bestSteps, interleaved } from './interleaved';

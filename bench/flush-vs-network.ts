@@ -20,7 +20,7 @@ import { rankedByWorkload } from '../engine/records/best';
 import { readRecordFiles } from '../engine/records/log';
 import { defaultSchedule } from '../engine/schedule/defaults';
 import { stepsKey, type Step } from '../engine/schedule/steps';
-import { tuningTasks } from '../engine/search/tune';
+import { tuningTasks } from '../engine/graph/extract';
 import { hardwareFingerprint, parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 

@@ -23,7 +23,7 @@ import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
 import { openclDeviceSync } from '../engine/native/opencl';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
-import { tuneNetwork, tuneTasks } from '../engine/search/tune';
+import { tuneNetwork, tuneTasks } from '../engine/app/tune';
 import { parseTarget } from '../engine/target';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { benchArgs } from './args';

@@ -15,7 +15,7 @@ import { extractTasks, type Task } from '../engine/graph/extract';
 import { measurePeakGflops } from '../engine/native/peak';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
 import { POLICY_NAMES } from '../engine/search/policy';
-import { tuneTasks } from '../engine/search/tune';
+import { tuneTasks } from '../engine/app/tune';
 import type { PolicyName } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';

@@ -13,7 +13,7 @@ import { LocalMeasurer } from '../engine/measure/measurer';
 import { measurePeakGflops } from '../engine/native/peak';
 import { defaultSchedule } from '../engine/schedule/defaults';
 import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
-import { tuneTasks } from '../engine/search/tune';
+import { tuneTasks } from '../engine/app/tune';
 import type { PolicyName, TuneEvent } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';

@@ -19,7 +19,8 @@ import { compileNetwork } from '../engine/compile/network';
 import { runBench } from '../engine/native/bench';
 import { selectWorkloads } from '../engine/cli/tune';
 import { loadModel } from '../engine/frontend/load';
-import { tuneTasks, tuningTasks } from '../engine/search/tune';
+import { tuneTasks } from '../engine/app/tune';
+import { tuningTasks } from '../engine/graph/extract';
 import type { PolicyName } from '../engine/search/types';
 import { benchArgs } from './args';
 

@@ -2,11 +2,11 @@
 // Nothing here (or below) imports Nx.
 
 export { loadModel, type ModelSpec, type LoadedModel } from './frontend/load';
-export { tuneNetwork, type TuneResult, type TuneTiming } from './search/tune';
+export { tuneNetwork, type TuneResult, type TuneTiming } from './app/tune';
 export type { TuneNetworkOptions, TuneNetworkResult, TuneEvent, PolicyName, MeasureOptions } from './search/types';
 export { compileNetwork, type CompileNetworkOptions } from './compile/network';
 export { runBench, type BenchOptions, type BenchResult } from './native/bench';
 export { parseTarget, hardwareFingerprint, isGpu, withHardwareParams, type Target, type GpuParams } from './target';
-export { extractTasks, type Task } from './graph/extract';
+export { extractTasks, tuningTasks, type Task } from './graph/extract';
 export { UserError } from './errors';
 export { ENGINE_VERSION } from './version';

@@ -142,12 +142,12 @@ export function shardDigest(shard: Shard, engineVersion: string, splitByShare: b
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 32);
 }
 
-// The engine's model loading and search modules are required when a sharded network is
+// The engine's model loading and task extraction modules are required when a sharded network is
 // planned, not when the plugin loads: every Nx command loads the plugin, most plan nothing.
 /* eslint-disable @typescript-eslint/no-require-imports */
 const engine = {
   loadModel: (...a: Parameters<typeof import('../engine/frontend/load').loadModel>) => (require('../engine/frontend/load') as typeof import('../engine/frontend/load')).loadModel(...a),
-  tuningTasks: (graph: Graph, target: string): Task[] => (require('../engine/search/tune') as typeof import('../engine/search/tune')).tuningTasks(graph, target),
+  tuningTasks: (graph: Graph, target: string): Task[] => (require('../engine/graph/extract') as typeof import('../engine/graph/extract')).tuningTasks(graph, target),
 };
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -15,7 +15,7 @@ import { appendRecords } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import type { TuningFigures } from '../report/tuning-data';
 import { duration } from '../report/units';
-import { tuningTasks } from '../search/tune';
+import { tuningTasks } from '../graph/extract';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-report-'));
 const model = path.join(dir, '<script>alert(1)<', 'net.onnx');

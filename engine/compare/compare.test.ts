@@ -17,7 +17,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileNetwork } from '../compile/network';
 import { appendRecords, readRecords } from '../records/log';
-import { tuneNetwork } from '../search/tune';
+import { tuneNetwork } from '../app/tune';
 import { getNetwork } from '../frontend/networks';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';

@@ -34,7 +34,7 @@ export interface ApplyRecordsOptions {
   /**
    * A task's current default schedule. Given, compile warns about tuned tasks whose records
    * never measured it: they were tuned against the defaults of an older tensortune, and
-   * re-running tune on the same records times the new defaults against them (search/tune.ts,
+   * re-running tune on the same records times the new defaults against them (app/tune.ts,
    * confirmBest).
    */
   defaultOf?: (task: Task) => readonly Step[];

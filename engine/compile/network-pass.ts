@@ -2,7 +2,7 @@
 // compile will run them, inside the compiled network, and appends those timings as the
 // task's latest confirmation pass, which compile then ranks by (records/best.ts).
 //
-// Why: the confirmation pass (search/tune.ts confirmBest) times each schedule alone, with
+// Why: the confirmation pass (app/tune.ts confirmBest) times each schedule alone, with
 // the caches flushed. In the network a layer starts with its input warm from the layer
 // before and its neighbours' data around it, and some schedules that win alone lose there:
 // tuned stride-2 depthwise convs (their padded input copied into a tile

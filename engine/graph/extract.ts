@@ -8,6 +8,7 @@ import type { Graph, OpNode } from './graph';
 import { partition, type FusedGroup } from './fuse';
 import { WINOGRAD_OP, useWinograd, winogradEligible } from './winograd';
 import { optimize, type OptimizeOptions } from './passes';
+import { isGpu, parseTarget } from '../target';
 
 export interface Task {
   /** The DAG's workload key: `["<md5>", [input shape]..., [output shape]]`. */
@@ -115,4 +116,14 @@ export function winogradTasks(graph: Graph, groups: readonly FusedGroup[]): Task
 export function winogradConvOf(graph: Graph, group: FusedGroup): number | undefined {
   const convs = new Set(winogradEligible(graph));
   return group.nodes.find((id) => convs.has(id));
+}
+
+/**
+ * The tasks a tune searches for a model's graph on a target (also what `tune --workload`,
+ * the Nx shards and the tuning report choose from). CPU targets also tune a Winograd task
+ * for each 3x3 stride-1 conv layer: compile runs the layer as Winograd where that task's
+ * best record beats the direct conv's (compile/choose-winograd.ts).
+ */
+export function tuningTasks(graph: Graph, target: string): Task[] {
+  return extractTasks(graph, { winograd: !isGpu(parseTarget(target, 'target')) });
 }

@@ -33,7 +33,7 @@ export const recordGroup = (r: Pick<TuningRecord, 'key' | 'target' | 'fingerprin
 const scheduleOf = (r: TuningRecord): string => stepsKey(r.steps);
 
 /**
- * The policy of the records the confirmation pass appends (search/tune.ts confirmBest): a
+ * The policy of the records the confirmation pass appends (app/tune.ts confirmBest): a
  * schedule timed again beside its rivals, not a trial. The schedule's first record keeps the
  * policy that proposed it.
  */

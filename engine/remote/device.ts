@@ -7,8 +7,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { buildNative, memoAsync } from '../native/build';
-import type { Target } from '../target';
-import { OPENCL_DESCRIBE_SYMBOL, openclDescribeLibrary } from './opencl';
+import { kindOf, type Target } from '../target';
 import { installCommand, INSTALLED_LINE, NOT_INSTALLED, startCommand, type Runner } from './runner';
 import { DeviceError, RemoteSession, type DeviceInfo, type Hello, type Reply } from './session';
 
@@ -155,9 +154,9 @@ export class RemoteDevice {
 
   /** What the device says it is (for the hardware fingerprint). */
   async info(): Promise<DeviceInfo> {
-    // An OpenCL target: the device lists its OpenCL platforms and devices too (opencl.ts).
-    const describe: [string, Buffer][] = this.target.kind === 'opencl' ? [['lib', await openclDescribeLibrary(this.target)]] : [];
-    const fields = describe.length ? [...describe, `symbol ${OPENCL_DESCRIBE_SYMBOL}`] : [];
+    // A kind whose record has runner.describe (OpenCL): the device lists its platforms and devices too.
+    const describe = kindOf(this.target).runner.describe;
+    const fields: (string | [string, Buffer])[] = describe ? [['lib', await describe.library(this.target)], `symbol ${describe.symbol}`] : [];
     const { reply } = await this.request('info', fields, 60_000);
     return reply as unknown as DeviceInfo;
   }

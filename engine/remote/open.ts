@@ -6,23 +6,24 @@
 import { createHash } from 'node:crypto';
 import { UserError } from '../errors';
 import type { MeasureDevice, MeasureOptions, Measurer } from '../measure/types';
-import { isGpu, NO_OPENCL_DEVICE, openclIdentity, type Target } from '../target';
-import { describedOpenclDevice, openclDescribeLibrary } from './opencl';
+import { kindOf, type Target } from '../target';
+import { describedOpenclDevice } from './opencl';
 import { RemoteMeasurer } from './measurer';
 import { RemotePool, type PoolOptions } from './pool';
 import type { DeviceInfo } from './session';
 
 /** The fingerprint of a target measured on a device that answered `info`. As the local
  *  one (target.ts hardwareFingerprint): CPU model, vector features, cores, architecture and
- *  the target string; for an OpenCL target also the device's OpenCL platform, device and
- *  driver (openclIdentity, as a local OpenCL fingerprint names them); `remote: true` keeps it
- *  apart from any local machine's. */
+ *  the target string; for a kind whose device describes itself (OpenCL) also what its
+ *  record's runner.describe makes of the description (the OpenCL platform, device and
+ *  driver, as a local OpenCL fingerprint names them); `remote: true` keeps it apart from
+ *  any local machine's. */
 export function deviceFingerprint(target: Target, info: DeviceInfo): string {
   const features = info.features.split(/\s+/).filter((f) => /^(avx|fma|sse4|neon|asimd|sve)/.test(f)).sort();
   const model = [info.cpu, info.cpu_implementer, info.cpu_part].filter(Boolean).join(' ') || 'unknown';
-  const opencl = target.kind === 'opencl' ? openclOf(info) : undefined;
+  const describe = kindOf(target).runner.describe;
   const text = JSON.stringify({ remote: true, model, features, cores: info.cores, target: target.text, arch: info.machine,
-    ...(opencl ? { opencl: 'device' in opencl ? openclIdentity(opencl.device) : NO_OPENCL_DEVICE } : {}) });
+    ...(describe ? describe.identity(describe.device(info.described, info.describe_error)) : {}) });
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
@@ -44,18 +45,17 @@ export interface OpenedDevices extends MeasureDevice {
   close(): Promise<void>;
 }
 
-/** Remote measurement: CPU targets, and OpenCL targets (the candidate library carries the
- *  OpenCL runtime, which opens the device's libOpenCL). CUDA's worker would need its driver
- *  on the device and nothing CUDA has run here yet. */
+/** Remote measurement: the kinds whose record says so (runner.tune: CPU targets, and OpenCL
+ *  targets, whose candidate library carries the OpenCL runtime). */
 export function checkRemoteTarget(target: Target, where: string): void {
-  if (isGpu(target) && target.kind !== 'opencl') {
+  if (!kindOf(target).runner.tune) {
     throw new UserError(`${where}: measuring through a runner supports CPU targets ("llvm -mtriple=...") and OpenCL targets, not "${target.text}" yet (GPU targets through a runner: OpenCL only)`);
   }
 }
 
-/** benchmark --runner: compiled CPU models only (a GPU model through a runner is not built yet). */
+/** benchmark --runner: the kinds whose record says so (runner.benchmark: compiled CPU models; a GPU model through a runner is not built yet). */
 export function checkRemoteBenchTarget(target: Target, where: string): void {
-  if (isGpu(target)) {
+  if (!kindOf(target).runner.benchmark) {
     throw new UserError(`${where}: benchmarking through a runner supports models compiled for CPU targets ("llvm -mtriple=..."), not "${target.text}" yet (GPU targets through a runner: tune only)`);
   }
 }
@@ -64,7 +64,8 @@ export function checkRemoteBenchTarget(target: Target, where: string): void {
 export async function openRemoteDevices(templates: readonly string[], target: Target, where: string, opts: PoolOptions = {}): Promise<OpenedDevices> {
   checkRemoteTarget(target, where);
   // Built before any device starts, so a missing cross toolchain or OpenCL header is one message.
-  if (target.kind === 'opencl') await openclDescribeLibrary(target);
+  const describe = kindOf(target).runner.describe;
+  if (describe) await describe.library(target);
   const pool = new RemotePool(templates, target, where, opts);
   let opened;
   try {
@@ -80,12 +81,12 @@ export async function openRemoteDevices(templates: readonly string[], target: Ta
     throw new UserError(`${where}: the runners of one target must reach devices of one kind: ${opened[0].device.label} is ` +
       `${describeDevice(opened[0].info)}, ${opened[odd].device.label} is ${describeDevice(opened[odd].info)}`);
   }
-  if (target.kind === 'opencl') {
+  if (describe) {
     // Every candidate would fail: say why once, as a local OpenCL target without a device does.
-    const none = opened.map(({ device, info }) => ({ device, cl: openclOf(info) })).find(({ cl }) => 'error' in cl);
+    const none = opened.map(({ device, info }) => ({ device, cl: describe.device(info.described, info.describe_error) })).find(({ cl }) => 'error' in cl);
     if (none) {
       await pool.close();
-      throw new UserError(`${where}: ${none.device.label} has no usable OpenCL device for "${target.text}": ${(none.cl as { error: string }).error}`);
+      throw new UserError(`${where}: ${none.device.label} has no usable ${kindOf(target).label} device for "${target.text}": ${(none.cl as { error: string }).error}`);
     }
   }
   let measurer: RemoteMeasurer | undefined;

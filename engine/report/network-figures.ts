@@ -7,7 +7,7 @@ import { loadModel, type ModelSpec } from '../frontend/load';
 import type { RecordMatch } from '../records/best';
 import { readRecordFiles } from '../records/log';
 import { recordFilesOf } from '../records/store';
-import { tuningTasks } from '../search/tune';
+import { tuningTasks } from '../graph/extract';
 import { reportMatch, tuningFigures, type TuningFigures } from './tuning-data';
 
 export interface NetworkFiguresOptions {

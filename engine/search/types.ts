@@ -51,7 +51,7 @@ export interface SearchPolicy {
   genomeOf?(steps: readonly Step[]): RecordGenome | undefined;
 }
 
-/** Options of tuneNetwork (engine/search/tune.ts), the entry point of `tensortune tune` and the Nx tune executor. */
+/** Options of tuneNetwork (engine/app/tune.ts), the entry point of `tensortune tune` and the Nx tune executor. */
 export interface TuneNetworkOptions {
   /** What to tune (ModelSpec of engine/frontend/load.ts: builtin name or model file, batch, layout). */
   model: import('../frontend/load').ModelSpec;

@@ -183,6 +183,24 @@ export interface TargetKind {
   gpuSpace?(target: Target): GpuSpaceOptions;
   readonly candidate: CandidateBackend;
   readonly model: { readonly cpu: CpuModelBackend; readonly gpu?: never } | { readonly gpu: GpuModel; readonly cpu?: never };
-  /** Measuring through a runner (remote/): whether its candidates can be, and whether its compiled models can be benchmarked there. */
-  readonly runner: { readonly tune: boolean; readonly benchmark: boolean };
+  readonly runner: RunnerSupport;
+}
+
+/** Measuring through a runner (remote/): whether its candidates can be, whether its compiled models can be benchmarked there, and what the device must describe. */
+export interface RunnerSupport {
+  readonly tune: boolean;
+  readonly benchmark: boolean;
+  /** Kinds whose device the runner's worker describes with a library of theirs (OpenCL: its platforms and devices), for the fingerprint. */
+  readonly describe?: RunnerDescribe;
+}
+
+export interface RunnerDescribe {
+  /** The exported function of the describe library. */
+  readonly symbol: string;
+  /** The describe library built for the target's host, as bytes. */
+  library(target: Target): Promise<Buffer>;
+  /** The device a description names (what the candidates open), or why there is none. */
+  device(described: unknown, describeError: string | undefined): { device: OpenclDevice } | { error: string };
+  /** The fields a device fingerprint adds for that answer. */
+  identity(answer: { device: OpenclDevice } | { error: string }): Record<string, unknown>;
 }

@@ -8,8 +8,9 @@ import { lowerGpu } from '../codegen/gpu';
 import { launchTable, OPENCL_PRELUDE, renderOpencl, renderOpenclKernels, type OpenclLaunchTable } from '../codegen/opencl';
 import { openclCandidateSource, openclModelSource } from '../codegen/opencl-host';
 import { UserError } from '../errors';
-import { OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclRuntimeObject } from '../native/build';
-import { openclDeviceSync, type OpenclDevice } from '../native/opencl';
+import { promises as fs } from 'node:fs';
+import { findCompiler, memoAsync, OPENCL_HOST_CFLAGS, OPENCL_RUNTIME_LIBS, openclDescribeLibraryFile, openclRuntimeObject } from '../native/build';
+import { openclDeviceSync, selectedOpenclDevice, type Description, type OpenclAnswer, type OpenclDevice } from '../native/opencl';
 import { State } from '../schedule/state';
 import { gpuOptions, gpuOptionsText, parseGpuHost } from './gpu-options';
 import { gpuOptionsList, INT32_MAX } from './gpu-params';
@@ -122,6 +123,31 @@ function parseOpencl(ctx: ParseContext): Target {
   };
 }
 
+/** The exported function of the describe library (tt_remote's info `symbol`). */
+export const OPENCL_DESCRIBE_SYMBOL = 'tt_opencl_describe';
+
+const describeBuilds = memoAsync<Buffer>();
+
+/**
+ * The describe library for the target's host (its -mtriple cross compiler, else this
+ * machine's), as bytes: native/opencl/tt_opencl_describe.c, the OpenCL runtime's own
+ * listing, linked with the runtime object OpenCL candidates link, so a device behind a
+ * runner lists its platforms and devices as `tensortune fingerprint --target opencl` lists
+ * this machine's.
+ */
+export function openclDescribeLibrary(target: Target): Promise<Buffer> {
+  const cc = target.ccPrefix ? `${target.ccPrefix}gcc` : undefined;
+  return describeBuilds(cc ?? '', async () => fs.readFile(await openclDescribeLibraryFile(await findCompiler(cc))));
+}
+
+/** The OpenCL device the device's runtime selects (what its candidates open), or why there is none. */
+export function describedOpenclDevice(described: unknown, describeError: string | undefined): OpenclAnswer {
+  if (described === undefined) return { error: describeError || 'the device did not describe its OpenCL platforms' };
+  const d = described as Description;
+  if (!d || !Array.isArray(d.platforms)) return { error: `the device's OpenCL description is not tt_cl_describe's: ${JSON.stringify(described).slice(0, 200)}` };
+  return selectedOpenclDevice(d, "the device's OpenCL runtime");
+}
+
 /** The file beside model.so holding the OpenCL source, for reading. */
 export const OPENCL_SOURCE_FILE = 'kernels.cl';
 
@@ -184,5 +210,14 @@ export const OPENCL_KIND: TargetKind = {
     }),
   },
   // The candidate library carries the OpenCL runtime, which opens the device's libOpenCL.
-  runner: { tune: true, benchmark: false },
+  runner: {
+    tune: true,
+    benchmark: false,
+    describe: {
+      symbol: OPENCL_DESCRIBE_SYMBOL,
+      library: openclDescribeLibrary,
+      device: describedOpenclDevice,
+      identity: (answer) => ({ opencl: 'device' in answer ? openclIdentity(answer.device) : NO_OPENCL_DEVICE }),
+    },
+  },
 };

@@ -16,7 +16,7 @@ import { UserError } from '../../engine/errors';
 import { loadModel } from '../../engine/frontend/load';
 import { appendRecords } from '../../engine/records/log';
 import type { TuningRecord } from '../../engine/records/record';
-import { tuningTasks } from '../../engine/search/tune';
+import { tuningTasks } from '../../engine/graph/extract';
 import { loadConfig } from '../../plugin/config';
 import { resolveRun, tuneOutputFile } from '../../plugin/resolve';
 import { writeNetWorkspace } from '../workspace.fixture';

@@ -19,7 +19,7 @@ import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { reportInternal } from '../../engine/compile/internal-error';
 import { UserError } from '../../engine/errors';
 import { fitLine, outputWidth, PROGRESS_EVERY_S, summaryLine } from '../../engine/search/progress';
-import { describeTasks } from '../../engine/search/tune';
+import { describeTasks } from '../../engine/app/tune';
 import type { MeasureOptions } from '../../engine/search/types';
 import { targetRunners, type BudgetConfig } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult, type Interruptible } from '../run';

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadModel } from '../../engine/frontend/load';
 import { extractTasks } from '../../engine/graph/extract';
-import { tuningTasks } from '../../engine/search/tune';
+import { tuningTasks } from '../../engine/graph/extract';
 import { appendRecords } from '../../engine/records/log';
 import { makeRecord } from '../../engine/records/make';
 import type { TuningRecord } from '../../engine/records/record';

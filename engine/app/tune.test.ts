@@ -18,9 +18,9 @@ import { runBench } from '../native/bench';
 import { readRecords } from '../records/log';
 import { CONFIRM_POLICY, rankedByWorkload } from '../records/best';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { DEFAULT_WARMUP_TRIALS } from './task-scheduler';
+import { DEFAULT_WARMUP_TRIALS } from '../search/task-scheduler';
 import { tuneNetwork, tuneTasks } from './tune';
-import type { TuneEvent } from './types';
+import type { TuneEvent } from '../search/types';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-tune-test-'));
 const records = path.join(dir, 'mobilenet.jsonl');

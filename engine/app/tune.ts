@@ -14,8 +14,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
-import { extractTasks, type Task } from '../graph/extract';
-import type { Graph } from '../graph/graph';
+import { tuningTasks, type Task } from '../graph/extract';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
 import { inContext } from '../compile/internal-error';
 import { networkPass } from '../compile/network-pass';
@@ -30,13 +29,13 @@ import { LearnedCostModel } from '../costmodel/model';
 import { HOST_RATE_TOLERANCE, MAX_RETAKES, NEW_BEST_SHARE } from '../measure/host-rate';
 import { LocalMeasurer } from '../measure/measurer';
 import { stepsKey } from '../schedule/steps';
-import { FailFastGate } from './fail-fast';
-import { createPolicy, POLICY_NAMES } from './policy';
-import { cutDesc, fitLine, formatEstimate, formatProgress, formatTaskTable, runBudget, type TableRow } from './progress';
-import { TaskScheduler, type SchedulerResult, type SchedulerTask } from './task-scheduler';
+import { FailFastGate } from '../search/fail-fast';
+import { createPolicy, POLICY_NAMES } from '../search/policy';
+import { cutDesc, fitLine, formatEstimate, formatProgress, formatTaskTable, runBudget, type TableRow } from '../search/progress';
+import { TaskScheduler, type SchedulerResult, type SchedulerTask } from '../search/task-scheduler';
 import type {
   CostModel, MeasureDevice, MeasuredState, MeasureOptions, MeasureOutcome, Measurer, PolicyName, SearchPolicy, TuneNetworkOptions, TuneNetworkResult,
-} from './types';
+} from '../search/types';
 
 /**
  * Schedules per task the confirmation pass times again (besides the default) by default
@@ -220,15 +219,6 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   return result;
 }
 
-/**
- * The tasks tuneNetwork searches for a model's graph on a target (also what `tune
- * --workload` and the Nx shards choose from). CPU targets also tune a Winograd task for each
- * 3x3 stride-1 conv layer: compile runs the layer as Winograd where that task's best record
- * beats the direct conv's (compile/choose-winograd.ts).
- */
-export function tuningTasks(graph: Graph, target: string): Task[] {
-  return extractTasks(graph, { winograd: !isGpu(parseTarget(target, 'target')) });
-}
 
 /** The tuning loop over given tasks (tuneNetwork's, and the single-layer bench's). */
 export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit<TuneRunOptions, 'model'>, started = Date.now()): Promise<TuneResult> {
