@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compareWithOnnxRuntime, type CompareReport } from '../engine/compare/compare';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 

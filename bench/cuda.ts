@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compareWithOnnxRuntime, top1 } from '../engine/compare/compare';
 import { readManifest } from '../engine/compile/manifest';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
 import { cudaDeviceSync } from '../engine/native/cuda';

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readManifest } from '../engine/compile/manifest';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { kernelProfile } from '../engine/compile/profile';
 import { getNetwork } from '../engine/frontend/networks';
 import { LocalMeasurer } from '../engine/measure/measurer';

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { loadModel } from '../engine/frontend/load';
 import { extractTasks } from '../engine/graph/extract';
 import { runBench } from '../engine/native/bench';

@@ -18,7 +18,7 @@
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { runBench } from '../engine/native/bench';
 import { openclDeviceSync } from '../engine/native/opencl';

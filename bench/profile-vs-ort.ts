@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { manifestFiles, readManifest } from '../engine/compile/manifest';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { median, pairedRatio } from '../engine/compare/compare';
 import { loadOnnxRuntime, type OrtModule, type OrtSession } from '../engine/compare/ort';
 import { numElements } from '../engine/ir/tensor';

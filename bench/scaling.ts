@@ -22,7 +22,7 @@ import path from 'node:path';
 import { median } from '../engine/compare/compare';
 import { openOrtSession, timeOrtRuns, type OrtRunner } from '../engine/compare/ort';
 import { manifestFiles, readManifest } from '../engine/compile/manifest';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { numElements } from '../engine/ir/tensor';
 import { pairedSpeedup, runBench } from '../engine/native/bench';
 import { measurePeakGflops } from '../engine/native/peak';

@@ -15,7 +15,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compileNetwork } from '../engine/compile/network';
+import { compileNetwork } from '../engine/app/compile';
 import { runBench } from '../engine/native/bench';
 import { selectWorkloads } from '../engine/cli/tune';
 import { loadModel } from '../engine/frontend/load';

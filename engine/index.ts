@@ -4,7 +4,7 @@
 export { loadModel, type ModelSpec, type LoadedModel } from './frontend/load';
 export { tuneNetwork, type TuneResult, type TuneTiming } from './app/tune';
 export type { TuneNetworkOptions, TuneNetworkResult, TuneEvent, PolicyName, MeasureOptions } from './search/types';
-export { compileNetwork, type CompileNetworkOptions } from './compile/network';
+export { compileNetwork, type CompileNetworkOptions } from './app/compile';
 export { runBench, type BenchOptions, type BenchResult } from './native/bench';
 export { parseTarget, hardwareFingerprint, isGpu, withHardwareParams, type Target, type GpuParams } from './target';
 export { extractTasks, tuningTasks, type Task } from './graph/extract';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compileNetwork } from '../compile/network';
+import { compileNetwork } from './compile';
 import { UserError } from '../errors';
 import { NetBuilder } from '../frontend/builder';
 import { loadModel } from '../frontend/load';

@@ -17,7 +17,7 @@ import { loadModel } from '../frontend/load';
 import { tuningTasks, type Task } from '../graph/extract';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
 import { inContext } from '../compile/internal-error';
-import { networkPass } from '../compile/network-pass';
+import { networkPass } from './network-pass';
 import { appendRecords, checkLogWritable, readRecordFiles, type LogEntry } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
@@ -187,7 +187,7 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   const model = loadModel(opts.model);
   const tasks = tuningTasks(model.graph, opts.target);
   const result = await tuneTasks(model.name, tasks, opts, started);
-  // The network pass (compile/network-pass.ts): where a task's latest confirmation pass
+  // The network pass (app/network-pass.ts): where a task's latest confirmation pass
   // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they
   // are timed again inside the compiled network.
   const target = parseTarget(opts.target, 'target');

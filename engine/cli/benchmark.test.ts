@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fileSha256, sealManifest, type Manifest } from '../compile/manifest';
-import { compileNetwork } from '../compile/network';
+import { compileNetwork } from '../app/compile';
 import { NetBuilder } from '../frontend/builder';
 import { writeOnnxFile } from '../frontend/onnx/export';
 import { childProcesses, eventually, processGone } from '../fs-faults.fixture';

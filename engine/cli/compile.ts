@@ -4,7 +4,7 @@
 
 import { reportInternal } from '../compile/internal-error';
 import { cliMemoryLimit } from '../compile/memory-plan';
-import { compileNetwork } from '../compile/network';
+import { compileNetwork } from '../app/compile';
 import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';

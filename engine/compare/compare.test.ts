@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compileNetwork } from '../compile/network';
+import { compileNetwork } from '../app/compile';
 import { appendRecords, readRecords } from '../records/log';
 import { tuneNetwork } from '../app/tune';
 import { getNetwork } from '../frontend/networks';

@@ -17,7 +17,7 @@ import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { hardwareFingerprint, parseTarget } from '../target';
 import { applyRecords } from './apply-records';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-apply-records-test-'));
 const cacheDir = path.join(work, 'cache');

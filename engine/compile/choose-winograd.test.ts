@@ -27,7 +27,7 @@ import { hardwareFingerprint, parseTarget } from '../target';
 import { compareOutput, WINOGRAD_TOLERANCE } from '../measure/verify';
 import { winogradByDefault } from './choose-winograd';
 import type { CompileResult } from './model';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-choose-winograd-'));
 const target = parseTarget('llvm -mcpu=native');

@@ -12,7 +12,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { skip } from '../skip.fixture';
 import { readManifest } from './manifest';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const CROSS_CC = 'aarch64-linux-gnu-gcc';
 const EM_AARCH64 = 183;

@@ -34,7 +34,7 @@ import { parseTarget } from '../target';
 import { INTERNAL_EXIT_CODE } from './internal-error';
 import { readManifest } from './manifest';
 import { compileModel } from './model';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-default-schedules-test-'));
 const cacheDir = path.join(work, 'cache');

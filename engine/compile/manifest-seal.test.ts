@@ -12,7 +12,7 @@ import { main } from '../cli';
 import { UserError } from '../errors';
 import { OnnxModelBuilder } from '../frontend/onnx/model-builder';
 import { fileSha256, readManifest, sealManifest, type Manifest } from './manifest';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-manifest-seal-test-'));
 

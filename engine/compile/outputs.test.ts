@@ -27,7 +27,7 @@ import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { skip } from '../skip.fixture';
 import { readManifest } from './manifest';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-outputs-test-'));
 const cacheDir = path.join(work, 'cache');

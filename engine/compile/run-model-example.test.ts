@@ -12,7 +12,7 @@ import { findCompiler, nativeIncludeDir } from '../native/build';
 import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const EXAMPLE = path.resolve(__dirname, '..', '..', 'docs', 'examples', 'run-model.c');
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-run-model-'));

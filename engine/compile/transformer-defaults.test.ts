@@ -23,7 +23,7 @@ import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
 import { skip } from '../skip.fixture';
 import { readManifest } from './manifest';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-transformer-defaults-'));
 test.after(() => rmSync(work, { recursive: true, force: true }));

@@ -22,7 +22,7 @@ import { uniform } from '../runtime/random';
 import { defaultSchedule } from '../schedule/defaults';
 import { hardwareFingerprint, parseTarget } from '../target';
 import { readManifest } from './manifest';
-import { compileNetwork } from './network';
+import { compileNetwork } from '../app/compile';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-trust-test-'));
 const target = parseTarget('llvm -mcpu=native');

@@ -17,7 +17,7 @@ export interface RecordContext {
   budget?: string;
   /** The confirmation pass of a 'confirm' record. */
   pass?: string;
-  /** Where that pass timed it: 'network' for the network pass (compile/network-pass.ts). */
+  /** Where that pass timed it: 'network' for the network pass (app/network-pass.ts). */
   scope?: 'network';
   /** Default: now. */
   time?: Date;

@@ -46,7 +46,7 @@ export interface TuningRecord {
   pass?: string;
   /**
    * Where a confirmation pass timed it: absent, alone (the kernel by itself, caches
-   * flushed); 'network', inside the compiled network (compile/network-pass.ts).
+   * flushed); 'network', inside the compiled network (app/network-pass.ts).
    */
   scope?: 'network';
   /** How the search built `steps` (sketch and annotation values), so a resumed search can evolve it. */

@@ -95,7 +95,7 @@ export interface TuneNetworkOptions {
    */
   confirm?: number;
   /**
-   * The network pass (compile/network-pass.ts): after the confirmation pass of a whole
+   * The network pass (app/network-pass.ts): after the confirmation pass of a whole
    * network's tune on this machine's CPU, each task's confirmed schedules and its default are
    * timed again inside the compiled network (`--network-pass`; default false: on this repo's
    * dev box it picked no faster schedules than the confirmation pass, docs/tuning.md).

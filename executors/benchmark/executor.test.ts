@@ -11,7 +11,7 @@ import type { ExecutorContext } from '@nx/devkit';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sealManifest, type Manifest } from '../../engine/compile/manifest';
-import { compileNetwork } from '../../engine/compile/network';
+import { compileNetwork } from '../../engine/app/compile';
 import type { CompareReport } from '../../engine/compare/compare';
 import { tryLoadOnnxRuntime } from '../../engine/compare/ort';
 import { BENCH_DEFAULTS } from '../../engine/native/bench';

@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { compareWithOnnxRuntime, formatCompareReport } from '../../engine/compare/compare';
 import { manifestFiles, readManifest } from '../../engine/compile/manifest';
-import { compileNetwork } from '../../engine/compile/network';
+import { compileNetwork } from '../../engine/app/compile';
 import { runBench, type BenchOptions } from '../../engine/native/bench';
 import { duration } from '../../engine/report/units';
 import type { ResolvedRun } from '../../plugin/resolve';

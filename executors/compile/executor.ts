@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { ExecutorContext } from '@nx/devkit';
 import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
 import { configMemoryLimit } from '../../engine/compile/memory-plan';
-import { compileNetwork } from '../../engine/compile/network';
+import { compileNetwork } from '../../engine/app/compile';
 import { storeLogs } from '../../engine/records/store';
 import { remoteFingerprint } from '../../engine/remote/open';
 import { isGpu, parseTarget } from '../../engine/target';

@@ -13,11 +13,11 @@ import { meanCost, rankedByWorkload, CONFIRM_POLICY } from '../records/best';
 import { readRecords } from '../records/log';
 import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import { stepsKey } from '../schedule/steps';
-import { tuneNetwork } from '../app/tune';
+import { tuneNetwork } from './tune';
 import { tuningTasks } from '../graph/extract';
 import { hardwareFingerprint, parseTarget } from '../target';
-import { readManifest } from './manifest';
-import { compileNetwork } from './network';
+import { readManifest } from '../compile/manifest';
+import { compileNetwork } from './compile';
 import { NETWORK_PASS_ROUNDS } from './network-pass';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-network-pass-test-'));

@@ -13,10 +13,10 @@ import { cacheRoot } from '../native/build';
 import { readRecordFiles } from '../records/log';
 import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import { hardwareFingerprint, isGpu, parseTarget } from '../target';
-import { applyRecords } from './apply-records';
-import { chooseWinograd } from './choose-winograd';
-import type { MemoryLimit } from './memory-plan';
-import { compileModel, type CompileResult } from './model';
+import { applyRecords } from '../compile/apply-records';
+import { chooseWinograd } from '../compile/choose-winograd';
+import type { MemoryLimit } from '../compile/memory-plan';
+import { compileModel, type CompileResult } from '../compile/model';
 
 export interface CompileNetworkOptions extends ModelSpec {
   /** Target string, e.g. "llvm -mcpu=native". */

@@ -37,8 +37,8 @@ import type { TuningRecord } from '../records/record';
 import { recordId } from '../records/store';
 import { stepsKey, type Step } from '../schedule/steps';
 import { ownedTempDir } from '../temp-dirs';
-import { manifestFiles, readManifest } from './manifest';
-import { compileNetwork } from './network';
+import { manifestFiles, readManifest } from '../compile/manifest';
+import { compileNetwork } from './compile';
 
 /** Rounds of the variants (each variant profiled once per round, the order reversed every other round). */
 export const NETWORK_PASS_ROUNDS = 4;
