@@ -22,9 +22,9 @@ import { appendRecords, checkLogWritable, readRecordFiles, type LogEntry } from 
 import { measuredStates, openLog } from '../records/open';
 import { makeRecord } from '../records/make';
 import type { TuningRecord } from '../records/record';
-import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
+import { defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
-import { hardwareFingerprint, isGpu, parseTarget, type Target } from '../target';
+import { hardwareFingerprint, isGpu, kindOf, parseTarget, type Target } from '../target';
 import { LearnedCostModel } from '../costmodel/model';
 import { HOST_RATE_TOLERANCE, MAX_RETAKES, NEW_BEST_SHARE } from '../measure/host-rate';
 import { LocalMeasurer } from '../measure/measurer';
@@ -201,7 +201,7 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
     return result;
   }
   try {
-    const options = defaultOptionsOf(target);
+    const options = kindOf(target).defaultOptions(target);
     result.networkPass = await networkPass({
       model: opts.model, target: target.text, fingerprint: hardwareFingerprint(target),
       tasks: tasks.map((t) => ({ key: t.key, defaultSteps: defaultSchedule(t.dag, options), alternativeOf: t.alternative?.of })),
@@ -235,7 +235,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
     lastLine = Date.now();
     for (const l of fitLine(line, opts.width)) raw(l);
   };
-  if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's GPU (${target.kind === 'cuda' ? 'CUDA' : 'OpenCL'}), with the candidates' host side built here`);
+  if (host?.ccPrefix !== undefined) log(`host "${host.text}" is for compile: tune measures on this machine's GPU (${kindOf(target).label}), with the candidates' host side built here`);
   const emit = opts.onEvent ?? (() => undefined);
   const records = path.resolve(opts.records);
   // CPU timings depend on the threads the candidates ran on: resume only from this run's count.
@@ -308,7 +308,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
     // An error of the engine in a task's default schedule or search names the task (compile/internal-error.ts).
     const doing = (i: number) => (): string => `tuning task ${i} (${tasks[i].desc})`;
-    const defaults = tasks.map((task, i) => inContext(doing(i), () => defaultSchedule(task.dag, defaultOptionsOf(target))));
+    const defaults = tasks.map((task, i) => inContext(doing(i), () => defaultSchedule(task.dag, kindOf(target).defaultOptions(target))));
     const entries: SchedulerTask[] = tasks.map((task, i) => ({
       task, prior: priorOf(task),
       policy: namedPolicy(withDefaultFirst(inContext(doing(i), () => parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0)), defaults[i], priorOf(task)), doing(i)),

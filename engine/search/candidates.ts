@@ -12,6 +12,7 @@ import { buildState, GenomeSource, genomeToJson, NO_FALLBACK, RandomSource, type
 import type { Rng } from './rng';
 import { generateSketches, type GpuSpace, type Sketch } from './sketch';
 import { generateGpuSketches } from './sketch-gpu';
+import { kindOf } from '../target';
 import type { MeasuredState, PolicyContext, PolicyName, SearchPolicy } from './types';
 import { availableParallelism } from 'node:os';
 
@@ -35,10 +36,11 @@ export class SearchSpace {
   constructor(ctx: PolicyContext, opts: SpaceOptions = {}) {
     this.dag = ctx.task.dag;
     this.vectorLanes = ctx.target.vectorLanes;
-    const gpu = ctx.target.gpu;
-    if (gpu) {
-      this.gpu = { params: gpu, mali: ctx.target.device === 'mali' };
-      this.sketches = generateGpuSketches(this.dag, { gpu, mali: this.gpu.mali });
+    // The target kind's record chooses the rules: a GPU kind's space (its limits and device rules), else the CPU sketch rules.
+    const space = kindOf(ctx.target).gpuSpace?.(ctx.target);
+    if (space) {
+      this.gpu = { params: space.params, mali: space.mali };
+      this.sketches = generateGpuSketches(this.dag, { gpu: space.params, mali: space.mali });
     } else {
       this.sketches = generateSketches(this.dag, { numCores: opts.numCores ?? availableParallelism() });
     }
