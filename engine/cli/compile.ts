@@ -9,6 +9,7 @@ import { asUserError, UserError } from '../errors';
 import { NETWORK_NAMES } from '../frontend/networks';
 import { parseTarget } from '../target';
 import { remoteFingerprint } from '../remote/open';
+import { describeKernels, kernelCounts, taskKeys } from './counts';
 import { aliased, MODEL_FLAGS, modelFlags, modelFlagsUsage, optionalInt, parseFlags, positiveNumber, type CliIo, type Command } from './command';
 
 const USAGE = `Usage: tensortune compile <network|model.onnx> --target "llvm -mcpu=native" [--host H] --out DIR [--records FILE]... [--threads N] [--strict]
@@ -114,6 +115,7 @@ export const compileCommand: Command = {
       io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}, ${result.opencl.source}\n`);
     } else {
       io.out(`compiled ${result.compiled} kernel(s), reused ${result.reused}, in ${seconds} s\n`);
+      io.out(`the model's ${describeKernels(kernelCounts(result.kernels, taskKeys({ model: positionals[0], ...model }, target)))}\n`);
       io.out(`wrote ${result.library}, ${result.params}, ${result.manifest}\n`);
     }
     return 0;

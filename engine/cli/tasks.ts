@@ -10,7 +10,8 @@ import { MODEL_FLAGS, modelFlags, modelFlagsUsage, parseFlags, type CliIo, type 
 const USAGE = `Usage: tensortune tasks <network|model.onnx> [--layout NHWC|NCHW] [--batch N] [--image-size N] [--json]
 
 List the tuning tasks of a builtin network or an ONNX model: its fused subgraphs that contain a
-reduction, one per distinct workload key, with their weights (occurrences).
+reduction, one per distinct workload key, with their weights (occurrences), and how many
+Winograd alternatives CPU targets tune besides them (docs/tuning.md, "Terms").
 
 Options:
 ${modelFlagsUsage('NHWC')}  --json              print {"network", "layout", "batch", "tasks": [{"key", "desc",
@@ -34,8 +35,11 @@ export function tasksReport(network: string, layout: string, batch: number, task
   };
 }
 
-/** The seed's format: a header and the DAG per task, then a summary table and the totals. */
-export function formatTasks(tasks: readonly Task[]): string {
+/**
+ * TVM's format: a header and the DAG per task, then a summary table and the totals; with
+ * `alternatives` (those CPU targets tune too), their count, in the words of tune and compile.
+ */
+export function formatTasks(tasks: readonly Task[], alternatives = 0): string {
   const parts = tasks.map((t, i) => `========== Task ${i}  (workload key: ${t.key}) ==========\n${t.dag.print()}`);
   const rows = tasks.map((t, i) => `${String(i).padStart(4)}  ${String(t.weight).padStart(6)}  ${(t.flops / 1e6).toFixed(2).padStart(10)}  ${t.desc}`);
   const total = tasks.reduce((a, t) => a + t.weight, 0);
@@ -44,7 +48,8 @@ export function formatTasks(tasks: readonly Task[]): string {
     `Task  Weight     MFLOPs  Description`,
     ...rows,
     '',
-    `${tasks.length} tasks, sum of weights ${total}`,
+    `${tasks.length} tasks, sum of weights ${total}` +
+      (alternatives > 0 ? `; on CPU targets tune also searches ${alternatives} Winograd alternative${alternatives === 1 ? '' : 's'} of them (not listed: compile runs each in its task's place where faster; docs/tuning.md, "Terms")` : ''),
     '',
   ].join('\n');
 }
@@ -74,7 +79,8 @@ export const tasksCommand: Command = {
     const { layout, batch, imageSize, inputShapes } = modelFlags(values, [network]);
     const { graph } = loadModel({ model: network, layout, batch, imageSize, inputShapes, weights: 'zeros' });
     const tasks = extractTasks(graph);
-    io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks));
+    const alternatives = extractTasks(graph, { winograd: true }).filter((t) => t.alternative).length;
+    io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks, alternatives));
     return 0;
   },
 };

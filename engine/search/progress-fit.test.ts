@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeTinyModel } from '../../e2e/tiny-model';
 import { fitLine, formatTaskTable, outputWidth } from './progress';
-import { tuneNetwork } from './tune';
+import { tuneNetwork } from '../app/tune';
 
 const tokens = (lines: string[]): string[] => lines.join(' ').split(/\s+/).filter(Boolean);
 
