@@ -12,6 +12,7 @@ import type { ExecutorContext } from '@nx/devkit';
 import { formatRecordsUsed, recordsUsed } from '../../engine/compile/manifest';
 import { configMemoryLimit } from '../../engine/compile/memory-plan';
 import { compileNetwork } from '../../engine/app/compile';
+import { describeKernels, kernelCounts, taskKeys } from '../../engine/cli/counts';
 import { storeLogs } from '../../engine/records/store';
 import { remoteFingerprint } from '../../engine/remote/open';
 import { isGpu, parseTarget } from '../../engine/target';
@@ -66,6 +67,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
       ? `rendered ${compiled.kernels.length} OpenCL kernel program(s), ${compiled.opencl.launches} launches, in ${seconds} s: ${rel(compiled.library)}`
       : `compiled ${compiled.compiled} kernel(s), reused ${compiled.reused}, in ${seconds} s: ${rel(compiled.library)}`);
     console.log(`records used: ${formatRecordsUsed(recordsUsed(compiled.kernels))} kernel(s)`);
+    if (!compiled.opencl && !compiled.cuda) console.log(`the model's ${describeKernels(kernelCounts(compiled.kernels, taskKeys(run.spec, run.target.target)))}`);
     const untried = untriedBudgets(run);
     if (untried.length > 0) {
       console.log(`note: budget(s) ${untried.map((b) => `'${b}'`).join(', ')} never tuned ${run.network} for ${run.targetName} in this workspace; ` +
