@@ -1,4 +1,4 @@
-// The learned cost model on measured data (fixtures/measured.json, see make-dataset.ts):
+// The learned cost model on measured data (fixtures/measured.json, see scripts/costmodel-dataset.ts):
 // trained on part of the measured schedules of two tasks, it ranks the held-out ones far
 // better than chance. Also: random scores before training, warm start from records.
 
