@@ -146,43 +146,56 @@ function renderScalar(e: Expr, load: (buf: string, index: Expr) => string, named
 }
 
 /**
- * What differs between the C-family languages one Renderer writes: the C renderer's
- * dialect below; the GPU renderers (opencl.ts) bring their own, with a prelude that gives
- * the helper names (tt_maxf, tt_v4_load, expf, ...) the same meaning in their language.
+ * What differs between the C-family languages one Renderer writes, by family: the C
+ * renderer's CPU dialect below; the GPU renderers (opencl.ts, cuda.ts) bring their own,
+ * with a prelude that gives the helper names (tt_maxf, tt_v4_load, expf, ...) the same
+ * meaning in their language. A CPU-only or GPU-only field exists only on its family.
  */
-export interface Dialect {
+interface DialectBase {
   /** Lane `i` of vector variable `reg`. */
   lane(reg: string, i: number): string;
   /** The pragma line that unrolls the next loop (n iterations), if the language has one. */
   unroll(n: number): string | undefined;
+}
+
+export interface CpuDialect extends DialectBase {
+  readonly family: 'cpu';
   /** Whether `#pragma omp simd` lines may be emitted. */
   openmp: boolean;
-  /** CPU: parallel loops become functions over a range of iterations, run by tt_parallel_for (tt_pool.c). */
-  pool?: boolean;
-  /** GPU: a block-wide barrier statement. */
-  barrier?: string;
-  /** GPU: the expression of a hardware thread index. */
-  threadIndex?(tag: ThreadTag): string;
+  /** Parallel loops become functions over a range of iterations, run by tt_parallel_for (tt_pool.c). */
+  pool: boolean;
   /**
-   * CPU: a vectorised reduce loop into one element (a row's sum or max) runs on vector
-   * accumulators (tt_v<N>_reduce_add/max/min in the prelude); unset, it runs serially.
+   * A vectorised reduce loop into one element (a row's sum or max) runs on vector
+   * accumulators (tt_v<N>_reduce_add/max/min in the prelude); false, it runs serially.
    */
-  vectorReductions?: boolean;
-  /** CPU: the statement (without `;`) that asks the cache for the line holding byte address `address`. */
-  prefetch?(address: string): string;
+  vectorReductions: boolean;
+  /** The statement (without `;`) that asks the cache for the line holding byte address `address`. */
+  prefetch(address: string): string;
+}
+
+export interface GpuDialect extends DialectBase {
+  readonly family: 'gpu';
+  /** A block-wide barrier statement. */
+  barrier: string;
+  /** The expression of a hardware thread index. */
+  threadIndex(tag: ThreadTag): string;
   /**
-   * GPU: bounded textual expansion. When set, an unrolled or vectorised loop is expanded
+   * Bounded textual expansion. When set, an unrolled or vectorised loop is expanded
    * only while all it would emit stays within this many statements, counting the bodies
    * of the thread scopes and serial loops inside it (a thread scope under a vthread loop
    * holds the whole fetch-compute-store of a tile); a larger one stays a loop under the
    * `unroll` pragma, for the device compiler to unroll. Its copies are put in braces only
-   * where they declare something. Unset (C): thread scopes count as one statement, every
-   * copy gets braces, MAX_EXPANDED_STMTS is the bound.
+   * where they declare something. Unset, the CPU dialect's rules (kept for comparisons,
+   * bench/gpu-source-size.ts): thread scopes count as one statement, every copy gets
+   * braces, MAX_EXPANDED_STMTS is the bound.
    */
   expansionBudget?: number;
 }
 
-export const C_DIALECT: Dialect = {
+export type Dialect = CpuDialect | GpuDialect;
+
+export const C_DIALECT: CpuDialect = {
+  family: 'cpu',
   lane: (reg, i) => `${reg}[${i}]`,
   unroll: (n) => `#pragma GCC unroll ${n}`,
   openmp: true,
@@ -473,17 +486,17 @@ class Renderer {
       }
       case 'for': this.loop(s, env, indent, out); return;
       case 'prefetch': {
-        if (!this.dialect.prefetch) throw new Error('render: a prefetch in a language without one');
+        if (this.dialect.family !== 'cpu') throw new Error('render: a prefetch in a language without one');
         const index = this.scalar(substFold(s.index, constBindings(env)));
         out.push(`${indent}for (int32_t tt_line = 0; tt_line < ${s.lines}; ++tt_line) ${this.dialect.prefetch(`(const char*)&${s.buf}[${index}] + tt_line * 64`)};`);
         return;
       }
       case 'sync':
-        if (!this.dialect.barrier) throw new Error('render: a barrier in a language without one');
+        if (this.dialect.family !== 'gpu') throw new Error('render: a barrier in a language without one');
         out.push(`${indent}${this.dialect.barrier}`);
         return;
       case 'thread': {
-        if (!this.dialect.threadIndex) throw new Error('render: a thread index in a language without one');
+        if (this.dialect.family !== 'gpu') throw new Error('render: a thread index in a language without one');
         out.push(`${indent}{`, `${indent}  const int32_t ${s.v} = ${this.dialect.threadIndex(s.tag)};`);
         this.scope(s.v, s.body, env, indent + '  ', out);
         out.push(`${indent}}`);
@@ -494,7 +507,7 @@ class Renderer {
   private loop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[]): void {
     // A loop of one iteration is its body with the variable at 0 (and a parallel loop of
     // one iteration has nothing to share).
-    const budget = this.dialect.expansionBudget;
+    const budget = this.dialect.family === 'gpu' ? this.dialect.expansionBudget : undefined;
     const fits = (): boolean => expandedSize([s], this.lanes, budget !== undefined) <= (budget ?? MAX_EXPANDED_STMTS);
     if (s.extent === 1 || (s.kind === 'unroll' && fits())) {
       const braces = budget === undefined || declares(s.body);
@@ -510,7 +523,7 @@ class Renderer {
       const attempt: string[] = [];
       const logsBefore = this.snapshotLogs();
       try {
-        const reduction = this.dialect.vectorReductions ? reductionInto(s) : undefined;
+        const reduction = this.dialect.family === 'cpu' && this.dialect.vectorReductions ? reductionInto(s) : undefined;
         if (reduction) this.vectorReduction(s, reduction, env, full, indent, attempt);
         else for (let base = 0; base < full; base += this.lanes) this.vectorBody(s.body, env, s.v, base, indent, attempt);
         out.push(...attempt);
@@ -525,10 +538,10 @@ class Renderer {
   }
 
   private serialLoop(s: Extract<Stmt, { k: 'for' }>, env: ReadonlyMap<string, number>, indent: string, out: string[], start: number): void {
-    if (s.kind === 'parallel' && this.dialect.pool && this.parallelLoop(s, env, indent, out, start)) return;
+    if (s.kind === 'parallel' && this.dialect.family === 'cpu' && this.dialect.pool && this.parallelLoop(s, env, indent, out, start)) return;
     // `omp simd` only where every store moves with the loop (a reduction into one
     // element would need a reduction clause).
-    if (s.kind === 'vectorize' && this.dialect.openmp && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
+    if (s.kind === 'vectorize' && this.dialect.family === 'cpu' && this.dialect.openmp && storesMoveWith(s.body, s.v)) out.push(`${indent}#pragma omp simd`);
     // Lowering refuses longer unrolled loops (MAX_UNROLL); a kernel made by hand gets a plain loop.
     const pragma = s.kind === 'unroll' && s.extent <= MAX_UNROLL ? this.dialect.unroll(s.extent) : undefined;
     if (pragma) out.push(`${indent}${pragma}`);

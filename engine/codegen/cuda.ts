@@ -20,7 +20,7 @@
 // Buffer names come from lowering (cName in lower.ts) and kernel names from our callers,
 // never from records.
 
-import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
+import { GPU_EXPANSION_BUDGET, renderBody, type GpuDialect } from './c';
 import { storedBuffers, type Dim3, type GpuKernel, type GpuProgram } from './gpu';
 import { launchTable, type BufferRole } from './opencl';
 import type { ThreadTag } from '../schedule/steps';
@@ -92,17 +92,17 @@ const INDEX: Record<ThreadTag, string> = {
   vthread: '0', // never reached: gpu.ts turns vthread loops into unrolled loops
 };
 
-export const CUDA_DIALECT: Dialect = {
+export const CUDA_DIALECT: GpuDialect = {
+  family: 'gpu',
   lane: (reg, i) => `${reg}.v[${i}]`,
   unroll: (n) => `#pragma unroll ${n}`,
-  openmp: false,
   barrier: '__syncthreads();',
   threadIndex: (tag) => `(int32_t)${INDEX[tag]}`,
   expansionBudget: GPU_EXPANSION_BUDGET,
 };
 
 /** CUDA_DIALECT without the expansion budget: the C dialect's bound, a thread scope counting one statement (bench/gpu-source-size.ts compares). */
-const CUDA_DIALECT_UNBOUNDED: Dialect = { ...CUDA_DIALECT, expansionBudget: undefined };
+const CUDA_DIALECT_UNBOUNDED: GpuDialect = { ...CUDA_DIALECT, expansionBudget: undefined };
 
 /** What the host needs besides the module: buffers and launches (grid and block sizes), in order. */
 export interface CudaLaunchTable {

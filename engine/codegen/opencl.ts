@@ -12,7 +12,7 @@
 // lower.ts) and kernel names from our callers, never from records.
 
 import { numElements } from '../ir/tensor';
-import { GPU_EXPANSION_BUDGET, renderBody, type Dialect } from './c';
+import { GPU_EXPANSION_BUDGET, renderBody, type GpuDialect } from './c';
 import type { Dim3, GpuProgram } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
 import { mathArity, type MathFn } from '../ir/expr';
@@ -73,17 +73,17 @@ const INDEX: Record<ThreadTag, string> = {
   vthread: '0', // never reached: gpu.ts turns vthread loops into unrolled loops
 };
 
-export const OPENCL_DIALECT: Dialect = {
+export const OPENCL_DIALECT: GpuDialect = {
+  family: 'gpu',
   lane: (reg, i) => `${reg}.s${i.toString(16)}`,
   unroll: (n) => `#pragma unroll ${n}`,
-  openmp: false,
   barrier: 'barrier(CLK_LOCAL_MEM_FENCE);',
   threadIndex: (tag) => `(int)${INDEX[tag]}`,
   expansionBudget: GPU_EXPANSION_BUDGET,
 };
 
 /** OPENCL_DIALECT without the expansion budget: the C dialect's bound, a thread scope counting one statement (bench/gpu-source-size.ts compares). */
-const OPENCL_DIALECT_UNBOUNDED: Dialect = { ...OPENCL_DIALECT, expansionBudget: undefined };
+const OPENCL_DIALECT_UNBOUNDED: GpuDialect = { ...OPENCL_DIALECT, expansionBudget: undefined };
 
 export type BufferRole = 'in' | 'out' | 'temp';
 
