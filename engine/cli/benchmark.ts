@@ -15,7 +15,7 @@ import { formatKernelProfile, kernelProfile } from '../compile/profile';
 import { measurePeakGflops } from '../native/peak';
 import { inputFiles } from '../runtime/rawfile';
 import { formatSummary } from '../report/units';
-import { parseTarget } from '../target';
+import { isGpu, parseTarget } from '../target';
 import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';
 
@@ -158,7 +158,7 @@ export const benchmarkCommand: Command = {
     }
     if (values.onnx !== undefined || values.rounds !== undefined) throw new UserError('--onnx and --rounds go with --compare onnxruntime');
     const manifest = runnableManifest(positionals[0], 'benchmark', values['max-memory']);
-    if (values.profile && parseTarget(manifest.target, `${path.join(positionals[0], 'manifest.json')} target`).kind !== 'llvm') {
+    if (values.profile && isGpu(parseTarget(manifest.target, `${path.join(positionals[0], 'manifest.json')} target`))) {
       throw new UserError(`--profile: per-kernel profiles are for CPU models; ${positionals[0]} was compiled for "${manifest.target}"`);
     }
     const files = manifestFiles(path.resolve(positionals[0]), manifest);

@@ -6,7 +6,7 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CUDA_PRELUDE, cudaLaunchTable, renderCuda, renderCudaKernels, threadsOf, type CudaLaunchTable } from '../codegen/cuda';
+import { CUDA_DIALECT, CUDA_PRELUDE, cudaLaunchTable, renderCuda, renderCudaKernels, threadsOf, type CudaLaunchTable } from '../codegen/cuda';
 import { cudaCandidateSource, cudaModelSource } from '../codegen/cuda-host';
 import { lowerGpu, type GpuProgram } from '../codegen/gpu';
 import { UserError } from '../errors';
@@ -108,6 +108,7 @@ const gpuOf = (target: Target): GpuParams => {
 export const CUDA_KIND: TargetKind = {
   name: 'cuda',
   family: 'gpu',
+  dialect: CUDA_DIALECT,
   label: 'CUDA',
   example: 'cuda -arch=sm_80',
   parse: (ctx) => parseCuda(ctx),

@@ -5,6 +5,7 @@
 // One module per kind (llvm.ts, opencl.ts, cuda.ts) exports its record; registry.ts holds
 // them, and the rest of the engine asks the record instead of testing the kind's name.
 
+import type { Dialect } from '../codegen/c';
 import type { BlockedLayout } from '../codegen/layout';
 import type { Dim3, GpuProgram } from '../codegen/gpu';
 import type { ComputeDAG } from '../ir/dag';
@@ -170,6 +171,8 @@ export interface TargetKind {
   readonly aliases?: readonly string[];
   /** CPU kinds are their own host, take tuning threads and cache flushing; GPU kinds have hardware parameters and a CPU host. */
   readonly family: 'cpu' | 'gpu';
+  /** The codegen dialect its kernels are written in (codegen/c.ts C_DIALECT, opencl.ts, cuda.ts): of its family. */
+  readonly dialect: Dialect;
   /** How messages name it ('CPU', 'OpenCL', 'CUDA'). */
   readonly label: string;
   /** A target string of the kind, for messages that list the kinds. */

@@ -5,7 +5,7 @@
 // the schedules use, and identifies the CPU for records.
 
 import { cpus } from 'node:os';
-import { C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
+import { C_DIALECT, C_PRELUDE, KERNEL_CFLAGS, renderKernel } from '../codegen/c';
 import { lower } from '../codegen/lower';
 import { UserError } from '../errors';
 import type { DType } from '../ir/expr';
@@ -117,6 +117,7 @@ export const LLVM_KIND: TargetKind = {
   name: 'llvm',
   aliases: ['c'],
   family: 'cpu',
+  dialect: C_DIALECT,
   label: 'CPU',
   example: 'llvm -mcpu=native',
   parse: parseCpuTarget,

@@ -5,7 +5,7 @@
 
 import path from 'node:path';
 import { lowerGpu } from '../codegen/gpu';
-import { launchTable, OPENCL_PRELUDE, renderOpencl, renderOpenclKernels, type OpenclLaunchTable } from '../codegen/opencl';
+import { launchTable, OPENCL_DIALECT, OPENCL_PRELUDE, renderOpencl, renderOpenclKernels, type OpenclLaunchTable } from '../codegen/opencl';
 import { openclCandidateSource, openclModelSource } from '../codegen/opencl-host';
 import { UserError } from '../errors';
 import { promises as fs } from 'node:fs';
@@ -159,6 +159,7 @@ const gpuOf = (target: Target): GpuTarget['gpu'] => {
 export const OPENCL_KIND: TargetKind = {
   name: 'opencl',
   family: 'gpu',
+  dialect: OPENCL_DIALECT,
   label: 'OpenCL',
   example: 'opencl -device=mali',
   parse: parseOpencl,

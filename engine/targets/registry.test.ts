@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { OPENCL_DIALECT } from '../codegen/opencl';
 import { compileModel } from '../compile/model';
 import { readManifest } from '../compile/manifest';
 import { UserError } from '../errors';
@@ -57,6 +58,7 @@ test('registered: parsed from its target string, its record found by the target,
   assert.equal(targetKinds().map((k) => k.name), ['llvm', 'opencl', 'cuda', 'trace']);
   assert.throws(() => registerTargetKind(TRACE_KIND), /the target kind 'trace' is registered already/);
   assert.throws(() => registerTargetKind({ ...TRACE_KIND, name: 'c' }), /the target kind 'c' is registered already/, "an alias of llvm's is taken too");
+  assert.throws(() => registerTargetKind({ ...TRACE_KIND, name: 'trace2', dialect: OPENCL_DIALECT }), /'trace2' is a cpu kind with a gpu dialect/);
   const print = hardwareFingerprint(t);
   assert.match(print, /^[0-9a-f]{16}$/);
   assert.is(hardwareFingerprint(parseTarget('trace -lanes=8')), print, 'stable');

@@ -25,6 +25,7 @@ export function registerTargetKind(kind: TargetKind): () => void {
   const names = [kind.name, ...(kind.aliases ?? [])];
   const taken = names.find((n) => byName.has(n));
   if (taken !== undefined) throw new Error(`registerTargetKind: the target kind '${taken}' is registered already`);
+  if (kind.dialect.family !== kind.family) throw new Error(`registerTargetKind: '${kind.name}' is a ${kind.family} kind with a ${kind.dialect.family} dialect`);
   kinds.push(kind);
   for (const n of names) byName.set(n, kind);
   return () => {

@@ -4,7 +4,7 @@
 // the thread pool as `llvm` does, and note each call in `calls`, so a test sees which parts
 // of the engine went through the record. Registered by registry.test.ts.
 
-import { KERNEL_CFLAGS } from '../codegen/c';
+import { C_DIALECT, KERNEL_CFLAGS } from '../codegen/c';
 import { UserError } from '../errors';
 import { poolObject } from '../native/build';
 import type { TargetKind } from './kind';
@@ -18,6 +18,7 @@ export const calls: string[] = [];
 export const TRACE_KIND: TargetKind = {
   name: 'trace',
   family: 'cpu',
+  dialect: C_DIALECT,
   label: 'trace CPU',
   example: 'trace -lanes=4',
   parse: ({ text, parts, where, host, hostWhere }) => {
