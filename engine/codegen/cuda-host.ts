@@ -2,7 +2,7 @@
 // buffer and launch tables, and calls into the runtime of native/cuda (tt_cuda.h), which
 // opens the device, loads the cubin and makes the launches. Used for measurement candidates
 // (a tt_kernel_fn library with the device hooks tt_measure knows, written by device-host.ts
-// as for OpenCL) and for compiled models (model-cuda.ts).
+// as for OpenCL) and for compiled models (compile/model-gpu.ts, with targets/cuda.ts).
 
 import type { CudaLaunchTable } from './cuda';
 import { deviceCandidateSource, deviceModelSource, deviceTables, type DeviceRuntime, type HostRole, type ModelBuffers } from './device-host';

@@ -2,7 +2,7 @@
 // buffer and launch tables, and calls into the runtime of native/opencl (tt_opencl.h),
 // which opens the device, builds the source and runs the launches. Used for measurement
 // candidates (a tt_kernel_fn library with the device hooks tt_measure knows, written by
-// device-host.ts as for CUDA) and for compiled models (model-opencl.ts).
+// device-host.ts as for CUDA) and for compiled models (compile/model-gpu.ts, with targets/opencl.ts).
 
 import { cString, utf8 } from './c-string';
 import { deviceCandidateSource, deviceModelSource, deviceTables, type DeviceRuntime, type HostRole, type ModelBuffers } from './device-host';

@@ -1,5 +1,5 @@
 // What compiling a model does the same way for every kind of target (model.ts: CPU targets,
-// C kernels; model-opencl.ts: OpenCL targets, a C host library around OpenCL kernels): the
+// C kernels; model-gpu.ts: GPU targets, a C host library around the kind's kernels): the
 // options and result, the start (graph, compiler, output folder check, the names of the
 // model's tensors), the params blob (constants packed in the layouts the kernels chose), and
 // the model folder written whole (model.c, the link, params.bin, the manifest).
