@@ -331,7 +331,7 @@ test('Nx options are honoured or refused, never dropped: nx tune --trials-per-ta
   const n = String(Math.max(...perTask.values()) + 1);
   const more = nxOk(ws, ['tune', 'tiny', '--trials-per-task', n, '--policy', 'random', '--outputStyle=stream']);
   assert.match(more, new RegExp(`budget tiny with --trials-per-task ${n} --policy random`));
-  assert.match(more, /tuned [1-9]\d* trial\(s\)/);
+  assert.match(more, /tuning stopped \([a-z-]+\): [1-9]\d* new trial\(s\)/);
   // What Nx would drop is refused before any task runs, even one the cache holds (compile tiny is cached here).
   const cases: [string[], RegExp][] = [
     [['compile', 'tiny', '-c', 'ful'], /tensortune compile: -c ful: tiny:compile has no configuration 'ful' \(expected one of: tiny, full, cpu, cpu-tiny, cpu-full: /],

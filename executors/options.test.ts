@@ -102,7 +102,7 @@ test('nx tune --trials-per-task 2 --seed 3: tunes past the budget\'s 1 trial per
   } finally {
     Object.assign(console, { log, warn, error });
   }
-  const tuned = lines.filter((l) => l.startsWith('tuned ')).map((l) => Number(/^tuned (\d+) trial/.exec(l)![1]));
+  const tuned = lines.filter((l) => l.startsWith('tuning stopped ')).map((l) => Number(/^tuning stopped \([a-z-]+\): (\d+) new trial/.exec(l)![1]));
   assert.is(tuned.length, 2, lines.join('\n'));
   assert.ok(tuned[0] > 0 && tuned[1] > 0, `both runs measured something: ${tuned.join(', ')}`);
   assert.ok(lines.some((l) => /^tensortune tune net: target cpu .*budget small with --trials-per-task 2 --seed 3,/.test(l)), lines.join('\n'));
