@@ -17,6 +17,7 @@ import { loadModel } from '../frontend/load';
 import { tuningTasks, type Task } from '../graph/extract';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
 import { inContext } from '../compile/internal-error';
+import { checkTaskMemory } from '../compile/memory-plan';
 import { networkPass } from './network-pass';
 import { appendRecords, checkLogWritable, readRecordFiles, type LogEntry } from '../records/log';
 import { measuredStates, openLog } from '../records/open';
@@ -228,6 +229,7 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
   // on this machine (the fingerprint names the device, not the host).
   const host = opts.host === undefined ? undefined : parseTarget(opts.target, 'target', opts.host).host;
   const target = parseTarget(opts.target, 'target');
+  checkTaskMemory(tasks, name, opts.memoryLimit); // before a worker allocates a task's tensors
   const fingerprint = opts.device?.fingerprint ?? hardwareFingerprint(target);
   let lastLine = Date.now(); // when the last line was logged, for the steady progress lines
   const raw = opts.log ?? (() => undefined);

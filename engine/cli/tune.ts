@@ -12,6 +12,7 @@ import { NETWORK_NAMES } from '../frontend/networks';
 import type { Task } from '../graph/extract';
 import { outputWidth, PROGRESS_EVERY_S, ProgressReporter } from '../search/progress';
 import { DEFAULT_WARMUP_TRIALS } from '../search/task-scheduler';
+import { cliMemoryLimit } from '../compile/memory-plan';
 import { CONFIRM_TOP, DEFAULT_BATCH_SIZE, NOTHING_TO_TUNE, nothingToTuneLine, POLICY_NAMES, tuneNetwork, tuneTasks } from '../app/tune';
 import { tuningTasks } from '../graph/extract';
 import type { MeasureOptions } from '../search/types';
@@ -89,6 +90,8 @@ Measurement (as TVM's LocalRunner):
                         enable_cpu_cache_flush; default: on for CPU targets, where it makes
                         the estimated total track the network's time)
   --build-jobs N        parallel compiler processes (default: number of cores)
+  --max-memory SIZE     refuse, before measuring, a task whose tensors need more memory
+                        than SIZE (default 4GiB; e.g. 16GiB)
 
 Model (compile, tasks and distill take the same flags; give them the values you tuned with):
 ${modelFlagsUsage('NHWC', 24)}
@@ -150,7 +153,7 @@ export const tuneCommand: Command = {
       'early-stopping': { type: 'string' }, 'warmup-trials': { type: 'string' }, confirm: { type: 'string' }, policy: { type: 'string' }, 'measures-per-round': { type: 'string' }, 'batch-size': { type: 'string' },
       seed: { type: 'string' }, output: { type: 'string', short: 'o' }, 'tuning-records': { type: 'string', multiple: true },
       threads: { type: 'string' }, number: { type: 'string' }, repeat: { type: 'string' }, 'min-repeat-ms': { type: 'string' },
-      timeout: { type: 'string' }, flush: { type: 'boolean' }, 'no-flush': { type: 'boolean' }, 'build-jobs': { type: 'string' },
+      timeout: { type: 'string' }, flush: { type: 'boolean' }, 'no-flush': { type: 'boolean' }, 'build-jobs': { type: 'string' }, 'max-memory': { type: 'string' },
       'network-pass': { type: 'boolean' }, workload: { type: 'string', multiple: true },
       ...MODEL_FLAGS, json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     });
@@ -206,6 +209,7 @@ export const tuneCommand: Command = {
       io.err('\ntensortune tune: stopping after the batch being measured (Ctrl-C again to quit now)\n');
       controller.abort();
     };
+    const memoryLimit = cliMemoryLimit(values['max-memory']);
     const workloads = values.workload ?? [];
     if (values['network-pass']) {
       // It compiles and profiles the whole network here: not for one task, another device or a GPU.
@@ -234,7 +238,7 @@ export const tuneCommand: Command = {
         seed: optionalNonNegativeInt('--seed', values.seed),
         confirm: optionalNonNegativeInt('--confirm', values.confirm),
         networkPass: values['network-pass'] === true ? true : undefined,
-        measure, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
+        measure, memoryLimit, log: reporter.log, onEvent: reporter.onEvent, signal: controller.signal,
         // Without a terminal there is no bar: a progress line at a steady pace instead.
         progressEveryS: process.stdout.isTTY ? undefined : PROGRESS_EVERY_S, width,
       }).catch((e: unknown) => reportInternal('tune', `tuning ${positionals[0]}`, e, io.err));

@@ -4,7 +4,7 @@
 // the size and the flag; the refused process stays small (resident size measured).
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -110,6 +110,18 @@ test('benchmark of the broadcast model compiled under a raised limit: refused be
   const compare = cli(['benchmark', out, '--compare', 'onnxruntime', '--max-memory', '1GiB']);
   assert.is(compare.code, 2);
   assert.match(compare.err, /^tensortune benchmark: .*manifest\.json: the model needs 4\.0 GiB to run .*above the limit of 1\.0 GiB; raise the limit with --max-memory/);
+});
+
+test('tune of a matmul with a 4 GiB output: refused before measuring, one line naming the task and --max-memory, exit 2, no record, small', () => {
+  const mm = path.join(work, 'outer.onnx');
+  writeFileSync(mm, new OnnxModelBuilder(13).input('a', [1, N, 1]).input('b', [1, 1, N]).node('MatMul', ['a', 'b'], ['y']).output('y').build());
+  const records = path.join(work, 'outer.jsonl');
+  const r = cli(['tune', mm, '--target', 'llvm', '--records', records, '--trials', '2']);
+  assert.is(r.code, 2, r.err);
+  assert.match(r.err, new RegExp(`^tensortune tune: ${mm.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: task 0 \\(.*\\) needs 4\\.0 GiB to measure \\(tensor '.*' \\[1, ${N}, ${N}\\] alone is 4\\.0 GiB\\), ` +
+    'above the limit of 4\\.0 GiB; raise the limit with --max-memory SIZE \\(e\\.g\\. --max-memory 16GiB\\)\n$'));
+  assert.not.ok(existsSync(records) && readFileSync(records, 'utf8').trim() !== '', 'no measurement appended');
+  assertSmall(r, 'refused tune');
 });
 
 test.after(() => rmSync(work, { recursive: true, force: true }));

@@ -5,6 +5,7 @@
 import { UserError } from '../errors';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
+import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
 import type { Manifest } from './manifest';
 
@@ -155,4 +156,18 @@ export function checkModelMemory(g: Graph, groups: readonly FusedGroup[], where:
 /** benchmark: the same check from a compiled model's manifest (sealed, so its sizes are the compile's), before the model is loaded. */
 export function checkManifestMemory(m: Manifest, manifestFile: string, limit: MemoryLimit = cliMemoryLimit(undefined)): void {
   checkMemory(manifestMemory(m), limit.bytes, manifestFile, limit.raise);
+}
+
+/**
+ * tune: refuses, before anything is measured, a task whose kernel arguments (its inputs and
+ * output, which the measurement worker allocates and the verifier computes again) exceed the
+ * limit: one line naming the task, its largest tensor and the total.
+ */
+export function checkTaskMemory(tasks: readonly { desc: string; dag: ComputeDAG }[], where: string, limit: MemoryLimit = cliMemoryLimit(undefined)): void {
+  tasks.forEach((t, i) => {
+    const needed = need(t.dag.tensors.map((x) => tensorItem('tensor', x.name, x.shape)));
+    if (needed.bytes <= limit.bytes) return;
+    throw new UserError(`${where}: task ${i} (${t.desc}) needs ${formatBytes(needed.bytes)} to measure (${needed.largest.what} alone is ${formatBytes(needed.largest.bytes)}), ` +
+      `above the limit of ${formatBytes(limit.bytes)}; ${limit.raise}`);
+  });
 }

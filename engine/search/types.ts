@@ -63,6 +63,8 @@ export interface TuneNetworkOptions {
   records: string;
   /** Further logs read (never written): tasks they already cover are warm-started or skipped. */
   readRecords?: string[];
+  /** A task whose kernel arguments need more bytes than this is refused before measuring (compile/memory-plan.ts MemoryLimit; default 4 GiB). */
+  memoryLimit?: { bytes: number; raise: string };
   /** Budgets: total trials, trials per task, wall-clock seconds (any combination; first reached stops). */
   trials?: number;
   trialsPerTask?: number;

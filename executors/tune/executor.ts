@@ -17,6 +17,7 @@ import type { ExecutorContext } from '@nx/devkit';
 import { openRemoteDevices, remoteFingerprint } from '../../engine/remote/open';
 import { hardwareFingerprint, parseTarget } from '../../engine/target';
 import { reportInternal } from '../../engine/compile/internal-error';
+import { configMemoryLimit } from '../../engine/compile/memory-plan';
 import { UserError } from '../../engine/errors';
 import { fitLine, outputWidth, PROGRESS_EVERY_S, summaryLine } from '../../engine/search/progress';
 import { describeTasks } from '../../engine/app/tune';
@@ -126,6 +127,7 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, abor
       device,
       ...budgetFor(run.budget, options, run.target.threads),
       budget: run.budgetName,
+      memoryLimit: configMemoryLimit(run.net.maxMemory, options.config, run.network),
       log,
       signal: aborter.signal,
       dropBatchOnAbort: true,
