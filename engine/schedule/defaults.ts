@@ -279,10 +279,11 @@ function contiguousReadAxis(t: Tensor, lanes: number): string | undefined {
 
 /**
  * The reduce axis of a reduction along which it reads an input contiguously (the input's
- * last index is that axis alone, at least a vector long), where no load's last index is a
- * spatial axis of its own: softmax's row max and sum, layer norm's mean and variance, a
- * Reduce* over the last axis. Not a pool over NHWC (its loads end in the channel, a spatial
- * axis), whose vectors run over channels instead.
+ * last index is that axis alone, at least a vector long), where no load it reduces over
+ * ends in a spatial axis of its own: softmax's row max and sum, layer norm's mean and
+ * variance (which also reads the row's mean, a load of no reduce axis), a Reduce* over the
+ * last axis. Not a pool over NHWC (its loads end in the channel, a spatial axis), whose
+ * vectors run over channels instead.
  */
 function contiguousReduceAxis(t: Tensor, lanes: number): string | undefined {
   if (t.op.kind !== 'compute' || t.op.reduceAxes.length === 0 || t.dtype !== 'float32') return undefined;
@@ -292,6 +293,8 @@ function contiguousReduceAxis(t: Tensor, lanes: number): string | undefined {
   let spatialLast = false;
   walk(t.op.body, (e) => {
     if (e.k !== 'load' || e.indices.length === 0) return;
+    const vars = new Set(e.indices.flatMap((i) => [...freeVars(i)]));
+    if (!reduce.some((a) => vars.has(a.name))) return;
     const lastIndex = e.indices[e.indices.length - 1];
     if (lastIndex.k !== 'var') return;
     if (own.has(lastIndex.name)) spatialLast = true;
