@@ -21,7 +21,7 @@
 // never from records.
 
 import { GPU_EXPANSION_BUDGET, renderBody, type GpuDialect } from './c';
-import { storedBuffers, type Dim3, type GpuKernel, type GpuProgram } from './gpu';
+import { storedBuffers, threadsOf, type Dim3, type GpuProgram } from './gpu';
 import { launchTable, type BufferRole } from './opencl';
 import type { ThreadTag } from '../schedule/steps';
 import { mathArity, type MathFn } from '../ir/expr';
@@ -117,8 +117,8 @@ export interface CudaRenderOptions {
   unboundedUnroll?: boolean;
 }
 
-/** Threads per block of a kernel. */
-export const threadsOf = (k: Pick<GpuKernel, 'block'>): number => k.block[0] * k.block[1] * k.block[2];
+/** Threads per block of a kernel (codegen/gpu.ts). */
+export { threadsOf };
 
 /** The CUDA source of one program's kernels (without the prelude: sources of several programs share one). */
 export function renderCudaKernels(p: GpuProgram, opts: CudaRenderOptions): string {

@@ -31,6 +31,9 @@ export interface GpuLimits {
 
 export type Dim3 = [number, number, number];
 
+/** Threads per block of a kernel. */
+export const threadsOf = (k: Pick<GpuKernel, 'block'>): number => k.block[0] * k.block[1] * k.block[2];
+
 export interface GpuKernel {
   /** The kernel function's name. */
   readonly name: string;

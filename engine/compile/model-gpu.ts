@@ -23,7 +23,7 @@
 // compile does on CPU.
 
 import path from 'node:path';
-import { lowerGpu, type GpuProgram } from '../codegen/gpu';
+import { lowerGpu, threadsOf, type GpuProgram } from '../codegen/gpu';
 import { constantPlaceholders, describeGroup } from '../graph/extract';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
@@ -34,7 +34,6 @@ import { defaultSchedule } from '../schedule/defaults';
 import { State } from '../schedule/state';
 import { checkRunsHere, isGpu, kindOf, parseTarget, type Target } from '../target';
 import type { DeviceCode, DeviceLaunch, DeviceTable, GpuModelBackend, ManifestLaunchShape } from '../targets/kind';
-import { threadsOf } from '../codegen/cuda';
 import { UserError } from '../errors';
 import type { Manifest } from './manifest';
 import {
