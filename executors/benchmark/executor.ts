@@ -16,7 +16,7 @@ import { UserError } from '../../engine/errors';
 import { BENCH_DEFAULTS, benchSetupLine, runBench, type BenchResult } from '../../engine/native/bench';
 import { remoteSetupLine, runRemoteBench } from '../../engine/remote/bench';
 import { inputFiles } from '../../engine/runtime/rawfile';
-import { checkRunsHere, cpuModel, parseTarget } from '../../engine/target';
+import { checkRunsHere, cpuModel, isGpu, parseTarget } from '../../engine/target';
 import { targetRunners } from '../../plugin/config';
 import { reporting, resolveFor, workspaceRelative, type ExecutorResult } from '../run';
 import { writeReport, type BenchmarkReport } from './report';
@@ -51,7 +51,7 @@ export default async function benchmarkExecutor(options: BenchmarkExecutorOption
     if (remote && (options.compare !== undefined || options.untuned)) {
       throw new UserError(`${remote.where}: --compare and --untuned run the model on this machine; a target measured through a runner takes neither`);
     }
-    if (options.profile && (remote || target.kind !== 'llvm')) {
+    if (options.profile && (remote || isGpu(target))) {
       throw new UserError(`--profile: per-kernel profiles are for CPU models run on this machine; targets.${run.targetName} is ${remote ? 'measured through a runner' : `"${run.target.target}"`}`);
     }
     // Before timing anything: without onnxruntime-node, one line saying how to install it.
