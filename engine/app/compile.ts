@@ -11,8 +11,8 @@ import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
 import { cacheRoot } from '../native/build';
 import { readRecordFiles } from '../records/log';
-import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
-import { hardwareFingerprint, isGpu, parseTarget } from '../target';
+import { defaultSchedule } from '../schedule/defaults';
+import { hardwareFingerprint, isGpu, kindOf, parseTarget } from '../target';
 import { applyRecords } from '../compile/apply-records';
 import { chooseWinograd } from '../compile/choose-winograd';
 import type { MemoryLimit } from '../compile/memory-plan';
@@ -62,7 +62,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     const applied = await applyRecords({
       tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
       files, entries, threads: opts.threads, strict: opts.strict, log: opts.log, warn: opts.warn,
-      defaultOf: (task) => defaultSchedule(task.dag, defaultOptionsOf(target)),
+      defaultOf: (task) => defaultSchedule(task.dag, kindOf(target).defaultOptions(target)),
     });
     schedules = applied.schedules;
     directCosts = applied.costs;
