@@ -77,7 +77,7 @@ test('--target where Nx ignores it, --batch N, flags Nx swallows: refused; run-m
 
 test('options the target\'s executor does not take: refused before anything runs, as the executor words it', () => {
   refused('benchmark mobilenet --trials-per-task 3',
-    /^tensortune benchmark: unknown option --trials-per-task \(nx benchmark takes: --config-target, --repeat, --number, --min-repeat-ms, --threads, --seed, --input, --save-outputs, --profile, and -c <configuration>\)$/);
+    /^tensortune benchmark: unknown option --trials-per-task \(nx benchmark takes: --config-target, --repeat, --number, --min-repeat-ms, --threads, --seed, --input, --save-outputs, --profile, --compare, --untuned, and -c <configuration>\)$/);
   refused('tune mobilenet --image-size 64', /^tensortune tune: --image-size: the model is networks\.mobilenet in tensortune\.config\.yaml; set imageSize there/);
   refused('run mobilenet:compile --records=x.jsonl', /^tensortune compile: --records: nx compile reads the record store/);
   refused('tune mobilenet --trialsPerTask 3 --polcy random', /^tensortune tune: unknown option --polcy /);
