@@ -14,7 +14,7 @@ import { remoteSetupLine, runRemoteBench } from '../remote/bench';
 import { formatKernelProfile, kernelProfile } from '../compile/profile';
 import { measurePeakGflops } from '../native/peak';
 import { inputFiles } from '../runtime/rawfile';
-import { formatSummary } from '../report/units';
+import { formatSummary } from '../units';
 import { isGpu, parseTarget } from '../target';
 import { checkCompiledDir } from './compiled-dirs';
 import { nonNegativeInt, oneOf, optionalInt, parseFlags, positiveInt, type CliIo, type Command } from './command';

@@ -14,7 +14,7 @@ import { loadModel } from '../frontend/load';
 import { appendRecords } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import type { TuningFigures } from '../report/tuning-data';
-import { duration } from '../report/units';
+import { duration } from '../units';
 import { tuningTasks } from '../graph/extract';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tt-cli-report-'));

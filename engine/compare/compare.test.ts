@@ -23,7 +23,7 @@ import { writeOnnxFile } from '../frontend/onnx/export';
 import { runBench } from '../native/bench';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
-import { duration } from '../report/units';
+import { duration } from '../units';
 import { skip } from '../skip.fixture';
 import { COMPARE_MAX_NUMBER, compareNumber, compareWithOnnxRuntime, formatCompareReport, minRatio, outputError, pairedRatio, top1, withoutSoftmax } from './compare';
 import { openOrtSession, tryLoadOnnxRuntime } from './ort';

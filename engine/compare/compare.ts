@@ -29,7 +29,7 @@ import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { modelInput } from '../runtime/random';
-import { duration } from '../report/units';
+import { duration } from '../units';
 import { ownedTempDir } from '../temp-dirs';
 import { openOrtSession, timeOrtRuns, type OrtRunner } from './ort';
 

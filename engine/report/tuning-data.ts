@@ -22,7 +22,7 @@ import { CONFIRM_POLICY, isValidRecord, matchesRecord, meanCost, threadCounts, t
 import type { LogEntry } from '../records/log';
 import type { TuningRecord } from '../records/record';
 import { recordId } from '../records/store';
-import { duration } from './units';
+import { duration } from '../units';
 
 /** A tuning task as the report needs it (engine/graph/extract.ts's Task has these fields). */
 export interface ReportTask {

@@ -8,7 +8,7 @@ import type { CompareReport } from '../compare/compare';
 import { esc, table } from './html';
 import { barChart, fmt, stepChart } from './svg-charts';
 import { TUNING_PAUSE_S, type TaskFigures, type TuningFigures } from './tuning-data';
-import { duration, inUnit, unitOf, type TimeUnit } from './units';
+import { duration, inUnit, unitOf, type TimeUnit } from '../units';
 
 /** When a comparison was measured (or its file written, for one that does not say), and why it no longer describes the model, if so. */
 export interface ComparisonAge {

@@ -27,7 +27,7 @@ import { formatKernelProfile, kernelProfile } from '../../engine/compile/profile
 import type { Manifest } from '../../engine/compile/manifest';
 import type { CallProfile } from '../../engine/native/bench';
 import { measurePeakGflops } from '../../engine/native/peak';
-import { formatSummary } from '../../engine/report/units';
+import { formatSummary } from '../../engine/units';
 import { loadOnnxRuntime } from '../../engine/compare/ort';
 import { compareForReport, untunedRun } from './measure-more';
 import { modelFacts } from './model-facts';

@@ -12,7 +12,7 @@ import { compareWithOnnxRuntime, formatCompareReport } from '../../engine/compar
 import { manifestFiles, readManifest } from '../../engine/compile/manifest';
 import { compileNetwork } from '../../engine/app/compile';
 import { runBench, type BenchOptions } from '../../engine/native/bench';
-import { duration } from '../../engine/report/units';
+import { duration } from '../../engine/units';
 import type { ResolvedRun } from '../../plugin/resolve';
 import type { UntunedRun } from './report';
 import { comparisonFile } from './tuning';

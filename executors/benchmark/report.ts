@@ -17,7 +17,7 @@ import type { KernelProfileRow } from '../../engine/compile/profile';
 import { formatRecordsUsed, type RecordsUsed } from '../../engine/compile/manifest';
 import { barChart, columnChart, lineChart } from '../../engine/report/svg-charts';
 import type { ComparisonAge } from '../../engine/report/tuning-html';
-import { digits, duration, fixed, inUnit, unitFor, unitOf } from '../../engine/report/units';
+import { digits, duration, fixed, inUnit, unitFor, unitOf } from '../../engine/units';
 import type { ModelFacts } from './model-facts';
 import { checkRegularIfPresent, MiB, readRegularFileSync } from '../../engine/regular-file';
 
