@@ -33,6 +33,12 @@ test('rows sum the calls of each kernel, slowest first, with share, GFLOP/s and 
   assert.match(table[0], /peak 10.0 GFLOP\/s at 2 thread\(s\)/);
   assert.match(table[2], /2\.5000 +55\.6% +0\.8 +8\.0% +2 +default +conv <b>/);
   assert.match(table[table.length - 1], /4\.5000 +total/);
+  assert.match(table[1], /^ +ms +share/);
+  // A model that runs under 1 ms: the column in µs.
+  const small = formatKernelProfile(kernelProfile([{ symbol: 'a', ms: 0.0031 }, { symbol: 'b', ms: 0.0009 }], manifest, 10), 10, 1);
+  assert.match(small[1], /^ +µs +share/);
+  assert.match(small[2], /^ +3\.10 +77\.5%/);
+  assert.match(small[small.length - 1], /^ +4\.00 +total/);
   try {
     kernelProfile([{ symbol: 'c', ms: 1 }], manifest, undefined, 'out/m/manifest.json');
     assert.unreachable('a kernel the manifest does not list');

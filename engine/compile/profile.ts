@@ -6,6 +6,7 @@
 import { UserError } from '../errors';
 import type { CallProfile } from '../native/bench';
 import type { Manifest } from './manifest';
+import { fixed, unitOf } from '../units';
 
 export interface KernelProfileRow {
   symbol: string;
@@ -51,17 +52,19 @@ export function kernelProfile(calls: readonly CallProfile[], manifest: Manifest,
 /** The profile as a table: one line per kernel, then the total. */
 export function formatKernelProfile(rows: readonly KernelProfileRow[], peakGflops?: number, threads?: number): string[] {
   const total = rows.reduce((a, r) => a + r.ms, 0);
+  // One unit for the column, that of the total (µs for a model that runs under 1 ms).
+  const unit = unitOf([total]);
   const peakNote = peakGflops !== undefined ? `; peak ${peakGflops.toFixed(1)} GFLOP/s at ${threads ?? 1} thread(s), measured now` : '';
   const lines = [
     `Per-kernel profile (mean of the profiled runs${peakNote}):`,
-    `  ${'ms'.padStart(9)}  ${'share'.padStart(6)}  ${'GFLOP/s'.padStart(8)}  ${'% peak'.padStart(6)}  calls  schedule  task`,
+    `  ${unit.name.padStart(9)}  ${'share'.padStart(6)}  ${'GFLOP/s'.padStart(8)}  ${'% peak'.padStart(6)}  calls  schedule  task`,
   ];
   for (const r of rows) {
     lines.push(
-      `  ${r.ms.toFixed(4).padStart(9)}  ${`${(r.share * 100).toFixed(1)}%`.padStart(6)}  ${r.gflops.toFixed(1).padStart(8)}  ` +
+      `  ${fixed(r.ms, unit).padStart(9)}  ${`${(r.share * 100).toFixed(1)}%`.padStart(6)}  ${r.gflops.toFixed(1).padStart(8)}  ` +
       `${(r.peak !== undefined ? `${(r.peak * 100).toFixed(1)}%` : '-').padStart(6)}  ${String(r.calls).padStart(5)}  ${r.schedule.padEnd(8)}  ${r.desc}`,
     );
   }
-  lines.push(`  ${total.toFixed(4).padStart(9)}  total of the kernel calls (the run's time also holds what lies between them)`);
+  lines.push(`  ${fixed(total, unit).padStart(9)}  total of the kernel calls (the run's time also holds what lies between them)`);
   return lines;
 }
