@@ -7,6 +7,8 @@ export type { TuneNetworkOptions, TuneNetworkResult, TuneEvent, PolicyName, Meas
 export { compileNetwork, type CompileNetworkOptions } from './app/compile';
 export { runBench, type BenchOptions, type BenchResult } from './native/bench';
 export { parseTarget, hardwareFingerprint, isGpu, withHardwareParams, type Target, type GpuParams } from './target';
+export { registerTargetKind, kindOf, targetKinds } from './targets/registry';
+export type { TargetKind } from './targets/kind';
 export { extractTasks, tuningTasks, type Task } from './graph/extract';
 export { UserError } from './errors';
 export { ENGINE_VERSION } from './version';
