@@ -8,7 +8,10 @@
 // written or recorded as the interrupt's failures), and no process of the group is left.
 // nx writes into a pipe (a FIFO), as in CI or `nx tune | tee`: after a SIGINT Nx discards
 // what its task prints, and the task writes its last lines to nx's own stdout
-// (executors/interrupt.ts), which a pipe, a file or a terminal lets it open.
+// (executors/interrupt.ts), which a pipe, a file or a terminal lets it open. Then once more
+// in a terminal (util-linux `script` gives nx a pseudo-terminal, and a Ctrl-C typed into it
+// makes the terminal signal nx): Nx runs the task in a pseudo-terminal of its own and exits
+// before the task has finished, and the task's last lines still reach that terminal.
 
 import { spawn } from 'node:child_process';
 import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +19,7 @@ import { Socket } from 'node:net';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { skip } from '../engine/skip.fixture';
 import { e2e, KEEP, sh } from './harness';
 import { writeTinyModel } from './tiny-model';
 
@@ -91,13 +95,51 @@ function interruptedTune(rounds: number): Promise<{ code: number | null; out: st
   });
 }
 
+/**
+ * `nx tune tiny -c cpu-long` in a terminal: `script` runs a shell that runs nx, then waits a
+ * little as a user's shell outlives nx; once `rounds` rounds are shown, a Ctrl-C is typed.
+ * What the terminal showed, and nx's exit code.
+ */
+function terminalTune(rounds: number): Promise<{ code: number | null; out: string; before: string; pgid: number }> {
+  const typescript = path.join(base, `terminal-${rounds}.txt`);
+  rmSync(typescript, { force: true });
+  const nxBin = path.join(ws, 'node_modules', 'nx', 'dist', 'bin', 'nx.js');
+  // The trap keeps the shell (in nx's process group) alive through the Ctrl-C; nx's own handlers
+  // replace it. The shell then waits (30 s at most) until the test saw the summary.
+  const stop = path.join(base, `terminal-${rounds}.stop`);
+  const shell = `trap : INT; '${process.execPath}' '${nxBin}' tune tiny -c cpu-long; echo "nx exited $?"; ` +
+    `for i in $(seq 150); do [ -e '${stop}' ] && break; sleep 0.2; done`;
+  const child = spawn('script', ['-qefc', shell, typescript], { cwd: ws, env: { ...process.env, ...NX_ENV, SHELL: '/bin/bash' }, detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  let before: string | undefined;
+  const shown = (): string => (existsSync(typescript) ? readFileSync(typescript, 'utf8') : '').replace(/\x1b\[[0-9;?]*[a-zA-Z]/g, '').replace(/\r/g, '');
+  const poll = setInterval(() => {
+    const out = shown();
+    if (before === undefined && [...out.matchAll(/^(?:warm-up )?task \d+ \(.*\): \d+ trial\(s\)/gm)].length >= rounds) {
+      before = out;
+      child.stdin!.write('\x03');
+    }
+    if (before !== undefined && /tuning stopped \(aborted\)/.test(out)) writeFileSync(stop, '');
+  }, 200);
+  return new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve(code));
+  }).then(() => {
+    clearInterval(poll);
+    const out = shown();
+    if (before === undefined) throw new Error(`nx tune ended before ${rounds} round(s):\n${out.slice(-3000)}`);
+    const code = /nx exited (\d+)$/m.exec(out);
+    return { code: code ? Number(code[1]) : null, out, before, pgid: child.pid! };
+  });
+}
+
 /** One interrupted run: its checks, and the trials it kept. */
-async function interruptAndCheck(rounds: number, resumedFrom: number): Promise<number> {
-  const run = await interruptedTune(rounds);
+async function interruptAndCheck(rounds: number, resumedFrom: number, how: 'pipe' | 'terminal' = 'pipe'): Promise<number> {
+  const run = await (how === 'pipe' ? interruptedTune : terminalTune)(rounds);
   const tail = run.out.slice(-3000);
   assert.is(run.code, 130, `nx exits as interrupted:\n${tail}`);
   assert.match(run.out, `${resumedFrom} measurement(s) resumed`, tail);
-  assert.match(run.out, /tensortune tune: stopping \(SIGINT\): the batch in flight is dropped/, `the task says it stops:\n${tail}`);
+  // In a terminal the task's `stopping` line goes to its own pseudo-terminal, which Nx has stopped copying.
+  if (how === 'pipe') assert.match(run.out, /tensortune tune: stopping \(SIGINT\): the batch in flight is dropped/, `the task says it stops:\n${tail}`);
   const summary = /tuning stopped \(aborted\): (\d+) new trial\(s\) in [\d.]+ s; /.exec(run.out);
   assert.ok(summary, `the summary line is printed:\n${tail}`);
   const kept = Number(summary![1]);
@@ -123,6 +165,11 @@ test('pack the plugin and install it with nx into a workspace with a network and
 test('Ctrl-C to nx tune, twice: each run keeps its trials, prints its summary, and the second resumes from the first', async () => {
   const first = await interruptAndCheck(2, 0);
   await interruptAndCheck(1, first);
+});
+
+test('Ctrl-C to nx tune in a terminal: the summary reaches the terminal after nx exited, and the trials are kept', async () => {
+  if (sh('sh', ['-c', 'command -v script'], base).status !== 0) return skip('nx tune in a terminal', 'util-linux `script` is not installed');
+  await interruptAndCheck(1, records().length, 'terminal');
 });
 
 test.after(() => {

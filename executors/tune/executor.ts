@@ -25,6 +25,7 @@ import type { MeasureOptions } from '../../engine/search/types';
 import { targetRunners, type BudgetConfig } from '../../plugin/config';
 import { abortOnSignals, reporting, resolveFor, workspaceRelative, type ExecutorResult, type Interruptible } from '../run';
 import { executorOptions, flagOf } from '../options';
+import { closeQuietly, nxTerminal, writeAfterNx, type NxTerminal } from '../interrupt';
 import { absorbTuneOutputs, otherLogs, writeTuneOutput } from '../store';
 import { describeShard, shardingOf, tuneRun, writeMergedOutput } from './shards';
 import type { TuneExecutorOptions } from './schema';
@@ -66,18 +67,21 @@ const overridesOf = (o: TuneExecutorOptions): string[] => executorOptions('tune'
 export default async function tuneExecutor(options: TuneExecutorOptions, ctx: ExecutorContext): Promise<ExecutorResult> {
   // From the start: a Ctrl-C while the store is read must not kill the process mid-merge.
   const aborter = abortOnSignals('tensortune tune: stopping ({signal}): the batch in flight is dropped, every batch measured before it stays in the store');
+  // Opened now: once a Ctrl-C made Nx exit, nothing names the terminal the user sees (../interrupt.ts).
+  const terminal = nxTerminal();
   try {
     // An engine error (a bug) is one line naming the task it was tuning, as in `tensortune tune`.
-    return await reporting('tune', () => tuneOnce(options, ctx, aborter).catch((e: unknown) => {
+    return await reporting('tune', () => tuneOnce(options, ctx, aborter, terminal).catch((e: unknown) => {
       reportInternal('tune', `tuning ${options.network}`, e, (text) => console.error(text.trimEnd()));
       return { success: false };
     }));
   } finally {
     aborter.dispose();
+    closeQuietly(terminal?.fd);
   }
 }
 
-async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, aborter: Interruptible): Promise<ExecutorResult> {
+async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, aborter: Interruptible, terminal: NxTerminal | undefined): Promise<ExecutorResult> {
   const run = resolveFor('tune', options, ctx, options.budget);
   const rel = workspaceRelative(ctx);
   // A network with shards: tune--<k> tunes shard k, tune merges them (./shards.ts).
@@ -137,8 +141,10 @@ async function tuneOnce(options: TuneExecutorOptions, ctx: ExecutorContext, abor
     });
     if (result?.reason === 'aborted') {
       // The store log holds the run's trials; the output is rewritten by a run that ends.
-      log(`the store log ${rel(run.recordsFile)} holds the trials; \`nx tune ${options.network}\` resumes from it`);
-      log(summaryLine(result));
+      const lines = [`the store log ${rel(run.recordsFile)} holds the trials; \`nx tune ${options.network}\` resumes from it`, summaryLine(result)];
+      for (const l of lines) log(l);
+      // Nx in a terminal has exited and shows none of them: they go to that terminal.
+      await writeAfterNx(terminal, lines.map((l) => `${l}\n`).join(''));
       return { success: false };
     }
     const match = { target: target.text, fingerprint: device?.fingerprint ?? hardwareFingerprint(target) };
