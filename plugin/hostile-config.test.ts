@@ -163,8 +163,8 @@ test('records and outDir that leave the workspace (../x, absolute): refused with
   writeFileSync(path.join(root, 'tensortune.config.yaml'), with_('records: ./a/../records\noutDir: out'));
   assert.is(resolveRun(loadConfig('tensortune.config.yaml', root), root, 'net').storeDir, path.join(root, 'records'));
   mkdirSync(path.join(root, 'sub'));
-  writeFileSync(path.join(root, 'sub', 'tensortune.config.yaml'), 'records: ../shared-records\ntargets: { cpu: { target: llvm } }\nnetworks: { m: { model: mobilenet } }\n');
-  assert.is(resolveRun(loadConfig('sub/tensortune.config.yaml', root), root, 'm').storeDir, path.join(root, 'shared-records'));
+  writeFileSync(path.join(root, 'sub', 'tensortune.config.yaml'), 'records: ../common-records\ntargets: { cpu: { target: llvm } }\nnetworks: { m: { model: mobilenet } }\n');
+  assert.is(resolveRun(loadConfig('sub/tensortune.config.yaml', root), root, 'm').storeDir, path.join(root, 'common-records'));
   // resolveRun holds the line for a config that was validated against another root.
   const loose = { file: path.join(root, 'x.yaml'), dir: root, config: validateConfig({ outDir: '../x', targets: { cpu: { target: 'llvm' } }, networks: { m: { model: 'mobilenet' } } }, 'x.yaml', root, path.dirname(root)) };
   assert.throws(() => resolveRun(loose, root, 'm'), /^x\.yaml: outDir: expected a folder inside the workspace /);

@@ -10,14 +10,14 @@ const DW = ['PaddedInput', 'DepthwiseConv2d', 'T_add', 'T_relu'];
 const SOFTMAX = ['T_softmax_maxelem', 'T_softmax_exp', 'T_softmax_expsum', 'T_softmax_norm'];
 
 /**
- * Seed 000 (TVM's mobilenet NHWC, batch 1), transcribed in the seed's task order: the
+ * TVM's mobilenet NHWC tasks (batch 1), transcribed in TVM's task order: the
  * compute stages, the workload-key shapes and the weight. The seed prints no weights;
  * they follow from the network (blocks 7-11 repeat five times) and sum to 30 as TVM's
  * extraction test asserts. Task 19 is ours: TVM normalises that first batch norm over
  * axis 1 (height) and multiplies by [1, 112, 1, 1] tensors; we normalise over channels
  * and fold it, so the task reads conv2d + bias [1, 1, 1, 32] + relu.
  */
-const SEED_000: [string[], number[][], number][] = [
+const TVM_MALI_MOBILENET: [string[], number[][], number][] = [
   [CONV, [[1, 56, 56, 128], [1, 1, 128, 128], [1, 1, 1, 128], [1, 56, 56, 128]], 1],
   [CONV, [[1, 7, 7, 1024], [1, 1, 1024, 1024], [1, 1, 1, 1024], [1, 7, 7, 1024]], 1],
   [['T_matmul_NT', 'T_add'], [[1, 1024], [1000, 1024], [1, 1000], [1, 1000]], 1],
@@ -45,10 +45,10 @@ const SEED_000: [string[], number[][], number][] = [
 let mobilenet: Task[] | undefined;
 const mobilenetTasks = (): Task[] => (mobilenet ??= extractTasks(getNetwork('mobilenet', { layout: 'NHWC', weights: 'zeros' }).graph));
 
-test('mobilenet NHWC: the 22 workloads of seed 000, weights summing to 30', () => {
+test('mobilenet NHWC: the 22 workloads TVM extracts (mali), weights summing to 30', () => {
   const tasks = mobilenetTasks();
   const ours = tasks.map((t) => JSON.stringify([t.dag.computeStages.map((s) => s.name), t.shapes, t.weight])).sort();
-  const seed = SEED_000.map((row) => JSON.stringify(row)).sort();
+  const seed = TVM_MALI_MOBILENET.map((row) => JSON.stringify(row)).sort();
   assert.equal(ours, seed);
   assert.is(tasks.reduce((a, t) => a + t.weight, 0), 30);
 });
@@ -67,11 +67,11 @@ test('mobilenet NHWC: task fields', () => {
   assert.ok(descs.includes('softmax 1x1000 -> 1x1000'));
 });
 
-/** Seed 000's task listing (TVM's extract_tasks output for mobilenet NHWC), kept in the repo. */
-const SEED_FILE = path.join(__dirname, 'fixtures', 'mobilenet-nhwc-tasks.txt');
+/** TVM's task listing (TVM's extract_tasks output for mobilenet NHWC), kept in the repo. */
+const TVM_TASKS_FILE = path.join(__dirname, 'fixtures', 'mobilenet-nhwc-tasks.txt');
 
-/** The seed's tasks: workload key -> printed DAG. */
-function parseSeed(text: string): Map<string, string> {
+/** TVM's tasks: workload key -> printed DAG. */
+function parseTvmTasks(text: string): Map<string, string> {
   const out = new Map<string, string>();
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
@@ -84,8 +84,8 @@ function parseSeed(text: string): Map<string, string> {
   return out;
 }
 
-test('mobilenet NHWC: 21 DAGs print exactly as in seed 000, with the same workload keys', () => {
-  const seed = parseSeed(readFileSync(SEED_FILE, 'utf8'));
+test('mobilenet NHWC: 21 DAGs print exactly as TVM prints them, with the same workload keys', () => {
+  const seed = parseTvmTasks(readFileSync(TVM_TASKS_FILE, 'utf8'));
   assert.is(seed.size, 22);
   const ours = new Map(mobilenetTasks().map((t) => [t.key, t.dag.print()]));
   let same = 0;
@@ -108,14 +108,14 @@ test('network task counts (NHWC, batch 1): resnet-18 24/25 as TVM (cuda), resnet
 });
 
 /**
- * Seed 004 (TVM's resnet-18 NHWC tasks for CUDA), transcribed as our descriptions, with
+ * TVM's resnet-18 NHWC tasks for CUDA, transcribed as our descriptions, with
  * TVM's task number. Where TVM uses Winograd (3x3 stride-1 convs) we have the direct
  * conv2d_nhwc; where TVM has `add(bias)` after a residual add we also have the
  * `multiply` of the next batch norm's scale: TVM folds that scale *forward* into the
  * next convs' weights (through the ReLU, the scale being positive), we only fold
  * backward into a preceding conv, so it stays (see TASKS.md).
  */
-const SEED_004: [number, string, number][] = [
+const TVM_CUDA_RESNET18: [number, string, number][] = [
   [0, 'conv2d_nhwc 1x56x56x64 -> 1x56x56x64', 1],
   [1, 'conv2d_nhwc+add+multiply+add+relu 1x28x28x128 -> 1x28x28x128', 1], // Winograd; TVM: no multiply
   [2, 'conv2d_nhwc 1x56x56x64 -> 1x28x28x128', 1],
@@ -142,12 +142,12 @@ const SEED_004: [number, string, number][] = [
   [23, 'conv2d_nhwc+add+relu 1x56x56x64 -> 1x28x28x128', 1],
 ];
 
-test('resnet-18 NHWC: the 24 fused structures of seed 004 (TVM, cuda), weights summing to 25', () => {
+test('resnet-18 NHWC: the 24 fused structures TVM extracts (cuda), weights summing to 25', () => {
   const tasks = extractTasks(getNetwork('resnet-18', { weights: 'zeros' }).graph);
-  assert.equal(tasks.map((t) => `${t.desc} x${t.weight}`).sort(), SEED_004.map(([, d, w]) => `${d} x${w}`).sort());
+  assert.equal(tasks.map((t) => `${t.desc} x${t.weight}`).sort(), TVM_CUDA_RESNET18.map(([, d, w]) => `${d} x${w}`).sort());
 });
 
-test('resnet-18 with winograd: the 24 tasks, then a Winograd task for each of the 12 whose conv is 3x3 stride 1 (seed 004 marks the same 12)', () => {
+test('resnet-18 with winograd: the 24 tasks, then a Winograd task for each of the 12 whose conv is 3x3 stride 1 (TVM marks the same 12)', () => {
   const tasks = extractTasks(getNetwork('resnet-18', { weights: 'zeros' }).graph, { winograd: true });
   assert.is(tasks.length, 36);
   const direct = tasks.slice(0, 24), wino = tasks.slice(24);
@@ -156,7 +156,7 @@ test('resnet-18 with winograd: the 24 tasks, then a Winograd task for each of th
   // Each is its direct task's layer with conv2d_winograd_nhwc in place of conv2d_nhwc, same weight.
   const of = (t: Task): Task => direct.find((d) => d.key === t.alternative!.of)!;
   assert.equal(wino.map((t) => `${t.desc} x${t.weight}`).sort(), wino.map((t) => `${of(t).desc.replace('conv2d_nhwc', 'conv2d_winograd_nhwc')} x${of(t).weight}`).sort());
-  const marked = SEED_004.filter(([n]) => [1, 3, 4, 5, 6, 7, 8, 11, 14, 16, 18, 19].includes(n)).map(([, d, w]) => `${d} x${w}`).sort();
+  const marked = TVM_CUDA_RESNET18.filter(([n]) => [1, 3, 4, 5, 6, 7, 8, 11, 14, 16, 18, 19].includes(n)).map(([, d, w]) => `${d} x${w}`).sort();
   assert.equal(wino.map((t) => `${of(t).desc} x${t.weight}`).sort(), marked);
   // F(4x4, 3x3) where 4 divides the output (56, 28), F(2x2, 3x3) on 14 and 7.
   assert.equal([...new Set(wino.map((t) => `${t.shapes[0][1]}:${t.shapes[1][0]}`))].sort(), ['14:4', '28:6', '56:6', '7:4']);
