@@ -2,7 +2,8 @@
 // peer range admits, `nx add` of the packed tarball (the init generator), the model
 // generator with a positional name and without one, tune / compile / benchmark of a tiny
 // ONNX network with the starter config's tiny budget, and `nx show projects --affected`
-// in a git repository after an edit of tensortune.config.yaml. Steps build on each other.
+// in a git repository after an edit of one network's config file and of the workspace
+// config they extend. Steps build on each other.
 
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -72,15 +73,17 @@ test(`an empty workspace on the oldest supported Nx takes the packed tarball thr
   assert.match(readFileSync(path.join(ws, '.gitignore'), 'utf8'), /^\/\.tensortune\/$/m);
 });
 
-test('the model generator: a positional name, and a name taken from the model; block YAML', () => {
+test('the model generator: a positional name, and a name taken from the model; block YAML; each network in a file of its own', () => {
   mkdirSync(path.join(ws, 'downloads'), { recursive: true });
   writeTinyModel(path.join(ws, 'downloads', 'tiny.onnx'), 3);
   nxOk(['g', 'tensortune:model', 'tiny', '--model', 'downloads/tiny.onnx', '--no-interactive']);
   nxOk(['g', 'tensortune:model', '--model', 'mobilenet', '--no-interactive']);
-  const text = readFileSync(path.join(ws, 'tensortune.config.yaml'), 'utf8');
-  assert.match(text, /\nnetworks:\n  tiny:\n    model: models\/tiny\/model\.onnx\n  mobilenet:\n    model: mobilenet\n$/);
-  const config = parse(text) as { budgets: Record<string, unknown> };
+  const own = (name: string): string => readFileSync(path.join(ws, 'models', name, 'tensortune.config.yaml'), 'utf8');
+  assert.is(own('tiny'), 'extends: ../../tensortune.config.yaml\nnetworks:\n  tiny:\n    model: model.onnx\n    root: .\n');
+  assert.is(own('mobilenet'), 'extends: ../../tensortune.config.yaml\nnetworks:\n  mobilenet:\n    model: mobilenet\n    root: .\n');
+  const config = parse(readFileSync(path.join(ws, 'tensortune.config.yaml'), 'utf8')) as { budgets: Record<string, unknown>; networks?: unknown };
   assert.equal(config.budgets.tiny, { trialsPerTask: 2, measuresPerRound: 2 });
+  assert.is(config.networks, undefined, 'the workspace config holds the targets and budgets');
   const out = nxOk(['show', 'projects', '--json']);
   assert.equal((JSON.parse(out.slice(out.indexOf('['), out.lastIndexOf(']') + 1)) as string[]).sort(), ['mobilenet', 'other', 'tiny']);
 });
@@ -93,20 +96,26 @@ test('nx benchmark tiny tunes (tiny budget), compiles and benchmarks', () => {
   assert.ok(report.result.median_ms > 0);
 });
 
-test('nx show projects --affected: an edit of the config touches its networks, not the other projects; only the edited network\'s tune key changes', () => {
+test('nx show projects --affected: an edit of a network\'s entry touches that project alone, an edit of the shared budgets every network; tune keys change as the projects do', () => {
   sh('git', ['init', '-q'], ws);
   git(['add', '.']);
   git(['commit', '-q', '-m', 'a workspace with tensortune']);
   assert.equal(affected(), [], 'nothing changed since HEAD');
   const before = { tiny: settingsOf('tiny'), mobilenet: settingsOf('mobilenet') };
-  const config = path.join(ws, 'tensortune.config.yaml');
-  writeFileSync(config, readFileSync(config, 'utf8').replace('    model: mobilenet\n', '    model: mobilenet\n    imageSize: 96\n'));
-  // Nx reads no further into a YAML file than its path: both networks of the file are touched.
-  assert.equal(affected(), ['mobilenet', 'tiny']);
+  const mobilenet = path.join(ws, 'models', 'mobilenet', 'tensortune.config.yaml');
+  writeFileSync(mobilenet, readFileSync(mobilenet, 'utf8').replace('    model: mobilenet\n', '    model: mobilenet\n    imageSize: 96\n'));
+  assert.equal(affected(), ['mobilenet']);
   assert.is.not(settingsOf('mobilenet'), before.mobilenet, "mobilenet's tune key changed");
   assert.is(settingsOf('tiny'), before.tiny, "tiny's did not");
   const again = nxOk(['compile', 'tiny', '--outputStyle=stream']);
   assert.equal(tasksOf(again).cached, ['tiny:compile', 'tiny:tune'], `tiny's tune and compile are cache hits:\n${again.slice(-2000)}`);
+  git(['checkout', '--', 'models/mobilenet/tensortune.config.yaml']);
+  assert.equal(affected(), []);
+  // The budgets every network's file extends: both keys change, both projects are touched.
+  const shared = path.join(ws, 'tensortune.config.yaml');
+  writeFileSync(shared, readFileSync(shared, 'utf8').replace('trialsPerTask: 2', 'trialsPerTask: 3'));
+  assert.equal(affected(), ['mobilenet', 'tiny']);
+  assert.is.not(settingsOf('tiny'), before.tiny);
   git(['checkout', '--', 'tensortune.config.yaml']);
   assert.equal(affected(), []);
 });

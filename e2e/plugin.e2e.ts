@@ -197,7 +197,7 @@ test('a config comment and a second network added by the generator leave tune an
     const out = nxOk(ws, ['compile', 'tiny']);
     assert.ok(/Nx read the output from the cache instead of running the command for 2 out of 2 tasks/.test(out), out);
     nxOk(ws, ['g', 'tensortune:model', 'extra', '--model', 'mobilenet', '--no-interactive']);
-    assert.match(readFileSync(config, 'utf8'), /extra:/);
+    assert.match(readFileSync(path.join(ws, 'models', 'extra', 'tensortune.config.yaml'), 'utf8'), /^extends: \.\.\/\.\.\/tensortune\.config\.yaml\nnetworks:\n  extra:/);
     const again = nxOk(ws, ['compile', 'tiny']);
     assert.ok(/Nx read the output from the cache instead of running the command for 2 out of 2 tasks/.test(again), again);
   } finally {

@@ -30,4 +30,18 @@ test('benchmark (never cached) has the config file as an input; tune and compile
   }
 });
 
+test('a network in a file of its own that extends the workspace config: benchmark has both files as inputs, and an edit of the extended file reaches tune\'s key', async () => {
+  const base = 'records: .tt/records\ndefaults: { budget: tiny }\ntargets:\n  cpu:\n    target: llvm\nbudgets:\n  tiny: { trialsPerTask: 2 }\n';
+  writeFileSync(path.join(root, 'tensortune.config.yaml'), base);
+  const own = 'extends: ../../tensortune.config.yaml\nnetworks:\n  m:\n    model: mobilenet\n    root: .\n';
+  const t = await targetsOf('models/m/tensortune.config.yaml', own);
+  assert.equal(t.benchmark.inputs, ['default', '^default', '{workspaceRoot}/models/m/tensortune.config.yaml', '{workspaceRoot}/tensortune.config.yaml']);
+  // The store is the extended file's (relative to it), shared with its own networks.
+  assert.ok((t.tune.outputs ?? []).some((o) => o.startsWith('{workspaceRoot}/.tt/records/')), JSON.stringify(t.tune.outputs));
+  const before = (t.tune.options as { settings: string }).settings;
+  writeFileSync(path.join(root, 'tensortune.config.yaml'), base.replace('trialsPerTask: 2', 'trialsPerTask: 3'));
+  const after = await targetsOf('models/m/tensortune.config.yaml', own);
+  assert.is.not((after.tune.options as { settings: string }).settings, before, 'a budget edit in the extended file changes the cache key');
+});
+
 test.run();

@@ -9,6 +9,9 @@
 // network's entry keeps their caches. The file is therefore an input of benchmark, the
 // target Nx never caches: every network of an edited config file is touched, and its
 // tune and compile run again only where their key changed (the others are cache hits).
+// A network in a file of its own inside its project folder, extending the workspace's
+// targets and budgets (`extends`), is the one project an edit of that file touches; an
+// edit of the extended file touches every network that extends it.
 
 import type { TargetConfiguration } from '@nx/devkit';
 
@@ -16,8 +19,8 @@ type Input = NonNullable<TargetConfiguration['inputs']>[number];
 
 /**
  * benchmark's inputs: Nx's defaults for a target without inputs (the project's files and
- * its dependencies'), and the config file that declares the network.
+ * its dependencies'), the config file that declares the network, and the file it extends.
  */
-export function benchmarkInputs(configRel: string): Input[] {
-  return ['default', '^default', `{workspaceRoot}/${configRel}`];
+export function benchmarkInputs(configRel: string, baseRel?: string): Input[] {
+  return ['default', '^default', `{workspaceRoot}/${configRel}`, ...(baseRel ? [`{workspaceRoot}/${baseRel}`] : [])];
 }

@@ -1,7 +1,7 @@
 // Config loading and validation: every mistake is one message naming the file, the JSON
 // path and what was expected.
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -126,6 +126,42 @@ test('resolveRun: unknown names are ConfigErrors listing what exists', () => {
   assert.throws(() => resolveRun(loaded, dir, 'resnet'), /no network 'resnet' \(expected one of: mobilenet\)/);
   assert.throws(() => resolveRun(loaded, dir, 'mobilenet', 'gpu'), /target 'gpu' is not one of this network's targets \(cpu\)/);
   assert.throws(() => resolveRun(loaded, dir, 'mobilenet', undefined, 'huge'), /no budget 'huge' \(expected one of: tiny, full\)/);
+});
+
+test('extends: targets, budgets and defaults come from the other file (own entries win), records and outDir relative to it; networks are the file\'s own', () => {
+  mkdirSync(path.join(dir, 'nets', 'a'), { recursive: true });
+  write('base.yaml', 'records: shared/records\ndefaults: { target: cpu, budget: tiny }\ntargets:\n  cpu: { target: llvm }\nbudgets:\n  tiny: { trialsPerTask: 2 }\nnetworks:\n  other: { model: vgg-11 }\n');
+  write('nets/a/tensortune.config.yaml', 'extends: ../../base.yaml\nbudgets:\n  tiny: { trialsPerTask: 5 }\n  big: { trialsPerTask: 50 }\nnetworks:\n  a: { model: mobilenet, root: . }\n');
+  const loaded = loadConfig('nets/a/tensortune.config.yaml', dir);
+  assert.equal(Object.keys(loaded.config.networks), ['a']);
+  assert.is(loaded.base, path.join(dir, 'base.yaml'));
+  assert.equal(loaded.config.budgets, { tiny: { trialsPerTask: 5 }, big: { trialsPerTask: 50 } });
+  const run = resolveRun(loaded, dir, 'a');
+  assert.is(run.targetName, 'cpu');
+  assert.is(run.budgetName, 'tiny');
+  assert.is(run.recordsFile, path.join(dir, 'shared', 'records', 'a.cpu.jsonl'));
+  assert.is(run.modelDir, path.join(dir, 'dist', 'tensortune', 'a', 'cpu'), 'outDir: the extended file\'s default, relative to it');
+});
+
+test('extends: a missing, escaping, self-naming or chained file, and a mistake inside the extended file, are one message each', () => {
+  mkdirSync(path.join(dir, 'x'), { recursive: true });
+  const net = 'networks:\n  n: { model: mobilenet }\n';
+  assert.is(errorOf('x/a.yaml', `extends: nope.yaml\n${net}`), 'x/a.yaml: extends: config file "nope.yaml" not found (relative to x/a.yaml)');
+  assert.match(errorOf('x/b.yaml', `extends: ../../../../etc/passwd\n${net}`), /^x\/b\.yaml: extends: expected a config file inside the workspace .*, got "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd"$/);
+  assert.is(errorOf('x/c.yaml', `extends: c.yaml\n${net}`), 'x/c.yaml: extends: names this file itself; expected another config file');
+  write('x/mid.yaml', 'extends: ../base.yaml\n');
+  assert.is(errorOf('x/d.yaml', `extends: mid.yaml\n${net}`), 'x/d.yaml: extends: x/mid.yaml extends another file itself; a config may extend one that extends none');
+  write('x/badbase.yaml', 'targets:\n  cpu: { target: llvm, threads: zero }\n');
+  assert.match(errorOf('x/e.yaml', `extends: badbase.yaml\n${net}`), /^x\/badbase\.yaml: targets\.cpu\.threads: expected an integer, got "zero"$/);
+  write('x/notargets.yaml', 'budgets:\n  tiny: { trialsPerTask: 2 }\n');
+  assert.is(errorOf('x/f.yaml', `extends: notargets.yaml\n${net}`), "x/notargets.yaml: missing required property 'targets'");
+  assert.is(errorOf('x/g.yaml', `extends: 3\n${net}`), 'x/g.yaml: extends: expected a string, got 3');
+  assert.is(errorOf('x/h.yaml', `extends: ../base.yaml\nnetworks:\n  n: { model: mobilenet, targets: [gpu] }\n`), 'x/h.yaml: networks.n.targets[0]: unknown target "gpu" (expected one of: cpu)');
+});
+
+test('a file of targets and budgets without networks loads (what per-project files extend)', () => {
+  const loaded = loadConfig(write('only-targets.yaml', 'targets:\n  cpu: { target: llvm }\n'), dir);
+  assert.equal(loaded.config.networks, {});
 });
 
 test.run();

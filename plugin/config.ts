@@ -80,6 +80,8 @@ export interface BudgetConfig {
 }
 
 export interface TensortuneConfig {
+  /** Another config file (relative to this one) whose targets, budgets, defaults and folders this one takes. */
+  extends?: string;
   records?: string;
   outDir?: string;
   defaults?: { target?: string; budget?: string };
@@ -93,7 +95,10 @@ export interface LoadedConfig {
   file: string;
   /** Its directory: relative paths in the config are relative to it. */
   dir: string;
+  /** The config as validated: with `extends`, the other file's settings merged in (its paths made relative to `dir`). */
   config: TensortuneConfig;
+  /** Absolute path of the file named by `extends`, if any: an input of every network of this file. */
+  base?: string;
   /**
    * Networks whose model file cannot be used (missing, not a regular file, too large), with
    * the error: each is refused when run (resolveRun), and the file's other networks work.
@@ -180,6 +185,10 @@ function modelFileProblem(file: string, shown: string, label: string): string | 
   return undefined;
 }
 
+/** Where records and compiled models go when a config does not say (relative to the config file). */
+export const DEFAULT_RECORDS_DIR = '.tensortune/records';
+export const DEFAULT_OUT_DIR = 'dist/tensortune';
+
 /** The folder fields of a config (relative to its file), which must name folders inside the workspace. */
 const FOLDER_FIELDS = ['records', 'outDir'] as const;
 
@@ -204,8 +213,14 @@ export function validateConfig(raw: unknown, label: string, dir: string, workspa
     const [where, expected] = describe(validator.errors![0]);
     throw new ConfigError(label, where, expected);
   }
+  // Targets are required of a file that extends none (an extending file has them merged in
+  // before it is validated); networks are not: a file of targets and budgets alone is what
+  // per-project files extend.
+  if ((raw as TensortuneConfig).targets === undefined) {
+    throw new ConfigError(label, '', (raw as TensortuneConfig).extends === undefined ? "missing required property 'targets'" : `missing required property 'targets' (neither here nor in ${(raw as TensortuneConfig).extends})`);
+  }
   // A copy of targets: validation writes each target's effective string into it, not into `raw`.
-  const config = { ...(raw as TensortuneConfig), targets: { ...(raw as TensortuneConfig).targets } };
+  const config = { ...(raw as TensortuneConfig), targets: { ...(raw as TensortuneConfig).targets }, networks: (raw as TensortuneConfig).networks ?? {} };
   const targetNames = Object.keys(config.targets);
   const budgetNames = Object.keys(config.budgets ?? {});
   const oneOf = (names: string[]): string => names.join(', ') || '(none defined)';
@@ -298,6 +313,8 @@ export interface ConfigFile {
   raw: unknown;
   /** The folder that records and outDir must stay inside. */
   workspaceRoot: string;
+  /** The file named by `extends`, read. */
+  base?: ConfigFile;
 }
 
 /** The config file's parsed content (not validated); a file that is not a regular file, too large, or does not parse is a ConfigError. */
@@ -313,9 +330,9 @@ export function readConfigFile(file: string, workspaceRoot = process.cwd()): Con
     throw new ConfigError(label, '', message);
   }
   if (text.trim() === '') return { abs, label, raw: undefined, workspaceRoot };
+  let raw: unknown;
   try {
-    const raw: unknown = /\.json$/i.test(abs) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: MAX_ALIAS_COUNT });
-    return { abs, label, raw, workspaceRoot };
+    raw = /\.json$/i.test(abs) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: MAX_ALIAS_COUNT });
   } catch (e) {
     const message = (e as Error).message;
     if (/Excessive alias count/.test(message)) {
@@ -324,14 +341,61 @@ export function readConfigFile(file: string, workspaceRoot = process.cwd()): Con
     // The parser's first line (it says where); the code frame after it is left out.
     throw new ConfigError(label, '', `cannot be parsed: ${(message.split('\n').find((l) => l.trim()) ?? message).replace(/:\s*$/, '')}`);
   }
+  const base = readBaseFile(raw, abs, label, workspaceRoot);
+  return { abs, label, raw, workspaceRoot, ...(base ? { base } : {}) };
+}
+
+/**
+ * The file a config's `extends` names, read (a value that is not a string is left to the
+ * schema). It must be another file inside the workspace, and may not extend a third: one
+ * level keeps what a network's settings come from to two files, and rules out cycles.
+ */
+function readBaseFile(raw: unknown, abs: string, label: string, workspaceRoot: string): ConfigFile | undefined {
+  const ref = (raw as { extends?: unknown } | null)?.extends;
+  if (typeof raw !== 'object' || raw === null || typeof ref !== 'string' || ref === '') return undefined;
+  const baseAbs = path.resolve(path.dirname(abs), ref);
+  if (!insideFolder(baseAbs, workspaceRoot)) throw new ConfigError(label, 'extends', `expected a config file inside the workspace ${workspaceRoot}, got ${show(ref)}`);
+  if (baseAbs === abs) throw new ConfigError(label, 'extends', 'names this file itself; expected another config file');
+  if (!existsSync(baseAbs)) throw new ConfigError(label, 'extends', `config file ${show(ref)} not found (relative to ${label})`);
+  const base = readConfigFile(baseAbs, workspaceRoot);
+  if ((base.raw as { extends?: unknown } | null)?.extends !== undefined) {
+    throw new ConfigError(label, 'extends', `${base.label} extends another file itself; a config may extend one that extends none`);
+  }
+  return base;
+}
+
+/** Set fields only: ajv's additionalProperties must not see an inherited field that neither file has. */
+const defined = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+/**
+ * `raw` with what it takes from the file it extends: targets, budgets and defaults entry by
+ * entry (its own win), records and outDir (the base's, or the base's defaults, as paths
+ * relative to `dir`, so that both files' networks share one store and one output folder).
+ */
+function withBase(raw: TensortuneConfig, dir: string, base: ConfigFile): TensortuneConfig {
+  const b = (base.raw ?? {}) as TensortuneConfig;
+  const folder = (p: string): string => path.relative(dir, path.resolve(path.dirname(base.abs), p)).split(path.sep).join('/') || '.';
+  const merge = <T extends object>(x: T | undefined, y: T | undefined): T | undefined => (x || y ? { ...x, ...y } as T : undefined);
+  return defined({
+    ...raw,
+    records: raw.records ?? folder(b.records ?? DEFAULT_RECORDS_DIR),
+    outDir: raw.outDir ?? folder(b.outDir ?? DEFAULT_OUT_DIR),
+    defaults: merge(b.defaults, raw.defaults),
+    targets: merge(b.targets, raw.targets)!,
+    budgets: merge(b.budgets, raw.budgets),
+  });
 }
 
 /** Validate what readConfigFile read. */
-export function validateConfigFile({ abs, label, raw, workspaceRoot }: ConfigFile): LoadedConfig {
+export function validateConfigFile({ abs, label, raw, workspaceRoot, base }: ConfigFile): LoadedConfig {
   const dir = path.dirname(abs);
   const modelProblems = new Map<string, ConfigError>();
-  const config = validateConfig(raw, label, dir, workspaceRoot, modelProblems);
-  return { file: abs, dir, config, ...(modelProblems.size > 0 ? { modelProblems } : {}) };
+  // The extended file is checked on its own first, so its mistakes name it; its networks'
+  // model files are its own projects' concern, not this file's.
+  if (base) validateConfig(base.raw, base.label, path.dirname(base.abs), workspaceRoot, new Map());
+  const merged = base && typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? withBase(raw as TensortuneConfig, dir, base) : raw;
+  const config = validateConfig(merged, label, dir, workspaceRoot, modelProblems);
+  return { file: abs, dir, config, ...(base ? { base: base.abs } : {}), ...(modelProblems.size > 0 ? { modelProblems } : {}) };
 }
 
 /** Load and validate a config file; every problem is a ConfigError (a network's model file problem: when that network is resolved). */

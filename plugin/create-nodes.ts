@@ -123,6 +123,16 @@ function contentDigest(file: string, limit: { what: string; maxBytes: number }):
   }
 }
 
+/** The content of the file a config extends (its networks' settings come from it too); empty when it extends none. */
+export function baseDigest(configFile: string, workspaceRoot: string): string {
+  try {
+    const base = readConfigFile(configFile, workspaceRoot).base;
+    return base ? `${base.abs}\0${contentDigest(base.abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}` : '';
+  } catch (e) {
+    return `unreadable: ${(e as Error).message}`;
+  }
+}
+
 /**
  * The content of the model files of a config's sharded networks (their tasks shape the
  * shard targets, so the cached inference must change with them); empty when it has none.
@@ -154,7 +164,7 @@ export const createNodes: CreateNodes<TensortunePluginOptions> = [
     try {
       return await createNodesFromFiles((file, opts) => {
         const abs = path.join(context.workspaceRoot, file);
-        const key = sha(`${file}\0${contentDigest(abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}\0${shardedModelsDigest(file, context.workspaceRoot)}`);
+        const key = sha(`${file}\0${contentDigest(abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}\0${baseDigest(file, context.workspaceRoot)}\0${shardedModelsDigest(file, context.workspaceRoot)}`);
         const hit = cache.get(key);
         if (hit) return hit.result;
         const lastGood = cache.get(`names:${file}`)?.names;

@@ -16,10 +16,10 @@
 
 import path from 'node:path';
 import type { ModelSpec } from '../engine/frontend/load';
-import { ConfigError, configLabel, insideFolder, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
+import { ConfigError, configLabel, DEFAULT_OUT_DIR, DEFAULT_RECORDS_DIR, insideFolder, isModelFile, type BudgetConfig, type LoadedConfig, type NetworkConfig, type TargetConfig } from './config';
 
-export const DEFAULT_RECORDS_DIR = '.tensortune/records';
-export const DEFAULT_OUT_DIR = 'dist/tensortune';
+
+export { DEFAULT_OUT_DIR, DEFAULT_RECORDS_DIR };
 
 export interface ResolvedRun {
   /** The config it was resolved from. */

@@ -154,7 +154,7 @@ export function inferProjects(loaded: LoadedConfig, ctx: InferenceContext, opts:
         dependsOn: [compile],
         cache: false,
         // The config file: an edit of it makes the project affected (affected.ts).
-        inputs: benchmarkInputs(configRel),
+        inputs: benchmarkInputs(configRel, loaded.base ? rel(loaded.base) : undefined),
         parallelism: false,
         outputs: [`{workspaceRoot}/${outRel}/${network}/reports`],
         metadata: {

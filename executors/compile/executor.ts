@@ -2,7 +2,7 @@
 // workspace store holds for the target and this machine, whichever budget, machine or
 // command measured it (tune outputs Nx restored are merged into the store first), default
 // schedules elsewhere, into <outDir>/<network>/<target>/. The summary and the manifest say
-// which budgets the records came from. With --watch, chokidar watches the config, the
+// which budgets the records came from. With --watch, chokidar watches the config (and the file it extends), the
 // model file and the store and recompiles on change; the object cache makes that
 // incremental (only kernels whose source changed are rebuilt). It never tunes.
 
@@ -43,7 +43,7 @@ async function compileOnce(options: CompileExecutorOptions, ctx: ExecutorContext
     // Records are ranked at the count the model runs at: the option's (refused for a GPU target), else a CPU target's (benchmark's default too).
     const threads = options.threads ?? (isGpu(target) ? undefined : run.target.threads);
     const rel = workspaceRelative(ctx);
-    watched = [path.resolve(ctx.root, options.config), run.storeDir, ...(run.modelFile ? [run.modelFile] : [])];
+    watched = [path.resolve(ctx.root, options.config), ...(run.loaded.base ? [run.loaded.base] : []), run.storeDir, ...(run.modelFile ? [run.modelFile] : [])];
     const warn = (m: string): void => console.warn(`warning: ${m}`);
     mkdirSync(run.storeDir, { recursive: true }); // watched: a log that appears in it later must be seen
     const absorbed = await absorbTuneOutputs(run.storeDir, warn);

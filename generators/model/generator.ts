@@ -1,9 +1,12 @@
-// `nx g tensortune:model [name] --model <builtin|file.onnx>`: add a network to the
-// workspace's tensortune config (creating the config with a CPU target and tiny / full
-// budgets if there is none) and scaffold its project folder. The name defaults to the
-// model's (a builtin's name, an ONNX file's base name), so the generator runs without a
-// prompt. Comments and layout of an existing YAML config are kept; what it adds is block
-// YAML. Runs init first.
+// `nx g tensortune:model [name] --model <builtin|file.onnx>`: scaffold a network's project
+// folder with a config file of its own, `<folder>/tensortune.config.yaml`, which declares
+// the network and extends the workspace's `tensortune.config.yaml` for the targets and
+// budgets (creating that with a CPU target and tiny / full budgets if there is none). The
+// network's settings then live in a file of its project, so an edit of them makes that one
+// project affected (Nx maps changed files to projects by path). `--config FILE` adds the
+// network to FILE instead. The name defaults to the model's (a builtin's name, an ONNX
+// file's base name), so the generator runs without a prompt. Comments and layout of an
+// existing YAML config are kept; what it adds is block YAML. Runs init last.
 
 import path from 'node:path';
 import { joinPathFragments, type Tree } from '@nx/devkit';
@@ -26,6 +29,7 @@ export interface ModelGeneratorOptions {
 
 export const DEFAULT_CONFIG = 'tensortune.config.yaml';
 
+/** The workspace config a first network creates: what the networks' own files extend. */
 const STARTER = {
   records: DEFAULT_RECORDS_DIR,
   outDir: DEFAULT_OUT_DIR,
@@ -35,8 +39,10 @@ const STARTER = {
     tiny: { trialsPerTask: 2, measuresPerRound: 2 },
     full: { trialsPerTask: 800, measuresPerRound: 64, earlyStopping: 200 },
   },
-  networks: {},
 };
+
+const STARTER_COMMENT = ' tensortune: the targets and budgets of this workspace\'s networks. Each network has\n'
+  + ' its own config file in its project folder (`nx g tensortune:model`), which extends this one.';
 
 function fail(message: string): never {
   throw new Error(`tensortune:model: ${message}`);
@@ -55,10 +61,13 @@ export default function modelGenerator(tree: Tree, options: ModelGeneratorOption
   if (typeof options.model !== 'string' || options.model.trim() === '') fail('model: expected a builtin network or the workspace path of an .onnx file (--model)');
   const name = (options.name ?? defaultNetworkName(options.model)).trim();
   if (!name || !/^[a-z0-9][a-z0-9_.-]*$/.test(name)) fail(`name: expected lower-case letters, digits, '.', '_' or '-', got ${JSON.stringify(options.name)}`);
-  const configPath = options.config ?? DEFAULT_CONFIG;
+  const root = options.directory ?? joinPathFragments('models', name);
+  // Without --config, the network's own file in its folder, extending the workspace config.
+  const ownFile = options.config === undefined;
+  const configPath = options.config ?? joinPathFragments(root, DEFAULT_CONFIG);
   if (!/\.(ya?ml)$/.test(configPath) && tree.exists(configPath)) fail(`${configPath}: only YAML configs are edited by this generator; add the network by hand`);
   const configDir = configPath.includes('/') ? configPath.slice(0, configPath.lastIndexOf('/')) : '';
-  const root = options.directory ?? joinPathFragments('models', name);
+  if (ownFile && configPath === DEFAULT_CONFIG) fail(`directory: expected a project folder, not the workspace root (its ${DEFAULT_CONFIG} is what the networks' own files extend)`);
 
   const network: Record<string, unknown> = {};
   if (isModelFile(options.model)) {
@@ -73,13 +82,22 @@ export default function modelGenerator(tree: Tree, options: ModelGeneratorOption
     network.model = options.model;
     if (options.imageSize !== undefined) network.imageSize = options.imageSize;
   }
-  if (root !== joinPathFragments('models', name) || configDir) network.root = relativeTo(configDir, root);
+  // The project folder, as the config says it (default: models/<name> next to the config).
+  const rootInConfig = relativeTo(configDir, root) || '.';
+  if (rootInConfig !== joinPathFragments('models', name)) network.root = rootInConfig;
   if (options.batch !== undefined) network.batch = options.batch;
   if (options.layout !== undefined) network.layout = options.layout;
 
-  const doc = parseDocument(tree.exists(configPath) ? tree.read(configPath, 'utf-8')! : stringify(STARTER));
+  if (ownFile && !tree.exists(DEFAULT_CONFIG)) {
+    const starter = parseDocument(stringify(STARTER));
+    starter.commentBefore = STARTER_COMMENT;
+    tree.write(DEFAULT_CONFIG, starter.toString());
+  }
+  const doc = parseDocument(tree.exists(configPath) ? tree.read(configPath, 'utf-8')!
+    : stringify(ownFile ? { extends: relativeTo(configDir, DEFAULT_CONFIG), networks: {} } : { ...STARTER, networks: {} }));
   if (doc.errors.length) fail(`${configPath}: cannot be parsed: ${doc.errors[0].message}`);
   if (doc.hasIn(['networks', name])) fail(`${configPath}: networks.${name} exists already`);
+  if (ownFile && tree.exists(DEFAULT_CONFIG) && parseDocument(tree.read(DEFAULT_CONFIG, 'utf-8')!).hasIn(['networks', name])) fail(`${DEFAULT_CONFIG}: networks.${name} exists already`);
   if (!doc.has('networks') || doc.get('networks') === null) doc.set('networks', doc.createNode({}));
   // An empty `networks: {}` is a flow map; the first network turns it into a block one
   // (a flow map the user wrote with entries keeps its style).
@@ -90,7 +108,8 @@ export default function modelGenerator(tree: Tree, options: ModelGeneratorOption
 
   tree.write(joinPathFragments(root, 'README.md'), `# ${name}
 
-The network \`${String(network.model)}\`, declared in \`${configPath}\` (networks.${name}).
+The network \`${String(network.model)}\`, declared in \`${configPath}\` (networks.${name})${ownFile ? `,
+which takes its targets and budgets from \`${DEFAULT_CONFIG}\` (extends)` : ''}.
 Nx infers its targets from that file:
 
 \`\`\`sh
