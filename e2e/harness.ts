@@ -59,8 +59,11 @@ export function e2e(prefix: string): E2e {
     });
   // Destructured by the suites: no `this`.
   const pack = (): { tarball: string; files: string[] } => {
-    const build = sh('npm', ['run', 'build', '--silent'], REPO);
-    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stderr}${build.stdout}`);
+    // npm test builds once before running the suites side by side (two builds of dist/ at once would race).
+    if (process.env.TENSORTUNE_E2E_BUILT !== '1') {
+      const build = sh('npm', ['run', 'build', '--silent'], REPO);
+      if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stderr}${build.stdout}`);
+    }
     const packed = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], REPO);
     if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`);
     const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];

@@ -1,9 +1,16 @@
 #!/usr/bin/env node
 // npm test's test runs: the unit tests, then (if they pass) the end-to-end suite and the ONNX
 // node conformance suite (engine/conformance/), as package.json's test:unit, test:e2e and
-// test:conformance scripts define them, with their output passed through as it comes; then
-// every skipped test with its reason, and one closing line summed over the runs:
-// `N passed, N failed, N skipped`.
+// test:conformance scripts select them; then every skipped test with its reason, and one
+// closing line summed over the runs: `N passed, N failed, N skipped`.
+//
+// The unit and end-to-end files run in TENSORTUNE_TEST_JOBS uvu processes at once (default:
+// the machine's cores, at most 2), each taking the next group of files as one finishes;
+// a group's output is printed whole when it ends, so files never interleave. Most tests
+// wait on a C compiler, a child process or Nx, so two processes keep both cores busy. The
+// end-to-end suites pack the plugin; it is built once here first (TENSORTUNE_E2E_BUILT), so
+// that two suites never rebuild dist/ at the same time. The conformance suite runs alone
+// (it compiles in two lanes of its own).
 //
 // uvu counts a test that returned early as passed. A test that cannot run here says so
 // through skip() (engine/skip.fixture.ts), which prints `skip: <test>: <reason>`; each such
@@ -19,18 +26,73 @@ const root = path.resolve(__dirname, '..');
 const scripts = require(path.join(root, 'package.json')).scripts;
 const bin = path.join(root, 'node_modules', '.bin');
 
-/** Runs one package.json script through the shell (as npm would, node_modules/.bin first on PATH). */
-function run(name) {
+/** Runs a command line through the shell (as npm would, node_modules/.bin first on PATH); `live`: its output passed through as it comes. */
+function runCommand(name, command, { live = true, env = {} } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(scripts[name], {
+    const child = spawn(command, {
       cwd: root, shell: true, stdio: ['inherit', 'pipe', 'pipe'],
-      env: { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` },
+      env: { ...process.env, ...env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` },
     });
     let text = '';
-    child.stdout.on('data', (d) => { process.stdout.write(d); text += d; });
-    child.stderr.on('data', (d) => { process.stderr.write(d); text += d; });
+    child.stdout.on('data', (d) => { if (live) process.stdout.write(d); text += d; });
+    child.stderr.on('data', (d) => { if (live) process.stderr.write(d); text += d; });
     child.on('close', (code, signal) => resolve({ name, code: code ?? 1, signal, text }));
   });
+}
+
+/** Runs one package.json script. */
+const run = (name, opts) => runCommand(name, scripts[name], opts);
+
+/** Undo the shell's escapes inside a double-quoted word. */
+const unquote = (s) => s.replace(/\\([\\"$`])/g, '$1');
+
+/**
+ * The files a `uvu -r tsx DIR "PATTERN" [-i "IGNORE"]` script selects, found as uvu finds
+ * them (uvu/parse), relative to DIR; undefined for a script of another shape.
+ */
+async function filesOf(script) {
+  const m = /^uvu -r tsx (\S+) "((?:[^"\\]|\\.)*)"(?: -i "((?:[^"\\]|\\.)*)")?$/.exec(script.trim());
+  if (!m) return undefined;
+  const [, dir, pattern, ignore] = m;
+  const { parse } = require('uvu/parse');
+  const { suites } = await parse(dir, unquote(pattern), { cwd: root, ignore: ignore === undefined ? undefined : unquote(ignore) });
+  return { dir, files: suites.map((s) => s.name.split(path.sep).join('/')).sort() };
+}
+
+const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/** Processes run at once: TENSORTUNE_TEST_JOBS, else the cores, at most 2. */
+function jobs() {
+  const asked = Number(process.env.TENSORTUNE_TEST_JOBS);
+  if (Number.isInteger(asked) && asked >= 1) return asked;
+  return Math.max(1, Math.min(2, require('node:os').availableParallelism?.() ?? require('node:os').cpus().length));
+}
+
+/**
+ * One script's files in `jobs()` uvu processes, each taking the next group (`first` files
+ * lead, alone: the longest suites, started at once); one result per group, its output
+ * printed when it ends. A script whose files cannot be listed runs as it is.
+ */
+async function runParallel(name, { groupSize, first = [], env = {} }) {
+  const listed = await filesOf(scripts[name]);
+  if (!listed || listed.files.length === 0) return [await run(name, { env })];
+  const lead = first.filter((f) => listed.files.includes(f));
+  const rest = listed.files.filter((f) => !lead.includes(f));
+  const groups = [...lead.map((f) => [f])];
+  for (let i = 0; i < rest.length; i += groupSize) groups.push(rest.slice(i, i + groupSize));
+  const results = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < groups.length) {
+      const group = groups[next++];
+      const pattern = `^(${group.map(escapeRegex).join('|')})$`;
+      const result = await runCommand(name, `uvu -r tsx ${listed.dir} "${pattern}"`, { live: false, env });
+      process.stdout.write(result.text);
+      results.push(result);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs(), groups.length) }, worker));
+  return results;
 }
 
 const plain = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
@@ -84,16 +146,28 @@ function failures(result) {
 async function main() {
   const runs = [];
   const steps = ['test:unit', 'test:e2e', 'test:conformance'];
+  const done = new Set();
   for (const name of steps) {
-    const result = await run(name);
-    runs.push({ ...result, ...tally(result) });
-    if (name === 'test:unit' && result.code !== 0) break;
+    let results;
+    if (name === 'test:unit') {
+      results = await runParallel(name, { groupSize: 8 });
+    } else if (name === 'test:e2e') {
+      const build = await run('build', { live: false });
+      if (build.code !== 0) process.stdout.write(build.text);
+      // The new-workspace suite installs Nx and the tarball into an empty workspace: the longest, so it starts first.
+      results = await runParallel(name, { groupSize: 1, first: ['new-workspace.e2e.ts'], env: build.code === 0 ? { TENSORTUNE_E2E_BUILT: '1' } : {} });
+    } else {
+      results = [await run(name)];
+    }
+    for (const result of results) runs.push({ ...result, ...tally(result) });
+    done.add(name);
+    if (name === 'test:unit' && results.some((r) => r.code !== 0)) break;
   }
   const sum = (k) => runs.reduce((a, r) => a + r[k], 0);
   const skips = runs.flatMap((r) => r.skips);
   const lines = ['', ...runs.flatMap(failures)];
   for (const r of runs) if (r.unfinished) lines.push(`${r.name} stopped before its summary (exit ${r.signal ?? r.code})`);
-  if (runs.length < steps.length) lines.push(`${steps.slice(runs.length).join(' and ')} not run: test:unit failed`);
+  if (done.size < steps.length) lines.push(`${steps.filter((s) => !done.has(s)).join(' and ')} not run: test:unit failed`);
   for (const s of skips) lines.push(`skipped: ${s}`);
   const uvuSkipped = sum('uvuSkipped');
   if (uvuSkipped > 0) lines.push(`skipped: ${uvuSkipped} test(s) marked test.skip`);
@@ -106,4 +180,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = { failures, tally };
+module.exports = { failures, tally, filesOf };

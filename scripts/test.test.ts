@@ -1,13 +1,16 @@
 // npm test's summary (scripts/test.js): the failure details it prints again at the end, read
 // from uvu's output as uvu writes it (colours, a test's own lines between the dots).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 
 // scripts/test.js is plain CommonJS run by node (no build step), so it is required.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { failures, tally } = require('./test.js') as {
+const { failures, tally, filesOf } = require('./test.js') as {
   failures: (r: { text: string }) => string[];
   tally: (r: { text: string }) => { passed: number; failed: number; skips: string[] };
+  filesOf: (script: string) => Promise<{ dir: string; files: string[] } | undefined>;
 };
 
 const bold = (s: string): string => `\x1b[1m\x1b[4m\x1b[37m${s}\x1b[22m\x1b[24m\x1b[39m`;
@@ -46,6 +49,19 @@ test('a failing file is named with its count and uvu\'s details, past a test\'s 
 test('the tally moves skipped tests out of passed', () => {
   const t = tally({ text: output });
   assert.equal([t.passed, t.failed, t.skips], [3, 1, ['a GPU test: no CUDA driver']]);
+});
+
+test('the files a test script selects, as uvu selects them: the unit pattern and its ignores, the e2e folder; another script shape runs as it is', async () => {
+  const scripts = (JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const unit = await filesOf(scripts['test:unit']);
+  assert.ok(unit && unit.dir === '.');
+  assert.ok(unit.files.includes('scripts/test.test.ts'));
+  assert.ok(unit.files.includes('engine/cli.test.ts'));
+  assert.ok(unit.files.every((f) => /^(engine|plugin|executors|generators|bench|scripts)\/.*\.test\.ts$/.test(f)), 'only the unit pattern');
+  assert.ok(!unit.files.some((f) => f.startsWith('e2e/') || f.includes('node_modules')));
+  const e2e = await filesOf(scripts['test:e2e']);
+  assert.ok(e2e && e2e.dir === 'e2e' && e2e.files.includes('new-workspace.e2e.ts'));
+  assert.is(await filesOf('node scripts/other.js'), undefined);
 });
 
 test.run();
