@@ -17,8 +17,11 @@
 //    or, with exclude_outside, dropped and the rest renormalized;
 //  - an axis with scale 1 is copied as it is, and a resize that changes no dimension is the
 //    input (ONNX Runtime does both, whatever the mode and roi);
-//  - a nearest axis whose indices are floor((a*o + b) / c) gets that expression, not a table.
-// antialias=1 is refused.
+//  - a nearest axis whose indices are floor((a*o + b) / c) gets that expression, not a table;
+//  - antialias=1 (opset 18+, linear and cubic): ONNX Runtime's filter (upsample_antialias.h),
+//    see antialiasTables; nearest ignores it (the spec gives it to linear and cubic only;
+//    ONNX Runtime and the ONNX reference refuse the pair), and so do opsets before 18,
+//    where the attribute does not exist (ONNX Runtime does not read it there).
 
 import { numElements } from '../../ir/tensor';
 import { UnsupportedError, type Converter, type NodeView, type Value } from './context';
@@ -148,6 +151,93 @@ export function axisTables(a: AxisResize, o: ResizeOptions): ResizeTables {
 }
 
 /**
+ * The most taps an antialiased axis may have: each is one term of the unrolled sum (a
+ * linear downscale to 1/64, a cubic one to 1/32, still fit).
+ */
+export const MAX_ANTIALIAS_TAPS = 129;
+
+/** The antialias filter at distance x (in output pixels): the triangle, or Keys' cubic with coefficient a, in float32. */
+function antialiasFilter(method: 'linear' | 'cubic', x: number, a: number): number {
+  const t = Math.abs(x);
+  if (method === 'linear') return t < 1 ? f(1 - t) : 0;
+  if (t < 1) return f(f(f(f(f(f(a + 2) * t) - f(a + 3)) * t) * t) + 1);
+  if (t < 2) return f(f(f(f(f(f(t - 5) * t) + 8) * t) - 4) * a);
+  return 0;
+}
+
+/** Taps of an antialiased axis: ceil(support) * 2 + 1, the support stretched by 1/scale when downsampling. */
+export function antialiasTaps(method: 'linear' | 'cubic', scale: number): number {
+  const half = method === 'linear' ? 1 : 2;
+  const inv = f(1 / scale);
+  return Math.ceil(inv >= 1 ? f(half * inv) : half) * 2 + 1;
+}
+
+/**
+ * The tables of one antialiased axis (linear or cubic), as ONNX Runtime's CPU kernel
+ * builds them (SetupUpsampleFilterAntiAlias), in float32:
+ *  - when downsampling (scale < 1) the filter is stretched by 1/scale: its support (1 for
+ *    the triangle, 2 for the cubic, each side) grows to support/scale and its argument is
+ *    the distance times scale; when upsampling it is the plain filter (the result is
+ *    plain linear/cubic interpolation);
+ *  - output x covers the input pixels j in [floor(c - support + 0.5), floor(c + support + 0.5))
+ *    with c = originalCoordinate(x) + 0.5, at most `taps` of them, each weighted
+ *    filter((j - c + 0.5) * min(scale, 1)) and all divided by their sum;
+ *  - pixels outside the input: with exclude_outside they are left out before the sum is
+ *    taken; without it their weights go to the nearest edge pixel (the edge is repeated).
+ * Rows have `taps` columns; the unused ones weigh 0 and point at a pixel of the window.
+ * With `extrapolate` the last column is 1 where the coordinate lies inside the input.
+ */
+export function antialiasTables(a: AxisResize, o: ResizeOptions): ResizeTables {
+  if (o.method === 'nearest') throw new Error('antialiasTables: nearest has no filter');
+  const method = o.method;
+  const inv = f(1 / a.scale); // input pixels per output pixel
+  const support = inv >= 1 ? f((method === 'linear' ? 1 : 2) * inv) : method === 'linear' ? 1 : 2;
+  const taps = antialiasTaps(method, a.scale);
+  const stretch = inv >= 1 ? f(1 / inv) : 1;
+  const cubicA = f(o.cubicA);
+  const cols = taps + (o.extrapolate ? 1 : 0);
+  const index = new Int32Array(a.outLen * cols);
+  const weight = new Float32Array(a.outLen * taps);
+  const clamp = (v: number, lo: number, hi: number): number => Math.min(Math.max(v, lo), hi);
+  const buf = new Float64Array(taps);
+  for (let x = 0; x < a.outLen; x++) {
+    const center = f(0.5 + originalCoordinate(o.coordinate, x, a));
+    const row = x * cols;
+    if (o.extrapolate) {
+      const orig = f(center - 0.5);
+      index[row + taps] = orig < 0 || orig > a.inLen - 1 ? 0 : 1;
+    }
+    const realMin = Math.floor(f(f(center - support) + 0.5));
+    const realMax = realMin + clamp(Math.floor(f(f(center + support) + 0.5)) - realMin, 0, taps);
+    const cutMin = clamp(realMin, 0, a.inLen), cutMax = clamp(realMax, 0, a.inLen);
+    const lo = o.excludeOutside ? cutMin : realMin;
+    const len = (o.excludeOutside ? cutMax : realMax) - lo;
+    buf.fill(0);
+    let total = 0;
+    for (let k = 0; k < len; k++) {
+      buf[k] = antialiasFilter(method, f(f(f(lo + k - center) + 0.5) * stretch), cubicA);
+      total = f(total + buf[k]);
+    }
+    if (!o.excludeOutside && cutMin < cutMax) {
+      // The weights of pixels before the input go to its first pixel, those after it to its last.
+      const before = clamp(-lo, 0, len - 1);
+      for (let k = 0; k < before; k++) buf[before] = f(buf[before] + buf[k]);
+      const after = clamp(len + lo - a.inLen, 0, len - 1);
+      for (let k = len - after; k < len; k++) buf[len - after - 1] = f(buf[len - after - 1] + buf[k]);
+      if (before > 0) for (let k = 0; k < cutMax - cutMin; k++) buf[k] = buf[k + before];
+    }
+    const scaleBy = total === 0 ? 1 : f(1 / total);
+    const used = cutMax - cutMin;
+    const spare = clamp(cutMin, 0, a.inLen - 1);
+    for (let k = 0; k < taps; k++) {
+      index[row + k] = k < used ? cutMin + k : spare;
+      weight[x * taps + k] = k < used ? f(buf[k] * scaleBy) : 0;
+    }
+  }
+  return { taps, index, weight };
+}
+
+/**
  * [a, b, c] with index[o] = floor((a*o + b) / c) for every o, c <= 64, when there is one
  * (nearest tables of rational scales are such steps: a 2x upsample is [1, 0, 2]).
  */
@@ -175,7 +265,7 @@ interface Plan {
 }
 
 /** Output shape, float32 scales and roi (start, end per axis) of a Resize/Upsample node. */
-function plan(n: NodeView, inShape: readonly number[]): Plan & { options: Omit<ResizeOptions, 'extrapolate'> } {
+function plan(n: NodeView, inShape: readonly number[]): Plan & { antialias: boolean; options: Omit<ResizeOptions, 'extrapolate'> } {
   const rank = inShape.length;
   const isResize = n.opType === 'Resize';
   if (!isResize && n.opset >= 10) throw new UnsupportedError('Upsample is deprecated from opset 10 (use Resize)');
@@ -186,7 +276,8 @@ function plan(n: NodeView, inShape: readonly number[]): Plan & { options: Omit<R
   if (!COORDINATE_MODES.includes(coordinate)) throw new UnsupportedError(`coordinate_transformation_mode '${coordinate}'`);
   const nearest = modern ? n.attr.string('nearest_mode', 'round_prefer_floor') : 'simple';
   if (nearest !== 'simple' && !NEAREST_MODES.includes(nearest)) throw new UnsupportedError(`nearest_mode '${nearest}'`);
-  if (n.attr.int('antialias', 0) !== 0) throw new UnsupportedError('antialias=1 (the anti-aliasing filter is not implemented)');
+  // The attribute exists from opset 18; ONNX Runtime reads it only there.
+  const antialias = isResize && n.opset >= 18 && method !== 'nearest' && n.attr.int('antialias', 0) !== 0;
   const excludeOutside = n.attr.int('exclude_outside', 0) !== 0;
   if (excludeOutside && method !== 'cubic') throw new Error(`exclude_outside=1 needs mode 'cubic' (mode is '${method}')`);
 
@@ -242,7 +333,7 @@ function plan(n: NodeView, inShape: readonly number[]): Plan & { options: Omit<R
     }
   }
   if (outShape.some((d) => !(d >= 1))) throw new UnsupportedError(`an empty output [${outShape.join(', ')}]`);
-  return { outShape, scales, roi, options: { method, coordinate: coordinate as CoordinateMode, nearest: nearest as NearestMode, cubicA: n.attr.float('cubic_coeff_a', -0.75), excludeOutside } };
+  return { outShape, scales, roi, antialias, options: { method, coordinate: coordinate as CoordinateMode, nearest: nearest as NearestMode, cubicA: n.attr.float('cubic_coeff_a', -0.75), excludeOutside } };
 }
 
 function convertResize(n: NodeView): (Value | undefined)[] {
@@ -252,6 +343,7 @@ function convertResize(n: NodeView): (Value | undefined)[] {
   const options: ResizeOptions = { ...p.options, extrapolate: p.options.coordinate === 'tf_crop_and_resize' };
   if (options.method !== 'nearest' && n.dtype(0) !== 'float32') throw new UnsupportedError(`${options.method} interpolation of ${n.dtype(0)} data`);
   const rank = inShape.length;
+  if (p.antialias) return [antialiased(n, inShape, p, options)];
   const axes: number[] = [];
   const tables: number[] = [];
   const affine: (number[] | null)[] = [];
@@ -271,6 +363,31 @@ function convertResize(n: NodeView): (Value | undefined)[] {
     axes, taps, ...(affine.some((f) => f) ? { affine } : {}), ...(options.extrapolate ? { extrapolation: n.attr.float('extrapolation_value', 0) } : {}),
   };
   return [n.op('resize', [n.node(0), ...tables], attrs)];
+}
+
+/**
+ * An antialiased resize: one single-axis `resize` per resized axis, each with its own
+ * number of taps, the last axis first (ONNX Runtime filters the width, then the height).
+ * An axis whose length does not change is copied, whatever its scale (ONNX Runtime's
+ * antialias kernel copies such an axis; the other modes transform it).
+ */
+function antialiased(n: NodeView, inShape: readonly number[], p: ReturnType<typeof plan>, options: ResizeOptions): Value {
+  const rank = inShape.length;
+  const axes = Array.from({ length: rank }, (_, a) => rank - 1 - a).filter((a) => p.scales[a] !== 1 && p.outShape[a] !== inShape[a]);
+  const extrapolation = options.extrapolate ? { extrapolation: n.attr.float('extrapolation_value', 0) } : {};
+  let out = n.node(0);
+  let value: Value = n.input(0);
+  axes.forEach((a, k) => {
+    const t = antialiasTables({ inLen: inShape[a], outLen: p.outShape[a], scale: p.scales[a], roiStart: p.roi[a], roiEnd: p.roi[rank + a] }, options);
+    if (t.taps > MAX_ANTIALIAS_TAPS) {
+      throw new UnsupportedError(`antialias over ${t.taps} taps on axis ${a} (scale ${p.scales[a]}; at most ${MAX_ANTIALIAS_TAPS}: resize in steps)`);
+    }
+    const index = n.graph.constant(`${n.name}_aa_index${a}`, [p.outShape[a], t.index.length / p.outShape[a]], t.index);
+    const weight = n.constant(`_aa_weight${a}`, [p.outShape[a], t.taps], t.weight!);
+    value = n.op('resize', [out, index, weight], { axes: [a], taps: t.taps, ...extrapolation }, k === axes.length - 1 ? '' : `_aa${a}`);
+    if (value.kind === 'node') out = value.id;
+  });
+  return value;
 }
 
 const RESIZE_ATTRS = ['mode', 'coordinate_transformation_mode', 'cubic_coeff_a', 'exclude_outside', 'extrapolation_value', 'nearest_mode', 'antialias', 'axes', 'keep_aspect_ratio_policy'];
