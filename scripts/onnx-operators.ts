@@ -51,7 +51,7 @@ export const LIMITS: Readonly<Record<string, string>> = {
   DepthToSpace: '4-D (NCHW) data',
   SpaceToDepth: '4-D (NCHW) data',
   Trilu: 'a constant `k`',
-  Resize: 'constant `roi`, `scales`, `sizes`; no `antialias`; `align_corners` with `scales` only where scale * length is whole (else give `sizes`); linear and cubic of float data',
+  Resize: 'constant `roi`, `scales`, `sizes`; `antialias` (opset 18+) up to 129 taps per axis (downscales to 1/64 linear, 1/32 cubic); `align_corners` with `scales` only where scale * length is whole (else give `sizes`); linear and cubic of float data',
   Upsample: 'opsets 7-9 (deprecated from 10: use Resize); constant `scales`',
   ...Object.fromEntries(['ReduceSum', 'ReduceProd', 'ReduceSumSquare'].map((op) => [op, 'constant `axes`; no bool data'])),
   ...Object.fromEntries(['ReduceMax', 'ReduceMin'].map((op) => [op, 'constant `axes`'])),
