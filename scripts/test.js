@@ -2,7 +2,8 @@
 // npm test's test runs: the unit tests, then (if they pass) the end-to-end suite and the ONNX
 // node conformance suite (engine/conformance/), as package.json's test:unit, test:e2e and
 // test:conformance scripts select them; then every skipped test with its reason, and one
-// closing line summed over the runs: `N passed, N failed, N skipped`.
+// closing line summed over the runs: `N passed, N failed, N skipped`. Skips are listed by
+// what is missing: one `skipped: <cause>` line per missing tool, its tests under it.
 //
 // The unit and end-to-end files run in TENSORTUNE_TEST_JOBS uvu processes at once (default:
 // the machine's cores, at most 2), each taking the next group of files as one finishes;
@@ -143,6 +144,33 @@ function failures(result) {
   return blocks;
 }
 
+/**
+ * What a skip reason says is missing: from its first clause that says so ("no OpenCL
+ * platform: ...", "no CUDA driver: ...", "aarch64-linux-gnu-gcc not installed ..."), so that
+ * the tests one missing tool stops share it whatever context their reasons start with.
+ */
+function causeOf(reason) {
+  const parts = reason.split(': ');
+  const i = parts.findIndex((p) => /^no\b|not installed|not found|cannot be (?:loaded|found)/i.test(p));
+  return i <= 0 ? reason : parts.slice(i).join(': ');
+}
+
+/** `skip: <test>: <reason>` payloads -> one `skipped: <cause>` line per cause, its tests listed under it. */
+function skippedLines(skips) {
+  const byCause = new Map();
+  for (const s of skips) {
+    const at = s.indexOf(': ');
+    const [test, reason] = at < 0 ? [s, 'no reason given'] : [s.slice(0, at), s.slice(at + 2)];
+    const cause = causeOf(reason);
+    if (!byCause.has(cause)) byCause.set(cause, []);
+    byCause.get(cause).push(test);
+  }
+  return [...byCause].flatMap(([cause, tests]) => [
+    `skipped: ${cause}${tests.length > 1 ? ` (${tests.length} tests)` : ''}`,
+    ...tests.map((test) => `  ${test}`),
+  ]);
+}
+
 async function main() {
   const runs = [];
   const steps = ['test:unit', 'test:e2e', 'test:conformance'];
@@ -168,7 +196,7 @@ async function main() {
   const lines = ['', ...runs.flatMap(failures)];
   for (const r of runs) if (r.unfinished) lines.push(`${r.name} stopped before its summary (exit ${r.signal ?? r.code})`);
   if (done.size < steps.length) lines.push(`${steps.filter((s) => !done.has(s)).join(' and ')} not run: test:unit failed`);
-  for (const s of skips) lines.push(`skipped: ${s}`);
+  lines.push(...skippedLines(skips));
   const uvuSkipped = sum('uvuSkipped');
   if (uvuSkipped > 0) lines.push(`skipped: ${uvuSkipped} test(s) marked test.skip`);
   // The conformance suite's own summary (`conformance: P/N passed (x%), ...`), again next to the closing line.
@@ -180,4 +208,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = { failures, tally, filesOf };
+module.exports = { failures, tally, filesOf, skippedLines };

@@ -7,10 +7,11 @@ import * as assert from 'uvu/assert';
 
 // scripts/test.js is plain CommonJS run by node (no build step), so it is required.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { failures, tally, filesOf } = require('./test.js') as {
+const { failures, tally, filesOf, skippedLines } = require('./test.js') as {
   failures: (r: { text: string }) => string[];
   tally: (r: { text: string }) => { passed: number; failed: number; skips: string[] };
   filesOf: (script: string) => Promise<{ dir: string; files: string[] } | undefined>;
+  skippedLines: (skips: string[]) => string[];
 };
 
 const bold = (s: string): string => `\x1b[1m\x1b[4m\x1b[37m${s}\x1b[22m\x1b[24m\x1b[39m`;
@@ -62,6 +63,23 @@ test('the files a test script selects, as uvu selects them: the unit pattern and
   const e2e = await filesOf(scripts['test:e2e']);
   assert.ok(e2e && e2e.dir === 'e2e' && e2e.files.includes('new-workspace.e2e.ts'));
   assert.is(await filesOf('node scripts/other.js'), undefined);
+});
+
+test('skips are listed by what is missing: one line per cause, whatever context a reason starts with, its tests under it', () => {
+  const opencl = 'no OpenCL platform: the ICD loader found no driver (install one)';
+  assert.equal(skippedLines([
+    `OpenCL candidates: ${opencl}`,
+    'aarch64 cross compilation: aarch64-linux-gnu-gcc not installed (Debian: apt-get install gcc-aarch64-linux-gnu)',
+    `mobilenet on opencl: running the compiled model: ${opencl}`,
+    "resnet-18 on CUDA: tt_bench: MODEL.so '/tmp/a/model.so': tt_init failed: no CUDA driver: libcuda.so.1: cannot open shared object file",
+    "mobilenet on CUDA: tt_bench: MODEL.so '/tmp/b/model.so': tt_init failed: no CUDA driver: libcuda.so.1: cannot open shared object file",
+    'report page in Chromium: no Chromium (apt-get install chromium)',
+  ]), [
+    `skipped: ${opencl} (2 tests)`, '  OpenCL candidates', '  mobilenet on opencl',
+    'skipped: aarch64-linux-gnu-gcc not installed (Debian: apt-get install gcc-aarch64-linux-gnu)', '  aarch64 cross compilation',
+    'skipped: no CUDA driver: libcuda.so.1: cannot open shared object file (2 tests)', '  resnet-18 on CUDA', '  mobilenet on CUDA',
+    'skipped: no Chromium (apt-get install chromium)', '  report page in Chromium',
+  ]);
 });
 
 test.run();
