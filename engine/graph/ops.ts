@@ -13,6 +13,7 @@ import * as lg from '../topi/logic';
 import * as ix from '../topi/indexing';
 import * as qz from '../topi/quantize';
 import * as ex from '../topi/extra';
+import { gridSample, type GridSampleOptions } from '../topi/grid-sample';
 import type { DType } from '../ir/expr';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 import { conv3dNCDHW, conv3dNDHWC, type Conv3dParams } from '../topi/conv3d';
@@ -237,6 +238,11 @@ export const OPS: Record<string, OpDef> = {
       });
       return rz.resize(x, axes, num(a, 'taps'), a.extrapolation as number | undefined);
     },
+  },
+  // Inputs: data [N, C, d...], grid [N, o..., r] (topi/grid-sample.ts); attrs mode, padding, alignCorners.
+  grid_sample: {
+    pattern: OpPattern.Injective,
+    compute: ([x, g], a) => gridSample(x, g, { mode: a.mode as GridSampleOptions['mode'], padding: a.padding as GridSampleOptions['padding'], alignCorners: a.alignCorners as boolean }),
   },
 };
 

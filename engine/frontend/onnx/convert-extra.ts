@@ -26,6 +26,7 @@
 //  - Bernoulli, RandomNormal/Uniform(Like), Multinomial: refused (non-deterministic).
 
 import { operandView } from './convert-matmul';
+import { gridSample } from './convert-grid-sample';
 import { UnsupportedError, nodeValue, type NodeView, type Value } from './context';
 import { applyOp } from './convert-logic';
 import { reshapeValue, type Converter } from './convert-tensor';
@@ -535,4 +536,5 @@ export const EXTRA_CONVERTERS: Record<string, Converter> = {
   RotaryEmbedding: rotaryEmbedding,
   NegativeLogLikelihoodLoss: nllLoss,
   SoftmaxCrossEntropyLoss: softmaxCrossEntropyLoss,
+  GridSample: gridSample,
 };
