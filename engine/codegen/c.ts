@@ -33,8 +33,44 @@ const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
   // rintf rounds half to even (the default rounding mode), as ONNX's Round.
   log1p: 'log1pf', floor: 'floorf', ceil: 'ceilf', round: 'rintf', sin: 'sinf', cos: 'cosf', tan: 'tanf', atan: 'atanf',
-  pow: 'powf', fmod: 'fmodf',
+  pow: 'powf', fmod: 'fmodf', round_f16: 'tt_round_f16f', round_bf16: 'tt_round_bf16f',
 };
+
+/**
+ * tt_round_f16f and tt_round_bf16f, the round_f16 / round_bf16 intrinsics (ir/half.ts has
+ * the rule and the reference): integer arithmetic on the float's bits, so no rounding mode,
+ * fast-math flag or compiler support for _Float16 changes the result, and one text serves C,
+ * CUDA and OpenCL (`q` qualifies the functions, `uint` is the dialect's 32-bit unsigned
+ * type, `toBits` / `fromBits` reinterpret a float as those bits and back).
+ * float16: NaN as is; 65520 and up to inf; below 2^-14 (subnormals) the significand shifted
+ * to units of 2^-24 with half to even, times 2^-24 (exact); else 13 fraction bits dropped,
+ * half to even (a carry into the exponent is right). bfloat16: 16 bits dropped, half to
+ * even; the largest finite values round to inf by the carry.
+ */
+export function narrowFloatHelpers(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string): string {
+  return `${q} float tt_round_f16f(float x) {
+  ${uint} u = ${toBits('x')}, sign = u & 0x80000000u, a = u ^ sign;
+  if (a > 0x7f800000u) return x;
+  if (a >= 0x477ff000u) return ${fromBits('sign | 0x7f800000u')};
+  if (a < 0x38800000u) {
+    ${uint} e = a >> 23, n = 0u;
+    if (e >= 102u) {
+      ${uint} s = 126u - e, m = (a & 0x7fffffu) | 0x800000u, rem = m & ((1u << s) - 1u), mid = 1u << (s - 1u);
+      n = m >> s;
+      if (rem > mid || (rem == mid && (n & 1u))) n += 1u;
+    }
+    return ${fromBits(`sign | ${toBits('(float)n * 5.9604644775390625e-8f')}`)};
+  }
+  a += 0xfffu + ((a >> 13) & 1u);
+  return ${fromBits('sign | (a & ~0x1fffu)')};
+}
+${q} float tt_round_bf16f(float x) {
+  ${uint} u = ${toBits('x')};
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return ${fromBits('u & 0xffff0000u')};
+}`;
+}
 
 const VECTOR_WIDTHS = [4, 8, 16] as const;
 
@@ -88,6 +124,9 @@ static inline int32_t tt_truncdiv(int32_t a, int32_t b) { return b == 0 ? 0 : b 
 static inline int32_t tt_truncmod(int32_t a, int32_t b) { return b == 0 || b == -1 ? 0 : a % b; }
 static inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline uint32_t tt_f32_bits(float x) { union { float f; uint32_t u; } v = { x }; return v.u; }
+static inline float tt_f32_from_bits(uint32_t u) { union { uint32_t u; float f; } v = { u }; return v.f; }
+${narrowFloatHelpers('static inline', 'uint32_t', (x) => `tt_f32_bits(${x})`, (u) => `tt_f32_from_bits(${u})`)}
 ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
 ${POOL_DECLARATIONS}`;
 

@@ -12,7 +12,7 @@
 // lower.ts) and kernel names from our callers, never from records.
 
 import { numElements } from '../ir/tensor';
-import { GPU_EXPANSION_BUDGET, renderBody, type GpuDialect } from './c';
+import { GPU_EXPANSION_BUDGET, narrowFloatHelpers, renderBody, type GpuDialect } from './c';
 import type { Dim3, GpuProgram } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
 import { mathArity, type MathFn } from '../ir/expr';
@@ -22,7 +22,12 @@ const VECTOR_MATH: Record<MathFn, string> = {
   sigmoid: '(1.0f / (1.0f + exp(-(a))))', fabs: 'fabs(a)', erf: 'erf(a)',
   log1p: 'log1p(a)', floor: 'floor(a)', ceil: 'ceil(a)', round: 'rint(a)', sin: 'sin(a)', cos: 'cos(a)', tan: 'tan(a)', atan: 'atan(a)',
   pow: 'pow(a, b)', fmod: 'fmod(a, b)',
+  // Scalar helpers (OPENCL_PRELUDE) lane by lane: OpenCL C has no vector overloads of ours.
+  round_f16: 'tt_round_f16f', round_bf16: 'tt_round_bf16f',
 };
+
+/** The math functions whose VECTOR_MATH entry is a scalar helper to apply to each lane. */
+const PER_LANE: ReadonlySet<string> = new Set(['round_f16', 'round_bf16']);
 
 function vectorHelpers(n: number): string {
   const t = `tt_v${n}`;
@@ -34,7 +39,9 @@ function vectorHelpers(n: number): string {
     // a > b ? a : b per lane, as tt_maxf (fmax differs on NaN).
     `#define ${t}_max(a, b) select((b), (a), (a) > (b))`,
     `#define ${t}_min(a, b) select((b), (a), (a) < (b))`,
-    ...Object.entries(VECTOR_MATH).map(([fn, body]) => `#define ${t}_${fn}(${mathArity(fn as MathFn) === 2 ? 'a, b' : 'a'}) ${body}`),
+    ...Object.entries(VECTOR_MATH).map(([fn, body]) => (PER_LANE.has(fn)
+      ? `inline ${t} ${t}_${fn}(${t} a) { ${t} r; ${Array.from({ length: n }, (_, i) => `r.s${i.toString(16)} = ${body}(a.s${i.toString(16)});`).join(' ')} return r; }`
+      : `#define ${t}_${fn}(${mathArity(fn as MathFn) === 2 ? 'a, b' : 'a'}) ${body}`)),
   ].join('\n');
 }
 
@@ -64,6 +71,7 @@ inline int tt_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a 
 inline int tt_floormod(int a, int b) { int m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
 inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + exp(-x)); }
 inline float tt_rsqrtf(float x) { return rsqrt(x); }
+${narrowFloatHelpers('inline', 'uint', (x) => `as_uint(${x})`, (u) => `as_float(${u})`)}
 ${[4, 8, 16].map(vectorHelpers).join('\n')}
 `;
 

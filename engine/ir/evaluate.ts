@@ -9,6 +9,7 @@
 
 import type { ComputeDAG } from './dag';
 import type { Expr, MathFn } from './expr';
+import { roundBfloat16, roundFloat16 } from './half';
 import { allocData, dataFits, numElements, type ComputeOp, type Tensor, type TensorData } from './tensor';
 
 type StageFn = (buffers: TensorData[]) => void;
@@ -33,10 +34,15 @@ const MATH: Record<MathFn, (x: string, y?: string) => string> = {
   pow: (x, y) => `mf.pow(${x}, ${y})`,
   // JavaScript's % on numbers is C's fmod (the dividend's sign; NaN for a zero divisor or an infinite dividend).
   fmod: (x, y) => `(${x} % ${y})`,
+  round_f16: (x) => `mf.f16(${x})`,
+  round_bf16: (x) => `mf.bf16(${x})`,
 };
 
-/** Math with C's semantics where JavaScript's differs (rintf, powf). */
+/** Math with C's semantics where JavaScript's differs (rintf, powf), and the narrow float types' rounding (half.ts). */
 const mf = {
+  /** The nearest float16 / bfloat16 of the argument rounded to float32, as the C kernels compute it from their float32 operand. */
+  f16: roundFloat16,
+  bf16: roundBfloat16,
   /** Round half to even, as rintf in the default rounding mode. */
   rint(x: number): number {
     const r = Math.round(x);

@@ -15,9 +15,14 @@ export type BinOp =
  * Pure math intrinsics (elementwise, float32 -> float32), named as TVM's tir intrinsics.
  * `round` rounds half to even (C's rintf, LLVM's nearbyint for TVM's tir.round); `pow`
  * and `fmod` (C's, the dividend's sign) take two arguments (mathArity).
+ * `round_f16` and `round_bf16` give the float32 value of the nearest float16 / bfloat16
+ * (half to even, NaN kept; float16 overflows to ±inf from 65520 on, bfloat16 past
+ * float32's largest finite value): how a float16 or bfloat16 value, which runs as
+ * float32, gets its type's precision (at ONNX's Cast and at a model's outputs).
  */
 export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf'
-  | 'log1p' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan' | 'pow' | 'fmod';
+  | 'log1p' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan' | 'pow' | 'fmod'
+  | 'round_f16' | 'round_bf16';
 
 export type Combiner = 'sum' | 'max' | 'min' | 'prod';
 

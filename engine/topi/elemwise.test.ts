@@ -160,7 +160,15 @@ const UNARY_REF: Record<UnaryKind, (x: number) => number> = {
   sin: Math.sin, cos: Math.cos, tan: Math.tan, atan: Math.atan, negative: (x) => -x, abs: Math.abs,
   sign: (x) => (x > 0 ? 1 : x < 0 ? -1 : x), reciprocal: (x) => 1 / x, softsign: (x) => x / (1 + Math.abs(x)),
   softplus: (x) => Math.log(1 + Math.exp(x)), mish: (x) => x * Math.tanh(Math.log(1 + Math.exp(x))),
+  round_f16: (x) => nearestBinary(x, 10, -14), round_bf16: (x) => nearestBinary(x, 7, -126),
 };
+/** The nearest binary float with `fraction` fraction bits and smallest normal exponent `minExp` (finite range only), ties to even, by arithmetic. */
+function nearestBinary(x: number, fraction: number, minExp: number): number {
+  if (x === 0) return x;
+  const ulp = 2 ** (Math.max(Math.floor(Math.log2(Math.abs(x))), minExp) - fraction);
+  const q = x / ulp, r = Math.round(q);
+  return (r - q === 0.5 && r % 2 !== 0 ? r - 1 : r) * ulp;
+}
 /** erf by its series (|x| < 3 here), independent of the evaluator's. */
 function erfRef(x: number): number {
   let term = x, total = x;

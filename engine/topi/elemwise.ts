@@ -87,10 +87,14 @@ function broadcast2(name: string, a: Tensor, b: Tensor, f: (x: Expr, y: Expr) =>
 /** ln(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|), as ONNX Runtime computes Softplus. */
 const softplusExpr = (e: Expr): Expr => add(max(e, f0f), call('log1p', call('exp', mul(call('fabs', e), f32(-1)))));
 
-/** The parameterless unary operators of ONNX (Sqrt, Exp, ..., Mish) as their TOPI-style computes. */
+/**
+ * The parameterless unary operators of ONNX (Sqrt, Exp, ..., Mish) as their TOPI-style
+ * computes, and round_f16 / round_bf16: a float32 tensor rounded to the nearest float16 /
+ * bfloat16 values (ONNX's Cast to those types, which run as float32; ir/half.ts).
+ */
 export type UnaryKind =
   | 'sqrt' | 'exp' | 'log' | 'erf' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan'
-  | 'negative' | 'abs' | 'sign' | 'reciprocal' | 'softsign' | 'softplus' | 'mish';
+  | 'negative' | 'abs' | 'sign' | 'reciprocal' | 'softsign' | 'softplus' | 'mish' | 'round_f16' | 'round_bf16';
 
 /** Operators of UnaryKind that also take int32 tensors (the others are float32 only). */
 const INTEGER_UNARY: ReadonlySet<UnaryKind> = new Set(['negative', 'abs', 'sign']);
@@ -117,6 +121,8 @@ const UNARY: Record<UnaryKind, (e: Expr) => Expr> = {
   softsign: (e) => div(e, add(f1f, call('fabs', e))),
   softplus: softplusExpr,
   mish: (e) => mul(e, call('tanh', softplusExpr(e))),
+  round_f16: (e) => call('round_f16', e),
+  round_bf16: (e) => call('round_bf16', e),
 };
 
 export const UNARY_KINDS = Object.keys(UNARY) as UnaryKind[];
