@@ -13,8 +13,8 @@ export const DOC_FILE = path.resolve(__dirname, '..', 'docs', 'onnx-operators.md
 export const LIMITS: Readonly<Record<string, string>> = {
   AveragePool: '1-D, 2-D and 3-D windows; no negative pads',
   BatchNormalization: 'inference only (`training_mode=0`, no running mean/var outputs)',
-  Cast: 'to float/double (as float32), the integer types (as int32; int8/16 and uint8/16 wrap) and bool; no float16, float8, string or (from signed values) uint32/uint64',
-  CastLike: 'as Cast, to the type input 1 runs as (int64/int32/... as int32: no wrapping)',
+  Cast: 'to float, and float16/bfloat16 (rounded to their precision, half to even) and double (as float32), the integer types (as int32; int8/16 and uint8/16 wrap) and bool; no float8, float4, int4, string or (from signed values) uint32/uint64',
+  CastLike: 'as Cast, to the ONNX type of input 1 where the importer knows it (a graph input, an initializer or Constant: a float16 one rounds), else the type it runs as (int64/int32/... as int32: no wrapping)',
   Clip: '`min`/`max` inputs must be constant scalars',
   ConstantOfShape: 'a constant, non-empty shape',
   Constant: 'numeric values only (no strings, no sparse tensors)',
@@ -51,6 +51,7 @@ export const LIMITS: Readonly<Record<string, string>> = {
   DepthToSpace: '4-D (NCHW) data',
   SpaceToDepth: '4-D (NCHW) data',
   Trilu: 'a constant `k`',
+  GridSample: 'float data; 4-D X (5-D from opset 20); cubic with border padding clamps each tap (as ONNX Runtime and PyTorch do; the ONNX reference clamps the coordinate)',
   Resize: 'constant `roi`, `scales`, `sizes`; `antialias` (opset 18+) up to 129 taps per axis (downscales to 1/64 linear, 1/32 cubic); `align_corners` with `scales` only where scale * length is whole (else give `sizes`); linear and cubic of float data',
   Upsample: 'opsets 7-9 (deprecated from 10: use Resize); constant `scales`',
   ...Object.fromEntries(['ReduceSum', 'ReduceProd', 'ReduceSumSquare'].map((op) => [op, 'constant `axes`; no bool data'])),
@@ -97,8 +98,8 @@ export function operatorsMarkdown(): string {
      of converters; edit the script, not this page. -->
 
 \`tensortune tasks|tune|compile model.onnx\` and \`networks.<name>.model: model.onnx\` in the config
-import ONNX models of opsets ${MIN_OPSET} to ${MAX_OPSET}, default domain (\`ai.onnx\`); tensors of float32
-(double inputs are refused), the integer types (run as int32) and bool. These
+import ONNX models of opsets ${MIN_OPSET} to ${MAX_OPSET}, default domain (\`ai.onnx\`); tensors of float32,
+float16, bfloat16 and double (run as float32: [onnx.md](onnx.md#what-imports)), the integer types (run as int32) and bool. These
 ${SUPPORTED_OPS.length} operators are converted; a node with any other operator, another domain or an
 attribute not listed for its operator is refused, and one error names the file and lists every
 such node at once. Shape arithmetic (Shape, Gather, Slice, Concat, Cast, Reshape ... over

@@ -19,6 +19,7 @@ import type { Converter } from './convert-tensor';
 import { floatTensor, intTensor } from './static';
 import { DataType } from './schema';
 import { constantData, dataTypeName, type StaticTensor } from './tensor';
+import { roundBfloat16, roundFloat16 } from '../../ir/half';
 
 /** 'an int32', 'a float32', 'a bool'. */
 const article = (t: DType): string => `${t === 'int32' ? 'an' : 'a'} ${t}`;
@@ -85,10 +86,13 @@ const COMPARE: Record<string, (a: number, b: number) => boolean> = {
   equal: (a, b) => a === b, less: (a, b) => a < b, less_equal: (a, b) => a <= b, greater: (a, b) => a > b, greater_equal: (a, b) => a >= b,
 };
 
-/** The element type an ONNX data type runs as here, or undefined (strings, float16/bfloat16/float8 results). */
+/**
+ * The element type an ONNX data type runs as here, or undefined (strings, float8, int4...).
+ * float16, bfloat16 and float64 run as float32, as the integer types run as int32.
+ */
 export function runType(t: number): DType | undefined {
   switch (t) {
-    case DataType.FLOAT: case DataType.DOUBLE: return 'float32';
+    case DataType.FLOAT: case DataType.DOUBLE: case DataType.FLOAT16: case DataType.BFLOAT16: return 'float32';
     case DataType.BOOL: return 'bool';
     case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
     case DataType.UINT32: case DataType.UINT16: case DataType.UINT8: case DataType.UINT64:
@@ -153,10 +157,33 @@ const NARROW: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT16]: { bits: 16, signed: true }, [DataType.UINT16]: { bits: 16, signed: false },
 };
 
-/** `v` cast to ONNX type `to` (`what` names it in refusals). */
+/**
+ * The graph ops that round float32 values to the ONNX float types narrower than float32,
+ * which run as float32 (topi/elemwise.ts; the rule in ir/half.ts).
+ */
+export const ROUND_OPS: Partial<Record<number, 'round_f16' | 'round_bf16'>> = { [DataType.FLOAT16]: 'round_f16', [DataType.BFLOAT16]: 'round_bf16' };
+
+/** The static rounding of ROUND_OPS's types. */
+const ROUND_STATIC: Partial<Record<number, (x: number) => number>> = { [DataType.FLOAT16]: roundFloat16, [DataType.BFLOAT16]: roundBfloat16 };
+
+/**
+ * `v` cast to ONNX type `to` (`what` names it in refusals). A cast to float16 or bfloat16
+ * rounds to that type's precision (half to even, float16 overflowing to inf; the result
+ * still runs as float32), so Cast(float -> float16) gives what ONNX Runtime and numpy give;
+ * a cast to float64 is float32's identity (float64 runs as float32).
+ */
 function castTo(n: NodeView, v: Value, to: number, what: string): Value {
   const dtype = runType(to);
-  if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, DOUBLE as float32, the integer types and BOOL)`);
+  if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, and FLOAT16, BFLOAT16 and DOUBLE as float32, the integer types and BOOL)`);
+  const round = ROUND_OPS[to];
+  if (round) {
+    const wide = castTo(n, v, DataType.FLOAT, what);
+    if (isStatic(wide)) {
+      const t = wide.t as Extract<StaticTensor, { type: 'float' }>;
+      return staticValue(floatTensor(t.shape, t.data.map(ROUND_STATIC[to]!)));
+    }
+    return nodeValue(n.graph.op(round, [wide.id], {}, `${n.name}_${round}`));
+  }
   const from: DType = isStatic(v) ? (v.t.type === 'float' ? 'float32' : v.t.bool ? 'bool' : 'int32') : n.graph.node(v.id).dtype;
   const nonNegative = isStatic(v) && v.t.data.every((x) => x >= 0);
   if ((to === DataType.UINT32 || to === DataType.UINT64) && from !== 'bool' && !nonNegative) {

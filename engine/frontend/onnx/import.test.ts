@@ -136,8 +136,11 @@ test('input shapes fix symbolic dimensions and scalars; inputs may differ in the
   assert.throws(() => importOnnx(gemm, 'm.onnx', { inputShapes: [{ name: 'a', shape: [4, 5] }] }), (e: Error) => /differs in dimension 0/.test(e.message));
   const ints = new OnnxModelBuilder().typedInput('ids', DataType.INT64, [1, 4]).typedInput('m', DataType.BOOL, [1, 4]).node('Identity', ['ids'], ['y']).output('y').build();
   assert.equal(importOnnx(ints, 'm.onnx').inputs.map((i) => i.dtype), ['int32', 'bool']);
-  const dbl = new OnnxModelBuilder().typedInput('d', DataType.DOUBLE, [2]).node('Identity', ['d'], ['y']).output('y').build();
-  assert.throws(() => importOnnx(dbl, 'm.onnx'), (e: Error) => e.message === "m.onnx: graph input 'd' is DOUBLE; supported input types: FLOAT, the integer types (run as int32) and BOOL");
+  const dbl = new OnnxModelBuilder().typedInput('d', DataType.DOUBLE, [2]).typedInput('h', DataType.FLOAT16, [2]).node('Add', ['d', 'h'], ['y']).output('y').build();
+  assert.equal(importOnnx(dbl, 'm.onnx').inputs.map((i) => i.dtype), ['float32', 'float32'], 'DOUBLE and FLOAT16 run as float32');
+  assert.equal(importOnnx(dbl, 'm.onnx').onnxTypes.inputs, ['DOUBLE', 'FLOAT16']);
+  const str = new OnnxModelBuilder().typedInput('s', DataType.STRING, [2]).node('Identity', ['s'], ['y']).output('y').build();
+  assert.throws(() => importOnnx(str, 'm.onnx'), (e: Error) => e.message === "m.onnx: graph input 's' is STRING; supported input types: FLOAT, FLOAT16, BFLOAT16 and DOUBLE (run as float32), the integer types (run as int32) and BOOL");
 });
 
 test('external data: initializers read from a file next to the model', () => {

@@ -8,9 +8,17 @@
 // attribute we do not support (op type and node name). Converters read each operator as
 // its version at the model's opset defines it (n.opset), which is how opsets 7-10 come in.
 //
-// Inputs: float32; int64/int32/int16/int8/uint8/uint16/uint32 inputs run as int32 (ids,
-// masks, indices); bool as bool. Symbolic dimensions: the first takes `batch` (default 1);
-// any dimension, and a scalar, can be fixed with `inputShapes` (tvmc's --input-shapes).
+// Types: float32 runs as itself; int64/int32/int16/int8/uint8/uint16/uint32 run as int32
+// (ids, masks, indices); bool as bool; float16, bfloat16 and float64 run as float32, as the
+// integer types run as int32. float64 thus computes in float32's precision (a relative
+// error of about 6e-8 per operation instead of 1e-16). float16 and bfloat16 values are
+// float32 values exactly and compute in float32; a Cast to either type rounds to its
+// precision (round_f16 / round_bf16), and so does each graph output declared float16 or
+// bfloat16, so that what the model returns are values of the declared type. The ONNX type
+// each input and output declares stays in `onnxTypes`.
+//
+// Symbolic dimensions: the first takes `batch` (default 1); any dimension, and a scalar,
+// can be fixed with `inputShapes` (tvmc's --input-shapes).
 // `constantInputs` binds graph inputs to values (TVM's freeze_params): such an input is a
 // static tensor, as an initializer is, and no longer an input of the model.
 
@@ -26,7 +34,7 @@ import { NN_CONVERTERS } from './convert-nn';
 import { NORMALIZATION_CONVERTERS } from './convert-normalization';
 import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
-import { LOGIC_CONVERTERS, refuseNonFloat } from './convert-logic';
+import { LOGIC_CONVERTERS, ROUND_OPS, refuseNonFloat } from './convert-logic';
 import { INDEXING_CONVERTERS } from './convert-indexing';
 import { RNN_CONVERTERS } from './convert-rnn';
 import { QUANTIZE_CONVERTERS } from './convert-quantize';
@@ -67,9 +75,16 @@ export interface OnnxImportOptions {
 export interface OnnxModel {
   /** The graph, in the model's own (NCHW) layout. */
   graph: Graph;
+  /** `dtype`: the type an input runs as (an int64 input as int32, a float16 one as float32). */
   inputs: { name: string; shape: number[]; dtype: DType }[];
   /** The model's output names, in graph.outputs order. */
   outputs: string[];
+  /**
+   * The ONNX element type each input and output declares ('FLOAT', 'FLOAT16', 'INT64', ...;
+   * `data type <n>` where the file leaves it unset or uses a number we do not name), in
+   * `inputs` and `outputs` order: what the values are, beside the type they run as.
+   */
+  onnxTypes: { inputs: string[]; outputs: string[] };
   opset: number;
 }
 
@@ -94,7 +109,7 @@ function opsetOf(model: ModelMessage, file: string): number {
 /** The element type an ONNX input type runs as, or undefined when we cannot run it. */
 function inputDtype(elemType: number | undefined): DType | undefined {
   switch (elemType) {
-    case DataType.FLOAT: return 'float32';
+    case DataType.FLOAT: case DataType.FLOAT16: case DataType.BFLOAT16: case DataType.DOUBLE: return 'float32';
     case DataType.BOOL: return 'bool';
     case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
     case DataType.UINT32: case DataType.UINT16: case DataType.UINT8:
@@ -111,7 +126,7 @@ function inputShape(vi: ValueInfo, index: number, file: string, opts: OnnxImport
   const tt = vi.type?.tensor_type;
   if (!tt) throw new UserError(`${file}: graph input '${name}' is not a tensor`);
   if (!inputDtype(tt.elem_type)) {
-    throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}; supported input types: FLOAT, the integer types (run as int32) and BOOL`);
+    throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}; supported input types: FLOAT, FLOAT16, BFLOAT16 and DOUBLE (run as float32), the integer types (run as int32) and BOOL`);
   }
   const given = opts.inputShapes?.find((s, i) => (s.name === undefined ? i === index : s.name === name))?.shape;
   const declared = tt.shape?.dim;
@@ -354,8 +369,22 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
   if (issues.lines.length) {
     throw new UserError(`${file}: cannot import ${issues.lines.length} node(s) (opset ${opset}; supported operators: ${SUPPORTED_OPS.join(', ')}):\n${issues.lines.map((l) => `  - ${l}`).join('\n')}`);
   }
-  cx.graph.outputs = outputs.map((o) => cx.nodeOf(cx.value(o)));
-  return { graph: cx.graph, inputs, outputs, opset };
+  const outputTypes = (g.output ?? []).map((o) => o.type?.tensor_type?.elem_type);
+  cx.graph.outputs = outputs.map((o, i) => narrowOutput(cx, cx.nodeOf(cx.value(o)), outputTypes[i], o));
+  const declaredInputs = inputs.map((inp) => dataTypeName(graphInputs.find((vi) => vi.name === inp.name)?.type?.tensor_type?.elem_type));
+  return { graph: cx.graph, inputs, outputs, opset, onnxTypes: { inputs: declaredInputs, outputs: outputTypes.map(dataTypeName) } };
+}
+
+/**
+ * Graph output `id`, declared `elemType`: a float16 or bfloat16 output rounded to its type
+ * (the model's values are its declared type's), unless its node already is that rounding
+ * (a Cast to the type).
+ */
+function narrowOutput(cx: ImportContext, id: number, elemType: number | undefined, name: string): number {
+  const op = elemType === undefined ? undefined : ROUND_OPS[elemType];
+  const node = cx.graph.node(id);
+  if (!op || node.dtype !== 'float32' || (isOpNode(node) && node.op === op)) return id;
+  return cx.graph.op(op, [id], {}, `${name}_as_${op === 'round_f16' ? 'float16' : 'bfloat16'}`);
 }
 
 /** Remove pairs of transposes that undo each other (convertLayout leaves them at an NHWC model's boundary). */

@@ -139,7 +139,7 @@ const DESCRIPTOR: protobuf.INamespace = {
 /** TensorProto.DataType values (onnx.proto). */
 export const DataType = {
   FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT16: 5, INT32: 6, INT64: 7, STRING: 8, BOOL: 9,
-  FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13,
+  FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13, BFLOAT16: 16,
 } as const;
 
 /** AttributeProto.AttributeType values (onnx.proto). */

@@ -1,13 +1,16 @@
 // ONNX tensors <-> the importer's static values. A TensorProto holds its numbers in
 // raw_data (little-endian), in a typed field (float_data, int64_data, ...), or in an
 // external file next to the model (external_data: location, offset, length). Floating
-// types become float32 values; integer and bool types become integers (as JS numbers),
-// which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs. A model file is
-// untrusted: its external data must lie inside the model's folder, as onnx.checker requires.
+// types become float32 values (float64 rounded to float32; float16 and bfloat16 values are
+// float32 values exactly, decoded from their bits); integer and bool types become integers
+// (as JS numbers), which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs. A
+// model file is untrusted: its external data must lie inside the model's folder, as
+// onnx.checker requires.
 
 import { closeSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { READ_FLAGS } from '../../regular-file';
 import path from 'node:path';
+import { bfloat16Value, float16Value } from '../../ir/half';
 import { numElements } from '../../ir/tensor';
 import { bytesToFloat32, float32ToBytes } from '../../runtime/rawfile';
 import { DataType, EXTERNAL_DATA, type TensorMessage } from './schema';
@@ -21,11 +24,11 @@ export type StaticTensor =
 export class OnnxFormatError extends Error {}
 
 const ELEMENT_BYTES: Record<number, number> = {
-  [DataType.FLOAT]: 4, [DataType.DOUBLE]: 8, [DataType.FLOAT16]: 2,
+  [DataType.FLOAT]: 4, [DataType.DOUBLE]: 8, [DataType.FLOAT16]: 2, [DataType.BFLOAT16]: 2,
   [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.INT16]: 2, [DataType.INT8]: 1,
   [DataType.UINT64]: 8, [DataType.UINT32]: 4, [DataType.UINT16]: 2, [DataType.UINT8]: 1, [DataType.BOOL]: 1,
 };
-const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16]);
+const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16]);
 const TYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(DataType).map(([k, v]) => [v, k]));
 
 export const dataTypeName = (t: number | undefined): string => TYPE_NAMES[t ?? 0] ?? `data type ${t ?? 0}`;
@@ -44,20 +47,16 @@ export function checkedDims(dims: readonly number[] | undefined, what: string): 
   return out;
 }
 
-function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  if (exp === 0) return sign * 2 ** -14 * (frac / 1024);
-  if (exp === 31) return frac ? NaN : sign * Infinity;
-  return sign * 2 ** (exp - 15) * (1 + frac / 1024);
-}
+/** The number of a float16 or bfloat16 element's 16 bits. */
+const narrowValue = (dataType: number, h: number): number => (dataType === DataType.FLOAT16 ? float16Value(h) : bfloat16Value(h));
 
 /** Decode `count` little-endian elements of `dataType` from bytes. */
 function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32Array | number[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (dataType === DataType.FLOAT) return bytesToFloat32(bytes.subarray(0, count * 4));
-  if (dataType === DataType.DOUBLE || dataType === DataType.FLOAT16) {
+  if (dataType === DataType.DOUBLE || dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16) {
     const out = new Float32Array(count);
-    for (let i = 0; i < count; i++) out[i] = dataType === DataType.DOUBLE ? view.getFloat64(i * 8, true) : halfToFloat(view.getUint16(i * 2, true));
+    for (let i = 0; i < count; i++) out[i] = dataType === DataType.DOUBLE ? view.getFloat64(i * 8, true) : narrowValue(dataType, view.getUint16(i * 2, true));
     return out;
   }
   const read: Record<number, (i: number) => number> = {
@@ -150,7 +149,7 @@ export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tens
     const field = typedField(t, dataType);
     if (field.length !== count) throw new OnnxFormatError(`${what}: ${field.length} values for shape [${shape.join(', ')}]`);
     values = FLOAT_TYPES.has(dataType)
-      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 ? halfToFloat(v) : v))
+      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16 ? narrowValue(dataType, v) : v))
       : field.map((v) => (dataType === DataType.BOOL ? (v ? 1 : 0) : v));
   }
   if (values instanceof Float32Array) return { type: 'float', shape, data: values };
@@ -178,7 +177,7 @@ function typedField(t: TensorMessage, dataType: number): number[] {
     case DataType.DOUBLE: return t.double_data ?? [];
     case DataType.INT64: return t.int64_data ?? [];
     case DataType.UINT32: case DataType.UINT64: return t.uint64_data ?? [];
-    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16 (as bits)
+    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 (as bits)
   }
 }
 
