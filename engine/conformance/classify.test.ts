@@ -20,12 +20,11 @@ const bytes = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byt
 test('values the runner cannot feed or compare are refused in one line', () => {
   assert.is(caseRefusal(caseOf([tensor('x', 'float32', [2])])), undefined);
   assert.is(caseRefusal(caseOf([tensor('x', 'int64', [2]), tensor('m', 'bool', [2])])), undefined);
-  assert.is(caseRefusal(caseOf([tensor('x', 'float64', [2])])), "input 'x' is float64: supported tensor types are float32, the integer types (as int32) and bool");
-  assert.is(caseRefusal(caseOf([tensor('x', 'float32', [2])], [tensor('y', 'float16', [2])])), "output 'y' is float16: supported tensor types are float32, the integer types (as int32) and bool");
-  assert.is(caseRefusal(caseOf([{ name: 's', kind: 'tensor', dtype: 'object', shape: [2] }])), "input 's' holds strings: supported tensor types are float32, the integer types (as int32) and bool");
+  assert.is(caseRefusal(caseOf([tensor('x', 'float64', [2]), tensor('b', 'bfloat16', [2])], [tensor('y', 'float16', [2])])), undefined, 'float64, bfloat16 and float16 run as float32');
+  assert.is(caseRefusal(caseOf([{ name: 's', kind: 'tensor', dtype: 'object', shape: [2] }])), "input 's' holds strings: supported tensor types are float32, float16, bfloat16 and float64 (as float32), the integer types (as int32) and bool");
   assert.is(caseRefusal(caseOf([{ name: 'q', kind: 'sequence' }])), "input 'q' is a sequence: only tensors are supported");
   assert.is(caseRefusal(caseOf([{ name: 'o', kind: 'optional' }])), "input 'o' is an optional (None): only tensors are supported");
-  assert.is(caseRefusal(caseOf([{ name: 'f8', kind: 'tensor', dtype: 'float8e4m3fn', shape: [2] }])), "input 'f8' is float8e4m3fn: supported tensor types are float32, the integer types (as int32) and bool");
+  assert.is(caseRefusal(caseOf([{ name: 'f8', kind: 'tensor', dtype: 'float8e4m3fn', shape: [2] }])), "input 'f8' is float8e4m3fn: supported tensor types are float32, float16, bfloat16 and float64 (as float32), the integer types (as int32) and bool");
   const seq = { ...caseOf([tensor('x', 'float32', [2])]), graph_outputs: [{ name: 'y', type: 'sequence' }] };
   assert.is(caseRefusal(seq), "graph output 'y' is a sequence: only tensors are supported");
 });
@@ -41,6 +40,28 @@ test('raw little-endian numpy bytes decode per dtype; integers feed int32 inputs
   assert.is(modelWords(v, bytes(new BigInt64Array([2n ** 31n])), 'int32'), "input 'i' (int64) holds 2147483648, outside the int32 range int64 values are carried in");
   assert.is(modelWords(v, bytes(new BigInt64Array([1n])), 'float32'), "input 'i' is int64, the compiled model takes float32");
   assert.equal(modelWords(tensor('m', 'bool', [2]), new Uint8Array([1, 0]), 'bool'), Int32Array.from([1, 0]));
+});
+
+test('float16 and bfloat16 bytes decode exactly, float64 as its numbers; all feed float32 inputs (float64 rounded to float32)', () => {
+  // float16 0x3c00 = 1, 0xc000 = -2, 0x0001 = 2^-24 (subnormal), 0x7c00 = inf, 0x7e00 = NaN; bfloat16 0x3f80 = 1, 0x3dcd = 0.10009765625.
+  const h = bytes(new Uint16Array([0x3c00, 0xc000, 0x0001, 0x7c00, 0x7e00]));
+  const f16 = decodeValue(h, 'float16');
+  assert.ok(f16 instanceof Float32Array);
+  assert.equal([...f16].slice(0, 4), [1, -2, 2 ** -24, Infinity]);
+  assert.ok(Number.isNaN(f16[4]));
+  assert.equal([...decodeValue(bytes(new Uint16Array([0x3f80, 0x3dcd, 0x8000])), 'bfloat16')], [1, 0.10009765625, -0]);
+  const d = decodeValue(bytes(new Float64Array([0.1, 1e300])), 'float64');
+  assert.ok(d instanceof Float64Array && d[0] === 0.1 && d[1] === 1e300, 'float64 keeps its digits for the comparison');
+  assert.throws(() => decodeValue(new Uint8Array(3), 'float16'), /3 bytes is not a whole number of float16 values/);
+  assert.equal(modelWords(tensor('d', 'float64', [2]), bytes(new Float64Array([0.1, 1e300])), 'float32'), Float32Array.from([Math.fround(0.1), Infinity]));
+  const fed = modelWords(tensor('h', 'float16', [5]), h, 'float32') as Float32Array;
+  assert.equal([...fed].slice(0, 4), [...f16].slice(0, 4));
+  assert.ok(Number.isNaN(fed[4]));
+  assert.is(modelWords(tensor('h', 'float16', [5]), h, 'int32'), "input 'h' is float16, the compiled model takes int32");
+  // An expected float64 value is compared as its number with the model's float32, at the case's tolerances.
+  const y = tensor('y', 'float64', [2]);
+  assert.ok(compareOutput(y, bytes(new Float64Array([1000.00001, -3])), Float32Array.from([1000, -3]), 'float32', [2], 1e-9, 1e-7).ok === false, 'no looser than asked');
+  assert.ok(compareOutput(y, bytes(new Float64Array([1000.00001, -3])), Float32Array.from([1000, -3]), 'float32', [2], 1e-9, 1e-4).ok);
 });
 
 test('outputs compare as assert_allclose does, integers exactly; the max error and its place are reported', () => {

@@ -8,6 +8,7 @@
 // the baseline lists it apart from the plain passes.
 
 import type { DType } from '../ir/expr';
+import { bfloat16Value, float16Value } from '../ir/half';
 import type { CaseValue, ConformanceCase } from './cases';
 
 /** How a case ends: exactly one of these. */
@@ -38,17 +39,23 @@ export const outcomeLabel = (r: Pick<CaseResult, 'outcome' | 'frozen'>): string 
 /** numpy dtypes whose values run as int32 (ONNX int64 is carried as int32), with their byte widths. */
 const INT_BYTES: Record<string, number> = { int8: 1, int16: 2, int32: 4, int64: 8, uint8: 1, uint16: 2, uint32: 4, uint64: 8 };
 
-/** The class of a case's dtype the compiled model's dtype must match: float32 tensors, integers (as int32), bool. */
+/** numpy dtypes whose values run as float32 (float16 and bfloat16 exactly, float64 rounded to float32), with their byte widths. */
+const FLOAT_BYTES: Record<string, number> = { float32: 4, float64: 8, float16: 2, bfloat16: 2 };
+
+/** The class of a case's dtype the compiled model's dtype must match: floats (as float32), integers (as int32), bool. */
 export function dtypeClass(dtype: string | undefined): DType | undefined {
-  if (dtype === 'float32' || dtype === 'bool') return dtype;
+  if (dtype === 'bool') return dtype;
+  if (dtype !== undefined && dtype in FLOAT_BYTES) return 'float32';
   return dtype !== undefined && dtype in INT_BYTES ? 'int32' : undefined;
 }
+
+const SUPPORTED = 'supported tensor types are float32, float16, bfloat16 and float64 (as float32), the integer types (as int32) and bool';
 
 function valueRefusal(v: CaseValue, role: 'input' | 'output'): string | undefined {
   const what = `${role} '${v.name}'`;
   if (v.kind !== 'tensor') return `${what} is ${v.kind === 'optional' ? 'an optional (None)' : `a ${v.kind}`}: only tensors are supported`;
-  if (v.dtype === 'object' || v.dtype?.startsWith('str')) return `${what} holds strings: supported tensor types are float32, the integer types (as int32) and bool`;
-  if (!dtypeClass(v.dtype)) return `${what} is ${v.dtype}: supported tensor types are float32, the integer types (as int32) and bool`;
+  if (v.dtype === 'object' || v.dtype?.startsWith('str')) return `${what} holds strings: ${SUPPORTED}`;
+  if (!dtypeClass(v.dtype)) return `${what} is ${v.dtype}: ${SUPPORTED}`;
   if (v.file === undefined || v.shape === undefined) return `${what} has no data`;
   return undefined;
 }
@@ -66,12 +73,23 @@ export function caseRefusal(c: ConformanceCase): string | undefined {
   return undefined;
 }
 
-/** A value's numbers, decoded from its raw little-endian bytes (integers as JS numbers, exact up to 2^53; bool as 0/1). */
+/**
+ * A value's numbers, decoded from its raw little-endian bytes: float32, float16 and bfloat16
+ * (16-bit patterns) as float32, exactly; float64 and the integers as JS numbers (integers
+ * exact up to 2^53); bool as 0/1.
+ */
 export function decodeValue(bytes: Uint8Array, dtype: string): Float64Array | Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (dtype === 'float32') {
-    const out = new Float32Array(bytes.length / 4);
-    for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(i * 4, true);
+  const floatWidth = FLOAT_BYTES[dtype];
+  if (floatWidth) {
+    if (bytes.length % floatWidth) throw new Error(`decodeValue: ${bytes.length} bytes is not a whole number of ${dtype} values`);
+    const count = bytes.length / floatWidth;
+    const out = dtype === 'float64' ? new Float64Array(count) : new Float32Array(count);
+    for (let i = 0; i < count; i++) {
+      const at = i * floatWidth;
+      out[i] = dtype === 'float32' ? view.getFloat32(at, true) : dtype === 'float64' ? view.getFloat64(at, true)
+        : dtype === 'float16' ? float16Value(view.getUint16(at, true)) : bfloat16Value(view.getUint16(at, true));
+    }
     return out;
   }
   const width = dtype === 'bool' ? 1 : INT_BYTES[dtype];
@@ -99,12 +117,16 @@ export function outsideInt32(values: ArrayLike<number>): number | undefined {
   return undefined;
 }
 
-/** A case value as the 4-byte words of the compiled model's `dtype`, or why it cannot be fed (one line). */
+/**
+ * A case value as the 4-byte words of the compiled model's `dtype`, or why it cannot be fed
+ * (one line). float16 and bfloat16 values are float32 values exactly; float64 ones are
+ * rounded to float32, the precision float64 runs in.
+ */
 export function modelWords(v: CaseValue, bytes: Uint8Array, dtype: DType): Float32Array | Int32Array | string {
   const cls = dtypeClass(v.dtype);
   if (cls !== dtype) return `input '${v.name}' is ${v.dtype}, the compiled model takes ${dtype}`;
   const values = decodeValue(bytes, v.dtype!);
-  if (dtype === 'float32') return values as Float32Array;
+  if (dtype === 'float32') return values instanceof Float32Array ? values : Float32Array.from(values);
   const big = outsideInt32(values);
   if (big !== undefined) return `input '${v.name}' (${v.dtype}) holds ${big}, outside the int32 range int64 values are carried in`;
   return Int32Array.from(values);
@@ -132,7 +154,9 @@ export interface OutputCheck {
  * Compares one output with its expected value as numpy.testing.assert_allclose does (what
  * onnx's backend test runner calls): |actual - expected| <= atol + rtol * |expected|, NaN
  * equal to NaN, an infinity only equal to itself; integers and bools exactly (never looser).
- * `actual` holds the compiled model's words of `dtype`, `shape` its shape.
+ * `actual` holds the compiled model's words of `dtype`, `shape` its shape. An expected
+ * float16, bfloat16 or float64 value is compared as its number (float64's unrounded) with
+ * the float32 the model computed, at the case's own tolerances.
  */
 export function compareOutput(
   expected: CaseValue, expectedBytes: Uint8Array, actual: Float32Array | Int32Array, dtype: DType, shape: readonly number[], rtol: number, atol: number,

@@ -21,7 +21,7 @@ import { optimize } from '../graph/passes';
 import type { DType } from '../ir/expr';
 import { hardwareFingerprint, parseTarget } from '../target';
 import { caseDir, type ConformanceCase } from './cases';
-import { caseRefusal, decodeValue, modelWords, outsideInt32, refusalOf, type CaseResult } from './classify';
+import { caseRefusal, decodeValue, dtypeClass, modelWords, outsideInt32, refusalOf, type CaseResult } from './classify';
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const firstLine = (s: string): string => s.trim().split('\n')[0]?.trim() ?? '';
@@ -103,7 +103,7 @@ export function prepareCase(dir: string, c: ConformanceCase): Prepared | CaseRes
     if (typeof words === 'string') return done({ outcome: 'refused', reason: words }, frozen);
   }
   for (const v of outputs) {
-    if (v.dtype === 'float32' || v.dtype === 'bool') continue;
+    if (dtypeClass(v.dtype) !== 'int32') continue;
     const big = outsideInt32(decodeValue(new Uint8Array(readFileSync(path.join(folder, v.file!))), v.dtype!));
     if (big !== undefined) return done({ outcome: 'refused', reason: `output '${v.name}' (${v.dtype}) holds ${big}, outside the int32 range int64 values are carried in` }, frozen);
   }

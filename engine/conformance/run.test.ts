@@ -19,10 +19,10 @@ import type { CaseValue, ConformanceCase } from './cases';
 import { mergeGraphs, runConformance } from './run';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tt-conformance-test-'));
-const bytes = (a: Float32Array | BigInt64Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+const bytes = (a: Float32Array | Float64Array | BigInt64Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
-/** Writes one case: its model, its input x (and b), its expected output y. */
-function writeCase(name: string, model: Uint8Array, inputs: [string, string, number[], Uint8Array][], y: Float32Array, yShape: number[]): ConformanceCase {
+/** Writes one case: its model, its input x (and b), its expected output y (float32, or float64 given as a Float64Array). */
+function writeCase(name: string, model: Uint8Array, inputs: [string, string, number[], Uint8Array][], y: Float32Array | Float64Array, yShape: number[]): ConformanceCase {
   const dir = path.join(work, 'cases', name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'model.onnx'), model);
@@ -34,11 +34,12 @@ function writeCase(name: string, model: Uint8Array, inputs: [string, string, num
   return {
     name, operator: name.split('_')[1], expanded: false, domains: [], opset: 13, rtol: 1e-3, atol: 1e-7,
     graph_inputs: inputs.map(([n]) => ({ name: n, type: 'tensor' })), graph_outputs: [{ name: 'y', type: 'tensor' }],
-    data_sets: [{ inputs: values, outputs: [{ name: 'y', kind: 'tensor', dtype: 'float32', shape: yShape, file: '0-out0.bin' }] }],
+    data_sets: [{ inputs: values, outputs: [{ name: 'y', kind: 'tensor', dtype: y instanceof Float64Array ? 'float64' : 'float32', shape: yShape, file: '0-out0.bin' }] }],
   };
 }
 
 const x = Float32Array.from([-1, 2, -3, 4, 5, -6]);
+const x64 = Float64Array.from([-1, 2.0000000001, -3, 4.1, 5e-9, -6]);
 const relu = (): Uint8Array => new OnnxModelBuilder().input('x', [2, 3]).output('y').node('Relu', ['x'], ['y']).build();
 const cases = [
   writeCase('test_relu', relu(), [['x', 'float32', [2, 3], bytes(x)]], x.map((v) => Math.max(v, 0)), [2, 3]),
@@ -46,29 +47,32 @@ const cases = [
   writeCase('test_add_bcast', new OnnxModelBuilder().input('a', ['N', 3]).input('b', [3]).output('y').node('Add', ['a', 'b'], ['y']).build(),
     [['a', 'float32', [2, 3], bytes(x)], ['b', 'float32', [3], bytes(Float32Array.from([10, 20, 30]))]], x.map((v, i) => v + [10, 20, 30][i % 3]), [2, 3]),
   writeCase('test_foo', new OnnxModelBuilder().input('x', [2, 3]).output('y').node('FooBar', ['x'], ['y']).build(), [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]),
-  writeCase('test_relu_f64', relu(), [['x', 'float64', [2, 3], new Uint8Array(48)]], x, [2, 3]),
+  // float64 runs as float32: fed rounded, compared with the float64 expected values at the case's tolerances.
+  writeCase('test_relu_f64', new OnnxModelBuilder().typedInput('x', DataType.DOUBLE, [2, 3]).typedOutput('y', DataType.DOUBLE).node('Relu', ['x'], ['y']).build(),
+    [['x', 'float64', [2, 3], bytes(x64)]], x64.map((v) => Math.max(v, 0)), [2, 3]),
+  writeCase('test_relu_f8', relu(), [['x', 'float8e4m3fn', [2, 3], new Uint8Array(6)]], x, [2, 3]),
   // Imports, and then fails to compile (a NUL in a tensor name): its batch is split until it is found.
   writeCase('test_relu_nul', new OnnxModelBuilder().input('x', [2, 3]).output('y\0z').node('Relu', ['x'], ['y\0z']).build(), [['x', 'float32', [2, 3], bytes(x)]], x, [2, 3]),
 ];
 
 const outcomes = (rs: { name: string; outcome: string }[]): Record<string, string> => Object.fromEntries(rs.map((r) => [r.name, r.outcome]));
-const expected = { test_relu: 'passed', test_relu_wrong: 'wrong', test_add_bcast: 'passed', test_foo: 'refused', test_relu_f64: 'refused', test_relu_nul: 'refused' };
+const expected = { test_relu: 'passed', test_relu_wrong: 'wrong', test_add_bcast: 'passed', test_foo: 'refused', test_relu_f64: 'passed', test_relu_f8: 'refused', test_relu_nul: 'refused' };
 
 test('cases compile together into one library, each classified; a failing batch is split; one per library gives the same', async () => {
   const opts = { dir: work, cases, workDir: path.join(work, 'batches'), cacheDir: path.join(work, 'kernels'), threads: 1 };
   const batched = await runConformance({ ...opts, batchSize: 8, parallel: 1 });
   assert.equal(outcomes(batched.results), expected);
-  // The four cases that import, together; then halves: [relu, relu_wrong], [add, nul]; then [add], [nul].
+  // The five cases that import, together; then halves: [relu, relu_wrong, add], [f64, nul]; then [f64], [nul].
   assert.is(batched.libraries, 5);
   assert.match(batched.results.find((r) => r.name === 'test_relu_nul')!.reason!, /cannot hold a NUL byte/);
   const wrong = batched.results.find((r) => r.name === 'test_relu_wrong')!;
   assert.is(wrong.max_abs_error, 0.5);
   assert.match(wrong.reason!, /^output 'y': 1 of 6 value\(s\) off, max abs error 0\.500 at \[1, 0\] \(expected 4\.5, got 4; rtol 0\.001, atol 1e-7\)$/);
   assert.is(batched.results.find((r) => r.name === 'test_foo')!.reason, 'FooBar: operator is not supported');
-  assert.match(batched.results.find((r) => r.name === 'test_relu_f64')!.reason!, /^input 'x' is float64/);
+  assert.match(batched.results.find((r) => r.name === 'test_relu_f8')!.reason!, /^input 'x' is float8e4m3fn: supported tensor types are float32, float16, bfloat16 and float64 \(as float32\)/);
   const single = await runConformance({ ...opts, batchSize: 1, parallel: 1 });
   assert.equal(outcomes(single.results), expected);
-  assert.is(single.libraries, 4);
+  assert.is(single.libraries, 5);
 });
 
 test('a case refused for a non-constant input passes with the integer inputs it needs frozen, and says so; hangs in our code are bounded', async () => {

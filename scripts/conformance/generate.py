@@ -8,7 +8,7 @@ holds model.onnx and one raw file per input and expected output (the array's byt
 little-endian, row-major, no header), and OUT_DIR/index.json lists every case with its
 tolerances, opset, operator, and each tensor's name, numpy dtype, shape and file. A value
 that is not a plain numeric tensor (a sequence, an optional, strings, a float8/int4 tensor
-numpy cannot hold) is listed with its kind or dtype and no file, so the runner can refuse it
+numpy cannot hold; bfloat16 is written, as 16-bit patterns) is listed with its kind or dtype and no file, so the runner can refuse it
 in one line. The folder is written under a temporary name and renamed when complete.
 engine/conformance/cases.ts runs this script and reads what it writes.
 """
@@ -49,12 +49,17 @@ def describe(value, name, case_dir, stem):
         entry["kind"] = type(value).__name__
         return entry
     entry.update(kind="tensor", dtype=value.dtype.name, shape=[int(d) for d in value.shape])
-    # Only the numpy types that are plain little-endian numbers get a file (ml_dtypes'
-    # float8/int4/bfloat16 arrays keep their onnx names and no data).
+    # Only the numpy types that are plain little-endian numbers get a file, and ml_dtypes'
+    # bfloat16, as its 16-bit patterns (the top half of a float32); the other ml_dtypes
+    # arrays (float8, int4, ...) keep their onnx names and no data.
     if value.dtype.kind in "biuf" and value.dtype.name in PLAIN:
         entry["file"] = f"{stem}.bin"
         with open(os.path.join(case_dir, entry["file"]), "wb") as f:
             f.write(np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes())
+    elif value.dtype.name == "bfloat16" and value.dtype.itemsize == 2:
+        entry["file"] = f"{stem}.bin"
+        with open(os.path.join(case_dir, entry["file"]), "wb") as f:
+            f.write(np.ascontiguousarray(value).view(np.uint16).astype("<u2", copy=False).tobytes())
     return entry
 
 
