@@ -136,6 +136,8 @@ test('input shapes fix symbolic dimensions and scalars; inputs may differ in the
   assert.throws(() => importOnnx(gemm, 'm.onnx', { inputShapes: [{ name: 'a', shape: [4, 5] }] }), (e: Error) => /differs in dimension 0/.test(e.message));
   const ints = new OnnxModelBuilder().typedInput('ids', DataType.INT64, [1, 4]).typedInput('m', DataType.BOOL, [1, 4]).node('Identity', ['ids'], ['y']).output('y').build();
   assert.equal(importOnnx(ints, 'm.onnx').inputs.map((i) => i.dtype), ['int32', 'bool']);
+  const u64 = new OnnxModelBuilder().typedInput('u', DataType.UINT64, [2]).node('Identity', ['u'], ['y']).output('y').build();
+  assert.equal(importOnnx(u64, 'm.onnx').inputs.map((i) => i.dtype), ['int32'], 'UINT64 runs as int32 too');
   const dbl = new OnnxModelBuilder().typedInput('d', DataType.DOUBLE, [2]).typedInput('h', DataType.FLOAT16, [2]).node('Add', ['d', 'h'], ['y']).output('y').build();
   assert.equal(importOnnx(dbl, 'm.onnx').inputs.map((i) => i.dtype), ['float32', 'float32'], 'DOUBLE and FLOAT16 run as float32');
   assert.equal(importOnnx(dbl, 'm.onnx').onnxTypes.inputs, ['DOUBLE', 'FLOAT16']);
