@@ -8,7 +8,7 @@
 // attribute we do not support (op type and node name). Converters read each operator as
 // its version at the model's opset defines it (n.opset), which is how opsets 7-10 come in.
 //
-// Types: float32 runs as itself; int64/int32/int16/int8/uint8/uint16/uint32/uint64 run as int32
+// Types: float32 runs as itself; int64/int32/int16/int8/uint8/uint16/uint32/uint64 and the 4- and 2-bit integers run as int32
 // (ids, masks, indices); bool as bool; float16, bfloat16 and float64 run as float32, as the
 // integer types run as int32. float64 thus computes in float32's precision (a relative
 // error of about 6e-8 per operation instead of 1e-16). float16 and bfloat16 values are
@@ -113,6 +113,7 @@ function inputDtype(elemType: number | undefined): DType | undefined {
     case DataType.BOOL: return 'bool';
     case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
     case DataType.UINT64: case DataType.UINT32: case DataType.UINT16: case DataType.UINT8:
+    case DataType.INT4: case DataType.UINT4: case DataType.INT2: case DataType.UINT2:
       return 'int32';
     default: return undefined;
   }
