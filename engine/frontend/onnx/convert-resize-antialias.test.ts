@@ -6,21 +6,16 @@
 // upsampling, where the filter is the plain one (the plain resize at the same tolerance);
 // the tables themselves on a case worked by hand; the compiled kernel against the reference.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compileModel } from '../../compile/model';
-import { readManifest } from '../../compile/manifest';
 import { isOpNode } from '../../graph/graph';
 import { runGraph } from '../../graph/run';
-import { runBench } from '../../native/bench';
-import { outputFileName } from '../../runtime/abi';
-import { readFloat32File, writeFloat32File } from '../../runtime/rawfile';
-import { parseTarget } from '../../target';
 import { antialiasTables, antialiasTaps, MAX_ANTIALIAS_TAPS, type ResizeOptions } from './convert-resize';
-import { importOnnx, loadOnnx } from './import';
+import { importOnnx } from './import';
+import { compiledAgrees } from './native-agree.fixture';
 import { agreesWithOrt, importError, rand } from './ort-agree.fixture';
 import { OnnxModelBuilder, type AttrValue } from './model-builder';
 
@@ -189,24 +184,7 @@ test('compiled with default schedules: linear and cubic antialias (with extrapol
     .output('lin').output('cub');
   const work = mkdtempSync(path.join(tmpdir(), 'tt-resize-aa-test-'));
   try {
-    const file = path.join(work, 'm.onnx');
-    writeFileSync(file, b.build());
-    const m = loadOnnx(file);
-    const outDir = path.join(work, 'out');
-    const result = await compileModel({ name: 'm', graph: m.graph, target: parseTarget('llvm'), outDir, cacheDir: path.join(work, 'cache') });
-    const x = rand(3 * 16 * 16, 7);
-    await writeFloat32File(path.join(work, 'x.bin'), x);
-    await runBench({ model: result.library, params: result.params, repeat: 1, number: 1, minRepeatMs: 0, threads: 1, inputs: { x: path.join(work, 'x.bin') }, saveOutputs: path.join(work, 'y') });
-    const want = runGraph(m.graph, new Map([['x', x]]));
-    const outs = readManifest(outDir).outputs;
-    assert.is(outs.length, 2);
-    for (let k = 0; k < outs.length; k++) {
-      const got = await readFloat32File(path.join(work, 'y', outs[k].file ?? `${outputFileName(outs[k].name)}.bin`));
-      assert.is(got.length, want[k].length, outs[k].name);
-      for (let i = 0; i < got.length; i++) {
-        if (!(Math.abs(got[i] - want[k][i]) <= 1e-5 * (1 + Math.abs(want[k][i])))) assert.unreachable(`${outs[k].name}[${i}] = ${got[i]}, reference ${want[k][i]}`);
-      }
-    }
+    await compiledAgrees(work, 'm', b.build(), [rand(3 * 16 * 16, 7)]);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
