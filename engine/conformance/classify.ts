@@ -36,8 +36,13 @@ export interface CaseResult {
 /** The outcome as shown: `passed`, or `passed (frozen: scales, sizes)` for a case run with inputs frozen. */
 export const outcomeLabel = (r: Pick<CaseResult, 'outcome' | 'frozen'>): string => (r.frozen?.length ? `${r.outcome} (frozen: ${r.frozen.join(', ')})` : r.outcome);
 
-/** numpy dtypes whose values run as int32 (ONNX int64 is carried as int32), with their byte widths. */
-const INT_BYTES: Record<string, number> = { int8: 1, int16: 2, int32: 4, int64: 8, uint8: 1, uint16: 2, uint32: 4, uint64: 8 };
+/**
+ * numpy dtypes whose values run as int32 (ONNX int64 is carried as int32), with their byte
+ * widths; ml_dtypes' int4, uint4, int2 and uint2 are written one int8/uint8 byte per value.
+ */
+const INT_BYTES: Record<string, number> = {
+  int8: 1, int16: 2, int32: 4, int64: 8, uint8: 1, uint16: 2, uint32: 4, uint64: 8, int4: 1, uint4: 1, int2: 1, uint2: 1,
+};
 
 /** numpy dtypes whose values run as float32 (float16 and bfloat16 exactly, float64 rounded to float32), with their byte widths. */
 const FLOAT_BYTES: Record<string, number> = { float32: 4, float64: 8, float16: 2, bfloat16: 2 };

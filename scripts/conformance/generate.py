@@ -7,9 +7,10 @@ For each case of onnx.backend.test.case.node.collect_testcases(None): OUT_DIR/ca
 holds model.onnx and one raw file per input and expected output (the array's bytes,
 little-endian, row-major, no header), and OUT_DIR/index.json lists every case with its
 tolerances, opset, operator, and each tensor's name, numpy dtype, shape and file. A value
-that is not a plain numeric tensor (a sequence, an optional, strings, a float8/int4 tensor
-numpy cannot hold; bfloat16 is written, as 16-bit patterns) is listed with its kind or dtype and no file, so the runner can refuse it
-in one line. The folder is written under a temporary name and renamed when complete.
+that is not a plain numeric tensor (a sequence, an optional, strings, a float8 tensor
+numpy cannot hold; bfloat16 is written, as 16-bit patterns, and int4/uint4/int2/uint2 as
+one int8/uint8 byte per value) is listed with its kind or dtype and no file, so the runner
+can refuse it in one line. The folder is written under a temporary name and renamed when complete.
 engine/conformance/cases.ts runs this script and reads what it writes.
 """
 
@@ -60,9 +61,15 @@ def describe(value, name, case_dir, stem):
         entry["file"] = f"{stem}.bin"
         with open(os.path.join(case_dir, entry["file"]), "wb") as f:
             f.write(np.ascontiguousarray(value).view(np.uint16).astype("<u2", copy=False).tobytes())
+    elif value.dtype.name in SMALL_INT:
+        # ml_dtypes' 4- and 2-bit integers, unpacked: one byte per value, as int8 or uint8.
+        entry["file"] = f"{stem}.bin"
+        with open(os.path.join(case_dir, entry["file"]), "wb") as f:
+            f.write(np.ascontiguousarray(value).astype(SMALL_INT[value.dtype.name]).tobytes())
     return entry
 
 
+SMALL_INT = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8}
 PLAIN = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
 
 

@@ -96,6 +96,7 @@ export function runType(t: number): DType | undefined {
     case DataType.BOOL: return 'bool';
     case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
     case DataType.UINT32: case DataType.UINT16: case DataType.UINT8: case DataType.UINT64:
+    case DataType.INT4: case DataType.UINT4: case DataType.INT2: case DataType.UINT2:
       return 'int32';
     default: return undefined;
   }
@@ -151,10 +152,17 @@ const where: Converter = {
 /** Elements above which a static integer cast result is made a graph constant directly. */
 const MAX_STATIC_CAST = 1 << 20;
 
-/** Ranges of the narrow integer types, which a cast into them wraps to (two's complement). */
+/**
+ * Ranges of the narrow integer types, which a cast into them wraps to (two's complement):
+ * ONNX's rule for integer sources (higher bits discarded); a float source is truncated
+ * toward zero first, as onnx's reference (ml_dtypes' astype) does for every integer type,
+ * so Cast(float -9 -> int4) is 7 and Cast(8.5 -> int4) is -8 as the conformance cases have them.
+ */
 const NARROW: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT8]: { bits: 8, signed: true }, [DataType.UINT8]: { bits: 8, signed: false },
   [DataType.INT16]: { bits: 16, signed: true }, [DataType.UINT16]: { bits: 16, signed: false },
+  [DataType.INT4]: { bits: 4, signed: true }, [DataType.UINT4]: { bits: 4, signed: false },
+  [DataType.INT2]: { bits: 2, signed: true }, [DataType.UINT2]: { bits: 2, signed: false },
 };
 
 /**

@@ -167,13 +167,13 @@ test('a quantize_dynamic-style model: DynamicQuantizeLinear -> ConvInteger -> Ca
   await agreesTyped('quantize_dynamic stand-in', quantizeDynamicStandIn(), [randFloats(768, 23, -1, 1)]);
 });
 
-test('refusals: blocked quantization, a 4-bit zero point, a zero point of unknown type', () => {
+test('refusals: blocked quantization, a float8 output, a zero point of unknown type', () => {
   const blocked = new OnnxModelBuilder(21).input('x', [4, 4]).float('s', [4, 2], new Array(8).fill(0.1))
     .node('QuantizeLinear', ['x', 's'], ['y'], { axis: 1, block_size: 2 }).typedOutput('y', DataType.UINT8).build();
   assert.match(importError(blocked), /QuantizeLinear 'y': unsupported: blocked quantization \(block_size 2\)/);
-  const four = new OnnxModelBuilder(21).input('x', [4]).float('s', [], [0.1])
-    .node('QuantizeLinear', ['x', 's'], ['y'], { output_dtype: 22 /* INT4 */ }).typedOutput('y', 22).build();
-  assert.match(importError(four), /QuantizeLinear 'y': unsupported: quantizing to data type 22 \(supported: UINT8, INT8, UINT16, INT16\)/);
+  const f8 = new OnnxModelBuilder(21).input('x', [4]).float('s', [], [0.1])
+    .node('QuantizeLinear', ['x', 's'], ['y'], { output_dtype: DataType.FLOAT8E4M3FN }).typedOutput('y', DataType.FLOAT8E4M3FN).build();
+  assert.match(importError(f8), /QuantizeLinear 'y': unsupported: quantizing to FLOAT8E4M3FN \(supported: UINT8, INT8, UINT16, INT16, UINT4, INT4, UINT2, INT2\)/);
   const unknown = new OnnxModelBuilder(13).input('x', [4]).float('s', [], [0.1]).tensor(typed('z', DataType.INT8, [1], [3]))
     .node('Add', ['z', 'z'], ['z2']).node('QuantizeLinear', ['x', 's', 'z2'], ['y']).typedOutput('y', DataType.INT8).build();
   assert.match(importError(unknown), /QuantizeLinear 'y': unsupported: the zero point's type/);

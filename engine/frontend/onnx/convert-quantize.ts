@@ -1,14 +1,14 @@
 // Converters of ONNX's quantization operators onto topi/quantize.ts and the integer
 // conv / matmul: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, ConvInteger,
 // MatMulInteger, QLinearConv, QLinearMatMul. Quantized tensors (uint8, int8, uint16,
-// int16) run as int32; the range a QuantizeLinear saturates to comes from its zero
+// int16, and the packed uint4, int4, uint2, int2) run as int32; the range a QuantizeLinear saturates to comes from its zero
 // point's ONNX type (ONNX_ELEMENT_TYPE for initializers and Constants, attrs.qtype of the
 // quantizing graph node, else read off its values when they decide it) or output_dtype,
 // default uint8. Integer convs and matmuls subtract the zero points and accumulate in
 // int32 (exact, as ONNX Runtime's int32 accumulators); QLinear* requantize the int32
 // accumulator in float32: round(float(acc) * (scale_a * scale_b / scale_y)) + zero point,
 // the multiplier folded at import when the scales are static (as ONNX Runtime folds it).
-// Refused: blocked quantization (block_size), 4-bit, 2-bit and float8 types, a precision
+// Refused: blocked quantization (block_size), float8 types, a precision
 // other than float32, a zero point whose type cannot be told.
 
 import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, staticValue, type NodeView, type Value } from './context';
@@ -27,11 +27,15 @@ const RANGES: Partial<Record<number, Range>> = {
   [DataType.INT8]: { qmin: -128, qmax: 127 },
   [DataType.UINT16]: { qmin: 0, qmax: 65535 },
   [DataType.INT16]: { qmin: -32768, qmax: 32767 },
+  [DataType.UINT4]: { qmin: 0, qmax: 15 },
+  [DataType.INT4]: { qmin: -8, qmax: 7 },
+  [DataType.UINT2]: { qmin: 0, qmax: 3 },
+  [DataType.INT2]: { qmin: -2, qmax: 1 },
 };
 
 function rangeOf(t: number, what: string): Range {
   const r = RANGES[t];
-  if (!r) throw new UnsupportedError(`${what} ${dataTypeName(t)} (supported: UINT8, INT8, UINT16, INT16)`);
+  if (!r) throw new UnsupportedError(`${what} ${dataTypeName(t)} (supported: UINT8, INT8, UINT16, INT16, UINT4, INT4, UINT2, INT2)`);
   return r;
 }
 

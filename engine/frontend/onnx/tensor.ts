@@ -3,7 +3,11 @@
 // external file next to the model (external_data: location, offset, length). Floating
 // types become float32 values (float64 rounded to float32; float16 and bfloat16 values are
 // float32 values exactly, decoded from their bits); integer and bool types become integers
-// (as JS numbers), which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs. A
+// (as JS numbers), which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs.
+// The 4- and 2-bit integers are packed, as onnx.numpy_helper packs them: two int4/uint4
+// per byte (element 2k in the low nibble, 2k+1 in the high one), four int2/uint2 per byte
+// (element 4k in bits 0-1, up to 4k+3 in bits 6-7), the last byte padded with zeros; the
+// signed ones sign-extended. raw_data holds those bytes, int32_data one byte per entry. A
 // model file is untrusted: its external data must lie inside the model's folder, as
 // onnx.checker requires.
 
@@ -28,11 +32,29 @@ const ELEMENT_BYTES: Record<number, number> = {
   [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.INT16]: 2, [DataType.INT8]: 1,
   [DataType.UINT64]: 8, [DataType.UINT32]: 4, [DataType.UINT16]: 2, [DataType.UINT8]: 1, [DataType.BOOL]: 1,
 };
+/** The packed integer types: bits per element and signedness. */
+const PACKED: Partial<Record<number, { bits: number; signed: boolean }>> = {
+  [DataType.INT4]: { bits: 4, signed: true }, [DataType.UINT4]: { bits: 4, signed: false },
+  [DataType.INT2]: { bits: 2, signed: true }, [DataType.UINT2]: { bits: 2, signed: false },
+};
 const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16]);
 const TYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(DataType).map(([k, v]) => [v, k]));
 
 export const dataTypeName = (t: number | undefined): string => TYPE_NAMES[t ?? 0] ?? `data type ${t ?? 0}`;
-export const isSupportedDataType = (t: number | undefined): boolean => t !== undefined && ELEMENT_BYTES[t] !== undefined;
+export const isSupportedDataType = (t: number | undefined): boolean => t !== undefined && (ELEMENT_BYTES[t] !== undefined || PACKED[t] !== undefined);
+
+/** The bytes `count` elements of `dataType` take (packed types: whole bytes, the last one padded). */
+function byteLength(dataType: number, count: number): number {
+  const packed = PACKED[dataType];
+  return packed ? Math.ceil((count * packed.bits) / 8) : count * ELEMENT_BYTES[dataType];
+}
+
+/** Element `i` of packed bytes `at(k)` (the k-th byte) of a 4- or 2-bit type, sign-extended if signed. */
+function unpack(at: (k: number) => number, i: number, packed: { bits: number; signed: boolean }): number {
+  const perByte = 8 / packed.bits;
+  const v = (at(Math.floor(i / perByte)) >> ((i % perByte) * packed.bits)) & ((1 << packed.bits) - 1);
+  return packed.signed && v >= 1 << (packed.bits - 1) ? v - (1 << packed.bits) : v;
+}
 
 /** The values of a static tensor as float32. */
 export const floatData = (t: StaticTensor): Float32Array => (t.type === 'float' ? t.data : Float32Array.from(t.data));
@@ -59,6 +81,8 @@ function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32A
     for (let i = 0; i < count; i++) out[i] = dataType === DataType.DOUBLE ? view.getFloat64(i * 8, true) : narrowValue(dataType, view.getUint16(i * 2, true));
     return out;
   }
+  const packed = PACKED[dataType];
+  if (packed) return Array.from({ length: count }, (_, i) => unpack((k) => bytes[k], i, packed));
   const read: Record<number, (i: number) => number> = {
     [DataType.INT64]: (i) => Number(view.getBigInt64(i * 8, true)),
     [DataType.UINT64]: (i) => Number(view.getBigUint64(i * 8, true)),
@@ -138,7 +162,7 @@ export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tens
   if (!isSupportedDataType(dataType)) throw new OnnxFormatError(`${what}: ${dataTypeName(dataType)} tensors are not supported`);
   const shape = checkedDims(t.dims, what);
   const count = numElements(shape);
-  const bytes = count * ELEMENT_BYTES[dataType];
+  const bytes = byteLength(dataType, count);
   let values: Float32Array | number[];
   if (t.data_location === EXTERNAL_DATA) {
     values = fromBytes(readExternal(t, modelDir, what, bytes), dataType, count);
@@ -147,6 +171,11 @@ export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tens
     values = fromBytes(t.raw_data, dataType, count);
   } else {
     const field = typedField(t, dataType);
+    const packed = PACKED[dataType];
+    if (packed) {
+      if (field.length !== bytes) throw new OnnxFormatError(`${what}: int32_data has ${field.length} entries, shape [${shape.join(', ')}] needs ${bytes} (${dataTypeName(dataType)} packs ${8 / packed.bits} values a byte)`);
+      return { type: 'int', shape, data: Array.from({ length: count }, (_, i) => unpack((k) => field[k] & 0xff, i, packed)) };
+    }
     if (field.length !== count) throw new OnnxFormatError(`${what}: ${field.length} values for shape [${shape.join(', ')}]`);
     values = FLOAT_TYPES.has(dataType)
       ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16 ? narrowValue(dataType, v) : v))
@@ -177,7 +206,7 @@ function typedField(t: TensorMessage, dataType: number): number[] {
     case DataType.DOUBLE: return t.double_data ?? [];
     case DataType.INT64: return t.int64_data ?? [];
     case DataType.UINT32: case DataType.UINT64: return t.uint64_data ?? [];
-    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 (as bits)
+    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 (as bits), the packed bytes of int4/int2
   }
 }
 
