@@ -208,4 +208,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = { failures, tally, filesOf, skippedLines };
+module.exports = { failures, tally, filesOf, skippedLines, runParallel };
