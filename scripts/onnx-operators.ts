@@ -13,7 +13,7 @@ export const DOC_FILE = path.resolve(__dirname, '..', 'docs', 'onnx-operators.md
 export const LIMITS: Readonly<Record<string, string>> = {
   AveragePool: '1-D, 2-D and 3-D windows; no negative pads',
   BatchNormalization: 'inference only (`training_mode=0`, no running mean/var outputs)',
-  Cast: 'to float, and float16/bfloat16 (rounded to their precision, half to even) and double (as float32), the integer types (as int32; int8/16, uint8/16, int4/uint4 and int2/uint2 wrap, floats truncated first) and bool; no float8, float4, string or (from signed values) uint32/uint64',
+  Cast: 'to float, and float16/bfloat16 (rounded to their precision, half to even) and double (as float32), the float8 types and float4 e2m1 (as float32, rounded to the type, `saturate` honoured), the integer types (as int32; int8/16, uint8/16, int4/uint4 and int2/uint2 wrap, floats truncated first) and bool; no float8e8m0 (`round_mode`), string or (from signed values) uint32/uint64',
   CastLike: 'as Cast, to the ONNX type of input 1 where the importer knows it (a graph input, an initializer or Constant: a float16 one rounds), else the type it runs as (int64/int32/... as int32: no wrapping)',
   Clip: '`min`/`max` inputs must be constant scalars',
   ConstantOfShape: 'a constant, non-empty shape',

@@ -28,12 +28,18 @@ import { affineIn, constBindings, constValue, mentions, substFold } from './fold
 import { partitionTails } from './partition';
 import { prefetchNextPanels } from './prefetch';
 import { vectorMath, VECTOR_MATH_FNS } from './vector-math';
+import { MINI_FLOAT_FNS, MINI_FLOATS } from '../ir/float8';
+import type { MiniFloatFn } from '../ir/nodes';
+
+/** The C helper of each 8/4-bit float rounding intrinsic: tt_round_f8e4m3fnf, ... (miniFloatHelpers). */
+export const MINI_FLOAT_C_NAMES = Object.fromEntries(MINI_FLOAT_FNS.map(({ fn }) => [fn, `tt_${fn}f`])) as Record<MiniFloatFn, string>;
 
 const MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'tt_rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
   // rintf rounds half to even (the default rounding mode), as ONNX's Round.
   log1p: 'log1pf', floor: 'floorf', ceil: 'ceilf', round: 'rintf', sin: 'sinf', cos: 'cosf', tan: 'tanf', atan: 'atanf',
   pow: 'powf', fmod: 'fmodf', round_f16: 'tt_round_f16f', round_bf16: 'tt_round_bf16f',
+  ...MINI_FLOAT_C_NAMES,
 };
 
 /**
@@ -70,6 +76,50 @@ ${q} float tt_round_bf16f(float x) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return ${fromBits('u & 0xffff0000u')};
 }`;
+}
+
+/** The bits of a float32 (finite; powers of two and the types' largest values). */
+function f32Bits(x: number): number {
+  return new Uint32Array(Float32Array.of(x).buffer)[0];
+}
+
+/**
+ * The helpers of the 8- and 4-bit float rounding intrinsics (MINI_FLOAT_C_NAMES; ir/float8.ts
+ * has the rule and the reference), as narrowFloatHelpers: integer arithmetic on the float's
+ * bits, one text for C, CUDA and OpenCL. With `man` fraction bits and smallest normal
+ * exponent `emin`: NaN as is (float4 e2m1, which has none: the zero of the other sign); below 2^emin (subnormals) the significand shifted to units of
+ * 2^(emin - man) with half to even (a shift past 24 leaves under half a unit: 0), times the
+ * unit (exact); else 23 - man fraction bits dropped, half to even (a carry into the exponent
+ * is right; inf's bits overflow). Past the largest finite value's bits: those bits
+ * (saturate), inf's (E5M2) or NaN's. The FNUZ types drop the sign of a zero.
+ */
+export function miniFloatHelpers(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string): string {
+  return MINI_FLOAT_FNS.map(({ fn, kind, saturate }) => {
+    const f = MINI_FLOATS[kind];
+    const emin = 1 - f.bias, sh = 23 - f.man;
+    const hex = (x: number): string => `0x${x.toString(16)}u`;
+    const maxBits = f32Bits(f.max);
+    const over = saturate || !f.nan ? maxBits : f.inf ? 0x7f800000 : 0x7fc00000;
+    const unit = 2 ** (emin - f.man);
+    return `${q} float ${MINI_FLOAT_C_NAMES[fn]}(float x) {
+  ${uint} u = ${toBits('x')}, sign = u & 0x80000000u, a = u ^ sign, r;
+  if (a > 0x7f800000u) return ${f.nan ? 'x' : fromBits('sign ^ 0x80000000u')};
+  if (a < ${hex(f32Bits(2 ** emin))}) {
+    ${uint} e = a >> 23, n = 0u;
+    if (e >= ${126 + emin - f.man}u) {
+      ${uint} s = ${150 + emin - f.man}u - e, m = (a & 0x7fffffu) | 0x800000u, rem = m & ((1u << s) - 1u), mid = 1u << (s - 1u);
+      n = m >> s;
+      if (rem > mid || (rem == mid && (n & 1u))) n += 1u;
+    }
+    r = ${toBits(`(float)n * ${unit.toExponential()}f`)};
+  } else {
+    a += ${hex((1 << (sh - 1)) - 1)} + ((a >> ${sh}) & 1u);
+    r = a & ~${hex((1 << sh) - 1)};
+  }
+  if (r > ${hex(maxBits)}) r = ${hex(over)};
+  return ${fromBits(f.uz ? '(r == 0u ? 0u : sign | r)' : 'sign | r')};
+}`;
+  }).join('\n');
 }
 
 const VECTOR_WIDTHS = [4, 8, 16] as const;
@@ -127,6 +177,7 @@ static inline float tt_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline uint32_t tt_f32_bits(float x) { union { float f; uint32_t u; } v = { x }; return v.u; }
 static inline float tt_f32_from_bits(uint32_t u) { union { uint32_t u; float f; } v = { u }; return v.f; }
 ${narrowFloatHelpers('static inline', 'uint32_t', (x) => `tt_f32_bits(${x})`, (u) => `tt_f32_from_bits(${u})`)}
+${miniFloatHelpers('static inline', 'uint32_t', (x) => `tt_f32_bits(${x})`, (u) => `tt_f32_from_bits(${u})`)}
 ${VECTOR_WIDTHS.map(vectorPrelude).join('\n')}
 ${POOL_DECLARATIONS}`;
 

@@ -20,7 +20,7 @@
 // Buffer names come from lowering (cName in lower.ts) and kernel names from our callers,
 // never from records.
 
-import { GPU_EXPANSION_BUDGET, narrowFloatHelpers, renderBody, type GpuDialect } from './c';
+import { GPU_EXPANSION_BUDGET, MINI_FLOAT_C_NAMES, miniFloatHelpers, narrowFloatHelpers, renderBody, type GpuDialect } from './c';
 import { storedBuffers, threadsOf, type Dim3, type GpuProgram } from './gpu';
 import { launchTable, type BufferRole } from './opencl';
 import type { ThreadTag } from '../schedule/steps';
@@ -30,6 +30,7 @@ const VECTOR_MATH: Record<MathFn, string> = {
   exp: 'expf', log: 'logf', sqrt: 'sqrtf', rsqrt: 'rsqrtf', tanh: 'tanhf', sigmoid: 'tt_sigmoidf', fabs: 'fabsf', erf: 'erff',
   log1p: 'log1pf', floor: 'floorf', ceil: 'ceilf', round: 'rintf', sin: 'sinf', cos: 'cosf', tan: 'tanf', atan: 'atanf',
   pow: 'powf', fmod: 'fmodf', round_f16: 'tt_round_f16f', round_bf16: 'tt_round_bf16f',
+  ...MINI_FLOAT_C_NAMES,
 };
 
 /** The vector type of `n` lanes and the helpers c.ts's vector code calls. */
@@ -84,6 +85,7 @@ TT_D int32_t tt_floormod(int32_t a, int32_t b) { int32_t m = a % b; return (m !=
 TT_D float tt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 TT_D float tt_rsqrtf(float x) { return rsqrtf(x); }
 ${narrowFloatHelpers('TT_D', 'uint32_t', (x) => `__float_as_uint(${x})`, (u) => `__uint_as_float(${u})`)}
+${miniFloatHelpers('TT_D', 'uint32_t', (x) => `__float_as_uint(${x})`, (u) => `__uint_as_float(${u})`)}
 ${[4, 8, 16].map(vectorHelpers).join('\n')}
 `;
 

@@ -12,7 +12,7 @@
 // lower.ts) and kernel names from our callers, never from records.
 
 import { numElements } from '../ir/tensor';
-import { GPU_EXPANSION_BUDGET, narrowFloatHelpers, renderBody, type GpuDialect } from './c';
+import { GPU_EXPANSION_BUDGET, MINI_FLOAT_C_NAMES, miniFloatHelpers, narrowFloatHelpers, renderBody, type GpuDialect } from './c';
 import type { Dim3, GpuProgram } from './gpu';
 import type { ThreadTag } from '../schedule/steps';
 import { mathArity, type MathFn } from '../ir/expr';
@@ -24,10 +24,11 @@ const VECTOR_MATH: Record<MathFn, string> = {
   pow: 'pow(a, b)', fmod: 'fmod(a, b)',
   // Scalar helpers (OPENCL_PRELUDE) lane by lane: OpenCL C has no vector overloads of ours.
   round_f16: 'tt_round_f16f', round_bf16: 'tt_round_bf16f',
+  ...MINI_FLOAT_C_NAMES,
 };
 
 /** The math functions whose VECTOR_MATH entry is a scalar helper to apply to each lane. */
-const PER_LANE: ReadonlySet<string> = new Set(['round_f16', 'round_bf16']);
+const PER_LANE: ReadonlySet<string> = new Set(['round_f16', 'round_bf16', ...Object.keys(MINI_FLOAT_C_NAMES)]);
 
 function vectorHelpers(n: number): string {
   const t = `tt_v${n}`;
@@ -72,6 +73,7 @@ inline int tt_floormod(int a, int b) { int m = a % b; return (m != 0 && ((m < 0)
 inline float tt_sigmoidf(float x) { return 1.0f / (1.0f + exp(-x)); }
 inline float tt_rsqrtf(float x) { return rsqrt(x); }
 ${narrowFloatHelpers('inline', 'uint', (x) => `as_uint(${x})`, (u) => `as_float(${u})`)}
+${miniFloatHelpers('inline', 'uint', (x) => `as_uint(${x})`, (u) => `as_float(${u})`)}
 ${[4, 8, 16].map(vectorHelpers).join('\n')}
 `;
 

@@ -21,10 +21,10 @@ test('values the runner cannot feed or compare are refused in one line', () => {
   assert.is(caseRefusal(caseOf([tensor('x', 'float32', [2])])), undefined);
   assert.is(caseRefusal(caseOf([tensor('x', 'int64', [2]), tensor('m', 'bool', [2])])), undefined);
   assert.is(caseRefusal(caseOf([tensor('x', 'float64', [2]), tensor('b', 'bfloat16', [2])], [tensor('y', 'float16', [2])])), undefined, 'float64, bfloat16 and float16 run as float32');
-  assert.is(caseRefusal(caseOf([{ name: 's', kind: 'tensor', dtype: 'object', shape: [2] }])), "input 's' holds strings: supported tensor types are float32, float16, bfloat16 and float64 (as float32), the integer types (as int32) and bool");
+  assert.is(caseRefusal(caseOf([{ name: 's', kind: 'tensor', dtype: 'object', shape: [2] }])), "input 's' holds strings: supported tensor types are float32, float16, bfloat16, float64, float8 and float4 (as float32), the integer types (as int32) and bool");
   assert.is(caseRefusal(caseOf([{ name: 'q', kind: 'sequence' }])), "input 'q' is a sequence: only tensors are supported");
   assert.is(caseRefusal(caseOf([{ name: 'o', kind: 'optional' }])), "input 'o' is an optional (None): only tensors are supported");
-  assert.is(caseRefusal(caseOf([{ name: 'f8', kind: 'tensor', dtype: 'float8e4m3fn', shape: [2] }])), "input 'f8' is float8e4m3fn: supported tensor types are float32, float16, bfloat16 and float64 (as float32), the integer types (as int32) and bool");
+  assert.is(caseRefusal(caseOf([{ name: 'f8', kind: 'tensor', dtype: 'float8e4m3fn', shape: [2] }])), "input 'f8' is float8e4m3fn: supported tensor types are float32, float16, bfloat16, float64, float8 and float4 (as float32), the integer types (as int32) and bool");
   const seq = { ...caseOf([tensor('x', 'float32', [2])]), graph_outputs: [{ name: 'y', type: 'sequence' }] };
   assert.is(caseRefusal(seq), "graph output 'y' is a sequence: only tensors are supported");
 });

@@ -9,6 +9,7 @@
 
 import type { DType } from '../ir/expr';
 import { bfloat16Value, float16Value } from '../ir/half';
+import { miniFloatValue, type MiniFloat } from '../ir/float8';
 import type { CaseValue, ConformanceCase } from './cases';
 
 /** How a case ends: exactly one of these. */
@@ -44,8 +45,19 @@ const INT_BYTES: Record<string, number> = {
   int8: 1, int16: 2, int32: 4, int64: 8, uint8: 1, uint16: 2, uint32: 4, uint64: 8, int4: 1, uint4: 1, int2: 1, uint2: 1,
 };
 
-/** numpy dtypes whose values run as float32 (float16 and bfloat16 exactly, float64 rounded to float32), with their byte widths. */
-const FLOAT_BYTES: Record<string, number> = { float32: 4, float64: 8, float16: 2, bfloat16: 2 };
+/**
+ * numpy dtypes whose values run as float32 (float16, bfloat16 and the 8/4-bit floats
+ * exactly, float64 rounded to float32), with their byte widths; ml_dtypes' float8 and
+ * float4 values are written as one byte of bits each.
+ */
+const FLOAT_BYTES: Record<string, number> = {
+  float32: 4, float64: 8, float16: 2, bfloat16: 2, float8_e4m3fn: 1, float8_e4m3fnuz: 1, float8_e5m2: 1, float8_e5m2fnuz: 1, float4_e2m1fn: 1,
+};
+
+/** ml_dtypes' names of the 8/4-bit floats. */
+const MINI: Record<string, MiniFloat> = {
+  float8_e4m3fn: 'f8e4m3fn', float8_e4m3fnuz: 'f8e4m3fnuz', float8_e5m2: 'f8e5m2', float8_e5m2fnuz: 'f8e5m2fnuz', float4_e2m1fn: 'f4e2m1',
+};
 
 /** The class of a case's dtype the compiled model's dtype must match: floats (as float32), integers (as int32), bool. */
 export function dtypeClass(dtype: string | undefined): DType | undefined {
@@ -54,7 +66,7 @@ export function dtypeClass(dtype: string | undefined): DType | undefined {
   return dtype !== undefined && dtype in INT_BYTES ? 'int32' : undefined;
 }
 
-const SUPPORTED = 'supported tensor types are float32, float16, bfloat16 and float64 (as float32), the integer types (as int32) and bool';
+const SUPPORTED = 'supported tensor types are float32, float16, bfloat16, float64, float8 and float4 (as float32), the integer types (as int32) and bool';
 
 function valueRefusal(v: CaseValue, role: 'input' | 'output'): string | undefined {
   const what = `${role} '${v.name}'`;
@@ -80,7 +92,7 @@ export function caseRefusal(c: ConformanceCase): string | undefined {
 
 /**
  * A value's numbers, decoded from its raw little-endian bytes: float32, float16 and bfloat16
- * (16-bit patterns) as float32, exactly; float64 and the integers as JS numbers (integers
+ * (16-bit patterns), the 8/4-bit floats (a byte of bits each) as float32, exactly; float64 and the integers as JS numbers (integers
  * exact up to 2^53); bool as 0/1.
  */
 export function decodeValue(bytes: Uint8Array, dtype: string): Float64Array | Float32Array {
@@ -93,7 +105,8 @@ export function decodeValue(bytes: Uint8Array, dtype: string): Float64Array | Fl
     for (let i = 0; i < count; i++) {
       const at = i * floatWidth;
       out[i] = dtype === 'float32' ? view.getFloat32(at, true) : dtype === 'float64' ? view.getFloat64(at, true)
-        : dtype === 'float16' ? float16Value(view.getUint16(at, true)) : bfloat16Value(view.getUint16(at, true));
+        : MINI[dtype] ? miniFloatValue(MINI[dtype], bytes[at])
+          : dtype === 'float16' ? float16Value(view.getUint16(at, true)) : bfloat16Value(view.getUint16(at, true));
     }
     return out;
   }

@@ -69,7 +69,7 @@ test('cases compile together into one library, each classified; a failing batch 
   assert.is(wrong.max_abs_error, 0.5);
   assert.match(wrong.reason!, /^output 'y': 1 of 6 value\(s\) off, max abs error 0\.500 at \[1, 0\] \(expected 4\.5, got 4; rtol 0\.001, atol 1e-7\)$/);
   assert.is(batched.results.find((r) => r.name === 'test_foo')!.reason, 'FooBar: operator is not supported');
-  assert.match(batched.results.find((r) => r.name === 'test_relu_f8')!.reason!, /^input 'x' is float8e4m3fn: supported tensor types are float32, float16, bfloat16 and float64 \(as float32\)/);
+  assert.match(batched.results.find((r) => r.name === 'test_relu_f8')!.reason!, /^input 'x' is float8e4m3fn: supported tensor types are float32, float16, bfloat16, float64, float8 and float4 \(as float32\)/);
   const single = await runConformance({ ...opts, batchSize: 1, parallel: 1 });
   assert.equal(outcomes(single.results), expected);
   assert.is(single.libraries, 5);

@@ -10,6 +10,8 @@
 import type { ComputeDAG } from './dag';
 import type { Expr, MathFn } from './expr';
 import { roundBfloat16, roundFloat16 } from './half';
+import { MINI_FLOAT_FNS, roundMiniFloat } from './float8';
+import type { MiniFloatFn } from './nodes';
 import { allocData, dataFits, numElements, type ComputeOp, type Tensor, type TensorData } from './tensor';
 
 type StageFn = (buffers: TensorData[]) => void;
@@ -36,6 +38,7 @@ const MATH: Record<MathFn, (x: string, y?: string) => string> = {
   fmod: (x, y) => `(${x} % ${y})`,
   round_f16: (x) => `mf.f16(${x})`,
   round_bf16: (x) => `mf.bf16(${x})`,
+  ...Object.fromEntries(MINI_FLOAT_FNS.map(({ fn, kind, saturate }) => [fn, (x: string) => `mf.mini('${kind}', ${x}, ${saturate})`])) as Record<MiniFloatFn, (x: string) => string>,
 };
 
 /** Math with C's semantics where JavaScript's differs (rintf, powf), and the narrow float types' rounding (half.ts). */
@@ -43,6 +46,8 @@ const mf = {
   /** The nearest float16 / bfloat16 of the argument rounded to float32, as the C kernels compute it from their float32 operand. */
   f16: roundFloat16,
   bf16: roundBfloat16,
+  /** The nearest 8/4-bit float (float8.ts), as the C kernels compute it. */
+  mini: roundMiniFloat,
   /** Round half to even, as rintf in the default rounding mode. */
   rint(x: number): number {
     const r = Math.round(x);

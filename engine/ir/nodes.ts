@@ -19,10 +19,18 @@ export type BinOp =
  * (half to even, NaN kept; float16 overflows to ±inf from 65520 on, bfloat16 past
  * float32's largest finite value): how a float16 or bfloat16 value, which runs as
  * float32, gets its type's precision (at ONNX's Cast and at a model's outputs).
+ * `round_f8e4m3fn`, `round_f8e4m3fnuz`, `round_f8e5m2`, `round_f8e5m2fnuz` and
+ * `round_f4e2m1` do the same for ONNX's 8- and 4-bit floats (ir/float8.ts: half to even,
+ * saturating to the largest finite value, ±inf included; FNUZ without -0); the `_nosat`
+ * forms are Cast's saturate=0 (past the range: ±inf for E5M2, NaN for the others).
  */
 export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fabs' | 'erf'
   | 'log1p' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan' | 'pow' | 'fmod'
-  | 'round_f16' | 'round_bf16';
+  | 'round_f16' | 'round_bf16' | MiniFloatFn;
+
+/** The 8- and 4-bit float rounding intrinsics (ir/float8.ts). */
+export type MiniFloatFn = 'round_f8e4m3fn' | 'round_f8e4m3fnuz' | 'round_f8e5m2' | 'round_f8e5m2fnuz' | 'round_f4e2m1'
+  | 'round_f8e4m3fn_nosat' | 'round_f8e4m3fnuz_nosat' | 'round_f8e5m2_nosat' | 'round_f8e5m2fnuz_nosat';
 
 export type Combiner = 'sum' | 'max' | 'min' | 'prod';
 

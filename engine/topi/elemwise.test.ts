@@ -161,6 +161,12 @@ const UNARY_REF: Record<UnaryKind, (x: number) => number> = {
   sign: (x) => (x > 0 ? 1 : x < 0 ? -1 : x), reciprocal: (x) => 1 / x, softsign: (x) => x / (1 + Math.abs(x)),
   softplus: (x) => Math.log(1 + Math.exp(x)), mish: (x) => x * Math.tanh(Math.log(1 + Math.exp(x))),
   round_f16: (x) => nearestBinary(x, 10, -14), round_bf16: (x) => nearestBinary(x, 7, -126),
+  // The 8/4-bit floats: [-3, 3] lies in each one's range (float4 e2m1's is [-6, 6]).
+  round_f8e4m3fn: (x) => nearestBinary(x, 3, -6), round_f8e4m3fnuz: (x) => nearestBinary(x, 3, -7),
+  round_f8e5m2: (x) => nearestBinary(x, 2, -14), round_f8e5m2fnuz: (x) => nearestBinary(x, 2, -15),
+  round_f8e4m3fn_nosat: (x) => nearestBinary(x, 3, -6), round_f8e4m3fnuz_nosat: (x) => nearestBinary(x, 3, -7),
+  round_f8e5m2_nosat: (x) => nearestBinary(x, 2, -14), round_f8e5m2fnuz_nosat: (x) => nearestBinary(x, 2, -15),
+  round_f4e2m1: (x) => nearestBinary(x, 1, 0),
 };
 /** The nearest binary float with `fraction` fraction bits and smallest normal exponent `minExp` (finite range only), ties to even, by arithmetic. */
 function nearestBinary(x: number, fraction: number, minExp: number): number {

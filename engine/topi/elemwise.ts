@@ -2,6 +2,8 @@
 
 import { and, call, cast as castExpr, f32, ge, gt, int, lt, ne, select, load, max, min, mul, add, sub, div, dtypeOf, truncdiv, type Expr, type MathFn } from '../ir/expr';
 import { compute, type Tensor } from '../ir/tensor';
+import { MINI_FLOAT_FNS } from '../ir/float8';
+import type { MiniFloatFn } from '../ir/nodes';
 
 const axisNames = (rank: number): string[] => Array.from({ length: rank }, (_, i) => `ax${i}`);
 
@@ -90,11 +92,13 @@ const softplusExpr = (e: Expr): Expr => add(max(e, f0f), call('log1p', call('exp
 /**
  * The parameterless unary operators of ONNX (Sqrt, Exp, ..., Mish) as their TOPI-style
  * computes, and round_f16 / round_bf16: a float32 tensor rounded to the nearest float16 /
- * bfloat16 values (ONNX's Cast to those types, which run as float32; ir/half.ts).
+ * bfloat16 values (ONNX's Cast to those types, which run as float32; ir/half.ts), and
+ * round_f8e4m3fn, ..., round_f4e2m1 (and the `_nosat` forms) to the 8- and 4-bit floats
+ * (ir/float8.ts).
  */
 export type UnaryKind =
   | 'sqrt' | 'exp' | 'log' | 'erf' | 'floor' | 'ceil' | 'round' | 'sin' | 'cos' | 'tan' | 'atan'
-  | 'negative' | 'abs' | 'sign' | 'reciprocal' | 'softsign' | 'softplus' | 'mish' | 'round_f16' | 'round_bf16';
+  | 'negative' | 'abs' | 'sign' | 'reciprocal' | 'softsign' | 'softplus' | 'mish' | 'round_f16' | 'round_bf16' | MiniFloatFn;
 
 /** Operators of UnaryKind that also take int32 tensors (the others are float32 only). */
 const INTEGER_UNARY: ReadonlySet<UnaryKind> = new Set(['negative', 'abs', 'sign']);
@@ -123,6 +127,7 @@ const UNARY: Record<UnaryKind, (e: Expr) => Expr> = {
   mish: (e) => mul(e, call('tanh', softplusExpr(e))),
   round_f16: (e) => call('round_f16', e),
   round_bf16: (e) => call('round_bf16', e),
+  ...Object.fromEntries(MINI_FLOAT_FNS.map(({ fn }) => [fn, (e: Expr) => call(fn, e)])) as Record<MiniFloatFn, (e: Expr) => Expr>,
 };
 
 export const UNARY_KINDS = Object.keys(UNARY) as UnaryKind[];

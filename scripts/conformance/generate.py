@@ -7,10 +7,10 @@ For each case of onnx.backend.test.case.node.collect_testcases(None): OUT_DIR/ca
 holds model.onnx and one raw file per input and expected output (the array's bytes,
 little-endian, row-major, no header), and OUT_DIR/index.json lists every case with its
 tolerances, opset, operator, and each tensor's name, numpy dtype, shape and file. A value
-that is not a plain numeric tensor (a sequence, an optional, strings, a float8 tensor
-numpy cannot hold; bfloat16 is written, as 16-bit patterns, and int4/uint4/int2/uint2 as
-one int8/uint8 byte per value) is listed with its kind or dtype and no file, so the runner
-can refuse it in one line. The folder is written under a temporary name and renamed when complete.
+that is not a plain numeric tensor (a sequence, an optional, strings, a float8e8m0 tensor;
+bfloat16 is written, as 16-bit patterns, int4/uint4/int2/uint2 as one int8/uint8 byte per
+value, the float8 types and float4 e2m1 as one byte of bits per value) is listed with its
+kind or dtype and no file, so the runner can refuse it in one line. The folder is written under a temporary name and renamed when complete.
 engine/conformance/cases.ts runs this script and reads what it writes.
 """
 
@@ -61,6 +61,11 @@ def describe(value, name, case_dir, stem):
         entry["file"] = f"{stem}.bin"
         with open(os.path.join(case_dir, entry["file"]), "wb") as f:
             f.write(np.ascontiguousarray(value).view(np.uint16).astype("<u2", copy=False).tobytes())
+    elif value.dtype.name in SMALL_FLOAT and value.dtype.itemsize == 1:
+        # ml_dtypes' 8- and 4-bit floats: each value's bit pattern, one byte (float4's in the low 4 bits).
+        entry["file"] = f"{stem}.bin"
+        with open(os.path.join(case_dir, entry["file"]), "wb") as f:
+            f.write(np.ascontiguousarray(value).view(np.uint8).tobytes())
     elif value.dtype.name in SMALL_INT:
         # ml_dtypes' 4- and 2-bit integers, unpacked: one byte per value, as int8 or uint8.
         entry["file"] = f"{stem}.bin"
@@ -69,6 +74,7 @@ def describe(value, name, case_dir, stem):
     return entry
 
 
+SMALL_FLOAT = {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"}
 SMALL_INT = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8}
 PLAIN = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
 

@@ -20,6 +20,8 @@ import { floatTensor, intTensor } from './static';
 import { DataType } from './schema';
 import { constantData, dataTypeName, type StaticTensor } from './tensor';
 import { roundBfloat16, roundFloat16 } from '../../ir/half';
+import { miniFloatFn, roundMiniFloat, type MiniFloat } from '../../ir/float8';
+import type { MiniFloatFn } from '../../ir/nodes';
 
 /** 'an int32', 'a float32', 'a bool'. */
 const article = (t: DType): string => `${t === 'int32' ? 'an' : 'a'} ${t}`;
@@ -87,12 +89,14 @@ const COMPARE: Record<string, (a: number, b: number) => boolean> = {
 };
 
 /**
- * The element type an ONNX data type runs as here, or undefined (strings, float8, int4...).
- * float16, bfloat16 and float64 run as float32, as the integer types run as int32.
+ * The element type an ONNX data type runs as here, or undefined (strings, complex, float8e8m0...).
+ * float16, bfloat16, float64 and the 8/4-bit floats run as float32, as the integer types run as int32.
  */
 export function runType(t: number): DType | undefined {
   switch (t) {
     case DataType.FLOAT: case DataType.DOUBLE: case DataType.FLOAT16: case DataType.BFLOAT16: return 'float32';
+    case DataType.FLOAT8E4M3FN: case DataType.FLOAT8E4M3FNUZ: case DataType.FLOAT8E5M2: case DataType.FLOAT8E5M2FNUZ: case DataType.FLOAT4E2M1:
+      return 'float32';
     case DataType.BOOL: return 'bool';
     case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
     case DataType.UINT32: case DataType.UINT16: case DataType.UINT8: case DataType.UINT64:
@@ -165,32 +169,50 @@ const NARROW: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT2]: { bits: 2, signed: true }, [DataType.UINT2]: { bits: 2, signed: false },
 };
 
+/** The 8- and 4-bit ONNX float types, which run as float32 (ir/float8.ts). */
+const MINI_FLOAT_TYPES: Partial<Record<number, MiniFloat>> = {
+  [DataType.FLOAT8E4M3FN]: 'f8e4m3fn', [DataType.FLOAT8E4M3FNUZ]: 'f8e4m3fnuz', [DataType.FLOAT8E5M2]: 'f8e5m2',
+  [DataType.FLOAT8E5M2FNUZ]: 'f8e5m2fnuz', [DataType.FLOAT4E2M1]: 'f4e2m1',
+};
+
 /**
  * The graph ops that round float32 values to the ONNX float types narrower than float32,
- * which run as float32 (topi/elemwise.ts; the rule in ir/half.ts).
+ * which run as float32 (topi/elemwise.ts; the rule in ir/half.ts and ir/float8.ts); the
+ * 8-bit floats' saturating forms (Cast's default; a graph output declared one of them is
+ * rounded so).
  */
-export const ROUND_OPS: Partial<Record<number, 'round_f16' | 'round_bf16'>> = { [DataType.FLOAT16]: 'round_f16', [DataType.BFLOAT16]: 'round_bf16' };
+export const ROUND_OPS: Partial<Record<number, 'round_f16' | 'round_bf16' | MiniFloatFn>> = {
+  [DataType.FLOAT16]: 'round_f16', [DataType.BFLOAT16]: 'round_bf16',
+  ...Object.fromEntries(Object.entries(MINI_FLOAT_TYPES).map(([t, k]) => [t, miniFloatFn(k!, true)])),
+};
 
-/** The static rounding of ROUND_OPS's types. */
-const ROUND_STATIC: Partial<Record<number, (x: number) => number>> = { [DataType.FLOAT16]: roundFloat16, [DataType.BFLOAT16]: roundBfloat16 };
+/** The rounding op of `to` and its static form, Cast's saturate=0 for the 8-bit floats where `saturate` is false. */
+function roundOf(to: number, saturate: boolean): { op: string; f: (x: number) => number } | undefined {
+  if (to === DataType.FLOAT16) return { op: 'round_f16', f: roundFloat16 };
+  if (to === DataType.BFLOAT16) return { op: 'round_bf16', f: roundBfloat16 };
+  const kind = MINI_FLOAT_TYPES[to];
+  return kind ? { op: miniFloatFn(kind, saturate), f: (x) => roundMiniFloat(kind, x, saturate) } : undefined;
+}
 
 /**
  * `v` cast to ONNX type `to` (`what` names it in refusals). A cast to float16 or bfloat16
  * rounds to that type's precision (half to even, float16 overflowing to inf; the result
  * still runs as float32), so Cast(float -> float16) gives what ONNX Runtime and numpy give;
- * a cast to float64 is float32's identity (float64 runs as float32).
+ * so does a cast to an 8- or 4-bit float (ir/float8.ts), past the range to its largest
+ * value with `saturate` (Cast's default), else to inf (E5M2) or NaN, as ONNX's Cast table
+ * has it; a cast to float64 is float32's identity (float64 runs as float32).
  */
-function castTo(n: NodeView, v: Value, to: number, what: string): Value {
+function castTo(n: NodeView, v: Value, to: number, what: string, saturate = true): Value {
   const dtype = runType(to);
-  if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, and FLOAT16, BFLOAT16 and DOUBLE as float32, the integer types and BOOL)`);
-  const round = ROUND_OPS[to];
+  if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, and FLOAT16, BFLOAT16, DOUBLE and the float8/float4 types as float32, the integer types and BOOL)`);
+  const round = roundOf(to, saturate);
   if (round) {
     const wide = castTo(n, v, DataType.FLOAT, what);
     if (isStatic(wide)) {
       const t = wide.t as Extract<StaticTensor, { type: 'float' }>;
-      return staticValue(floatTensor(t.shape, t.data.map(ROUND_STATIC[to]!)));
+      return staticValue(floatTensor(t.shape, t.data.map(round.f)));
     }
-    return nodeValue(n.graph.op(round, [wide.id], {}, `${n.name}_${round}`));
+    return nodeValue(n.graph.op(round.op, [wide.id], {}, `${n.name}_${round.op}`));
   }
   const from: DType = isStatic(v) ? (v.t.type === 'float' ? 'float32' : v.t.bool ? 'bool' : 'int32') : n.graph.node(v.id).dtype;
   const nonNegative = isStatic(v) && v.t.data.every((x) => x >= 0);
@@ -231,9 +253,9 @@ function wrap(x: number, narrow: { bits: number; signed: boolean } | undefined):
 const cast: Converter = {
   attrs: ['to', 'saturate', 'round_mode'],
   convert(n) {
-    if (n.attr.has('round_mode')) throw new UnsupportedError('Cast round_mode (float8 types)');
-    // saturate (opset 19) only applies to float8 targets, which are refused.
-    return [castTo(n, n.input(0), n.attr.int('to', 0), 'Cast')];
+    if (n.attr.has('round_mode')) throw new UnsupportedError('Cast round_mode (float8e8m0)');
+    // saturate (opset 19, default 1) only applies to the float8 targets.
+    return [castTo(n, n.input(0), n.attr.int('to', 0), 'Cast', n.attr.int('saturate', 1) !== 0)];
   },
 };
 
@@ -245,12 +267,12 @@ const cast: Converter = {
 const castLike: Converter = {
   attrs: ['saturate', 'round_mode'],
   convert(n) {
-    if (n.attr.has('round_mode')) throw new UnsupportedError('CastLike round_mode (float8 types)');
+    if (n.attr.has('round_mode')) throw new UnsupportedError('CastLike round_mode (float8e8m0)');
     const like = n.input(1);
     const known = like.kind === 'static' ? ONNX_ELEMENT_TYPE.get(like.t)
       : n.graph.node(like.id).op === 'input' ? ONNX_INPUT_TYPE.get(n.graph)?.get(like.id) : undefined;
     const to = known ?? { float32: DataType.FLOAT, int32: DataType.INT32, bool: DataType.BOOL }[n.dtype(1)];
-    return [castTo(n, n.input(0), to, 'CastLike')];
+    return [castTo(n, n.input(0), to, 'CastLike', n.attr.int('saturate', 1) !== 0)];
   },
 };
 

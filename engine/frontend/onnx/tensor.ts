@@ -1,8 +1,9 @@
 // ONNX tensors <-> the importer's static values. A TensorProto holds its numbers in
 // raw_data (little-endian), in a typed field (float_data, int64_data, ...), or in an
 // external file next to the model (external_data: location, offset, length). Floating
-// types become float32 values (float64 rounded to float32; float16 and bfloat16 values are
-// float32 values exactly, decoded from their bits); integer and bool types become integers
+// types become float32 values (float64 rounded to float32; float16, bfloat16 and the 8- and
+// 4-bit floats' values are float32 values exactly, decoded from their bits: one byte per
+// float8 value, in raw_data or one per int32_data entry; float4 e2m1 packed as int4); integer and bool types become integers
 // (as JS numbers), which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs.
 // The 4- and 2-bit integers are packed, as onnx.numpy_helper packs them: two int4/uint4
 // per byte (element 2k in the low nibble, 2k+1 in the high one), four int2/uint2 per byte
@@ -15,6 +16,7 @@ import { closeSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs'
 import { READ_FLAGS } from '../../regular-file';
 import path from 'node:path';
 import { bfloat16Value, float16Value } from '../../ir/half';
+import { miniFloatValue, type MiniFloat } from '../../ir/float8';
 import { numElements } from '../../ir/tensor';
 import { bytesToFloat32, float32ToBytes } from '../../runtime/rawfile';
 import { DataType, EXTERNAL_DATA, type TensorMessage } from './schema';
@@ -31,13 +33,20 @@ const ELEMENT_BYTES: Record<number, number> = {
   [DataType.FLOAT]: 4, [DataType.DOUBLE]: 8, [DataType.FLOAT16]: 2, [DataType.BFLOAT16]: 2,
   [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.INT16]: 2, [DataType.INT8]: 1,
   [DataType.UINT64]: 8, [DataType.UINT32]: 4, [DataType.UINT16]: 2, [DataType.UINT8]: 1, [DataType.BOOL]: 1,
+  [DataType.FLOAT8E4M3FN]: 1, [DataType.FLOAT8E4M3FNUZ]: 1, [DataType.FLOAT8E5M2]: 1, [DataType.FLOAT8E5M2FNUZ]: 1,
+};
+/** The 8- and 4-bit float types and their formats (ir/float8.ts). */
+const MINI: Partial<Record<number, MiniFloat>> = {
+  [DataType.FLOAT8E4M3FN]: 'f8e4m3fn', [DataType.FLOAT8E4M3FNUZ]: 'f8e4m3fnuz', [DataType.FLOAT8E5M2]: 'f8e5m2',
+  [DataType.FLOAT8E5M2FNUZ]: 'f8e5m2fnuz', [DataType.FLOAT4E2M1]: 'f4e2m1',
 };
 /** The packed integer types: bits per element and signedness. */
 const PACKED: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT4]: { bits: 4, signed: true }, [DataType.UINT4]: { bits: 4, signed: false },
   [DataType.INT2]: { bits: 2, signed: true }, [DataType.UINT2]: { bits: 2, signed: false },
+  [DataType.FLOAT4E2M1]: { bits: 4, signed: false },
 };
-const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16]);
+const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16, ...Object.keys(MINI).map(Number)]);
 const TYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(DataType).map(([k, v]) => [v, k]));
 
 export const dataTypeName = (t: number | undefined): string => TYPE_NAMES[t ?? 0] ?? `data type ${t ?? 0}`;
@@ -69,8 +78,12 @@ export function checkedDims(dims: readonly number[] | undefined, what: string): 
   return out;
 }
 
-/** The number of a float16 or bfloat16 element's 16 bits. */
-const narrowValue = (dataType: number, h: number): number => (dataType === DataType.FLOAT16 ? float16Value(h) : bfloat16Value(h));
+/** The number of a float16 or bfloat16 element's 16 bits, or of an 8/4-bit float's bits. */
+const narrowValue = (dataType: number, h: number): number => {
+  const mini = MINI[dataType];
+  if (mini) return miniFloatValue(mini, h);
+  return dataType === DataType.FLOAT16 ? float16Value(h) : bfloat16Value(h);
+};
 
 /** Decode `count` little-endian elements of `dataType` from bytes. */
 function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32Array | number[] {
@@ -82,6 +95,8 @@ function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32A
     return out;
   }
   const packed = PACKED[dataType];
+  if (dataType === DataType.FLOAT4E2M1) return Float32Array.from({ length: count }, (_, i) => narrowValue(dataType, unpack((k) => bytes[k], i, packed!)));
+  if (MINI[dataType]) return Float32Array.from(bytes.subarray(0, count), (b) => narrowValue(dataType, b));
   if (packed) return Array.from({ length: count }, (_, i) => unpack((k) => bytes[k], i, packed));
   const read: Record<number, (i: number) => number> = {
     [DataType.INT64]: (i) => Number(view.getBigInt64(i * 8, true)),
@@ -174,11 +189,12 @@ export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tens
     const packed = PACKED[dataType];
     if (packed) {
       if (field.length !== bytes) throw new OnnxFormatError(`${what}: int32_data has ${field.length} entries, shape [${shape.join(', ')}] needs ${bytes} (${dataTypeName(dataType)} packs ${8 / packed.bits} values a byte)`);
-      return { type: 'int', shape, data: Array.from({ length: count }, (_, i) => unpack((k) => field[k] & 0xff, i, packed)) };
+      const data = Array.from({ length: count }, (_, i) => unpack((k) => field[k] & 0xff, i, packed));
+      return dataType === DataType.FLOAT4E2M1 ? { type: 'float', shape, data: Float32Array.from(data, (b) => narrowValue(dataType, b)) } : { type: 'int', shape, data };
     }
     if (field.length !== count) throw new OnnxFormatError(`${what}: ${field.length} values for shape [${shape.join(', ')}]`);
     values = FLOAT_TYPES.has(dataType)
-      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16 ? narrowValue(dataType, v) : v))
+      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16 || MINI[dataType] ? narrowValue(dataType, v) : v))
       : field.map((v) => (dataType === DataType.BOOL ? (v ? 1 : 0) : v));
   }
   if (values instanceof Float32Array) return { type: 'float', shape, data: values };
@@ -206,7 +222,7 @@ function typedField(t: TensorMessage, dataType: number): number[] {
     case DataType.DOUBLE: return t.double_data ?? [];
     case DataType.INT64: return t.int64_data ?? [];
     case DataType.UINT32: case DataType.UINT64: return t.uint64_data ?? [];
-    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 (as bits), the packed bytes of int4/int2
+    default: return t.int32_data ?? []; // int32, int16, int8, uint16, uint8, bool, float16, bfloat16 and float8 (as bits), the packed bytes of int4/int2/float4
   }
 }
 
