@@ -148,6 +148,12 @@ export class NodeView {
   /** The element type input `i` has in our graph (float32, int32 or bool). */
   dtype(i: number): DType { return this.cx.dtypeOf(this.input(i)); }
 
+  /** The ONNX element type (DataType) of input `i`, where known (declared or inferred, narrow.ts); undefined when absent or unknown. */
+  onnxType(i: number): number | undefined {
+    const name = this.inputs[i];
+    return name ? this.cx.onnxType(name) : undefined;
+  }
+
   /** An op node of our graph, named after this ONNX node. */
   op(op: string, inputs: readonly number[], attrs: Attrs = {}, suffix = ''): Value {
     return nodeValue(this.cx.graph.op(op, inputs, attrs, `${this.name}${suffix}`));
@@ -178,6 +184,7 @@ export class ImportContext {
   private readonly values = new Map<string, Value>();
   private readonly materialized = new Map<StaticTensor, number>();
   private readonly names = new Map<StaticTensor, string>();
+  private readonly types = new Map<string, number>();
 
   /** The model file, as messages name it. */
   readonly fileName: string;
@@ -200,12 +207,22 @@ export class ImportContext {
     this.values.set(name, v);
   }
 
+  /** The ONNX element type (DataType) of value `name`, where known: declared by the graph or inferred from its operator (narrow.ts). */
+  onnxType(name: string): number | undefined { return this.types.get(name); }
+
+  setOnnxType(name: string, type: number | undefined): void {
+    if (type) this.types.set(name, type);
+    else this.types.delete(name);
+  }
+
   /** The names defined so far (a subgraph's scope is what it adds to them). */
   definedNames(): Set<string> { return new Set(this.values.keys()); }
 
   /** Forget the names a subgraph defined beyond `outer` (its values stay in the graph): the next branch may reuse them. */
   leaveScope(outer: ReadonlySet<string>): void {
-    for (const name of [...this.values.keys()]) if (!outer.has(name)) this.values.delete(name);
+    for (const name of [...this.values.keys()]) {
+      if (!outer.has(name)) { this.values.delete(name); this.types.delete(name); }
+    }
   }
 
   shapeOf(v: Value): readonly number[] {

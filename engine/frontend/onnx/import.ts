@@ -12,10 +12,11 @@
 // (ids, masks, indices); bool as bool; float16, bfloat16 and float64 run as float32, as the
 // integer types run as int32. float64 thus computes in float32's precision (a relative
 // error of about 6e-8 per operation instead of 1e-16). float16 and bfloat16 values are
-// float32 values exactly and compute in float32; a Cast to either type rounds to its
-// precision (round_f16 / round_bf16), and so does each graph output declared float16 or
-// bfloat16, so that what the model returns are values of the declared type. The ONNX type
-// each input and output declares stays in `onnxTypes`.
+// float32 values exactly: each operator's result of either type is rounded to it
+// (round_f16 / round_bf16; narrow.ts finds each value's ONNX type and says which results
+// need no rounding), inside an operator the arithmetic is float32's, and a graph input of
+// either type is rounded on entry. The ONNX type each input and output declares stays in
+// `onnxTypes`.
 //
 // Symbolic dimensions: the first takes `batch` (default 1); any dimension, and a scalar,
 // can be fixed with `inputShapes` (tvmc's --input-shapes).
@@ -42,6 +43,9 @@ import { EXTRA_CONVERTERS } from './convert-extra';
 import { MATH_CONVERTERS } from './convert-math';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from './tensor';
+import { declaredTypes, inferOutputTypes, isInputOf, keepsValues } from './narrow';
+import { floatTensor } from './static';
+import { roundBfloat16, roundFloat16 } from '../../ir/half';
 import type { DType } from '../../ir/expr';
 import { numElements } from '../../ir/tensor';
 
@@ -188,6 +192,7 @@ const defineOnce = (file: string, name: string, by: string): DuplicateValueError
  */
 function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues: Issues, scope?: string): void {
   const poisoned = new Set<string>();
+  const declared = declaredTypes(g);
   for (const msg of g.node ?? []) {
     const n = new NodeView(msg, opset, cx);
     const label = `${n.opType || '(no op_type)'} '${n.name}'`;
@@ -221,13 +226,62 @@ function convertNodes(g: GraphMessage, cx: ImportContext, opset: number, issues:
       fail(e instanceof UnsupportedError ? `unsupported: ${e.message}` : messageOf(e));
       continue;
     }
+    const isFloat = (i: number): boolean => !!n.inputs[i] && cx.has(n.inputs[i]) && cx.dtypeOf(cx.value(n.inputs[i])) === 'float32';
+    const inferred = inferOutputTypes(msg, (name) => cx.onnxType(name), isFloat);
+    const keeps = keepsValues(n);
     n.outputs.forEach((o, i) => {
       const v = outs[i];
       if (!o) return;
-      if (v) cx.set(o, v);
-      else fail(`output ${i} ('${o}') is not produced by the importer`);
+      if (!v) {
+        fail(`output ${i} ('${o}') is not produced by the importer`);
+        return;
+      }
+      const type = declared.get(o) ?? inferred[i];
+      // If's outputs are its branches' nodes' outputs.
+      const exact = n.opType === 'If' || castRounded(cx, n, v, type) || (keeps && inferred[i] === type);
+      cx.set(o, exact ? v : narrowed(cx, n, v, type));
+      cx.setOnnxType(o, type);
     });
   }
+}
+
+type FloatStatic = Extract<StaticTensor, { type: 'float' }>;
+
+/**
+ * Whether output `v` of a Cast or CastLike is already its target type's value: Cast rounds
+ * to its target itself (saturate=0 too, which a second, saturating rounding would undo),
+ * and so does CastLike where it knows its second input's ONNX type (a tensor of the file,
+ * a graph input); else it casts to float32 and the result is rounded here.
+ */
+function castRounded(cx: ImportContext, n: NodeView, v: Value, type: number | undefined): boolean {
+  if (n.opType === 'Cast') return true;
+  const op = type === undefined ? undefined : ROUND_OPS[type];
+  if (n.opType !== 'CastLike' || !op) return false;
+  if (v.kind === 'node') {
+    // The type's rounding, or its saturate=0 form (round_<type>_nosat).
+    const node = cx.graph.node(v.id);
+    return isOpNode(node) && (node.op === op || node.op === `${op}_nosat`);
+  }
+  const like = n.optional(1);
+  return like?.kind === 'static' && ONNX_ELEMENT_TYPE.get(like.t) !== undefined;
+}
+
+/** The rounding ops' functions, for static values (folded at import). */
+const STATIC_ROUND: Partial<Record<string, (x: number) => number>> = { round_f16: roundFloat16, round_bf16: roundBfloat16 };
+
+/**
+ * Output `v` of node `n`, of ONNX type `type`: a float16 or bfloat16 value is rounded to its
+ * type (narrow.ts), unless it already is a rounding to it or an input of that type passed
+ * through. Static values are rounded here.
+ */
+function narrowed(cx: ImportContext, n: NodeView, v: Value, type: number | undefined): Value {
+  const op = type === undefined ? undefined : ROUND_OPS[type];
+  if (!op || cx.dtypeOf(v) !== 'float32' || isInputOf(n, v, type!)) return v;
+  const fold = STATIC_ROUND[op];
+  if (v.kind === 'static' && fold) return staticValue(floatTensor(v.t.shape, (v.t as FloatStatic).data.map(fold)));
+  const id = cx.nodeOf(v), node = cx.graph.node(id);
+  if (isOpNode(node) && node.op === op) return v;
+  return nodeValue(cx.graph.op(op, [id], {}, `${n.name}_${op}`));
 }
 
 /**
@@ -250,15 +304,16 @@ function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: numb
     const outer = cx.definedNames();
     // A branch initializer may shadow an outer value (onnx.checker allows it): inside the
     // branch the name means the initializer, after it the outer value again.
-    const shadowed = new Map<string, Value>();
+    const shadowed = new Map<string, { v: Value; type: number | undefined }>();
     try {
       const own = new Set<string>();
       for (const t of branch.initializer ?? []) {
         const name = t.name ?? '';
         if (own.has(name)) throw defineOnce(cx.fileName, name, `an initializer of the ${scope}`);
         own.add(name);
-        if (cx.has(name)) shadowed.set(name, cx.value(name));
+        if (cx.has(name)) shadowed.set(name, { v: cx.value(name), type: cx.onnxType(name) });
         cx.set(name, staticValue(protoTensor(t, cx.modelDir, `initializer '${name}' of ${which}`)));
+        cx.setOnnxType(name, t.data_type);
       }
       const inner = new Issues();
       convertNodes(branch, cx, opset, inner, scope);
@@ -268,7 +323,10 @@ function convertIf(msg: NodeMessage, n: NodeView, cx: ImportContext, opset: numb
       return outs;
     } finally {
       cx.leaveScope(outer);
-      for (const [name, v] of shadowed) cx.set(name, v);
+      for (const [name, { v, type }] of shadowed) {
+        cx.set(name, v);
+        cx.setOnnxType(name, type);
+      }
     }
   };
   if (cond.kind === 'static') {
@@ -321,6 +379,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     initializerNames.add(name);
     try {
       cx.set(name, staticValue(protoTensor(t, cx.modelDir, `initializer '${name}'`)));
+      cx.setOnnxType(name, t.data_type);
     } catch (e) {
       throw new UserError(`${file}: ${messageOf(e)}`);
     }
@@ -341,16 +400,28 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
   for (const [index, vi] of graphInputs.entries()) {
     const name = vi.name ?? '';
     if (cx.has(name)) throw new UserError(`${file}: graph input '${name}' is listed twice`);
+    const elemType = vi.type?.tensor_type?.elem_type;
+    cx.setOnnxType(name, elemType);
+    const round = elemType === undefined ? undefined : ROUND_OPS[elemType];
     const frozen = opts.constantInputs?.get(name);
     if (frozen) {
-      cx.set(name, staticValue(frozenInput(vi, frozen, file)));
+      // A constant bound to a float16 / bfloat16 input holds values of its type, as a fed one does.
+      const t = frozenInput(vi, frozen, file), fold = round && STATIC_ROUND[round];
+      if (!fold || t.type !== 'float') cx.set(name, staticValue(t));
+      else {
+        const narrow = floatTensor(t.shape, t.data.map(fold));
+        ONNX_ELEMENT_TYPE.set(narrow, elemType!);
+        cx.set(name, staticValue(narrow));
+      }
       continue;
     }
     const { shape, symbolicBatch: sym } = inputShape(vi, index, file, opts);
     symbolicBatch ||= sym;
     const dtype = inputDtype(vi.type?.tensor_type?.elem_type)!;
     const id = cx.graph.input(name, shape, dtype);
-    cx.set(name, nodeValue(id));
+    // A float16 or bfloat16 input is fed as float32 words, which need not be values of its
+    // type: it is rounded to the type on entry, as every value of the type is.
+    cx.set(name, nodeValue(round ? cx.graph.op(round, [id], {}, `${name}_${round}`) : id));
     const types = ONNX_INPUT_TYPE.get(cx.graph) ?? new Map<number, number>();
     ONNX_INPUT_TYPE.set(cx.graph, types.set(id, vi.type?.tensor_type?.elem_type ?? 0));
     inputs.push({ name, shape, dtype });
@@ -371,20 +442,22 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     throw new UserError(`${file}: cannot import ${issues.lines.length} node(s) (opset ${opset}; supported operators: ${SUPPORTED_OPS.join(', ')}):\n${issues.lines.map((l) => `  - ${l}`).join('\n')}`);
   }
   const outputTypes = (g.output ?? []).map((o) => o.type?.tensor_type?.elem_type);
-  cx.graph.outputs = outputs.map((o, i) => narrowOutput(cx, cx.nodeOf(cx.value(o)), outputTypes[i], o));
+  cx.graph.outputs = outputs.map((o, i) => narrowOutput(cx, o, outputTypes[i]));
   const declaredInputs = inputs.map((inp) => dataTypeName(graphInputs.find((vi) => vi.name === inp.name)?.type?.tensor_type?.elem_type));
   return { graph: cx.graph, inputs, outputs, opset, onnxTypes: { inputs: declaredInputs, outputs: outputTypes.map(dataTypeName) } };
 }
 
 /**
- * Graph output `id`, declared `elemType`: a float16 or bfloat16 output rounded to its type
- * (the model's values are its declared type's), unless its node already is that rounding
- * (a Cast to the type).
+ * The node of graph output `name`, declared `elemType`: a float16 or bfloat16 output is a
+ * value of its type (the model returns its declared type's values). Its producer rounded it
+ * (the declared type is its type), unless it is a graph input or an initializer of another
+ * type; only such a one is rounded here.
  */
-function narrowOutput(cx: ImportContext, id: number, elemType: number | undefined, name: string): number {
+function narrowOutput(cx: ImportContext, name: string, elemType: number | undefined): number {
+  const id = cx.nodeOf(cx.value(name));
   const op = elemType === undefined ? undefined : ROUND_OPS[elemType];
   const node = cx.graph.node(id);
-  if (!op || node.dtype !== 'float32' || (isOpNode(node) && node.op === op)) return id;
+  if (!op || cx.onnxType(name) === elemType || node.dtype !== 'float32' || (isOpNode(node) && node.op === op)) return id;
   return cx.graph.op(op, [id], {}, `${name}_as_${op === 'round_f16' ? 'float16' : 'bfloat16'}`);
 }
 

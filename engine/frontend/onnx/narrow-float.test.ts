@@ -1,10 +1,12 @@
 // float16, bfloat16 and float64 models, which run as float32: the importer accepts their
 // inputs and outputs and records the declared types; Cast to float16 / bfloat16 rounds
 // exactly as ir/half.ts (and ONNX Runtime) do, in the reference evaluator and compiled; a
-// float16 output is rounded to float16; whole models against ONNX Runtime fed the same
-// values in their declared types: an fp16 Conv + Add + Relu and MatMul + Add + Relu at rtol
-// 1e-3 (the float16 outputs' precision, 2^-11 = 4.9e-4 per rounding; ORT rounds after
-// each operator, we once at the output), a float64 MatMul + Add + Relu + Tanh at rtol 1e-6
+// float16 output is rounded to float16; every operator's float16 / bfloat16 result is
+// rounded (once; inputs on entry; not what only moves values; nothing in a float32 model);
+// whole models against ONNX Runtime fed the same values in their declared types: an fp16
+// Conv + Add + Relu and MatMul + Add + Relu at rtol 1e-3 (the float16 outputs' precision,
+// 2^-11 = 4.9e-4 per rounding; both round after each operator, summing in float32 in
+// different orders, and ORT fuses some operators), a float64 MatMul + Add + Relu + Tanh at rtol 1e-6
 // (float64 runs in float32 precision here: about 6e-8 per operation). Each tolerance reads
 // |ours - ORT| <= rtol * |ORT| + atol, with atol stated beside it.
 
@@ -132,6 +134,65 @@ test('float16, bfloat16 and float64 inputs and outputs import as float32; the de
   exact('bfloat16 output', z, [0.10009765625, 1, -3]);
 });
 
+/** The ops of a graph's nodes, in order (input and constant nodes by their kind). */
+const opsOf = (g: ReturnType<typeof importOnnx>['graph']): string[] => g.nodes.map((n) => n.op);
+
+test('float16 / bfloat16 values are rounded after every operator, once: inputs on entry, arithmetic results, not moved values, not a Cast twice, never in a float32 model', () => {
+  for (const [type, op] of [[F16, 'round_f16'], [BF16, 'round_bf16']] as const) {
+    const m = new OnnxModelBuilder(13).typedInput('x', type, [2, 3]).tensor(typedTensor('a', type, [3], [0.5, 1, 2]))
+      .node('Add', ['x', 'a'], ['s']).node('Relu', ['s'], ['r']).node('Reshape', ['r', 'shape'], ['t'])
+      .node('Exp', ['t'], ['e']).node('Cast', ['e'], ['w'], { to: DataType.FLOAT }).node('Mul', ['w', 'w'], ['wide'])
+      .node('Cast', ['wide'], ['n'], { to: type }).node('Transpose', ['n'], ['y'], { perm: [1, 0] }).typedOutput('y', type);
+    m.tensor({ name: 'shape', dims: [2], data_type: DataType.INT64, int64_data: [3, 2] });
+    const g = importOnnx(m.build(), 'm.onnx').graph;
+    // x on entry, Add, Exp and the Cast to the type round (the Cast once); Relu, Reshape and
+    // Transpose move values; the float32 Mul and the Cast to float do not.
+    assert.equal(opsOf(g).filter((o) => o === op).length, 4, `${op} count: ${opsOf(g).join(' ')}`);
+    const roundsOf = (name: string): number => g.nodes.filter((n) => n.op === op && g.node(n.inputs[0]).name === name).length;
+    assert.equal(['x', 's', 'e', 'wide'].map(roundsOf), [1, 1, 1, 1], 'the input, Add, Exp and the float32 Mul cast to the type are rounded once');
+    assert.equal(['r', 't', 'y'].map(roundsOf), [0, 0, 0], 'Relu, Reshape and the output Transpose are not');
+  }
+  // A float32 model (with a float16 output of a float32 value it never computes in float16) has no rounding but at that output.
+  const f32 = new OnnxModelBuilder(13).input('x', [4]).float('a', [4], [1, 2, 3, 4])
+    .node('Add', ['x', 'a'], ['s']).node('Exp', ['s'], ['e']).node('MatMul', ['e', 'a'], ['y']).output('y').build();
+  assert.not.ok(opsOf(importOnnx(f32, 'f32.onnx').graph).some((o) => o.startsWith('round_')), 'a float32 model is not rounded');
+});
+
+test('float16 / bfloat16 arithmetic rounds every operator\'s result (not once at the end), and a float32 word fed as a float16 input is rounded to float16', () => {
+  // 1 + 2^-11 is a float16 tie (rounds to even, 1); times 3 that is 3, where one rounding at the end gives 3 + 2^-9.
+  // bfloat16 alike with 2^-8: 1 + 2^-8 rounds to 1, times 3 is 3 (once at the end: 3 + 2^-6).
+  for (const [type, eps, round] of [[F16, 2 ** -11, roundFloat16], [BF16, 2 ** -8, roundBfloat16]] as const) {
+    const m = new OnnxModelBuilder(13).typedInput('x', type, [3]).typedInput('e', type, [3]).tensor(typedTensor('three', type, [1], [3]))
+      .node('Add', ['x', 'e'], ['s']).node('Mul', ['s', 'three'], ['y']).typedOutput('y', type)
+      .node('Identity', ['x'], ['id']).typedOutput('id', type).build();
+    const model = importOnnx(m, 'm.onnx');
+    const x = Float32Array.from([1, 1, 1 + eps / 2]), e = Float32Array.from([eps, 3 * eps, 0]);
+    const [y, id] = runGraph(model.graph, new Map([['x', x], ['e', e]]));
+    const perOp = x.map((v, i) => round(round(round(v) + round(e[i])) * 3));
+    exact(`${type === F16 ? 'float16' : 'bfloat16'}: (x + e) * 3 rounded per operator`, y, perOp);
+    assert.is(y[0], 3, 'the tie rounds to 1 before the Mul');
+    assert.is.not(round((1 + eps) * 3), 3, 'one rounding at the end would differ');
+    exact('the input rounded on entry', id, x.map(round));
+  }
+});
+
+test('float16 through an If with a computed condition: the branches\' results are rounded, the selection is not again, and what follows the If is', () => {
+  const thenB = new OnnxModelBuilder(13).tensor(typedTensor('one', F16, [1], [1])).node('Add', ['x', 'one'], ['t_out']).typedOutput('t_out', F16).subgraph('then');
+  const elseB = new OnnxModelBuilder(13).tensor(typedTensor('m', F16, [1], [3])).node('Mul', ['x', 'm'], ['e_out']).typedOutput('e_out', F16).subgraph('else');
+  const m = new OnnxModelBuilder(13).typedInput('x', F16, [3]).typedInput('c', DataType.BOOL, [])
+    .node('If', ['c'], ['y'], { then_branch: { graph: thenB }, else_branch: { graph: elseB } })
+    .node('Div', ['y', 'x'], ['q']).typedOutput('q', F16).build();
+  const g = importOnnx(m, 'if.onnx').graph;
+  const rounded = g.nodes.filter((n) => n.op === 'round_f16').map((n) => g.node(n.inputs[0]).op);
+  assert.equal(rounded, ['input', 'add', 'multiply', 'divide'], `rounded: ${rounded.join(', ')}`);
+  const x = Float32Array.from([1 + 2 ** -12, 3, 0.1]);
+  for (const c of [1, 0]) {
+    const [q] = runGraph(g, new Map<string, Float32Array | Int32Array>([['x', x], ['c', Int32Array.from([c])]]));
+    const xs = x.map(roundFloat16);
+    exact(`If ${c ? 'then' : 'else'}`, q, xs.map((v) => roundFloat16(roundFloat16(c ? v + 1 : v * 3) / v)));
+  }
+});
+
 test('Cast float32 -> float16 / bfloat16 -> float32 is exact (subnormals, ties, overflow, NaN, ±0), imported, compiled and in ONNX Runtime', async () => {
   const edges = Float32Array.from([
     0, -0, NaN, Infinity, -Infinity, 65504, 65519.99609375, 65520, -65520, 1e6, 1 + 2 ** -11, 1 + 3 * 2 ** -11, -(1 + 2 ** -11),
@@ -193,7 +254,9 @@ test('an fp16 model (Conv + Add + Relu, MatMul + Add + Relu; fp16 inputs, initia
   ours.forEach((o, k) => exact(`fp16 output ${k} holds float16 values`, o, o.map(roundFloat16)));
   const theirs = await ortOutputs(bytes, [F16, F16], inputs, shapes);
   if (!theirs) { skip('fp16 model: the comparison with ONNX Runtime', ort.error); return; }
-  // atol 1e-3: a Relu output near 0 after cancellation carries ORT's intermediate float16 roundings (steps of 2^-11 at 0.5-1).
+  // ORT fuses MatMul + Add and Conv + Add + Relu and rounds their result once, where we round
+  // after each operator: a float16 step apart at most (2^-9 at 2-4, 6 of 40 and 25 of 144
+  // values differ); atol 1e-3: a Relu output near 0 after cancellation carries that step of its operands (2^-11 at 0.5-1).
   theirs.forEach((t, k) => close(`fp16 model vs ONNX Runtime, output ${k}`, ours[k], t, 1e-3, 1e-3));
 });
 
