@@ -138,11 +138,13 @@ test('input shapes fix symbolic dimensions and scalars; inputs may differ in the
   assert.equal(importOnnx(ints, 'm.onnx').inputs.map((i) => i.dtype), ['int32', 'bool']);
   const u64 = new OnnxModelBuilder().typedInput('u', DataType.UINT64, [2]).node('Identity', ['u'], ['y']).output('y').build();
   assert.equal(importOnnx(u64, 'm.onnx').inputs.map((i) => i.dtype), ['int32'], 'UINT64 runs as int32 too');
+  const f8 = new OnnxModelBuilder(19).typedInput('q', DataType.FLOAT8E4M3FN, [2]).typedInput('i4', DataType.INT4, [2]).node('Identity', ['q'], ['y']).output('y').build();
+  assert.equal(importOnnx(f8, 'm.onnx').inputs.map((i) => i.dtype), ['float32', 'int32'], 'float8 runs as float32, int4 as int32');
   const dbl = new OnnxModelBuilder().typedInput('d', DataType.DOUBLE, [2]).typedInput('h', DataType.FLOAT16, [2]).node('Add', ['d', 'h'], ['y']).output('y').build();
   assert.equal(importOnnx(dbl, 'm.onnx').inputs.map((i) => i.dtype), ['float32', 'float32'], 'DOUBLE and FLOAT16 run as float32');
   assert.equal(importOnnx(dbl, 'm.onnx').onnxTypes.inputs, ['DOUBLE', 'FLOAT16']);
   const str = new OnnxModelBuilder().typedInput('s', DataType.STRING, [2]).node('Identity', ['s'], ['y']).output('y').build();
-  assert.throws(() => importOnnx(str, 'm.onnx'), (e: Error) => e.message === "m.onnx: graph input 's' is STRING; supported input types: FLOAT, FLOAT16, BFLOAT16 and DOUBLE (run as float32), the integer types (run as int32) and BOOL");
+  assert.throws(() => importOnnx(str, 'm.onnx'), (e: Error) => e.message === "m.onnx: graph input 's' is STRING; supported input types: FLOAT, FLOAT16, BFLOAT16, DOUBLE and the float8/float4 types (run as float32), the integer types (run as int32) and BOOL");
 });
 
 test('external data: initializers read from a file next to the model', () => {

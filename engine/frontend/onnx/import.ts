@@ -9,13 +9,13 @@
 // its version at the model's opset defines it (n.opset), which is how opsets 7-10 come in.
 //
 // Types: float32 runs as itself; int64/int32/int16/int8/uint8/uint16/uint32/uint64 and the 4- and 2-bit integers run as int32
-// (ids, masks, indices); bool as bool; float16, bfloat16 and float64 run as float32, as the
-// integer types run as int32. float64 thus computes in float32's precision (a relative
+// (ids, masks, indices); bool as bool; float16, bfloat16, float64 and the 8- and 4-bit
+// floats run as float32, as the integer types run as int32. float64 thus computes in float32's precision (a relative
 // error of about 6e-8 per operation instead of 1e-16). float16 and bfloat16 values are
 // float32 values exactly: each operator's result of either type is rounded to it
 // (round_f16 / round_bf16; narrow.ts finds each value's ONNX type and says which results
 // need no rounding), inside an operator the arithmetic is float32's, and a graph input of
-// either type is rounded on entry. The ONNX type each input and output declares stays in
+// either type is rounded on entry; the same holds for float8 and float4 (ir/float8.ts). The ONNX type each input and output declares stays in
 // `onnxTypes`.
 //
 // Symbolic dimensions: the first takes `batch` (default 1); any dimension, and a scalar,
@@ -46,6 +46,7 @@ import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from '.
 import { declaredTypes, inferOutputTypes, isInputOf, keepsValues } from './narrow';
 import { floatTensor } from './static';
 import { roundBfloat16, roundFloat16 } from '../../ir/half';
+import { MINI_FLOAT_FNS, roundMiniFloat } from '../../ir/float8';
 import type { DType } from '../../ir/expr';
 import { numElements } from '../../ir/tensor';
 
@@ -113,7 +114,9 @@ function opsetOf(model: ModelMessage, file: string): number {
 /** The element type an ONNX input type runs as, or undefined when we cannot run it. */
 function inputDtype(elemType: number | undefined): DType | undefined {
   switch (elemType) {
-    case DataType.FLOAT: case DataType.FLOAT16: case DataType.BFLOAT16: case DataType.DOUBLE: return 'float32';
+    case DataType.FLOAT: case DataType.FLOAT16: case DataType.BFLOAT16: case DataType.DOUBLE:
+    case DataType.FLOAT8E4M3FN: case DataType.FLOAT8E4M3FNUZ: case DataType.FLOAT8E5M2: case DataType.FLOAT8E5M2FNUZ: case DataType.FLOAT4E2M1:
+      return 'float32';
     case DataType.BOOL: return 'bool';
     case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
     case DataType.UINT64: case DataType.UINT32: case DataType.UINT16: case DataType.UINT8:
@@ -131,7 +134,7 @@ function inputShape(vi: ValueInfo, index: number, file: string, opts: OnnxImport
   const tt = vi.type?.tensor_type;
   if (!tt) throw new UserError(`${file}: graph input '${name}' is not a tensor`);
   if (!inputDtype(tt.elem_type)) {
-    throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}; supported input types: FLOAT, FLOAT16, BFLOAT16 and DOUBLE (run as float32), the integer types (run as int32) and BOOL`);
+    throw new UserError(`${file}: graph input '${name}' is ${dataTypeName(tt.elem_type)}; supported input types: FLOAT, FLOAT16, BFLOAT16, DOUBLE and the float8/float4 types (run as float32), the integer types (run as int32) and BOOL`);
   }
   const given = opts.inputShapes?.find((s, i) => (s.name === undefined ? i === index : s.name === name))?.shape;
   const declared = tt.shape?.dim;
@@ -267,7 +270,10 @@ function castRounded(cx: ImportContext, n: NodeView, v: Value, type: number | un
 }
 
 /** The rounding ops' functions, for static values (folded at import). */
-const STATIC_ROUND: Partial<Record<string, (x: number) => number>> = { round_f16: roundFloat16, round_bf16: roundBfloat16 };
+const STATIC_ROUND: Partial<Record<string, (x: number) => number>> = {
+  round_f16: roundFloat16, round_bf16: roundBfloat16,
+  ...Object.fromEntries(MINI_FLOAT_FNS.map(({ fn, kind, saturate }) => [fn, (x: number) => roundMiniFloat(kind, x, saturate)])),
+};
 
 /**
  * Output `v` of node `n`, of ONNX type `type`: a float16 or bfloat16 value is rounded to its
@@ -458,7 +464,7 @@ function narrowOutput(cx: ImportContext, name: string, elemType: number | undefi
   const op = elemType === undefined ? undefined : ROUND_OPS[elemType];
   const node = cx.graph.node(id);
   if (!op || cx.onnxType(name) === elemType || node.dtype !== 'float32' || (isOpNode(node) && node.op === op)) return id;
-  return cx.graph.op(op, [id], {}, `${name}_as_${op === 'round_f16' ? 'float16' : 'bfloat16'}`);
+  return cx.graph.op(op, [id], {}, `${name}_as_${dataTypeName(elemType).toLowerCase()}`);
 }
 
 /** Remove pairs of transposes that undo each other (convertLayout leaves them at an NHWC model's boundary). */
