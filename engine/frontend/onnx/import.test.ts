@@ -140,6 +140,14 @@ test('input shapes fix symbolic dimensions and scalars; inputs may differ in the
   assert.equal(importOnnx(u64, 'm.onnx').inputs.map((i) => i.dtype), ['int32'], 'UINT64 runs as int32 too');
   const f8 = new OnnxModelBuilder(19).typedInput('q', DataType.FLOAT8E4M3FN, [2]).typedInput('i4', DataType.INT4, [2]).node('Identity', ['q'], ['y']).output('y').build();
   assert.equal(importOnnx(f8, 'm.onnx').inputs.map((i) => i.dtype), ['float32', 'int32'], 'float8 runs as float32, int4 as int32');
+  // An input with an empty dimension is the empty tensor, a constant: CastLike takes only its type.
+  // (The builder writes no dim_value 0, which reads as symbolic: the shape is given.)
+  const like = new OnnxModelBuilder(19).input('x', [3]).typedInput('like', DataType.FLOAT16, ['n']).node('CastLike', ['x', 'like'], ['y']).typedOutput('y', DataType.FLOAT16).build();
+  const m = importOnnx(like, 'm.onnx', { inputShapes: [{ name: 'like', shape: [0] }] });
+  assert.equal(m.inputs.map((i) => i.name), ['x']);
+  assert.equal(runGraph(m.graph, new Map([['x', new Float32Array([1, 1.0001, 70000])]]))[0], new Float32Array([1, 1, Infinity]), 'rounded to float16');
+  const onlyEmpty = new OnnxModelBuilder(13).input('e', [2, 'n']).node('Identity', ['e'], ['y']).output('y').build();
+  assert.throws(() => importOnnx(onlyEmpty, 'm.onnx', { inputShapes: [{ name: 'e', shape: [2, 0] }] }), (e: Error) => e.message === "m.onnx: the graph has no (non-initializer) inputs left ('e' is empty, the others bound to constants)");
   const dbl = new OnnxModelBuilder().typedInput('d', DataType.DOUBLE, [2]).typedInput('h', DataType.FLOAT16, [2]).node('Add', ['d', 'h'], ['y']).output('y').build();
   assert.equal(importOnnx(dbl, 'm.onnx').inputs.map((i) => i.dtype), ['float32', 'float32'], 'DOUBLE and FLOAT16 run as float32');
   assert.equal(importOnnx(dbl, 'm.onnx').onnxTypes.inputs, ['DOUBLE', 'FLOAT16']);

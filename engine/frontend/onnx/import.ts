@@ -21,7 +21,8 @@
 // Symbolic dimensions: the first takes `batch` (default 1); any dimension, and a scalar,
 // can be fixed with `inputShapes` (tvmc's --input-shapes).
 // `constantInputs` binds graph inputs to values (TVM's freeze_params): such an input is a
-// static tensor, as an initializer is, and no longer an input of the model.
+// static tensor, as an initializer is, and no longer an input of the model. So is an input
+// with an empty dimension (its one value is the empty tensor).
 
 import path from 'node:path';
 import { UserError } from '../../errors';
@@ -44,7 +45,7 @@ import { MATH_CONVERTERS } from './convert-math';
 import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from './tensor';
 import { declaredTypes, inferOutputTypes, isInputOf, keepsValues } from './narrow';
-import { floatTensor } from './static';
+import { floatTensor, intTensor } from './static';
 import { roundBfloat16, roundFloat16 } from '../../ir/half';
 import { MINI_FLOAT_FNS, roundMiniFloat } from '../../ir/float8';
 import type { DType } from '../../ir/expr';
@@ -158,7 +159,6 @@ function inputShape(vi: ValueInfo, index: number, file: string, opts: OnnxImport
   } catch (e) {
     throw new UserError(`${file}: ${messageOf(e)}`);
   }
-  if (shape.some((d) => d === 0)) throw new UserError(`${file}: graph input '${name}' has an empty dimension [${shape.join(', ')}]`);
   return { shape, symbolicBatch };
 }
 
@@ -403,6 +403,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     if (!graphInputs.some((vi) => vi.name === name)) throw new UserError(`${file}: a constant is given for input '${name}', which the graph does not have (its inputs: ${graphInputs.map((vi) => vi.name ?? '').join(', ')})`);
   }
   let symbolicBatch = false;
+  const emptyInputs: string[] = [];
   for (const [index, vi] of graphInputs.entries()) {
     const name = vi.name ?? '';
     if (cx.has(name)) throw new UserError(`${file}: graph input '${name}' is listed twice`);
@@ -424,6 +425,15 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     const { shape, symbolicBatch: sym } = inputShape(vi, index, file, opts);
     symbolicBatch ||= sym;
     const dtype = inputDtype(vi.type?.tensor_type?.elem_type)!;
+    if (shape.some((d) => d === 0)) {
+      // An input with an empty dimension has one possible value, the empty tensor: it is that
+      // constant (CastLike's `like` gives only its type), not an input of the model.
+      const empty = dtype === 'float32' ? floatTensor(shape, new Float32Array(0)) : intTensor(shape, []);
+      if (elemType !== undefined) ONNX_ELEMENT_TYPE.set(empty, elemType);
+      cx.set(name, staticValue(empty));
+      emptyInputs.push(name);
+      continue;
+    }
     const id = cx.graph.input(name, shape, dtype);
     // A float16 or bfloat16 input is fed as float32 words, which need not be values of its
     // type: it is rounded to the type on entry, as every value of the type is.
@@ -432,7 +442,10 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     ONNX_INPUT_TYPE.set(cx.graph, types.set(id, vi.type?.tensor_type?.elem_type ?? 0));
     inputs.push({ name, shape, dtype });
   }
-  if (inputs.length === 0) throw new UserError(`${file}: the graph has no (non-initializer) inputs${graphInputs.length ? ' left (every one is bound to a constant)' : ''}`);
+  if (inputs.length === 0) {
+    const why = emptyInputs.length ? ` left (${emptyInputs.map((e) => `'${e}'`).join(', ')} ${emptyInputs.length > 1 ? 'are' : 'is'} empty, the others bound to constants)` : graphInputs.length ? ' left (every one is bound to a constant)' : '';
+    throw new UserError(`${file}: the graph has no (non-initializer) inputs${why}`);
+  }
   if (opts.batch !== undefined && opts.batch !== 1 && !symbolicBatch && !opts.inputShapes) {
     const first = inputs.find((i) => i.shape.length > 0);
     throw new UserError(`${file}: graph input '${first?.name ?? inputs[0].name}' has a fixed batch of ${first?.shape[0] ?? 1}, cannot use batch ${opts.batch} (no input has a symbolic first dimension)`);
