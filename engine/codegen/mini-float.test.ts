@@ -6,10 +6,6 @@
 // reference evaluator on the same; the CUDA and OpenCL preludes' helpers, built and run on
 // an OpenCL device where there is one.
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
@@ -18,16 +14,15 @@ import { call, f32, load, mul } from '../ir/expr';
 import { MINI_FLOAT_FNS, MINI_FLOATS, miniFloatValue, roundMiniFloat } from '../ir/float8';
 import { compute, placeholder } from '../ir/tensor';
 import { LocalMeasurer } from '../measure/measurer';
-import { nativeIncludeDir } from '../native/build';
 import { openclAvailable } from '../native/opencl';
 import type { Step } from '../schedule/steps';
 import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
 import { unaryOp } from '../topi/elemwise';
-import { C_PRELUDE, MINI_FLOAT_C_NAMES } from './c';
+import { MINI_FLOAT_C_NAMES } from './c';
 import { CUDA_PRELUDE } from './cuda';
 import { OPENCL_PRELUDE } from './opencl';
-import { DEFAULT_CFLAGS } from './run-c';
+import { runPreludeLoops } from './prelude-loops.fixture';
 
 const word = new Float32Array(1);
 const bits = new Uint32Array(word.buffer);
@@ -61,33 +56,10 @@ function samples(): Float32Array {
 
 /** Runs each helper over `xs`, scalar and 8-lane: one array per (helper, form), in MINI_FLOAT_FNS order. */
 function runPrelude(xs: Float32Array): Float32Array[] {
-  const body = MINI_FLOAT_FNS.flatMap(({ fn }) => [
-    `  for (long i = 0; i < n; ++i) out[i] = ${MINI_FLOAT_C_NAMES[fn]}(in[i]); fwrite(out, 4, n, o);`,
-    `  for (long i = 0; i < n; i += 8) tt_v8_store(&out[i], tt_v8_${fn}(tt_v8_load(&in[i]))); fwrite(out, 4, n, o);`,
-  ]);
-  const main = [
-    '#include <stdio.h>',
-    'int main(int argc, char** argv) {',
-    '  FILE* f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); long n = ftell(f) / 4; rewind(f);',
-    '  float* in = malloc(n * 4); float* out = malloc(n * 4);',
-    '  if (fread(in, 4, n, f) != (size_t)n) return 5;',
-    '  FILE* o = fopen(argv[2], "wb");',
-    ...body,
-    '  fclose(o); return 0;',
-    '}',
-  ].join('\n');
-  const dir = mkdtempSync(join(tmpdir(), 'tt-minifloat-'));
-  try {
-    writeFileSync(join(dir, 'm.c'), `${C_PRELUDE}\n${main}\n`);
-    execFileSync(process.env.CC ?? 'cc', [...DEFAULT_CFLAGS, '-Wno-psabi', `-I${nativeIncludeDir()}`, '-o', join(dir, 'm'), join(dir, 'm.c'), '-lm'], { stdio: 'pipe' });
-    writeFileSync(join(dir, 'in.bin'), Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength));
-    execFileSync(join(dir, 'm'), [join(dir, 'in.bin'), join(dir, 'out.bin')], { stdio: 'pipe' });
-    const raw = readFileSync(join(dir, 'out.bin'));
-    const all = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-    return Array.from({ length: 2 * MINI_FLOAT_FNS.length }, (_, k) => all.subarray(xs.length * k, xs.length * (k + 1)));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  return runPreludeLoops(xs, MINI_FLOAT_FNS.flatMap(({ fn }) => [
+    `for (long i = 0; i < n; ++i) out[i] = ${MINI_FLOAT_C_NAMES[fn]}(in[i]);`,
+    `for (long i = 0; i < n; i += 8) tt_v8_store(&out[i], tt_v8_${fn}(tt_v8_load(&in[i])));`,
+  ]));
 }
 
 const same = (a: number, b: number): boolean => Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));

@@ -5,10 +5,6 @@
 // and random float32 bit patterns; and the reference evaluator and a generated kernel of the
 // graph ops round_f16 / round_bf16 on the edge cases (subnormals, ties, overflow, NaN, ±0).
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
@@ -18,45 +14,23 @@ import { narrowFloatSamples } from '../ir/half.fixture';
 import { call, f32, load, mul } from '../ir/expr';
 import { compute, placeholder } from '../ir/tensor';
 import { LocalMeasurer } from '../measure/measurer';
-import { nativeIncludeDir } from '../native/build';
 import { openclAvailable } from '../native/opencl';
 import type { Step } from '../schedule/steps';
 import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
 import { unaryOp } from '../topi/elemwise';
-import { C_PRELUDE } from './c';
 import { CUDA_PRELUDE } from './cuda';
 import { OPENCL_PRELUDE } from './opencl';
-import { DEFAULT_CFLAGS } from './run-c';
+import { runPreludeLoops } from './prelude-loops.fixture';
 
 /** Runs the prelude's scalar and 8- and 16-lane rounding over `xs` (a multiple of 16 long): f16, bf16, v8 f16, v16 bf16. */
 function runPrelude(xs: Float32Array): Float32Array[] {
-  const main = [
-    '#include <stdio.h>',
-    'int main(int argc, char** argv) {',
-    '  FILE* f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); long n = ftell(f) / 4; rewind(f);',
-    '  float* in = malloc(n * 4); float* out = malloc(n * 4);',
-    '  if (fread(in, 4, n, f) != (size_t)n) return 5;',
-    '  FILE* o = fopen(argv[2], "wb");',
-    '  for (long i = 0; i < n; ++i) out[i] = tt_round_f16f(in[i]); fwrite(out, 4, n, o);',
-    '  for (long i = 0; i < n; ++i) out[i] = tt_round_bf16f(in[i]); fwrite(out, 4, n, o);',
-    '  for (long i = 0; i < n; i += 8) tt_v8_store(&out[i], tt_v8_round_f16(tt_v8_load(&in[i]))); fwrite(out, 4, n, o);',
-    '  for (long i = 0; i < n; i += 16) tt_v16_store(&out[i], tt_v16_round_bf16(tt_v16_load(&in[i]))); fwrite(out, 4, n, o);',
-    '  fclose(o); return 0;',
-    '}',
-  ].join('\n');
-  const dir = mkdtempSync(join(tmpdir(), 'tt-narrow-'));
-  try {
-    writeFileSync(join(dir, 'm.c'), `${C_PRELUDE}\n${main}\n`);
-    execFileSync(process.env.CC ?? 'cc', [...DEFAULT_CFLAGS, '-Wno-psabi', `-I${nativeIncludeDir()}`, '-o', join(dir, 'm'), join(dir, 'm.c'), '-lm'], { stdio: 'pipe' });
-    writeFileSync(join(dir, 'in.bin'), Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength));
-    execFileSync(join(dir, 'm'), [join(dir, 'in.bin'), join(dir, 'out.bin')], { stdio: 'pipe' });
-    const raw = readFileSync(join(dir, 'out.bin'));
-    const all = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-    return [0, 1, 2, 3].map((k) => all.subarray(xs.length * k, xs.length * (k + 1)));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  return runPreludeLoops(xs, [
+    'for (long i = 0; i < n; ++i) out[i] = tt_round_f16f(in[i]);',
+    'for (long i = 0; i < n; ++i) out[i] = tt_round_bf16f(in[i]);',
+    'for (long i = 0; i < n; i += 8) tt_v8_store(&out[i], tt_v8_round_f16(tt_v8_load(&in[i])));',
+    'for (long i = 0; i < n; i += 16) tt_v16_store(&out[i], tt_v16_round_bf16(tt_v16_load(&in[i])));',
+  ]);
 }
 
 const same = (a: number, b: number): boolean => Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));

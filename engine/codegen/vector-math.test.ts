@@ -4,19 +4,13 @@
 // matters (every float where the result is not yet +-1, 0 or inf), to tiny and subnormal
 // inputs, and to the special values (+-0, +-inf, NaN, the overflow and underflow edges).
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
 import { placeholder } from '../ir/tensor';
 import { unaryOp } from '../topi/elemwise';
-import { nativeIncludeDir } from '../native/build';
-import { C_PRELUDE } from './c';
-import { DEFAULT_CFLAGS } from './run-c';
+import { runPreludeLoops } from './prelude-loops.fixture';
 
 const FNS = ['exp', 'erf', 'tanh', 'sigmoid'] as const;
 type Fn = typeof FNS[number];
@@ -24,36 +18,11 @@ const WIDTHS = [4, 8, 16] as const;
 
 /** Runs tt_v<w>_<fn> of the prelude over `xs` (a multiple of 16 long) for every fn and width: results[fn][width]. */
 function runVectorMath(xs: Float32Array): Record<Fn, Record<number, Float32Array>> {
-  const calls = FNS.flatMap((fn) => WIDTHS.map((w) => `  for (long i = 0; i < n; i += ${w}) tt_v${w}_store(&out[i], tt_v${w}_${fn}(tt_v${w}_load(&in[i]))); fwrite(out, 4, n, o);`));
-  const main = [
-    '#include <stdio.h>',
-    'int main(int argc, char** argv) {',
-    '  FILE* f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); long n = ftell(f) / 4; rewind(f);',
-    '  float* in = malloc(n * 4); float* out = malloc(n * 4);',
-    '  if (fread(in, 4, n, f) != (size_t)n) return 5;',
-    '  FILE* o = fopen(argv[2], "wb");',
-    ...calls,
-    '  fclose(o); return 0;',
-    '}',
-  ].join('\n');
-  const dir = mkdtempSync(join(tmpdir(), 'tt-vmath-'));
-  try {
-    writeFileSync(join(dir, 'm.c'), `${C_PRELUDE}\n${main}\n`);
-    execFileSync(process.env.CC ?? 'cc', [...DEFAULT_CFLAGS, '-Wno-psabi', `-I${nativeIncludeDir()}`, '-o', join(dir, 'm'), join(dir, 'm.c'), '-lm'], { stdio: 'pipe' });
-    writeFileSync(join(dir, 'in.bin'), Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength));
-    execFileSync(join(dir, 'm'), [join(dir, 'in.bin'), join(dir, 'out.bin')], { stdio: 'pipe' });
-    const raw = readFileSync(join(dir, 'out.bin'));
-    const all = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-    const results = {} as Record<Fn, Record<number, Float32Array>>;
-    let k = 0;
-    for (const fn of FNS) {
-      results[fn] = {};
-      for (const w of WIDTHS) results[fn][w] = all.subarray(xs.length * k, xs.length * ++k);
-    }
-    return results;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const pairs = FNS.flatMap((fn) => WIDTHS.map((w) => ({ fn, w })));
+  const outs = runPreludeLoops(xs, pairs.map(({ fn, w }) => `for (long i = 0; i < n; i += ${w}) tt_v${w}_store(&out[i], tt_v${w}_${fn}(tt_v${w}_load(&in[i])));`));
+  const results = Object.fromEntries(FNS.map((fn) => [fn, {}])) as Record<Fn, Record<number, Float32Array>>;
+  pairs.forEach(({ fn, w }, k) => { results[fn][w] = outs[k]; });
+  return results;
 }
 
 /**
