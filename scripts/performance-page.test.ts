@@ -44,6 +44,13 @@ test('the standing is the latest run of each network and schedules, every thread
   ]);
 });
 
+test('a run at another batch is its own line of the standing, named with its batch', () => {
+  const b1 = named('a.json', record('2026-11-01', [['bert-base', 'default', 1, 0.96]]));
+  const b16 = record('2026-11-02', [['bert-base', 'default', 1, 0.9]]);
+  (b16 as { results: { batch?: number }[] }).results[0].batch = 16;
+  assert.equal(standing([b1, named('b.json', b16)]).map((x) => [x.network, x.rows.map((r) => r.ratio)]), [['bert-base', [0.96]], ['bert-base (batch 16)', [0.9]]]);
+});
+
 test('within a day a record without a time comes before one with a time, then by file name', () => {
   const rs = [named('z.json', record('2026-11-02T10:00Z', [])), named('b.json', record('2026-11-02', [])), named('a.json', record('2026-11-02', [])), named('c.json', record('2026-11-01T23:59Z', []))];
   assert.equal([...rs].sort(byDate).map((r) => r.file), ['c.json', 'a.json', 'b.json', 'z.json']);

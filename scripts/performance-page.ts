@@ -41,13 +41,16 @@ export function standing(records: readonly NamedRecord[]): { network: string; fr
   const latest = new Map<string, NamedRecord>();
   for (const r of [...records].sort(byDate)) {
     if (r.record.kind !== 'vs-reference') continue;
-    for (const row of r.record.results) latest.set(`${row.network}\n${row.schedules}`, r);
+    for (const row of r.record.results) latest.set(`${networkLabel(row)}\n${row.schedules}`, r);
   }
   return [...latest.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([key, from]) => {
     const [network, schedules] = key.split('\n');
-    return { network, from, rows: (from.record as VsRecord).results.filter((row) => row.network === network && row.schedules === schedules) };
+    return { network, from, rows: (from.record as VsRecord).results.filter((row) => networkLabel(row) === network && row.schedules === schedules) };
   });
 }
+
+/** A row's network as the page names it: with its batch where that is not 1 (a batch-16 run is its own line). */
+export const networkLabel = (row: { network: string; batch?: number }): string => (row.batch !== undefined && row.batch !== 1 ? `${row.network} (batch ${row.batch})` : row.network);
 
 /** Records grouped by a key, groups in the order of their latest record (newest first). */
 function groupBy(records: readonly NamedRecord[], key: (r: ResultRecord) => string): NamedRecord[][] {
@@ -131,11 +134,11 @@ function speedupCell(x: number | undefined, range: [number, number] | undefined)
 function historySection(records: readonly NamedRecord[]): string[] {
   const out: string[] = ['## History', '', 'Every record, oldest first. Ratios compare within one run only: the machines differ, and a shared VM changes speed from one minute to the next.', ''];
   const vsRecords = records.filter((r) => r.record.kind === 'vs-reference').sort(byDate);
-  const networks = [...new Set(vsRecords.flatMap((r) => (r.record as VsRecord).results.map((row) => `${referenceName(r.record)}\n${row.network}`)))].sort();
+  const networks = [...new Set(vsRecords.flatMap((r) => (r.record as VsRecord).results.map((row) => `${referenceName(r.record)}\n${networkLabel(row)}`)))].sort();
   for (const key of networks) {
     const [reference, network] = key.split('\n');
     const rows = vsRecords.filter((r) => referenceName(r.record) === reference).flatMap((r) => {
-      const mine = (r.record as VsRecord).results.filter((row) => row.network === network);
+      const mine = (r.record as VsRecord).results.filter((row) => networkLabel(row) === network);
       const variants = [...new Set(mine.map((row) => schedulesCell(row)))];
       return variants.map((v) => ({ from: r, variant: v, rows: mine.filter((row) => schedulesCell(row) === v) }));
     });
