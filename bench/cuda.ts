@@ -1,6 +1,6 @@
-// Issue 11, bench: the CUDA backend on this machine's NVIDIA GPU, as ratios measured in one run.
+// The CUDA backend on this machine's NVIDIA GPU, as ratios measured in one run.
 //
-//  1. The seed-002 layer (ResNet-50's last 3x3 conv + bias + relu, 7x7x512 -> 512, NHWC):
+//  1. ResNet-50's last 3x3 conv (+ bias + relu, 7x7x512 -> 512, NHWC):
 //     its first-generation GPU schedule (engine/schedule/defaults-gpu.ts) and the best of
 //     `--conv-trials` tuning trials, re-timed here in interleaved rounds (device time, CUDA
 //     events), against PyTorch's cuDNN conv2d + bias + relu on the same GPU
@@ -34,7 +34,7 @@ import { outputFileName } from '../engine/runtime/abi';
 import { readFloat32File } from '../engine/runtime/rawfile';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
 import type { Step } from '../engine/schedule/steps';
-import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
+import { resnet50LastConv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneNetwork, tuneTasks } from '../engine/app/tune';
 import { parseTarget, type Target } from '../engine/target';
 import { benchArgs } from './args';
@@ -87,12 +87,12 @@ async function main(): Promise<void> {
   if (jsonFile) writeFileSync(jsonFile, `${JSON.stringify(summary, null, 2)}\n`);
 }
 
-/** 1. The seed-002 conv: first-generation and tuned schedules against PyTorch's cuDNN. */
+/** 1. The 7x7x512 conv: first-generation and tuned schedules against PyTorch's cuDNN. */
 async function benchConv(target: Target, dir: string, torch: TorchTimes | { error: string }, seed: number, convTrials: number, summary: Record<string, unknown>): Promise<void> {
-  const task = seed002Conv();
+  const task = resnet50LastConv();
   const gflops = (ms: number | string): string => (typeof ms === 'number' ? `${(task.flops / (ms * 1e-3) / 1e9).toFixed(0)} GFLOP/s` : '');
   const convLog = path.join(dir, 'conv.jsonl');
-  const tuned = await tuneTasks('seed-002 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 32, seed, log: (l) => console.error(l) });
+  const tuned = await tuneTasks('7x7x512 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 32, seed, log: (l) => console.error(l) });
   const best = await bestSteps(convLog);
   const schedules: Step[][] = [defaultSchedule(task.dag, defaultOptionsOf(target))];
   if (best) schedules.push(best);
@@ -100,7 +100,7 @@ async function benchConv(target: Target, dir: string, torch: TorchTimes | { erro
   const conv = await interleaved(measurer, task, schedules);
   await measurer.close();
   const fmt = (ms: number | string | undefined): string => (typeof ms === 'number' ? `${ms.toFixed(4)} ms` : String(ms ?? '-'));
-  console.log(`\nseed-002 conv (${(task.flops / 1e6).toFixed(0)} MFLOP), ${tuned.trials} tuning trials in ${tuned.wallS.toFixed(0)} s:`);
+  console.log(`\n7x7x512 conv (${(task.flops / 1e6).toFixed(0)} MFLOP), ${tuned.trials} tuning trials in ${tuned.wallS.toFixed(0)} s:`);
   console.log(`  first-generation schedule          ${fmt(conv[0]).padStart(14)}   ${gflops(conv[0])}`);
   console.log(`  tuned                              ${fmt(conv[1]).padStart(14)}   ${gflops(conv[1])}`);
   if (!('error' in torch)) console.log(`  PyTorch cuDNN conv2d+bias+relu     ${fmt(torch.conv_ms).padStart(14)}   ${gflops(torch.conv_ms)}`);

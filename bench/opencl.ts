@@ -1,6 +1,6 @@
-// Issue 10, bench: what tuning buys on an OpenCL device, as ratios measured in one run.
+// What tuning buys on an OpenCL device, as ratios measured in one run.
 //
-//  1. The seed-002 layer (ResNet-50's last 3x3 conv + bias + relu, 7x7x512 -> 512, NHWC):
+//  1. ResNet-50's last 3x3 conv (+ bias + relu, 7x7x512 -> 512, NHWC):
 //     its first-generation GPU schedule (engine/schedule/defaults-gpu.ts) vs the best of
 //     `--conv-trials` tuning trials on `--target` (default `opencl`), both re-timed here,
 //     interleaved; and the same layer on our C backend (default CPU schedule) beside them,
@@ -25,7 +25,7 @@ import { openclDeviceSync } from '../engine/native/opencl';
 import { defaultOptionsOf, defaultSchedule } from '../engine/schedule/defaults';
 import { tuneNetwork, tuneTasks } from '../engine/app/tune';
 import { parseTarget } from '../engine/target';
-import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
+import { resnet50LastConv } from '../engine/search/gpu-fixtures.fixture';
 import { benchArgs } from './args';
 import { bestSteps, interleaved } from './interleaved';
 
@@ -45,11 +45,11 @@ async function main(): Promise<void> {
   console.log(`target "${target.text}"; this machine has ${cores} cores; PoCL's CPU device is a CPU, not a GPU: its figures are not GPU figures`);
   const dir = mkdtempSync(path.join(tmpdir(), 'tt-bench-opencl-'));
 
-  // 1. The seed-002 conv.
-  const task = seed002Conv();
+  // 1. The 7x7x512 conv.
+  const task = resnet50LastConv();
   const gflops = (ms: number | string): string => (typeof ms === 'number' ? `${(task.flops / (ms * 1e-3) / 1e9).toFixed(1)} GFLOPS` : '-');
   const convLog = path.join(dir, 'conv.jsonl');
-  const tuned = await tuneTasks('seed-002 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 16, seed, measure: { threads: 1 } });
+  const tuned = await tuneTasks('7x7x512 conv', [task], { target: target.text, records: convLog, trials: convTrials, batchSize: 16, seed, measure: { threads: 1 } });
   const best = await bestSteps(convLog);
   if (!best) throw new Error('tuning found no valid schedule for the conv');
   const gpuMeasurer = new LocalMeasurer(target, { threads: 1, seed, repeat: 3, minRepeatMs: 50 });
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     await m.close();
   }
   const fmt = (ms: number | string): string => (typeof ms === 'number' ? `${ms.toFixed(3)} ms` : ms);
-  console.log(`\nseed-002 conv (${(task.flops / 1e6).toFixed(0)} MFLOP), ${tuned.trials} tuning trials in ${tuned.wallS.toFixed(0)} s:`);
+  console.log(`\n7x7x512 conv (${(task.flops / 1e6).toFixed(0)} MFLOP), ${tuned.trials} tuning trials in ${tuned.wallS.toFixed(0)} s:`);
   console.log(`  OpenCL first-generation schedule   ${fmt(firstGen).padStart(12)}   ${gflops(firstGen)}`);
   console.log(`  OpenCL tuned                       ${fmt(tunedMs).padStart(12)}   ${gflops(tunedMs)}`);
   console.log(`  C backend, default, 1 thread       ${fmt(cpuTimes[0]).padStart(12)}   ${gflops(cpuTimes[0])}`);

@@ -5,7 +5,7 @@
 // same run) and its ratio to the evolutionary search's best (above 1: slower kernels found).
 //
 //   npx tsx bench/policies.ts [--trials 128] [--batch-size 32] [--seed 0]
-//                             [--policies evolutionary,ga,random,grid] [--task seed-002|depthwise]
+//                             [--policies evolutionary,ga,random,grid] [--task resnet50-conv|depthwise]
 
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,26 +13,26 @@ import path from 'node:path';
 import { getNetwork } from '../engine/frontend/networks';
 import { extractTasks, type Task } from '../engine/graph/extract';
 import { measurePeakGflops } from '../engine/native/peak';
-import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
+import { resnet50LastConv } from '../engine/search/gpu-fixtures.fixture';
 import { POLICY_NAMES } from '../engine/search/policy';
 import { tuneTasks } from '../engine/app/tune';
 import type { PolicyName } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 
-const USAGE = 'npx tsx bench/policies.ts [--trials 128] [--batch-size 32] [--seed 0] [--policies evolutionary,ga,random,grid] [--task seed-002|depthwise]';
+const USAGE = 'npx tsx bench/policies.ts [--trials 128] [--batch-size 32] [--seed 0] [--policies evolutionary,ga,random,grid] [--task resnet50-conv|depthwise]';
 
 function taskOf(name: string): Task {
-  if (name === 'seed-002') return seed002Conv();
+  if (name === 'resnet50-conv') return resnet50LastConv();
   if (name === 'depthwise') {
     const tasks = extractTasks(getNetwork('mobilenet', {}).graph);
     return tasks.find((t) => t.desc.startsWith('depthwise_conv2d_nhwc+add+relu 1x56x56x128'))!;
   }
-  throw new Error(`--task: expected seed-002 or depthwise, got '${name}'`);
+  throw new Error(`--task: expected resnet50-conv or depthwise, got '${name}'`);
 }
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/policies.ts', USAGE, { trials: '128', 'batch-size': '32', seed: '0', policies: 'evolutionary,ga,random,grid', task: 'seed-002' });
+  const args = benchArgs('bench/policies.ts', USAGE, { trials: '128', 'batch-size': '32', seed: '0', policies: 'evolutionary,ga,random,grid', task: 'resnet50-conv' });
   const trials = args.int('trials');
   const batchSize = args.int('batch-size');
   const seed = args.num('seed');

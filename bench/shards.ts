@@ -1,4 +1,4 @@
-// Issue 14: what sharding costs on one machine. Tunes mobilenet with one fixed budget, through
+// What sharding costs on one machine. Tunes mobilenet with one fixed budget, through
 // Nx in fresh workspaces that install the packed plugin: as one `tune` target, and as
 // `shards: N` (tune--0 ... tune--N-1, then the merge) with `--parallel 1`, alternately for
 // `--rounds` rounds (A B A B, so that a busy phase of a shared machine hits both), and prints

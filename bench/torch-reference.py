@@ -1,5 +1,5 @@
 """PyTorch's time on this machine's GPU for what bench/cuda.ts measures of ours, so that a
-ratio is taken in one run: the seed-002 layer (ResNet-50's last 3x3 conv, 7x7x512 -> 512,
+ratio is taken in one run: ResNet-50's last 3x3 conv (7x7x512 -> 512,
 padding 1, + bias + relu, batch 1) through cuDNN, and resnet-18 (torchvision's, batch 1,
 224x224, random weights) in eager mode.
 

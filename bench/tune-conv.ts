@@ -1,5 +1,4 @@
-// Issue 4, bench (a): tune the seed-002 layer (ResNet-50's last 3x3 convolution:
-// 7x7x512 -> 512, stride 1, padding 1, + bias + relu; NHWC, batch 1) with a fixed trial
+// Tune ResNet-50's last 3x3 convolution (7x7x512 -> 512, stride 1, padding 1, + bias + relu; NHWC, batch 1) with a fixed trial
 // budget at 1 thread, and print its best GFLOPS, the share of the machine's measured peak
 // (bench/peak.ts) and the best latency after each round (latency vs trials).
 //
@@ -12,7 +11,7 @@ import path from 'node:path';
 import { LocalMeasurer } from '../engine/measure/measurer';
 import { measurePeakGflops } from '../engine/native/peak';
 import { defaultSchedule } from '../engine/schedule/defaults';
-import { seed002Conv } from '../engine/search/gpu-fixtures.fixture';
+import { resnet50LastConv } from '../engine/search/gpu-fixtures.fixture';
 import { tuneTasks } from '../engine/app/tune';
 import type { PolicyName, TuneEvent } from '../engine/search/types';
 import { parseTarget } from '../engine/target';
@@ -28,13 +27,13 @@ async function main(): Promise<void> {
   const seed = args.num('seed');
   const target = 'llvm -mcpu=native';
   const records = args.str('records') || path.join(mkdtempSync(path.join(tmpdir(), 'tt-tune-conv-')), 'conv.jsonl');
-  const task = seed002Conv();
+  const task = resnet50LastConv();
   console.log(`task: ${task.desc}  (${(task.flops / 1e6).toFixed(1)} MFLOP)  key ${task.key}`);
   console.log(`budget: ${trials} trials, ${batchSize} per round, policy ${policy}, 1 thread, target "${parseTarget(target).text}"; log ${records}`);
 
   const curve: { trials: number; best_ms: number | null }[] = [];
   let run = 0;
-  const result = await tuneTasks('seed-002 conv', [task], {
+  const result = await tuneTasks('7x7x512 conv', [task], {
     target, records, trials, batchSize, policy, seed, measure: { threads: 1 },
     onEvent: (e: TuneEvent) => {
       if (e.type !== 'round') return;

@@ -1,4 +1,4 @@
-// Issue 4, benches (b) and (c): tune mobilenet (NHWC, batch 1) with a fixed trial budget,
+// Tune mobilenet (NHWC, batch 1) with a fixed trial budget,
 // compile it with the records and with default schedules, and print tuned vs default
 // latency (tt_bench, same threads), the wall time of tuning, trials per second, and the
 // share of tuning wall time spent outside the measurer (search, cost model, records).

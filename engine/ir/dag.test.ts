@@ -70,7 +70,7 @@ test('equal DAGs built twice, from different placeholder objects, get one key', 
 });
 
 test('placeholder shapes stay out of the hash but are in the shape list', () => {
-  // Same structure, other shapes (seed 000: tasks 0, 1, 5, ... share 6d628209...).
+  // Same structure, other shapes (in TVM's mobilenet listing, tasks 0, 1, 5, ... share 6d628209...).
   const a = convTask(56, 128, 128, 1, 1, 0), b = convTask(7, 1024, 1024, 1, 1, 0);
   assert.is(hashOf(a.workloadKey), hashOf(b.workloadKey));
   assert.is.not(a.workloadKey, b.workloadKey);

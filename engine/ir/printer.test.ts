@@ -1,5 +1,5 @@
 // The printer against TVM's own output: the expected strings below are copied verbatim
-// from seed 000's `extract_tasks` listing of mobilenet NHWC (engine/graph/fixtures/mobilenet-nhwc-tasks.txt), and
+// from the `extract_tasks` listing of mobilenet NHWC in TVM's Mali tutorial (engine/graph/fixtures/mobilenet-nhwc-tasks.txt), and
 // the workload keys there are md5 hashes of TVM's simple-mode print, so matching them
 // byte for byte checks the simple mode too.
 

@@ -1,5 +1,5 @@
 // CUDA candidates in the measurement worker. Where the machine has a CUDA driver and GPU,
-// the seed-002 conv's default schedule and random states of each GPU sketch run on it and
+// ResNet-50's last 3x3 conv's default schedule and random states of each GPU sketch run on it and
 // match the reference evaluator (the measurer's tolerance). Where it has none (CI: nvcc
 // only), the same candidates build (nvcc, the host library with the CUDA runtime) and the
 // worker reports a runtime_error naming the missing driver, one line, for each: no crash,
@@ -11,7 +11,7 @@ import { LocalMeasurer } from '../measure/measurer';
 import { defaultOptionsOf, defaultSchedule } from '../schedule/defaults';
 import type { Step } from '../schedule/steps';
 import { buildState, RandomSource } from '../search/annotate';
-import { seed002Conv } from '../search/gpu-fixtures.fixture';
+import { resnet50LastConv } from '../search/gpu-fixtures.fixture';
 import { Rng } from '../search/rng';
 import { generateGpuSketches } from '../search/sketch-gpu';
 import { skip } from '../skip.fixture';
@@ -22,11 +22,11 @@ import { nvccMissing } from './nvcc';
 /** What the runtime says when the driver cannot be opened or initialised (tt_cuda.c). */
 const NO_DRIVER = /^(no CUDA driver: .*libcuda\.so\.1.*|cuInit failed: .*)$/;
 
-test('CUDA candidates of the seed-002 conv: verified on the GPU where there is one, else a runtime_error naming the missing driver', async () => {
+test('CUDA candidates of ResNet-50\'s last 3x3 conv: verified on the GPU where there is one, else a runtime_error naming the missing driver', async () => {
   const why = nvccMissing();
   if (why) { skip('CUDA candidates in the measurement worker', why); return; }
   const target = parseTarget(cudaTestTarget());
-  const task = seed002Conv();
+  const task = resnet50LastConv();
   const rng = new Rng(5);
   const sketches = generateGpuSketches(task.dag, { gpu: target.gpu!, mali: false });
   const candidates: Step[][] = [defaultSchedule(task.dag, defaultOptionsOf(target))];

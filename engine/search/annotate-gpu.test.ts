@@ -13,7 +13,7 @@ import { parseTarget, type GpuParams, type Target } from '../target';
 import { buildState, GenomeSource, NO_FALLBACK, RandomSource, type Built } from './annotate';
 import { GPU_MAX_LOCAL_FLOATS, GPU_UNROLL_STEPS } from './annotate-gpu';
 import { SearchSpace } from './candidates';
-import { bareConv, MALI, mobilenetTask, OPENCL, seed002Conv } from './gpu-fixtures.fixture';
+import { bareConv, MALI, mobilenetTask, OPENCL, resnet50LastConv } from './gpu-fixtures.fixture';
 import { mutate } from './mutate';
 import { createPolicy } from './policy';
 import { Rng } from './rng';
@@ -23,7 +23,7 @@ import type { CostModel, PolicyContext } from './types';
 /** A small device: few threads, little shared memory, 2 vthreads. */
 const TIGHT: Target = parseTarget('opencl -max_threads_per_block=64 -max_shared_memory_per_block=4096 -max_vthread_extent=2');
 
-const TASKS: Task[] = [seed002Conv(), bareConv(), mobilenetTask('depthwise_conv2d_nhwc+add+relu 1x56x56x128'), mobilenetTask('dense+add')];
+const TASKS: Task[] = [resnet50LastConv(), bareConv(), mobilenetTask('depthwise_conv2d_nhwc+add+relu 1x56x56x128'), mobilenetTask('dense+add')];
 
 /** Everything a launch uses, checked against `gpu` independently of lowerGpu's own checks. */
 function assertWithin(p: GpuProgram, steps: readonly Step[], gpu: GpuParams, what: string): void {
@@ -110,7 +110,7 @@ test('on a device with 32-wide warps, shared rows are padded by storage_align in
 });
 
 test('tile mutations keep the cooperative fetch split at the block\'s thread count', () => {
-  const task = seed002Conv();
+  const task = resnet50LastConv();
   const sketches = generateGpuSketches(task.dag, { gpu: OPENCL.gpu! });
   const rng = new Rng(11);
   let built = buildState(task.dag, sketches, 0, new RandomSource(rng));
@@ -130,7 +130,7 @@ test('tile mutations keep the cooperative fetch split at the block\'s thread cou
 
 test('a GPU genome rebuilds exactly the steps it was built from', () => {
   for (const target of [OPENCL, MALI]) {
-    for (const task of [seed002Conv(), mobilenetTask('softmax'), mobilenetTask('dense+add')]) {
+    for (const task of [resnet50LastConv(), mobilenetTask('softmax'), mobilenetTask('dense+add')]) {
       const sketches = generateGpuSketches(task.dag, { gpu: target.gpu!, mali: target.device === 'mali' });
       const rng = new Rng(3);
       for (let i = 0; i < sketches.length; i++) {
@@ -156,7 +156,7 @@ const likesThreads: CostModel = {
 
 test('with a GPU target every policy uses the GPU rules: each proposal binds threads and lowers for the device', () => {
   for (const target of [OPENCL, MALI]) {
-    for (const task of [seed002Conv(), mobilenetTask('softmax')]) {
+    for (const task of [resnet50LastConv(), mobilenetTask('softmax')]) {
       const ctx: PolicyContext = { task, target, costModel: likesThreads, measured: [], seed: 1 };
       const space = new SearchSpace(ctx);
       assert.ok(space.gpu && space.sketches.every((s) => s.gpu), 'GPU sketches');

@@ -1,5 +1,5 @@
-// Tasks and GPU targets shared by the GPU search tests: the seed-002 conv (ResNet-50's last
-// 3x3 conv, 7x7x512 -> 512, padding 1, + bias + relu, NHWC, batch 1; the benches tune it
+// Tasks and GPU targets shared by the GPU search tests: ResNet-50's last 3x3 conv
+// (7x7x512 -> 512, padding 1, + bias + relu, NHWC, batch 1; the benches tune it
 // too: bench/tune-conv.ts), a depthwise conv, dense layers, an element-wise op and a softmax.
 
 import { NetBuilder } from '../frontend/builder';
@@ -17,7 +17,7 @@ export const OPENCL: Target = parseTarget('opencl -max_threads_per_block=256 -ma
 export const MALI: Target = parseTarget('opencl -device=mali');
 
 /** The seed's conv2d_layer(1, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1)), in NHWC. */
-export function seed002Conv(): Task {
+export function resnet50LastConv(): Task {
   const b = new NetBuilder({ batch: 1, layout: 'NHWC', imageSize: 7, seed: 0, randomStats: false, weights: 'zeros' });
   const x = b.input(512);
   const y = b.relu(b.bias(b.conv2d(x, 'conv', { channels: 512, kernel: [3, 3], padding: [1, 1] }), 'conv_bias'));

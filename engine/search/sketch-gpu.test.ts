@@ -1,4 +1,4 @@
-// The GPU rules (sketch-gpu.ts, annotate-gpu.ts) on the seed-002 conv, a conv with no
+// The GPU rules (sketch-gpu.ts, annotate-gpu.ts) on ResNet-50's last 3x3 conv, a conv with no
 // epilogue, a depthwise conv, a dense layer, an element-wise op, softmax and a global pool:
 // which sketches each target gets, and that their random annotations replay from their
 // steps and lower for the device with lowerGpu, as the structure TVM gives them.
@@ -12,7 +12,7 @@ import { stepsKey, type Step } from '../schedule/steps';
 import type { Target } from '../target';
 import { buildState, RandomSource, type Built } from './annotate';
 import { GPU_UNROLL_STEPS } from './annotate-gpu';
-import { bareConv, elementwise, MALI, mobilenetTask, OPENCL, seed002Conv } from './gpu-fixtures.fixture';
+import { bareConv, elementwise, MALI, mobilenetTask, OPENCL, resnet50LastConv } from './gpu-fixtures.fixture';
 import { Rng } from './rng';
 import type { Sketch } from './sketch';
 import { generateGpuSketches } from './sketch-gpu';
@@ -44,8 +44,8 @@ const stepsOf = (steps: readonly Step[], kind: Step['s']): Step[] => steps.filte
 const binds = (steps: readonly Step[], stage: string): string[] =>
   steps.flatMap((s) => (s.s === 'bind' && s.stage === stage ? [s.thread] : []));
 
-test('seed-002 conv: one SSSRRSRS sketch fused into the relu; padding and bias inlined; padded data and weights through shared memory', () => {
-  const task = seed002Conv();
+test('ResNet-50\'s last 3x3 conv: one SSSRRSRS sketch fused into the relu; padding and bias inlined; padded data and weights through shared memory', () => {
+  const task = resnet50LastConv();
   assert.equal(namesOf(task, OPENCL), ['conv2d_nhwc:gpu-tile+shared>T_relu T_relu:fused<conv2d_nhwc']);
   const [sk] = sketchesOf(task, OPENCL);
   assert.equal(sk.plans.get('conv2d_nhwc'), { k: 'gpu-tile', consumer: 'T_relu', cacheWrite: false, shared: ['pad_temp', 'p1'] });
@@ -135,12 +135,12 @@ test('softmax and global pool: a cross-thread or a per-thread reduction for each
 });
 
 test('Mali: the CPU rule list on the GPU structure: no shared memory, no vthread, both rfactors, innermost loops vectorised', () => {
-  assert.equal(namesOf(seed002Conv(), MALI), ['conv2d_nhwc:gpu-tile>T_relu T_relu:fused<conv2d_nhwc']);
+  assert.equal(namesOf(resnet50LastConv(), MALI), ['conv2d_nhwc:gpu-tile>T_relu T_relu:fused<conv2d_nhwc']);
   assert.equal(namesOf(mobilenetTask('dense+add'), MALI), ['T_matmul_NT:gpu-tile>T_add T_add:fused<T_matmul_NT']);
   assert.is(namesOf(mobilenetTask('softmax'), MALI).length, 9);
   assert.is(namesOf(mobilenetTask('global_avg_pool2d'), MALI).length, 3);
   let vectorised = 0;
-  for (const { built, program } of samples(seed002Conv(), MALI, 0, 12, 8)) {
+  for (const { built, program } of samples(resnet50LastConv(), MALI, 0, 12, 8)) {
     assert.is(stepsOf(built.steps, 'cache_read').length, 0);
     assert.is(program.kernels[0].shared.length, 0);
     if (built.steps.some((s) => s.s === 'annotate' && s.ann === 'vectorize')) vectorised++;

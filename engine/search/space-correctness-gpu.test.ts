@@ -14,7 +14,7 @@ import type { Step } from '../schedule/steps';
 import { skip } from '../skip.fixture';
 import type { Target } from '../target';
 import { buildState, RandomSource } from './annotate';
-import { bareConv, MALI, mobilenetTask, OPENCL, seed002Conv } from './gpu-fixtures.fixture';
+import { bareConv, MALI, mobilenetTask, OPENCL, resnet50LastConv } from './gpu-fixtures.fixture';
 import { Rng } from './rng';
 import { generateGpuSketches } from './sketch-gpu';
 
@@ -64,8 +64,8 @@ test('opencl: conv (stride 2, padding), depthwise, pointwise, a conv with no epi
   ], 1);
 });
 
-test('opencl: the seed-002 conv (7x7x512 -> 512)', async () => {
-  await check(OPENCL, [seed002Conv()], 2);
+test('opencl: ResNet-50\'s last 3x3 conv (7x7x512 -> 512)', async () => {
+  await check(OPENCL, [resnet50LastConv()], 2);
 });
 
 test('opencl -device=mali: conv, depthwise, dense, softmax', async () => {
