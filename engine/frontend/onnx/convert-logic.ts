@@ -175,24 +175,24 @@ const MINI_FLOAT_TYPES: Partial<Record<number, MiniFloat>> = {
   [DataType.FLOAT8E5M2FNUZ]: 'f8e5m2fnuz', [DataType.FLOAT4E2M1]: 'f4e2m1',
 };
 
-/**
- * The graph ops that round float32 values to the ONNX float types narrower than float32,
- * which run as float32 (topi/elemwise.ts; the rule in ir/half.ts and ir/float8.ts); the
- * 8-bit floats' saturating forms (Cast's default; a graph output declared one of them is
- * rounded so).
- */
-export const ROUND_OPS: Partial<Record<number, 'round_f16' | 'round_bf16' | MiniFloatFn>> = {
-  [DataType.FLOAT16]: 'round_f16', [DataType.BFLOAT16]: 'round_bf16',
-  ...Object.fromEntries(Object.entries(MINI_FLOAT_TYPES).map(([t, k]) => [t, miniFloatFn(k!, true)])),
-};
+/** A rounding to an ONNX float type narrower than float32: its graph op and its static form. */
+export interface Rounding { op: 'round_f16' | 'round_bf16' | MiniFloatFn; f: (x: number) => number }
 
-/** The rounding op of `to` and its static form, Cast's saturate=0 for the 8-bit floats where `saturate` is false. */
-function roundOf(to: number, saturate: boolean): { op: string; f: (x: number) => number } | undefined {
-  if (to === DataType.FLOAT16) return { op: 'round_f16', f: roundFloat16 };
-  if (to === DataType.BFLOAT16) return { op: 'round_bf16', f: roundBfloat16 };
-  const kind = MINI_FLOAT_TYPES[to];
+/**
+ * The rounding of float32 values to ONNX type `type` where it is a float type narrower than
+ * float32, which runs as float32 (topi/elemwise.ts; the rule in ir/half.ts and
+ * ir/float8.ts); undefined for the other types. For the 8-bit floats, the saturating form
+ * (Cast's default, and how a value of the type is rounded) unless `saturate` is false.
+ */
+export function roundingOf(type: number | undefined, saturate = true): Rounding | undefined {
+  if (type === DataType.FLOAT16) return { op: 'round_f16', f: roundFloat16 };
+  if (type === DataType.BFLOAT16) return { op: 'round_bf16', f: roundBfloat16 };
+  const kind = type === undefined ? undefined : MINI_FLOAT_TYPES[type];
   return kind ? { op: miniFloatFn(kind, saturate), f: (x) => roundMiniFloat(kind, x, saturate) } : undefined;
 }
+
+/** A static float tensor rounded by `r`. */
+export const roundedStatic = (t: Extract<StaticTensor, { type: 'float' }>, r: Rounding): StaticTensor => floatTensor(t.shape, t.data.map(r.f));
 
 /**
  * `v` cast to ONNX type `to` (`what` names it in refusals). A cast to float16 or bfloat16
@@ -205,13 +205,10 @@ function roundOf(to: number, saturate: boolean): { op: string; f: (x: number) =>
 function castTo(n: NodeView, v: Value, to: number, what: string, saturate = true): Value {
   const dtype = runType(to);
   if (!dtype) throw new UnsupportedError(`${what} to ${dataTypeName(to)} (the supported types are FLOAT, and FLOAT16, BFLOAT16, DOUBLE and the float8/float4 types as float32, the integer types and BOOL)`);
-  const round = roundOf(to, saturate);
+  const round = roundingOf(to, saturate);
   if (round) {
     const wide = castTo(n, v, DataType.FLOAT, what);
-    if (isStatic(wide)) {
-      const t = wide.t as Extract<StaticTensor, { type: 'float' }>;
-      return staticValue(floatTensor(t.shape, t.data.map(round.f)));
-    }
+    if (isStatic(wide)) return staticValue(roundedStatic(wide.t as Extract<StaticTensor, { type: 'float' }>, round));
     return nodeValue(n.graph.op(round.op, [wide.id], {}, `${n.name}_${round.op}`));
   }
   const from: DType = isStatic(v) ? (v.t.type === 'float' ? 'float32' : v.t.bool ? 'bool' : 'int32') : n.graph.node(v.id).dtype;

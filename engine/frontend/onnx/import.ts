@@ -8,14 +8,15 @@
 // attribute we do not support (op type and node name). Converters read each operator as
 // its version at the model's opset defines it (n.opset), which is how opsets 7-10 come in.
 //
-// Types: float32 runs as itself; int64/int32/int16/int8/uint8/uint16/uint32/uint64 and the 4- and 2-bit integers run as int32
-// (ids, masks, indices); bool as bool; float16, bfloat16, float64 and the 8- and 4-bit
-// floats run as float32, as the integer types run as int32. float64 thus computes in float32's precision (a relative
-// error of about 6e-8 per operation instead of 1e-16). float16 and bfloat16 values are
-// float32 values exactly: each operator's result of either type is rounded to it
-// (round_f16 / round_bf16; narrow.ts finds each value's ONNX type and says which results
-// need no rounding), inside an operator the arithmetic is float32's, and a graph input of
-// either type is rounded on entry; the same holds for float8 and float4 (ir/float8.ts). The ONNX type each input and output declares stays in
+// Types: float32 runs as itself; int64/int32/int16/int8/uint8/uint16/uint32/uint64 and the
+// 4- and 2-bit integers run as int32 (ids, masks, indices); bool as bool; float16,
+// bfloat16, float64 and the 8- and 4-bit floats run as float32, as the integer types run as
+// int32. float64 thus computes in float32's precision (a relative error of about 6e-8 per
+// operation instead of 1e-16). Values of the narrower float types are float32 values
+// exactly: each operator's result of such a type is rounded to it (convert-logic.ts
+// roundingOf; narrow.ts finds each value's ONNX type and says which results need no
+// rounding), inside an operator the arithmetic is float32's, and a graph input of such a
+// type is rounded on entry. The ONNX type each input and output declares stays in
 // `onnxTypes`.
 //
 // Symbolic dimensions: the first takes `batch` (default 1); any dimension, and a scalar,
@@ -36,7 +37,7 @@ import { NN_CONVERTERS } from './convert-nn';
 import { NORMALIZATION_CONVERTERS } from './convert-normalization';
 import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
-import { LOGIC_CONVERTERS, ROUND_OPS, refuseNonFloat } from './convert-logic';
+import { LOGIC_CONVERTERS, refuseNonFloat, roundedStatic, roundingOf } from './convert-logic';
 import { INDEXING_CONVERTERS } from './convert-indexing';
 import { RNN_CONVERTERS } from './convert-rnn';
 import { QUANTIZE_CONVERTERS } from './convert-quantize';
@@ -46,8 +47,6 @@ import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMes
 import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from './tensor';
 import { declaredTypes, inferOutputTypes, isInputOf, keepsValues } from './narrow';
 import { floatTensor, intTensor } from './static';
-import { roundBfloat16, roundFloat16 } from '../../ir/half';
-import { MINI_FLOAT_FNS, roundMiniFloat } from '../../ir/float8';
 import type { DType } from '../../ir/expr';
 import { numElements } from '../../ir/tensor';
 
@@ -258,7 +257,7 @@ type FloatStatic = Extract<StaticTensor, { type: 'float' }>;
  */
 function castRounded(cx: ImportContext, n: NodeView, v: Value, type: number | undefined): boolean {
   if (n.opType === 'Cast') return true;
-  const op = type === undefined ? undefined : ROUND_OPS[type];
+  const op = roundingOf(type)?.op;
   if (n.opType !== 'CastLike' || !op) return false;
   if (v.kind === 'node') {
     // The type's rounding, or its saturate=0 form (round_<type>_nosat).
@@ -269,25 +268,18 @@ function castRounded(cx: ImportContext, n: NodeView, v: Value, type: number | un
   return like?.kind === 'static' && ONNX_ELEMENT_TYPE.get(like.t) !== undefined;
 }
 
-/** The rounding ops' functions, for static values (folded at import). */
-const STATIC_ROUND: Partial<Record<string, (x: number) => number>> = {
-  round_f16: roundFloat16, round_bf16: roundBfloat16,
-  ...Object.fromEntries(MINI_FLOAT_FNS.map(({ fn, kind, saturate }) => [fn, (x: number) => roundMiniFloat(kind, x, saturate)])),
-};
-
 /**
  * Output `v` of node `n`, of ONNX type `type`: a float16 or bfloat16 value is rounded to its
  * type (narrow.ts), unless it already is a rounding to it or an input of that type passed
  * through. Static values are rounded here.
  */
 function narrowed(cx: ImportContext, n: NodeView, v: Value, type: number | undefined): Value {
-  const op = type === undefined ? undefined : ROUND_OPS[type];
-  if (!op || cx.dtypeOf(v) !== 'float32' || isInputOf(n, v, type!)) return v;
-  const fold = STATIC_ROUND[op];
-  if (v.kind === 'static' && fold) return staticValue(floatTensor(v.t.shape, (v.t as FloatStatic).data.map(fold)));
+  const round = roundingOf(type);
+  if (!round || cx.dtypeOf(v) !== 'float32' || isInputOf(n, v, type!)) return v;
+  if (v.kind === 'static') return staticValue(roundedStatic(v.t as FloatStatic, round));
   const id = cx.nodeOf(v), node = cx.graph.node(id);
-  if (isOpNode(node) && node.op === op) return v;
-  return nodeValue(cx.graph.op(op, [id], {}, `${n.name}_${op}`));
+  if (isOpNode(node) && node.op === round.op) return v;
+  return nodeValue(cx.graph.op(round.op, [id], {}, `${n.name}_${round.op}`));
 }
 
 /**
@@ -409,14 +401,14 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     if (cx.has(name)) throw new UserError(`${file}: graph input '${name}' is listed twice`);
     const elemType = vi.type?.tensor_type?.elem_type;
     cx.setOnnxType(name, elemType);
-    const round = elemType === undefined ? undefined : ROUND_OPS[elemType];
+    const round = roundingOf(elemType);
     const frozen = opts.constantInputs?.get(name);
     if (frozen) {
       // A constant bound to a float16 / bfloat16 input holds values of its type, as a fed one does.
-      const t = frozenInput(vi, frozen, file), fold = round && STATIC_ROUND[round];
-      if (!fold || t.type !== 'float') cx.set(name, staticValue(t));
+      const t = frozenInput(vi, frozen, file);
+      if (!round || t.type !== 'float') cx.set(name, staticValue(t));
       else {
-        const narrow = floatTensor(t.shape, t.data.map(fold));
+        const narrow = roundedStatic(t, round);
         ONNX_ELEMENT_TYPE.set(narrow, elemType!);
         cx.set(name, staticValue(narrow));
       }
@@ -424,7 +416,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     }
     const { shape, symbolicBatch: sym } = inputShape(vi, index, file, opts);
     symbolicBatch ||= sym;
-    const dtype = inputDtype(vi.type?.tensor_type?.elem_type)!;
+    const dtype = inputDtype(elemType)!;
     if (shape.some((d) => d === 0)) {
       // An input with an empty dimension has one possible value, the empty tensor: it is that
       // constant (CastLike's `like` gives only its type), not an input of the model.
@@ -437,9 +429,9 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
     const id = cx.graph.input(name, shape, dtype);
     // A float16 or bfloat16 input is fed as float32 words, which need not be values of its
     // type: it is rounded to the type on entry, as every value of the type is.
-    cx.set(name, nodeValue(round ? cx.graph.op(round, [id], {}, `${name}_${round}`) : id));
+    cx.set(name, nodeValue(round ? cx.graph.op(round.op, [id], {}, `${name}_${round.op}`) : id));
     const types = ONNX_INPUT_TYPE.get(cx.graph) ?? new Map<number, number>();
-    ONNX_INPUT_TYPE.set(cx.graph, types.set(id, vi.type?.tensor_type?.elem_type ?? 0));
+    ONNX_INPUT_TYPE.set(cx.graph, types.set(id, elemType ?? 0));
     inputs.push({ name, shape, dtype });
   }
   if (inputs.length === 0) {
@@ -474,7 +466,7 @@ function importDecoded(model: ModelMessage, file: string, opts: OnnxImportOption
  */
 function narrowOutput(cx: ImportContext, name: string, elemType: number | undefined): number {
   const id = cx.nodeOf(cx.value(name));
-  const op = elemType === undefined ? undefined : ROUND_OPS[elemType];
+  const op = roundingOf(elemType)?.op;
   const node = cx.graph.node(id);
   if (!op || cx.onnxType(name) === elemType || node.dtype !== 'float32' || (isOpNode(node) && node.op === op)) return id;
   return cx.graph.op(op, [id], {}, `${name}_as_${dataTypeName(elemType).toLowerCase()}`);
