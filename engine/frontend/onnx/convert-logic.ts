@@ -94,7 +94,7 @@ const COMPARE: Record<string, (a: number, b: number) => boolean> = {
  */
 export function runType(t: number): DType | undefined {
   switch (t) {
-    case DataType.FLOAT: case DataType.DOUBLE: case DataType.FLOAT16: case DataType.BFLOAT16: return 'float32';
+    case DataType.FLOAT: case DataType.DOUBLE: case DataType.FLOAT16: case DataType.BFLOAT16:
     case DataType.FLOAT8E4M3FN: case DataType.FLOAT8E4M3FNUZ: case DataType.FLOAT8E5M2: case DataType.FLOAT8E5M2FNUZ: case DataType.FLOAT4E2M1:
       return 'float32';
     case DataType.BOOL: return 'bool';

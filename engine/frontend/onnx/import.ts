@@ -37,13 +37,13 @@ import { NN_CONVERTERS } from './convert-nn';
 import { NORMALIZATION_CONVERTERS } from './convert-normalization';
 import { REDUCE_CONVERTERS } from './convert-reduce';
 import { TENSOR_CONVERTERS, type Converter } from './convert-tensor';
-import { LOGIC_CONVERTERS, refuseNonFloat, roundedStatic, roundingOf } from './convert-logic';
+import { LOGIC_CONVERTERS, refuseNonFloat, roundedStatic, roundingOf, runType } from './convert-logic';
 import { INDEXING_CONVERTERS } from './convert-indexing';
 import { RNN_CONVERTERS } from './convert-rnn';
 import { QUANTIZE_CONVERTERS } from './convert-quantize';
 import { EXTRA_CONVERTERS } from './convert-extra';
 import { MATH_CONVERTERS } from './convert-math';
-import { decodeModel, DataType, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
+import { decodeModel, type Dimension, type GraphMessage, type ModelMessage, type NodeMessage, type ValueInfo } from './schema';
 import { checkedDims, dataTypeName, OnnxFormatError, type StaticTensor } from './tensor';
 import { declaredTypes, inferOutputTypes, isInputOf, keepsValues } from './narrow';
 import { floatTensor, intTensor } from './static';
@@ -111,20 +111,8 @@ function opsetOf(model: ModelMessage, file: string): number {
   return v;
 }
 
-/** The element type an ONNX input type runs as, or undefined when we cannot run it. */
-function inputDtype(elemType: number | undefined): DType | undefined {
-  switch (elemType) {
-    case DataType.FLOAT: case DataType.FLOAT16: case DataType.BFLOAT16: case DataType.DOUBLE:
-    case DataType.FLOAT8E4M3FN: case DataType.FLOAT8E4M3FNUZ: case DataType.FLOAT8E5M2: case DataType.FLOAT8E5M2FNUZ: case DataType.FLOAT4E2M1:
-      return 'float32';
-    case DataType.BOOL: return 'bool';
-    case DataType.INT64: case DataType.INT32: case DataType.INT16: case DataType.INT8:
-    case DataType.UINT64: case DataType.UINT32: case DataType.UINT16: case DataType.UINT8:
-    case DataType.INT4: case DataType.UINT4: case DataType.INT2: case DataType.UINT2:
-      return 'int32';
-    default: return undefined;
-  }
-}
+/** The element type an ONNX input type runs as (as any value of it does), or undefined when we cannot run it. */
+const inputDtype = (elemType: number | undefined): DType | undefined => (elemType === undefined ? undefined : runType(elemType));
 
 const showShape = (s: readonly (number | string)[]): string => `[${s.join(', ')}]`;
 
