@@ -18,9 +18,9 @@ import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, UnsupportedError, nodeValue, static
 import type { Converter } from './convert-tensor';
 import { floatTensor, intTensor } from './static';
 import { DataType } from './schema';
-import { constantData, dataTypeName, type StaticTensor } from './tensor';
+import { constantData, dataTypeName, MINI_FLOAT_TYPES, type StaticTensor } from './tensor';
 import { roundBfloat16, roundFloat16 } from '../../ir/half';
-import { miniFloatFn, roundMiniFloat, type MiniFloat } from '../../ir/float8';
+import { miniFloatFn, roundMiniFloat } from '../../ir/float8';
 import type { MiniFloatFn } from '../../ir/nodes';
 
 /** 'an int32', 'a float32', 'a bool'. */
@@ -169,11 +169,6 @@ const NARROW: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT2]: { bits: 2, signed: true }, [DataType.UINT2]: { bits: 2, signed: false },
 };
 
-/** The 8- and 4-bit ONNX float types, which run as float32 (ir/float8.ts). */
-const MINI_FLOAT_TYPES: Partial<Record<number, MiniFloat>> = {
-  [DataType.FLOAT8E4M3FN]: 'f8e4m3fn', [DataType.FLOAT8E4M3FNUZ]: 'f8e4m3fnuz', [DataType.FLOAT8E5M2]: 'f8e5m2',
-  [DataType.FLOAT8E5M2FNUZ]: 'f8e5m2fnuz', [DataType.FLOAT4E2M1]: 'f4e2m1',
-};
 
 /** A rounding to an ONNX float type narrower than float32: its graph op and its static form. */
 export interface Rounding { op: 'round_f16' | 'round_bf16' | MiniFloatFn; f: (x: number) => number }

@@ -3,8 +3,9 @@
 // external file next to the model (external_data: location, offset, length). Floating
 // types become float32 values (float64 rounded to float32; float16, bfloat16 and the 8- and
 // 4-bit floats' values are float32 values exactly, decoded from their bits: one byte per
-// float8 value, in raw_data or one per int32_data entry; float4 e2m1 packed as int4); integer and bool types become integers
-// (as JS numbers), which is what shape arithmetic (Shape, Gather, Concat, Reshape) needs.
+// float8 value, in raw_data or one per int32_data entry; float4 e2m1 packed as int4);
+// integer and bool types become integers (as JS numbers), which is what shape arithmetic
+// (Shape, Gather, Concat, Reshape) needs.
 // The 4- and 2-bit integers are packed, as onnx.numpy_helper packs them: two int4/uint4
 // per byte (element 2k in the low nibble, 2k+1 in the high one), four int2/uint2 per byte
 // (element 4k in bits 0-1, up to 4k+3 in bits 6-7), the last byte padded with zeros; the
@@ -35,8 +36,8 @@ const ELEMENT_BYTES: Record<number, number> = {
   [DataType.UINT64]: 8, [DataType.UINT32]: 4, [DataType.UINT16]: 2, [DataType.UINT8]: 1, [DataType.BOOL]: 1,
   [DataType.FLOAT8E4M3FN]: 1, [DataType.FLOAT8E4M3FNUZ]: 1, [DataType.FLOAT8E5M2]: 1, [DataType.FLOAT8E5M2FNUZ]: 1,
 };
-/** The 8- and 4-bit float types and their formats (ir/float8.ts). */
-const MINI: Partial<Record<number, MiniFloat>> = {
+/** The 8- and 4-bit ONNX float types and their formats (ir/float8.ts); they run as float32. */
+export const MINI_FLOAT_TYPES: Partial<Record<number, MiniFloat>> = {
   [DataType.FLOAT8E4M3FN]: 'f8e4m3fn', [DataType.FLOAT8E4M3FNUZ]: 'f8e4m3fnuz', [DataType.FLOAT8E5M2]: 'f8e5m2',
   [DataType.FLOAT8E5M2FNUZ]: 'f8e5m2fnuz', [DataType.FLOAT4E2M1]: 'f4e2m1',
 };
@@ -46,7 +47,7 @@ const PACKED: Partial<Record<number, { bits: number; signed: boolean }>> = {
   [DataType.INT2]: { bits: 2, signed: true }, [DataType.UINT2]: { bits: 2, signed: false },
   [DataType.FLOAT4E2M1]: { bits: 4, signed: false },
 };
-const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16, ...Object.keys(MINI).map(Number)]);
+const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16, ...Object.keys(MINI_FLOAT_TYPES).map(Number)]);
 const TYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(DataType).map(([k, v]) => [v, k]));
 
 export const dataTypeName = (t: number | undefined): string => TYPE_NAMES[t ?? 0] ?? `data type ${t ?? 0}`;
@@ -80,7 +81,7 @@ export function checkedDims(dims: readonly number[] | undefined, what: string): 
 
 /** The number of a float16 or bfloat16 element's 16 bits, or of an 8/4-bit float's bits. */
 const narrowValue = (dataType: number, h: number): number => {
-  const mini = MINI[dataType];
+  const mini = MINI_FLOAT_TYPES[dataType];
   if (mini) return miniFloatValue(mini, h);
   return dataType === DataType.FLOAT16 ? float16Value(h) : bfloat16Value(h);
 };
@@ -96,7 +97,7 @@ function fromBytes(bytes: Uint8Array, dataType: number, count: number): Float32A
   }
   const packed = PACKED[dataType];
   if (dataType === DataType.FLOAT4E2M1) return Float32Array.from({ length: count }, (_, i) => narrowValue(dataType, unpack((k) => bytes[k], i, packed!)));
-  if (MINI[dataType]) return Float32Array.from(bytes.subarray(0, count), (b) => narrowValue(dataType, b));
+  if (MINI_FLOAT_TYPES[dataType]) return Float32Array.from(bytes.subarray(0, count), (b) => narrowValue(dataType, b));
   if (packed) return Array.from({ length: count }, (_, i) => unpack((k) => bytes[k], i, packed));
   const read: Record<number, (i: number) => number> = {
     [DataType.INT64]: (i) => Number(view.getBigInt64(i * 8, true)),
@@ -194,7 +195,7 @@ export function tensorFromProto(t: TensorMessage, modelDir: string, what = `tens
     }
     if (field.length !== count) throw new OnnxFormatError(`${what}: ${field.length} values for shape [${shape.join(', ')}]`);
     values = FLOAT_TYPES.has(dataType)
-      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16 || MINI[dataType] ? narrowValue(dataType, v) : v))
+      ? Float32Array.from(field, (v) => (dataType === DataType.FLOAT16 || dataType === DataType.BFLOAT16 || MINI_FLOAT_TYPES[dataType] ? narrowValue(dataType, v) : v))
       : field.map((v) => (dataType === DataType.BOOL ? (v ? 1 : 0) : v));
   }
   if (values instanceof Float32Array) return { type: 'float', shape, data: values };
