@@ -16,7 +16,7 @@ import { createNodesFromFiles, logger, type CreateNodes, type CreateNodesResult 
 import { workspaceDataDirectory } from 'nx/src/utils/cache-directory';
 import { PluginCache } from 'nx/src/utils/plugin-cache-utils';
 import { readRegularFileSync, modelLimit } from '../engine/regular-file';
-import { CONFIG_FILE_NAMES, ConfigError, isModelFile, MAX_CONFIG_BYTES, readConfigFile, validateConfigFile } from './config';
+import { CONFIG_FILE_NAMES, ConfigError, isModelFile, MAX_CONFIG_BYTES, readConfigFile, validateConfigFile, type ConfigFile } from './config';
 import { PACKAGE_ROOT, PLUGIN_VERSION } from './package-info';
 import { projectRootOf, toPosix } from './resolve';
 import { loadShardPlans, shardedNetworks } from './shards';
@@ -123,28 +123,26 @@ function contentDigest(file: string, limit: { what: string; maxBytes: number }):
   }
 }
 
-/** The content of the file a config extends (its networks' settings come from it too); empty when it extends none. */
-export function baseDigest(configFile: string, workspaceRoot: string): string {
+/** A config file's parsed content, or undefined where it does not parse (its content digest still keys it). */
+function parsedOrUndefined(configFile: string, workspaceRoot: string): ConfigFile | undefined {
   try {
-    const base = readConfigFile(configFile, workspaceRoot).base;
-    return base ? `${base.abs}\0${contentDigest(base.abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}` : '';
-  } catch (e) {
-    return `unreadable: ${(e as Error).message}`;
+    return readConfigFile(configFile, workspaceRoot);
+  } catch {
+    return undefined;
   }
+}
+
+/** The content of the file a config extends (its networks' settings come from it too); empty when it extends none. */
+function baseDigest(parsed: ConfigFile | undefined): string {
+  return parsed?.base ? `${parsed.base.abs}\0${contentDigest(parsed.base.abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}` : '';
 }
 
 /**
  * The content of the model files of a config's sharded networks (their tasks shape the
  * shard targets, so the cached inference must change with them); empty when it has none.
  */
-export function shardedModelsDigest(configFile: string, workspaceRoot: string): string {
-  let raw: unknown;
-  try {
-    raw = readConfigFile(configFile, workspaceRoot).raw;
-  } catch {
-    return '';
-  }
-  const networks = (raw as { networks?: Record<string, { model?: unknown; shards?: unknown } | null> } | null)?.networks;
+function shardedModelsDigest(parsed: ConfigFile | undefined, configFile: string, workspaceRoot: string): string {
+  const networks = (parsed?.raw as { networks?: Record<string, { model?: unknown; shards?: unknown } | null> } | null | undefined)?.networks;
   if (typeof networks !== 'object' || networks === null) return '';
   const h = createHash('sha256');
   for (const [name, n] of Object.entries(networks).sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -155,6 +153,16 @@ export function shardedModelsDigest(configFile: string, workspaceRoot: string): 
   return h.digest('hex');
 }
 
+/**
+ * The cache key of a config file's inferred projects: its content, the file it extends and
+ * its sharded networks' models (the file parsed once for both).
+ */
+export function inferenceKey(configFile: string, workspaceRoot: string): string {
+  const parsed = parsedOrUndefined(configFile, workspaceRoot);
+  const own = contentDigest(path.join(workspaceRoot, configFile), { what: 'the config file', maxBytes: MAX_CONFIG_BYTES });
+  return sha(`${configFile}\0${own}\0${baseDigest(parsed)}\0${shardedModelsDigest(parsed, configFile, workspaceRoot)}`);
+}
+
 export const createNodes: CreateNodes<TensortunePluginOptions> = [
   CONFIG_GLOB,
   async (configFiles, options, context) => {
@@ -163,8 +171,7 @@ export const createNodes: CreateNodes<TensortunePluginOptions> = [
     const cache = new PluginCache<CacheEntry>(path.join(workspaceDataDirectory, `tensortune-${optionsKey}.hash`));
     try {
       return await createNodesFromFiles((file, opts) => {
-        const abs = path.join(context.workspaceRoot, file);
-        const key = sha(`${file}\0${contentDigest(abs, { what: 'the config file', maxBytes: MAX_CONFIG_BYTES })}\0${baseDigest(file, context.workspaceRoot)}\0${shardedModelsDigest(file, context.workspaceRoot)}`);
+        const key = inferenceKey(file, context.workspaceRoot);
         const hit = cache.get(key);
         if (hit) return hit.result;
         const lastGood = cache.get(`names:${file}`)?.names;
