@@ -14,6 +14,7 @@ import * as ix from '../topi/indexing';
 import * as qz from '../topi/quantize';
 import * as ex from '../topi/extra';
 import { gridSample, type GridSampleOptions } from '../topi/grid-sample';
+import { narrowSoftmax, type NarrowFloat } from '../topi/narrow-softmax';
 import type { DType } from '../ir/expr';
 import { conv2dWinogradNHWC, type WinogradTile } from '../topi/winograd';
 import { conv3dNCDHW, conv3dNDHWC, type Conv3dParams } from '../topi/conv3d';
@@ -310,6 +311,8 @@ const EXTRA_OPS: Record<string, OpDef> = {
   is_nan: { pattern: OpPattern.ElemWise, compute: ([x]) => ex.isNan(x) },
   is_inf: { pattern: OpPattern.ElemWise, compute: ([x], a) => ex.isInf(x, a.positive as boolean, a.negative as boolean) },
   safe_softmax: { pattern: OpPattern.Opaque, compute: ([x]) => ex.safeSoftmax(x) },
+  // Softmax of float16 / bfloat16 values with the type's intermediate roundings (topi/narrow-softmax.ts); attrs axis, type, safe, log.
+  narrow_softmax: { pattern: OpPattern.Opaque, compute: ([x], a) => narrowSoftmax(x, num(a, 'axis'), a.type as NarrowFloat, { safe: a.safe === true, log: a.log === true }) },
   rms_norm: { pattern: OpPattern.OutEWiseFusable, compute: ([x, s], a) => ex.rmsNorm(x, s, num(a, 'axis'), num(a, 'epsilon')) },
   rotary_embedding: {
     pattern: OpPattern.Injective,

@@ -34,6 +34,8 @@ import { floatTensor, intTensor } from './static';
 import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, staticValue } from './context';
 import { DataType } from './schema';
 import { dataTypeName } from './tensor';
+import { NARROW_ROUNDING, narrowFloat } from './narrow';
+import { roundBfloat16, roundFloat16 } from '../../ir/half';
 import type { IntType } from '../../topi/extra';
 
 const idOf = (v: Value): number => (v as { id: number }).id;
@@ -108,14 +110,24 @@ function matmul(n: NodeView, a: number, b: number, suffix: string): number {
 const reshape = (n: NodeView, id: number, shape: readonly number[], suffix: string): number => idOf(reshapeValue(n, nodeValue(id), shape, suffix));
 const transpose = (n: NodeView, id: number, axes: readonly number[], suffix: string): number => idOf(n.op('transpose', [id], { axes: [...axes] }, suffix));
 const scalar = (x: number): Value => staticValue(floatTensor([], Float32Array.of(x)));
+/** A number rounded to each narrow type. */
+const NARROW_VALUE = { float16: roundFloat16, bfloat16: roundBfloat16 } as const;
 
 const attention: Converter = {
   attrs: ['is_causal', 'kv_num_heads', 'q_num_heads', 'qk_matmul_output_mode', 'scale', 'softcap', 'softmax_precision', 'left_window_size', 'right_window_size'],
   convert(n) {
     const left = n.attr.int('left_window_size', -1), right = n.attr.int('right_window_size', -1);
     if (left < -1 || right < -1) throw new Error(`window sizes ${left}, ${right} (-1 or nonnegative)`);
-    const precision = n.attr.int('softmax_precision', 1);
-    if (precision !== 1) throw new UnsupportedError(`softmax_precision ${precision} (the softmax runs in float32)`);
+    // Of float16 / bfloat16 inputs, Attention computes in their type (narrow.ts): each step
+    // that ONNX's function body and reference compute in the type is rounded to it, the
+    // softmax too unless softmax_precision names float32 (then it is rounded once after).
+    const type = narrowFloat(n.onnxType(0));
+    const precision = n.attr.has('softmax_precision') ? n.attr.int('softmax_precision', DataType.FLOAT) : undefined;
+    if (precision !== undefined && precision !== DataType.FLOAT && !(type && precision === n.onnxType(0))) {
+      throw new UnsupportedError(`softmax_precision ${precision} (the softmax runs in float32${type ? ` or in ${type}` : ''})`);
+    }
+    const softmaxType = precision === DataType.FLOAT ? undefined : type;
+    const rounded = (id: number, suffix: string): number => (type ? idOf(n.op(NARROW_ROUNDING[type], [id], {}, suffix)) : id);
     const mode = n.attr.int('qk_matmul_output_mode', 0);
     if (mode < 0 || mode > 3) throw new Error(`qk_matmul_output_mode ${mode} (0 to 3)`);
     const softcap = n.attr.float('softcap', 0);
@@ -167,15 +179,22 @@ const attention: Converter = {
     const g = qh / kvh;
 
     // scores [B, qh, S, L]; grouped heads as [B, kvh, g, S, L] with K broadcast over g.
-    const kt = transpose(n, k, [0, 1, 3, 2], '_kt');
-    let qk = g === 1 ? matmul(n, q, kt, '_qk')
-      : reshape(n, matmul(n, reshape(n, q, [b, kvh, g, s, d], '_q_groups'), reshape(n, kt, [b, kvh, 1, d, l], '_kt_groups'), '_qk'), [b, qh, s, l], '_qk_heads');
     const scale = n.attr.has('scale') ? n.attr.float('scale', 1) : 1 / Math.sqrt(d);
-    qk = idOf(n.op('multiply', [qk, n.nodeOf(scalar(scale), '_scale')], {}, '_scaled'));
+    // In a narrow type, Q and K are each scaled by the scale's square root in the type
+    // (the function body's Sqrt, Cast to T, two Muls), and their product rounded; in
+    // float32 the product is scaled.
+    const scaleRoot = type ? NARROW_VALUE[type](Math.sqrt(scale)) : 1;
+    const scaled = (id: number, suffix: string): number => rounded(idOf(n.op('multiply', [id, n.nodeOf(scalar(scaleRoot), '_scale_sqrt')], {}, suffix)), `${suffix}_rounded`);
+    const qs = type ? scaled(q, '_q_scaled') : q;
+    const kt = transpose(n, type ? scaled(k, '_k_scaled') : k, [0, 1, 3, 2], '_kt');
+    let qk = g === 1 ? matmul(n, qs, kt, '_qk')
+      : reshape(n, matmul(n, reshape(n, qs, [b, kvh, g, s, d], '_q_groups'), reshape(n, kt, [b, kvh, 1, d, l], '_kt_groups'), '_qk'), [b, qh, s, l], '_qk_heads');
+    qk = type ? rounded(qk, '_qk_rounded') : idOf(n.op('multiply', [qk, n.nodeOf(scalar(scale), '_scale')], {}, '_scaled'));
     let scores = qk;
     if (softcap > 0) {
-      const t = idOf(n.op('tanh', [idOf(n.op('divide', [scores, n.nodeOf(scalar(softcap), '_softcap')], {}, '_capped'))], {}, '_tanh'));
-      scores = idOf(n.op('multiply', [t, n.nodeOf(scalar(softcap), '_softcap2')], {}, '_softcapped'));
+      const cap = type ? NARROW_VALUE[type](softcap) : softcap;
+      const t = rounded(idOf(n.op('tanh', [rounded(idOf(n.op('divide', [scores, n.nodeOf(scalar(cap), '_softcap')], {}, '_capped')), '_capped_rounded')], {}, '_tanh')), '_tanh_rounded');
+      scores = rounded(idOf(n.op('multiply', [t, n.nodeOf(scalar(cap), '_softcap2')], {}, '_softcapped')), '_softcapped_rounded');
     }
     const afterSoftcap = scores;
 
@@ -236,8 +255,9 @@ const attention: Converter = {
       const iota = staticValue(intTensor([l], Array.from({ length: l }, (_, j) => j)));
       addBias(masked(applyOp(n, 'less', [iota, nodeValue(lengths)], {}, '_pad_allowed'), '_pad'), '_pad_bias');
     }
-    if (bias) scores = idOf(n.op('add', [scores, n.nodeOf(bias, '_bias')], {}, '_biased'));
-    const probs = idOf(n.op('safe_softmax', [scores], {}, '_softmax'));
+    if (bias) scores = rounded(idOf(n.op('add', [scores, n.nodeOf(bias, '_bias')], {}, '_biased')), '_biased_rounded');
+    const probs = softmaxType ? idOf(n.op('narrow_softmax', [scores], { axis: -1, type: softmaxType, safe: true }, '_softmax'))
+      : rounded(idOf(n.op('safe_softmax', [scores], {}, '_softmax')), '_softmax_rounded');
 
     let y = g === 1 ? matmul(n, probs, v, '_pv')
       : reshape(n, matmul(n, reshape(n, probs, [b, kvh, g, s, l], '_p_groups'), reshape(n, v, [b, kvh, 1, l, dv], '_v_groups'), '_pv'), [b, qh, s, dv], '_y_heads');

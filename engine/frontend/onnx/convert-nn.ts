@@ -9,6 +9,7 @@ import { UnsupportedError, type NodeView, type Value } from './context';
 import { reshapeValue, type Converter } from './convert-tensor';
 import { MATMUL_CONVERTERS } from './convert-matmul';
 import { normAxis } from './static';
+import { narrowFloat } from './narrow';
 
 /** Explicit [begin..., end...] pads of the spatial axes from `pads` or `auto_pad` (ONNX's SAME_UPPER/SAME_LOWER/VALID rules). */
 function windowPads(n: NodeView, input: readonly number[], kernel: readonly number[], strides: readonly number[], dilations: readonly number[]): number[] {
@@ -255,10 +256,14 @@ const softmax: Converter = {
     const rank = shape.length;
     const a = normAxis(n.attr.int('axis', n.opset >= 13 ? -1 : 1), rank, 'Softmax axis');
     const trailing = numElements(shape.slice(a + 1));
-    if (n.opset >= 13 || a === rank - 1 || trailing === 1) return [n.op('softmax', [n.node(0)], { axis: a === rank - 1 ? -1 : a })];
+    // A float16 / bfloat16 input: the softmax in its type (narrow.ts).
+    const type = narrowFloat(n.onnxType(0));
+    const softmaxOf = (id: number, axis: number, suffix?: string): Value =>
+      (type ? n.op('narrow_softmax', [id], { axis, type }, suffix) : n.op('softmax', [id], { axis }, suffix));
+    if (n.opset >= 13 || a === rank - 1 || trailing === 1) return [softmaxOf(n.node(0), a === rank - 1 ? -1 : a)];
     // Before opset 13, Softmax normalises the 2-D [prod(dims < axis), prod(dims >= axis)] view.
     const flat = reshapeValue(n, n.input(0), [numElements(shape.slice(0, a)), numElements(shape.slice(a))], '_2d');
-    const y = n.op('softmax', [idOf(flat)], { axis: -1 }, '_softmax');
+    const y = softmaxOf(idOf(flat), -1, '_softmax');
     return [reshapeValue(n, y, shape)];
   },
 };

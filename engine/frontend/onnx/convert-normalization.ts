@@ -9,6 +9,7 @@ import { numElements } from '../../ir/tensor';
 import { UnsupportedError, type NodeView, type Value } from './context';
 import { reshapeValue, type Converter } from './convert-tensor';
 import { normAxis } from './static';
+import { narrowFloat } from './narrow';
 
 function requireFloat(n: NodeView, i: number): void {
   const dtype = n.dtype(i);
@@ -113,9 +114,13 @@ function alongAxis(op: string): Converter {
       if (rank === 0) throw new UnsupportedError('a scalar input');
       const a = normAxis(n.attr.int('axis', n.opset >= 13 ? -1 : 1), rank, `${n.opType} axis`);
       const trailing = numElements(shape.slice(a + 1));
-      if (n.opset >= 13 || a === rank - 1 || trailing === 1) return [n.op(op, [n.node(0)], { axis: a === rank - 1 ? -1 : a })];
+      // LogSoftmax of a float16 / bfloat16 input: in its type (narrow.ts); Hardmax only selects.
+      const type = op === 'log_softmax' ? narrowFloat(n.onnxType(0)) : undefined;
+      const apply = (id: number, axis: number, suffix?: string): Value =>
+        (type ? n.op('narrow_softmax', [id], { axis, type, log: true }, suffix) : n.op(op, [id], { axis }, suffix));
+      if (n.opset >= 13 || a === rank - 1 || trailing === 1) return [apply(n.node(0), a === rank - 1 ? -1 : a)];
       const flat = reshapeValue(n, n.input(0), [numElements(shape.slice(0, a)), numElements(shape.slice(a))], '_2d');
-      const y = n.op(op, [n.nodeOf(flat, '_2d')], { axis: -1 }, `_${op}`);
+      const y = apply(n.nodeOf(flat, '_2d'), -1, `_${op}`);
       return [reshapeValue(n, y, shape)];
     },
   };

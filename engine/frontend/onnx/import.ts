@@ -15,9 +15,9 @@
 // operation instead of 1e-16). Values of the narrower float types are float32 values
 // exactly: each operator's result of such a type is rounded to it (convert-logic.ts
 // roundingOf; narrow.ts finds each value's ONNX type and says which results need no
-// rounding), inside an operator the arithmetic is float32's, and a graph input of such a
-// type is rounded on entry. The ONNX type each input and output declares stays in
-// `onnxTypes`.
+// rounding), inside an operator the arithmetic is float32's but for the intermediates
+// narrow.ts names, and a graph input of such a type is rounded on entry. The ONNX type each
+// input and output declares stays in `onnxTypes`.
 //
 // Symbolic dimensions: the first takes `batch` (default 1); any dimension, and a scalar,
 // can be fixed with `inputShapes` (tvmc's --input-shapes).

@@ -4,8 +4,16 @@
 // computes each operator's result in that type, as ONNX Runtime's kernels, a GPU and numpy
 // do: so the importer rounds each operator's float output whose ONNX type is FLOAT16 or
 // BFLOAT16 to that type (round_f16 / round_bf16, an injective op that fuses into its
-// producer). What happens inside one operator (a MatMul's accumulation, a Softmax's sums)
-// stays float32, as ONNX Runtime's CPU kernels accumulate float16 in float32.
+// producer). Inside an operator, a narrow-typed operator rounds the intermediates that
+// ONNX's reference implementation stores in its type (numpy on float16 / ml_dtypes bfloat16
+// arrays), in the reference's order: Softmax and LogSoftmax round the shifted values, their
+// exponentials, the sum and the quotient (topi/narrow-softmax.ts); Attention rounds the
+// square root of its scale, the scaled Q and K, their product, the softcap's steps, the
+// biased scores and its softmax's steps (convert-extra.ts). A sum or a product's
+// accumulation (MatMul, Gemm, Conv, the Softmax's sum) stays float32 and is rounded once, as
+// numpy's float16 sums and matmuls and ml_dtypes' bfloat16 matmuls accumulate; ml_dtypes'
+// bfloat16 sum rounds each partial sum, which no IR reduction does (docs/onnx.md). The
+// other operators (LayerNormalization, the pools, ...) compute inside in float32.
 //
 // A value's ONNX type is what the graph declares for it (value_info, the graph's outputs
 // and inputs, initializers), else what its operator gives: Cast's `to`, CastLike's second
@@ -19,6 +27,7 @@
 
 import { DataType, type GraphMessage, type NodeMessage } from './schema';
 import type { NodeView, Value } from './context';
+import type { NarrowFloat } from '../../topi/narrow-softmax';
 
 /** The element types a graph declares for its values: value_info, inputs and outputs (a known type only). */
 export function declaredTypes(g: GraphMessage): Map<string, number> {
@@ -132,3 +141,11 @@ export function isInputOf(n: NodeView, v: Value, type: number): boolean {
     return u.kind === 'node' ? v.kind === 'node' && v.id === u.id : v.kind === 'static' && v.t === u.t;
   });
 }
+
+/** The float16 or bfloat16 type an ONNX element type is, for the operators that compute in it; undefined for any other type (float32 too). */
+export function narrowFloat(type: number | undefined): NarrowFloat | undefined {
+  return type === DataType.FLOAT16 ? 'float16' : type === DataType.BFLOAT16 ? 'bfloat16' : undefined;
+}
+
+/** The graph op that rounds a float32 value to each narrow type. */
+export const NARROW_ROUNDING: Record<NarrowFloat, 'round_f16' | 'round_bf16'> = { float16: 'round_f16', bfloat16: 'round_bf16' };

@@ -35,7 +35,7 @@ const isUnary = (op: string): boolean => !AXIS_BOUND.has(op) && OPS[op]?.pattern
 /** Broadcasting elementwise ops (add, comparisons, where, prelu, pow, ...): they follow it too, constants permuted. */
 const isBroadcast = (op: string): boolean => BINARY_OPS.has(op) || (!AXIS_BOUND.has(op) && OPS[op]?.pattern === OpPattern.Broadcast);
 /** Ops with an `axis` attribute (default -1), and ops with an `axes` list (topi/reduce.ts, topi/normalization.ts). */
-const AXIS_OPS = new Set(['softmax', 'log_softmax', 'hardmax', 'lrn', 'instance_norm']);
+const AXIS_OPS = new Set(['softmax', 'log_softmax', 'narrow_softmax', 'hardmax', 'lrn', 'instance_norm']);
 const AXES_OPS = new Set(['mean', 'mean_variance_normalization', ...REDUCE_KINDS.filter((k) => k !== 'mean').map((k) => `reduce_${k}`)]);
 
 /** The permutation that moves channels last ([0, 2, 3, 1] for rank 4), or first. */
