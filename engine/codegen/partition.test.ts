@@ -5,7 +5,7 @@ import { placeholder } from '../ir/tensor';
 import { printExpr } from '../ir/printer';
 import type { Stmt } from './lower';
 import { foldExpr } from './fold';
-import { partitionTails } from './partition';
+import { partitionTails, tightenGuardedLoops } from './partition';
 
 const store = (i: string): Stmt => ({ k: 'store', buf: 'out', index: v(i), value: f32(1) });
 /** `body` with its expressions folded, as the renderer folds them. */
@@ -26,9 +26,9 @@ test('a split tail guard is versioned out of the whole tiles: whole tiles run wi
   assert.is(printExpr(whole.cond), printExpr(lt(add(mul(v('t'), 6), int(5)), 14)), 'whole where the last iteration passes');
   assert.is(JSON.stringify(whole.body), JSON.stringify([loop('i', 6, 'unroll', [store('i')])]), 'no guard left in the whole tiles');
   assert.is(tail.cond.k, 'not');
-  // The tail is tile 2 alone: it runs as lowered with t = 2, so its guards fold when rendered.
-  const atTwo: Stmt[] = [loop('i', 6, 'unroll', [{ k: 'if', cond: lt(add(mul(int(2), 6), v('i')), 14), body: [store('i')] }])];
-  assert.is(folded(tail.body), folded(atTwo), 'the tail as lowered, at its one tile');
+  // The tail is tile 2 alone: with t = 2 the guard 12 + i < 14 depends on i alone, so its
+  // loop runs to 2 without it.
+  assert.is(folded(tail.body), folded([loop('i', 2, 'unroll', [store('i')])]), 'the tail at its one tile, its loop cut to the guard');
 });
 
 test('a tail at one value of a fused tile index runs at that value; a tail over several values runs as lowered', () => {
@@ -42,7 +42,8 @@ test('a tail at one value of a fused tile index runs at that value; a tail over 
   const body: Stmt[] = [loop('ax', 64, 'parallel', guarded(position))];
   const [, tail] = (partitionTails(body)[0] as Extract<Stmt, { k: 'for' }>).body as Extract<Stmt, { k: 'if' }>[];
   const atThree = add(mul(int(3), 14), v('i'));
-  assert.is(folded(tail.body), folded(guarded(atThree)), 'floormod(ax, 4) is 3 in the tail; floordiv(ax, 4) is left');
+  const cut: Stmt[] = [loop('i', 7, 'unroll', [{ k: 'store', buf: 'out', index: add(mul(floordiv(v('ax'), 4), 49), atThree), value: f32(1) }])];
+  assert.is(folded(tail.body), folded(cut), 'floormod(ax, 4) is 3 in the tail (its 7 positions, unguarded); floordiv(ax, 4) is left');
   // 50 positions in tiles of 4 (13 tiles, the last 2 short): whole where t*4 + 3 < 50; the
   // tail is tile 12 alone. In tiles of 14 over 56 positions with a guard at 40, tiles 2 and 3 fail.
   const twoTails = lt(add(mul(v('t'), 14), v('i')), 40);
@@ -87,6 +88,25 @@ test('a bounds test inside an expression (inlined padding) is versioned: the who
   const onData = ifThenElse(lt(add(load(placeholder('n', [16], 'int32'), [v('t')]), v('d')), 5), f32(0), load(x, [v('t')]));
   const dataOnly: Stmt[] = [loop('t', 15, 'parallel', [loop('d', 3, 'serial', [{ k: 'store', buf: 'out', index: add(v('t'), v('d')), value: onData }])])];
   assert.is(JSON.stringify(partitionTails(dataOnly)), JSON.stringify(dataOnly));
+});
+
+
+test('a loop whose whole body is a guard on its own variable runs to the guard; other guards stay', () => {
+  // for j in 0..8: if (192 + j < 197 && n > 0) out[j] = 1  ->  for j in 0..5: if (n > 0) out[j] = 1
+  const other = lt(int(0), v('n'));
+  const cut = tightenGuardedLoops([loop('j', 8, 'serial', [{ k: 'if', cond: lt(add(int(192), v('j')), 197), body: [store('j')] }])]);
+  assert.is(folded(cut), folded([loop('j', 5, 'serial', [store('j')])]), 'cut to 5, the guard gone');
+  const both = tightenGuardedLoops([loop('j', 8, 'serial', [{ k: 'if', cond: { k: 'bin', op: '&&', a: lt(add(int(192), v('j')), 197), b: other, dtype: 'bool' }, body: [store('j')] }])]);
+  assert.is(folded(both), folded([loop('j', 5, 'serial', [{ k: 'if', cond: other, body: [store('j')] }])]), 'the guard on n is kept');
+  // A guard that never holds removes the loop; one that holds in the middle only, or that
+  // reads another variable, is left; so is a body with more than the guard.
+  assert.is(tightenGuardedLoops([loop('j', 8, 'serial', [{ k: 'if', cond: lt(add(int(200), v('j')), 197), body: [store('j')] }])]).length, 0);
+  for (const cond of [ge(v('j'), 3), lt(add(v('t'), v('j')), 5)]) {
+    const body = [loop('j', 8, 'serial', [{ k: 'if', cond, body: [store('j')] }])];
+    assert.is(JSON.stringify(tightenGuardedLoops(body)), JSON.stringify(body), printExpr(cond));
+  }
+  const two = [loop('j', 8, 'serial', [{ k: 'if', cond: lt(v('j'), 5), body: [store('j')] }, store('j')])];
+  assert.is(JSON.stringify(tightenGuardedLoops(two)), JSON.stringify(two), 'a store outside the guard');
 });
 
 test.run();

@@ -156,7 +156,7 @@ function versioned(loop: For): Stmt[] | undefined {
   const tail = tailTile(cond, loop);
   return [
     { k: 'if', cond, body: withoutGuards(loop.body, new Set(whole.keys())) },
-    { k: 'if', cond: not(cond), body: localsRenamed(tail ? replaced(loop.body, tail.of, int(tail.value)) : loop.body, '_tail') },
+    { k: 'if', cond: not(cond), body: localsRenamed(tail ? tightenGuardedLoops(replaced(loop.body, tail.of, int(tail.value))) : loop.body, '_tail') },
   ];
 }
 
@@ -254,6 +254,53 @@ function replaced(body: readonly Stmt[], of: Expr, by: Expr): Stmt[] {
       case 'prefetch': return { ...s, index: expr(s.index) };
       default: return s;
     }
+  });
+}
+
+/** The loop extent up to which tightenGuardedLoops evaluates a guard at every iteration. */
+const MAX_TIGHTEN_EXTENT = 64;
+
+/**
+ * The iterations of `loop` at which `guard` holds, where they are a prefix [0, n) and the
+ * guard folds to a constant at each (it depends on the loop variable and constants only);
+ * undefined otherwise.
+ */
+function holdingPrefix(guard: Expr, loop: For): number | undefined {
+  if (!mentions(guard, loop.v) || [...freeVars(guard)].some((n) => n !== loop.v)) return undefined;
+  let n = 0;
+  for (let i = 0; i < loop.extent; i++) {
+    const c = constValue(foldExpr(substitute(guard, new Map([[loop.v, int(i)]]))));
+    if (c === undefined) return undefined;
+    if (c !== 0) { if (n !== i) return undefined; n = i + 1; }
+  }
+  return n;
+}
+
+/**
+ * A tail tile's loops with their guards turned into bounds. In the tail copy the tile
+ * index is a constant, so a guard such as `192 + j < 197` around the whole body of loop
+ * `j` (the columns of a vector tile past the end of a 197-wide row) depends on `j` alone:
+ * the loop then runs to 5 without the test, instead of testing it at each of 8 lanes in
+ * the reduction's innermost loop (ViT's 197x197 attention scores spent more time in their
+ * one partial column tile than in the 24 whole ones). A loop whose guard never holds goes.
+ */
+export function tightenGuardedLoops(body: readonly Stmt[]): Stmt[] {
+  return body.flatMap((s): Stmt[] => {
+    if (s.k === 'if' || s.k === 'thread') return [{ ...s, body: tightenGuardedLoops(s.body) }];
+    if (s.k !== 'for') return [s];
+    const inner = tightenGuardedLoops(s.body);
+    const only = inner.length === 1 ? inner[0] : undefined;
+    if (s.kind === 'parallel' || s.extent > MAX_TIGHTEN_EXTENT || only?.k !== 'if') return [{ ...s, body: inner }];
+    let extent = s.extent;
+    const left: Expr[] = [];
+    for (const c of conjuncts(only.cond)) {
+      const n = holdingPrefix(c, s);
+      if (n === undefined) left.push(c);
+      else extent = Math.min(extent, n);
+    }
+    if (extent === 0) return [];
+    const cond = all(left);
+    return [{ ...s, extent, body: cond ? [{ ...only, cond }] : only.body }];
   });
 }
 
