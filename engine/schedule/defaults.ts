@@ -130,6 +130,17 @@ const DEPTHWISE_ACCUMULATORS = 8;
  */
 const AVX2_TWO_VECTOR_ROWS = 6;
 
+/**
+ * Rows of a dense or batch-matmul register tile one vector wide at 8 lanes (columns that 16
+ * does not divide: ViT's 197 keys). 14 rows fit AVX2's 16 vector registers, but each row is
+ * its own input pointer and 14 of them spill the general registers inside the reduction
+ * loop. ViT-S/16's attention scores (6 heads of 197x64 by 64x197), the kernel alone, 1
+ * thread, 2-core AVX2 EPYC, 6 interleaved rounds (% of the peak measured in each round):
+ * 14 rows 37-57% (median 48), 12 rows 45-75 (54), 10 rows 49-69 (64), 8 rows 44-69 (54);
+ * 10 rows was ahead of 14 in every round.
+ */
+const AVX2_ONE_VECTOR_ROWS = 10;
+
 /** The register tile of a tiled reduction: channels per tile (`vec`, the vector loop) and rows of its block axis. */
 function registerTile(tag: string, channels: number, blockExtent: number | undefined, lanes: number): { vec: number; rows: number } {
   if ((tag === 'dense' || tag === 'batch_matmul') && blockExtent !== undefined) {
@@ -144,7 +155,7 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
     // dense layers, kernel alone, 1 thread, AVX2 build on a shared Zen 4 box, interleaved
     // pairs (median of the ratios 6 rows / 7 rows): 197x384 by 1536 0.85 over 6 pairs,
     // 197x1536 by 384 0.83 over 4, 197x384 by 1152 0.75 over 1.
-    const full = t.vec > lanes ? (lanes === 8 ? AVX2_TWO_VECTOR_ROWS : 7) : 14;
+    const full = t.vec > lanes ? (lanes === 8 ? AVX2_TWO_VECTOR_ROWS : 7) : lanes === 8 ? AVX2_ONE_VECTOR_ROWS : 14;
     // AVX-512's 32 registers hold 14 rows x 2 vectors of accumulators: a GEMM with rows to
     // spare (BERT's 128 tokens) takes the largest divisor up to 14, not up to 7.
     if (lanes === 16 && t.vec === 2 * lanes && blockExtent >= 56) {
