@@ -12,7 +12,7 @@ import { MAX_LOCAL_FLOATS } from '../codegen/lower';
 import type { RecordGenome } from '../records/record';
 import { ScheduleError } from '../schedule/state';
 import { buildGpuState } from './annotate-gpu';
-import { MAX_INNERMOST_FACTOR } from './factors';
+import { MAX_INNERMOST_FACTOR, tilesExtent } from './factors';
 import { tileChoices, type Built, type Genome, type ParamKind, type ParamSource, type ParamValue, type TileFits } from './params';
 import type { Rng } from './rng';
 import type { Plan, Sketch } from './sketch';
@@ -70,8 +70,8 @@ const WHOLE_VECTOR_BIAS = 0.8;
  */
 export class RandomSource implements ParamSource {
   constructor(private readonly rng: Rng, private readonly vectorLanes = 0) {}
-  tile(_key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits): readonly number[] {
-    const all = tileChoices(extent, parts, maxInner, fits);
+  tile(_key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits, padded = false): readonly number[] {
+    const all = tileChoices(extent, parts, maxInner, fits, padded);
     if (vector && this.vectorLanes > 1) {
       const whole = all.filter((f) => f[f.length - 1] % this.vectorLanes === 0);
       if (whole.length > 0 && this.rng.float() < WHOLE_VECTOR_BIAS) return this.rng.pick(whole);
@@ -86,10 +86,10 @@ export class RandomSource implements ParamSource {
 /** Takes values from a genome where they fit the requested domain, else from `fallback`. */
 export class GenomeSource implements ParamSource {
   constructor(private readonly values: ReadonlyMap<string, ParamValue>, private readonly fallback: ParamSource) {}
-  tile(key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits): readonly number[] {
+  tile(key: string, extent: number, parts: number, maxInner: number, vector = false, fits?: TileFits, padded = false): readonly number[] {
     const v = this.values.get(key);
-    if (Array.isArray(v) && v.length === parts && numElements(v) === extent && v[parts - 1] <= maxInner && (!fits || fits(v))) return v;
-    return this.fallback.tile(key, extent, parts, maxInner, vector, fits);
+    if (Array.isArray(v) && v.length === parts && tilesExtent(numElements(v), extent, padded) && v[parts - 1] <= maxInner && (!fits || fits(v))) return v;
+    return this.fallback.tile(key, extent, parts, maxInner, vector, fits, padded);
   }
   choice(key: string, kind: ParamKind, n: number): number {
     const v = this.values.get(key);
@@ -179,7 +179,10 @@ class Builder extends StepBuilder {
     const { t, c } = this.tiledStages(x, p);
     const ts = this.state.stage(t);
     const sp = ts.axes, rd = ts.reduceAxes;
-    const fs = sp.map((a, i) => this.tileOf(`${x}/S/${a.name}`, a.extent, 4, MAX_INNERMOST_FACTOR, i === sp.length - 1));
+    // Spatial axes may take padded tilings (factors.ts paddedExtents): a partial last tile.
+    const fs = sp.map((a, i) => this.tileOf(`${x}/S/${a.name}`, a.extent, 4, MAX_INNERMOST_FACTOR, i === sp.length - 1, undefined, true));
+    // The loops' extents: a padded tiling's outer loop covers the extent, not the padding.
+    const ext = fs.map((f, i) => [Math.ceil(sp[i].extent / numElements(f.slice(1))), ...f.slice(1)]);
     const gs = rd.map((r) => this.tileOf(`${x}/R/${r.name}`, r.extent, 2));
     const lvl = (names: readonly string[], k: number): string[] => names.map((n) => `${n}.${k}`);
     const sn = sp.map((a) => a.name), rn = rd.map((r) => r.name);
@@ -189,7 +192,7 @@ class Builder extends StepBuilder {
       rd.forEach((r, i) => this.emit({ s: 'split', stage: t, iter: r.name, lengths: gs[i].slice(1) }));
       this.emit({ s: 'reorder', stage: t, order: [...lvl(sn, 0), ...lvl(sn, 1), ...lvl(rn, 0), ...lvl(sn, 2), ...lvl(rn, 1), ...lvl(sn, 3)] });
       const outer = [...lvl(sn, 0), ...lvl(sn, 1)];
-      const extents = [...fs.map((f) => f[0]), ...fs.map((f) => f[1])];
+      const extents = [...ext.map((f) => f[0]), ...ext.map((f) => f[1])];
       this.tileParallel(x, t, outer, extents);
       this.unroll(t, `${x}/unroll`);
       this.vectorize(t, `${sn[last]}.3`, fs[last][3]);
@@ -211,7 +214,7 @@ class Builder extends StepBuilder {
     const region = numElements(fs.map((f) => numElements(f.slice(L))));
     if (region > MAX_LOCAL_FLOATS) throw new ScheduleError(`${t}: a tile of ${region} floats is too large for a local buffer`);
     // The consumer's outer levels k < L have the extents f[k] of the tiles.
-    const outerExtents = Array.from({ length: L }, (_, k) => fs.map((f) => f[k])).flat();
+    const outerExtents = Array.from({ length: L }, (_, k) => ext.map((f) => f[k])).flat();
     const fused = this.tileParallel(x, c!, outer, outerExtents);
     const attach = fused.count === outer.length ? fused.name! : outer[outer.length - 1];
     this.vectorize(c!, `${cn[last]}.${L}`, numElements(fs[last].slice(L)));

@@ -21,6 +21,31 @@ export function divisors(n: number): number[] {
   return out;
 }
 
+/**
+ * Padded tilings. An extent with few divisors (ViT's 197 tokens: 1 and 197) has no tile
+ * between a single row and all of them, so a search over its factorisations alone cannot
+ * find the register tiles of 6 or 8 rows that the default schedule takes with a partial
+ * last tile. For such an extent the spatial tiles also come from the factorisations of the
+ * next multiples of 2, 4, 8 and 16 that pad it by at most an eighth: the split then leaves
+ * a partial last tile, guarded, and the C renderer versions the guards out of the whole
+ * tiles (codegen/partition.ts). From 32 up, so that a 7x7 map keeps its exact tiles.
+ */
+const PADDED_MAX_DIVISORS = 4;
+const PADDED_MIN_EXTENT = 32;
+const PAD_MULTIPLES = [2, 4, 8, 16];
+const PAD_MAX_RATIO = 1.125;
+
+/** The padded extents whose factorisations also tile `extent` (none for an extent with enough divisors). */
+export function paddedExtents(extent: number): number[] {
+  if (extent < PADDED_MIN_EXTENT || divisors(extent).length > PADDED_MAX_DIVISORS) return [];
+  const out = PAD_MULTIPLES.map((m) => Math.ceil(extent / m) * m).filter((e) => e > extent && e <= extent * PAD_MAX_RATIO);
+  return [...new Set(out)];
+}
+
+/** Whether `product`, the product of a tile's factors, tiles `extent`: it is the extent, or (`padded`) one of its padded extents. */
+export const tilesExtent = (product: number, extent: number, padded: boolean): boolean =>
+  product === extent || (padded && paddedExtents(extent).includes(product));
+
 const factorMemo = new Map<string, readonly (readonly number[])[]>();
 
 /**

@@ -17,8 +17,8 @@ class OdometerSource implements ParamSource {
     this.radix[i] = n;
     return Math.min(this.digits[i] ?? 0, n - 1);
   }
-  tile(_key: string, extent: number, parts: number, maxInner: number, _vector = false, fits?: TileFits): readonly number[] {
-    const all = tileChoices(extent, parts, maxInner, fits);
+  tile(_key: string, extent: number, parts: number, maxInner: number, _vector = false, fits?: TileFits, padded = false): readonly number[] {
+    const all = tileChoices(extent, parts, maxInner, fits, padded);
     return all[this.next(all.length)];
   }
   choice(_key: string, _kind: ParamKind, n: number): number {

@@ -5,7 +5,7 @@
 
 import { ScheduleError, type State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { factorizations } from './factors';
+import { factorizations, paddedExtents } from './factors';
 
 /** What a value is, for mutation weights (reference §4.3). */
 export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order' | 'align';
@@ -16,15 +16,46 @@ export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order' | 
  */
 export type TileFits = (factors: readonly number[]) => boolean;
 
-/** The factorizations a ParamSource chooses a tile from: those `fits` accepts, if given. Throws when there are none. */
-export function tileChoices(extent: number, parts: number, maxInner: number, fits?: TileFits): readonly (readonly number[])[] {
-  const all = fits ? factorizations(extent, parts, maxInner).filter(fits) : factorizations(extent, parts, maxInner);
+const paddedMemo = new Map<string, readonly (readonly number[])[]>();
+
+/**
+ * The factorizations of `extent`, and with `padded` those of its padded extents
+ * (factors.ts paddedExtents) whose inner factors no exact one has: the splits emit the
+ * inner factors only, so two lists with the same inner factors are the same tile.
+ */
+function tilings(extent: number, parts: number, maxInner: number, padded: boolean): readonly (readonly number[])[] {
+  const exact = factorizations(extent, parts, maxInner);
+  const pads = padded ? paddedExtents(extent) : [];
+  if (pads.length === 0) return exact;
+  const key = `${extent}/${parts}/${maxInner}`;
+  let out = paddedMemo.get(key);
+  if (!out) {
+    const seen = new Set(exact.map((f) => f.slice(1).join('x')));
+    const extra = pads.flatMap((e) => factorizations(e, parts, maxInner)).filter((f) => {
+      const inner = f.slice(1).join('x');
+      if (seen.has(inner)) return false;
+      seen.add(inner);
+      return true;
+    });
+    out = [...exact, ...extra];
+    paddedMemo.set(key, out);
+  }
+  return out;
+}
+
+/**
+ * The factorizations a ParamSource chooses a tile from: those `fits` accepts, if given;
+ * with `padded`, also those of the extent's padded extents. Throws when there are none.
+ */
+export function tileChoices(extent: number, parts: number, maxInner: number, fits?: TileFits, padded = false): readonly (readonly number[])[] {
+  const every = tilings(extent, parts, maxInner, padded);
+  const all = fits ? every.filter(fits) : every;
   if (all.length === 0) throw new ScheduleError(`no tile of ${extent} in ${parts} parts meets the limits`);
   return all;
 }
 
 export type ParamSpec =
-  | { kind: 'tile'; extent: number; parts: number; maxInner: number; fits?: TileFits }
+  | { kind: 'tile'; extent: number; parts: number; maxInner: number; fits?: TileFits; padded?: boolean }
   | { kind: Exclude<ParamKind, 'tile'>; n: number };
 
 export type ParamValue = number | readonly number[];
@@ -36,8 +67,9 @@ export interface Genome {
 
 export interface ParamSource {
   /** Factors (outermost first) of `extent` in `parts` pieces, innermost at most `maxInner`;
-   *  `vector`: the innermost factor becomes a vectorised loop; `fits`: only factor lists it accepts. */
-  tile(key: string, extent: number, parts: number, maxInner: number, vector?: boolean, fits?: TileFits): readonly number[];
+   *  `vector`: the innermost factor becomes a vectorised loop; `fits`: only factor lists it accepts;
+   *  `padded`: the factors of a padded extent may tile it too (tileChoices). */
+  tile(key: string, extent: number, parts: number, maxInner: number, vector?: boolean, fits?: TileFits, padded?: boolean): readonly number[];
   /** An index in [0, n). */
   choice(key: string, kind: Exclude<ParamKind, 'tile'>, n: number): number;
 }

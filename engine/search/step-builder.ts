@@ -48,11 +48,11 @@ export abstract class StepBuilder {
     this.steps.push(st);
   }
 
-  protected tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR, vector = false, fits?: TileFits): readonly number[] {
-    const v = this.src.tile(key, extent, parts, maxInner, vector, fits);
+  protected tileOf(key: string, extent: number, parts: number, maxInner = MAX_INNERMOST_FACTOR, vector = false, fits?: TileFits, padded = false): readonly number[] {
+    const v = this.src.tile(key, extent, parts, maxInner, vector, fits, padded);
     if (fits && !fits(v)) throw new ScheduleError(`${key}: tile [${v.join(', ')}] exceeds the device's limits`);
     this.values.set(key, v);
-    this.specs.set(key, { kind: 'tile', extent, parts, maxInner, ...(fits ? { fits } : {}) });
+    this.specs.set(key, { kind: 'tile', extent, parts, maxInner, ...(fits ? { fits } : {}), ...(padded ? { padded } : {}) });
     return v;
   }
 
