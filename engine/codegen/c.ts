@@ -725,7 +725,12 @@ const REDUCTION_ACCUMULATORS = 2;
 /** A float reduction into one element: `buf[index] = buf[index] op value`, index independent of the loop. */
 interface ReductionInto { buf: string; index: Expr; op: '+' | 'max' | 'min'; value: Expr }
 
-/** The reduction a vectorised loop's body is, if it is one store of that form (lowering's reduction update). */
+/**
+ * The reduction a vectorised loop's body is, if it is one store of that form (lowering's
+ * reduction update). Only sum, max and min take per-lane partial results; an ordered
+ * reduction's update (ir/ordered.ts: sum_bf16 stores round_bf16(acc + value), a call) is
+ * not of this form, so it stays a serial loop (ordered-reduction.test.ts).
+ */
 function reductionInto(s: Extract<Stmt, { k: 'for' }>): ReductionInto | undefined {
   if (s.body.length !== 1 || s.body[0].k !== 'store') return undefined;
   const st = s.body[0];

@@ -12,6 +12,7 @@ import {
   add, all, dtypeOf, f32, floordiv, floormod, freeVars, ge, int, lt, mul, rewrite, substitute, v, walk, type Combiner, type DType, type Expr,
 } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
+import { isOrderedCombiner } from '../ir/ordered';
 import { printExpr } from '../ir/printer';
 import { ScheduleError, type State, type StageState } from '../schedule/state';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
@@ -105,14 +106,15 @@ export function alignedStrides(
 /** The combination of two values of a reduction (the accumulator and one more value). */
 function combine(combiner: Combiner, a: Expr, b: Expr): Expr {
   if (combiner === 'sum') return add(a, b);
+  if (combiner === 'sum_bf16') return { k: 'call', fn: 'round_bf16', args: [add(a, b)] };
   if (combiner === 'prod') return mul(a, b);
   return { k: 'bin', op: combiner, a, b, dtype: dtypeOf(a) };
 }
 
 /** The value a reduction starts from; an int32 max/min starts from the type's extremes. */
 const identityOf = (combiner: Combiner, dtype: DType = 'float32'): Expr => {
-  if (dtype === 'float32') return f32(combiner === 'sum' ? 0 : combiner === 'prod' ? 1 : combiner === 'max' ? -Infinity : Infinity);
-  return int(combiner === 'sum' ? 0 : combiner === 'prod' ? 1 : combiner === 'max' ? -2147483648 : 2147483647);
+  if (dtype === 'float32') return f32(combiner === 'sum' || combiner === 'sum_bf16' ? 0 : combiner === 'prod' ? 1 : combiner === 'max' ? -Infinity : Infinity);
+  return int(combiner === 'sum' || combiner === 'sum_bf16' ? 0 : combiner === 'prod' ? 1 : combiner === 'max' ? -2147483648 : 2147483647);
 };
 interface RootValues { readonly roots: ReadonlyMap<string, Expr>; readonly guards: readonly { cond: Expr; reduce: boolean }[] }
 
@@ -734,6 +736,7 @@ class Lowerer {
   ): Stmt {
     const body = s.body as Extract<Expr, { k: 'reduce' }>;
     const where = `${s.name}: cross-thread reduction over ${leaf}`;
+    if (isOrderedCombiner(body.combiner)) throw new ScheduleError(`${where}: an ordered reduction (${body.combiner}) accumulates serially in the order of its reduce axes; the threads' tree would reassociate it`);
     if (s.attach.k !== 'root') throw new ScheduleError(`${where}: the stage must be computed at root (one launch of its own)`);
     const p = s.leaves.findIndex((l) => s.kinds.get(l) === 'R');
     const inner = s.leaves.slice(p);

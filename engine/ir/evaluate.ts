@@ -139,14 +139,15 @@ class StageCompiler {
     }
     const target = `b${out}[${flatIndex(axes.map((a) => jsVar(a.name)), t.shape)}]`;
     if (body.k === 'reduce') {
-      const init = { sum: '0', max: '-Infinity', min: 'Infinity', prod: '1' }[body.combiner];
+      const init = { sum: '0', max: '-Infinity', min: 'Infinity', prod: '1', sum_bf16: '0' }[body.combiner];
       lines.push(`${indent}let acc = ${init};`);
       for (const r of body.axes) {
         lines.push(`${indent}for (let ${jsVar(r.name)} = 0; ${jsVar(r.name)} < ${r.extent}; ${jsVar(r.name)}++) {`);
         indent += ' ';
       }
       const src = this.expr(body.source);
-      lines.push(body.combiner === 'sum' ? `${indent}acc += ${src};` : body.combiner === 'prod' ? `${indent}acc *= ${src};` : `${indent}acc = Math.${body.combiner}(acc, ${src});`);
+      // sum_bf16 adds as ml_dtypes does: in float32, then rounds to bfloat16.
+      lines.push(body.combiner === 'sum_bf16' ? `${indent}acc = mf.bf16(Math.fround(acc + ${src}));` : body.combiner === 'sum' ? `${indent}acc += ${src};` : body.combiner === 'prod' ? `${indent}acc *= ${src};` : `${indent}acc = Math.${body.combiner}(acc, ${src});`);
       for (let i = 0; i < body.axes.length; i++) { indent = indent.slice(1); lines.push(`${indent}}`); }
       lines.push(`${indent}${target} = acc;`);
     } else {

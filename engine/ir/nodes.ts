@@ -32,7 +32,16 @@ export type MathFn = 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'tanh' | 'sigmoid' | 'fa
 export type MiniFloatFn = 'round_f8e4m3fn' | 'round_f8e4m3fnuz' | 'round_f8e5m2' | 'round_f8e5m2fnuz' | 'round_f4e2m1'
   | 'round_f8e4m3fn_nosat' | 'round_f8e4m3fnuz_nosat' | 'round_f8e5m2_nosat' | 'round_f8e5m2fnuz_nosat';
 
-export type Combiner = 'sum' | 'max' | 'min' | 'prod';
+/**
+ * How a reduction combines its values. `sum`, `max`, `min` and `prod` are treated as
+ * associative: schedules may split, reorder, vectorise and rfactor them (float rounding
+ * aside). `sum_bf16` is ml_dtypes' bfloat16 sum (numpy's add.reduce over that type): from
+ * +0 (numpy's identity), each partial sum rounded to bfloat16, in the order of the reduce axes. It is ordered:
+ * its result depends on that order, so it runs as one serial accumulation and nothing may
+ * reassociate it (ir/ordered.ts says which combiners are ordered; schedule/state.ts refuses
+ * the steps that would reorder it).
+ */
+export type Combiner = 'sum' | 'max' | 'min' | 'prod' | 'sum_bf16';
 
 /** A loop axis of a compute stage: a name unique within the stage and a constant extent. */
 export interface IterVar { readonly name: string; readonly extent: number }

@@ -55,7 +55,7 @@ export function printExpr(e: Expr): string {
   }
 }
 
-const ASSIGN = { sum: '+=', max: 'max=', min: 'min=', prod: '*=' } as const;
+const ASSIGN = { sum: '+=', max: 'max=', min: 'min=', prod: '*=', sum_bf16: 'bf16+=' } as const;
 
 /**
  * One line per tensor. `simple` is TVM's simple mode (`ComputeDAG::PrintDAG(true)`), the

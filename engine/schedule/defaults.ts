@@ -19,6 +19,7 @@
 import type { ComputeDAG } from '../ir/dag';
 import { freeVars, walk } from '../ir/expr';
 import { numElements, type Tensor } from '../ir/tensor';
+import { isOrderedReduction } from '../ir/ordered';
 import { defaultOptionsOf, type DefaultOptions } from './default-options';
 import { defaultGpuSchedule } from './defaults-gpu';
 import { isWinogradDag } from '../topi/winograd';
@@ -320,6 +321,8 @@ function contiguousReadAxis(t: Tensor, lanes: number): string | undefined {
  */
 function contiguousReduceAxis(t: Tensor, lanes: number): string | undefined {
   if (t.op.kind !== 'compute' || t.op.reduceAxes.length === 0 || t.dtype !== 'float32') return undefined;
+  // An ordered reduction (ir/ordered.ts) keeps its reduce loop serial: no per-lane partial sums.
+  if (isOrderedReduction(t.op.body)) return undefined;
   const own = new Set(t.op.axes.map((a) => a.name));
   const reduce = t.op.reduceAxes;
   let found: string | undefined;

@@ -4,8 +4,12 @@
 
 import { add, floordiv, floormod, load, mul, readTensors, rewrite, substitute, v, type Expr, type IterVar } from '../ir/expr';
 import type { ComputeDAG } from '../ir/dag';
+import { isOrderedReduction } from '../ir/ordered';
 import type { Tensor } from '../ir/tensor';
 import { MAX_UNROLL, type Annotation, type CacheScope, type Step, type ThreadTag } from './steps';
+
+/** Why a step that would reassociate an ordered reduction (ir/ordered.ts) is refused. */
+const ORDERED_WHY = 'an ordered reduction (sum_bf16) accumulates serially in the order of its reduce axes';
 
 /** A schedule that cannot be applied to this DAG (bad names, nested parallel, ...). */
 export class ScheduleError extends Error {
@@ -125,12 +129,14 @@ export class State {
         s.kinds.set(child, [...kinds][0]!);
         s.relations.push({ k: 'fuse', parents: [...st.iters], child });
         s.leaves.splice(idx[0], st.iters.length, child);
+        this.keepsReduceOrder(s, `fuse ${s.name}`);
         break;
       }
       case 'reorder': {
         const same = st.order.length === s.leaves.length && [...st.order].sort().join() === [...s.leaves].sort().join();
         if (!same) throw new ScheduleError(`reorder ${s.name}: order must name each of ${s.leaves.join(', ')} once`);
         s.leaves = [...st.order];
+        this.keepsReduceOrder(s, `reorder ${s.name}`);
         break;
       }
       case 'compute_at': {
@@ -174,6 +180,9 @@ export class State {
         if (st.ann === 'parallel' && s.kinds.get(st.iter) === 'R') {
           throw new ScheduleError(`${st.ann} ${s.name}.${st.iter}: a reduce loop can only be unrolled or vectorized`);
         }
+        if (st.ann === 'vectorize' && s.kinds.get(st.iter) === 'R' && isOrderedReduction(s.body)) {
+          throw new ScheduleError(`vectorize ${s.name}.${st.iter}: ${ORDERED_WHY} (a vector loop keeps one partial result per lane)`);
+        }
         s.ann.set(st.iter, st.ann);
         break;
       }
@@ -189,6 +198,7 @@ export class State {
         if (s.kinds.get(st.iter) === 'R') {
           // A cross-thread reduction (TVM binds the inner part of the fused reduction to
           // threadIdx.x; lower.ts combines the threads' partial results in shared memory).
+          if (isOrderedReduction(s.body)) throw new ScheduleError(`bind ${s.name}.${st.iter}: ${ORDERED_WHY} (threads would combine partial results)`);
           if (st.thread !== 'threadIdx.x') throw new ScheduleError(`bind ${s.name}.${st.iter}: a reduce loop can be bound to threadIdx.x only (a cross-thread reduction), not ${st.thread}`);
           const other = [...s.bind.keys()].find((it) => it !== st.iter && s.kinds.get(it) === 'R');
           if (other !== undefined) throw new ScheduleError(`bind ${s.name}.${st.iter}: reduce loop ${other} is bound already (fuse the reduce loops first)`);
@@ -273,6 +283,7 @@ export class State {
     const body = s.body;
     if (body.k !== 'reduce') throw new ScheduleError(`${where}: the stage is not a reduction`);
     if (s.kinds.get(iter) !== 'R') throw new ScheduleError(`${where}: not a reduce loop`);
+    if (isOrderedReduction(body)) throw new ScheduleError(`${where}: ${ORDERED_WHY} (rfactor combines partial results)`);
     const rfName = `${s.name}.rf`;
     if (this.stages.some((x) => x.name === rfName)) throw new ScheduleError(`${where}: ${rfName} exists already`);
     const spatial = s.axes.map((a) => a.name);
@@ -348,6 +359,32 @@ export class State {
     const copy = freshStage(tensor, body, axes, [], false, scope);
     reader.body = rewrite(reader.body, (x) => (x.k === 'load' && x.tensor.name === name ? load(tensor, x.indices) : undefined));
     this.stages.splice(this.stages.indexOf(reader), 0, copy);
+  }
+
+  /**
+   * An ordered reduction's reduce loops nest in the order of its reduce axes: expanding each
+   * split in place and each fuse of neighbours in that order gives its reduce loops, outermost
+   * first. Splitting k into k.0 outside k.1 keeps the order; k.1 outside k.0 does not.
+   */
+  private keepsReduceOrder(s: StageState, where: string): void {
+    if (!isOrderedReduction(s.body)) return;
+    const order = s.reduceAxes.map((a) => a.name);
+    for (const r of s.relations) {
+      if (r.k === 'split') {
+        const at = order.indexOf(r.parent);
+        if (at >= 0) order.splice(at, 1, ...r.children);
+      } else if (s.kinds.get(r.child) === 'R') {
+        const at = order.indexOf(r.parents[0]);
+        if (at < 0 || order.slice(at, at + r.parents.length).join() !== r.parents.join()) {
+          throw new ScheduleError(`${where}: ${ORDERED_WHY} (fused ${r.parents.join(', ')} out of axis order)`);
+        }
+        order.splice(at, r.parents.length, r.child);
+      }
+    }
+    const loops = s.leaves.filter((l) => s.kinds.get(l) === 'R');
+    if (loops.join() !== order.join()) {
+      throw new ScheduleError(`${where}: ${ORDERED_WHY} (reduce loops ${loops.join(', ')}; the axis order is ${order.join(', ')})`);
+    }
   }
 
   private notBound(s: StageState, iter: string, what: string): void {

@@ -4,6 +4,7 @@
 
 import type { ComputeDAG } from '../ir/dag';
 import { freeVars, walk, type Expr } from '../ir/expr';
+import { isOrderedReduction } from '../ir/ordered';
 import { numElements, type ComputeOp, type Tensor } from '../ir/tensor';
 
 type ComputeTensor = Tensor & { op: ComputeOp };
@@ -50,6 +51,14 @@ export class StageAnalysis {
 
   hasReduce(name: string): boolean {
     return this.tensor(name).op.reduceAxes.length > 0;
+  }
+
+  /**
+   * An ordered reduction (ir/ordered.ts, e.g. a bfloat16 sum): one serial accumulation in
+   * axis order, so no rule may rfactor it, reduce it across threads or tile its reduce axes.
+   */
+  hasOrderedReduce(name: string): boolean {
+    return isOrderedReduction(this.tensor(name).op.body);
   }
 
   /** Compute stages reading `name` (a compute stage or an input) directly. */
@@ -103,6 +112,9 @@ export class StageAnalysis {
    */
   needsMultiLevelTiling(name: string): boolean {
     const t = this.tensor(name);
+    // A tiling nests the tiles of each reduce axis between the others' (k0 l0 ... k1 l1): out
+    // of axis order for an ordered reduction of several reduce axes.
+    if (t.op.reduceAxes.length > 1 && this.hasOrderedReduce(name)) return false;
     let reuse = 0;
     for (const list of reads(t.op.body).values()) {
       const used = new Set<string>();
@@ -122,7 +134,7 @@ export class StageAnalysis {
 
   /** TVM's NeedsRfactor on CPU: little spatial work next to the reduction. */
   needsRfactor(name: string, numCores: number): boolean {
-    if (!this.hasReduce(name)) return false;
+    if (!this.hasReduce(name) || this.hasOrderedReduce(name)) return false;
     const space = this.spaceLength(name), reduce = this.reduceLength(name);
     if (this.needsMultiLevelTiling(name)) return space <= reduce && space <= 16 * numCores;
     return reduce > numCores;

@@ -46,9 +46,9 @@ export function inlinedOnGpu(an: StageAnalysis, name: string): boolean {
   return an.dag.computeStages.some((t) => t.name === name) && !an.isOutput(name) && !an.hasReduce(name);
 }
 
-/** TVM's RuleCrossThreadReduction condition (not on Mali). */
+/** TVM's RuleCrossThreadReduction condition (not on Mali); never for an ordered reduction, which the threads' tree would reassociate. */
 export function needsCrossThreadReduction(an: StageAnalysis, name: string, warpSize: number): boolean {
-  if (!an.hasReduce(name)) return false;
+  if (!an.hasReduce(name) || an.hasOrderedReduce(name)) return false;
   const space = an.spaceLength(name), reduce = an.reduceLength(name);
   return an.needsMultiLevelTiling(name) ? space < reduce : reduce > warpSize;
 }
@@ -76,10 +76,10 @@ const ALWAYS_INLINE: SketchRule<GpuRuleContext> = {
   apply: (_c, _x, withPlan) => [withPlan({ k: 'inline' })],
 };
 
-/** Mali: both rfactor variants for a reduction that is not tiled (TVM's Mali num_cores = -1: NeedsRfactor always holds). */
+/** Mali: both rfactor variants for a reduction that is not tiled (TVM's Mali num_cores = -1: NeedsRfactor always holds) nor ordered (rfactor reassociates it). */
 const ADD_RFACTOR: SketchRule<GpuRuleContext> = {
   name: 'add-rfactor',
-  applies: ({ an }, x) => (an.hasReduce(x) && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1 ? 'apply' : 'pass'),
+  applies: ({ an }, x) => (an.hasReduce(x) && !an.hasOrderedReduce(x) && !an.needsMultiLevelTiling(x) && an.reduceLength(x) > 1 ? 'apply' : 'pass'),
   apply: (_c, _x, withPlan) => [withPlan({ k: 'gpu-rfactor', inner: true }), withPlan({ k: 'gpu-rfactor', inner: false })],
 };
 

@@ -170,7 +170,8 @@ export const CPU_SKETCH_RULES: readonly SketchRule<CpuRuleContext>[] = [
   },
   {
     name: 'add-rfactor',
-    applies: ({ an, numCores }, x) => (an.hasReduce(x) && an.needsRfactor(x, numCores) ? 'apply' : 'pass'),
+    // Never for an ordered reduction (ir/ordered.ts), which rfactor would reassociate.
+    applies: ({ an, numCores }, x) => (an.hasReduce(x) && !an.hasOrderedReduce(x) && an.needsRfactor(x, numCores) ? 'apply' : 'pass'),
     apply: (_c, _x, withPlan) => [withPlan({ k: 'rfactor', inner: true }), withPlan({ k: 'rfactor', inner: false })],
   },
   {

@@ -2,9 +2,9 @@
 // the reference evaluator, against numbers that ONNX's reference implementation gives
 // (onnx 1.23.1 onnx.reference Softmax / LogSoftmax on numpy float16 and ml_dtypes bfloat16
 // arrays of the same values). The float16 rows sum six values: numpy adds them in float32
-// and rounds once, as the rule does; the bfloat16 rows sum two, which one rounding makes
-// (ml_dtypes rounds every partial sum: the last test shows a row of four where that moves
-// the result). Each case also shows that computing in float32 and rounding once gives other
+// and rounds once, as the rule does; ml_dtypes' bfloat16 sum rounds every partial sum, in
+// order, as the rule does too (the last test shows a row of four where that moves the
+// result). Each case also shows that computing in float32 and rounding once gives other
 // numbers, so the intermediate roundings are what the test checks. Equality is exact: every
 // value is a value of its type, and the references' are too.
 
@@ -79,10 +79,14 @@ test('safe softmax (Attention\'s): a row of -inf is 0, the others as the plain s
   assert.ok(run([2, 2], data, -1, 'bfloat16').slice(0, 2).every(Number.isNaN));
 });
 
-test('bfloat16: the sum accumulates in float32 (ml_dtypes rounds each partial sum, which moves this row)', () => {
-  // bfloat16 values; the reference gives [0.0634765625, 0.02197265625, 0.1904296875, 0.7265625].
+test('bfloat16: each partial sum rounded in axis order, as ml_dtypes (a float32 sum rounded once moves this row)', () => {
   const x = [-1.6015625, -2.65625, -0.5, 0.83984375];
-  assert.equal(run([1, 4], x, -1, 'bfloat16'), [0.06298828125, 0.0218505859375, 0.189453125, 0.72265625]);
+  assert.equal(run([1, 4], x, -1, 'bfloat16'), [0.0634765625, 0.02197265625, 0.1904296875, 0.7265625]);
+  // The same roundings with the sum in float32, rounded once.
+  const m = Math.max(...x);
+  const e = x.map((v) => roundBfloat16(Math.exp(roundBfloat16(v - m))));
+  const s = roundBfloat16(e.reduce((a, b) => Math.fround(a + b), 0));
+  assert.equal(e.map((v) => roundBfloat16(v / s)), [0.06298828125, 0.0218505859375, 0.189453125, 0.72265625]);
 });
 
 test.run();

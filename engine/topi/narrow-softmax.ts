@@ -4,19 +4,19 @@
 // type in memory give. The stages, each value rounded to the type R:
 //   m = max(x)                     (a value of x: exact)
 //   e = R(exp(R(x - m)))           (the shifted value, then its exponential)
-//   s = R(sum(e))                  (the sum accumulates in float32, rounded once)
+//   s = R(sum(e))                  (float16: the sum accumulates in float32, rounded once;
+//                                   bfloat16: each partial sum rounded, in axis order)
 //   y = R(e / s)                   (log_softmax: R(log(y)), the log of that softmax)
 // `safe` is ONNX Attention's softmax: a row whose maximum is -inf (fully masked) takes 0 for
 // it, and a sum of 0 is taken as 1, so such a row is 0 instead of NaN.
 //
-// The sum's accumulator is float32: numpy's float16 sum along a row's contiguous axis adds in
-// float32 (pairwise) and rounds once, which this is. ml_dtypes' bfloat16 sum instead rounds
-// every partial sum to bfloat16, in the axis's order; an IR reduction has no ordered,
-// rounded combine (a schedule may split, vectorise or rfactor any reduction), so a bfloat16
-// softmax here can differ from the reference by one bfloat16 step where those partial
-// roundings move the sum (docs/onnx.md).
+// The sums follow the reference's: numpy's float16 sum along a row's contiguous axis adds in
+// float32 (pairwise) and rounds once, which a float32 accumulator rounded after is; ml_dtypes'
+// bfloat16 sum rounds every partial sum to bfloat16, from +0 in the axis's order, which the
+// ordered combiner sum_bf16 is (ir/ordered.ts: schedules keep it one serial accumulation).
 
 import { call, div, eq, f32, load, maxReduce, reduceAxis, select, sub, sum, type Expr, type MathFn } from '../ir/expr';
+import { sumBf16 } from '../ir/ordered';
 import { compute, type Tensor } from '../ir/tensor';
 
 export type NarrowFloat = 'float16' | 'bfloat16';
@@ -52,7 +52,7 @@ export function narrowSoftmax(x: Tensor, axis: number, type: NarrowFloat, opts: 
     const m = load(maxelem, drop(ax));
     return round(call('exp', round(sub(load(x, ax), opts.safe ? select(eq(m, f32(-Infinity)), f32(0), m) : m))));
   }, 'softmax');
-  const expsum = compute('T_narrow_softmax_expsum', reducedShape, reducedNames, (...o) => sum(load(exp, withK(o)), [k]), 'softmax');
+  const expsum = compute('T_narrow_softmax_expsum', reducedShape, reducedNames, (...o) => (type === 'bfloat16' ? sumBf16 : sum)(load(exp, withK(o)), [k]), 'softmax');
   return compute(opts.log ? 'T_narrow_log_softmax' : 'T_narrow_softmax_norm', x.shape, names, (...ax) => {
     const s = round(load(expsum, drop(ax)));
     const y = round(div(load(exp, ax), opts.safe ? select(eq(s, f32(0)), f32(1), s) : s));
