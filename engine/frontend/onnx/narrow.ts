@@ -10,10 +10,11 @@
 // exponentials, the sum and the quotient (topi/narrow-softmax.ts); Attention rounds the
 // square root of its scale, the scaled Q and K, their product, the softcap's steps, the
 // biased scores and its softmax's steps (convert-extra.ts). A sum or a product's
-// accumulation (MatMul, Gemm, Conv, the Softmax's sum) stays float32 and is rounded once, as
-// numpy's float16 sums and matmuls and ml_dtypes' bfloat16 matmuls accumulate; ml_dtypes'
-// bfloat16 sum rounds each partial sum, which no IR reduction does (docs/onnx.md). The
-// other operators (LayerNormalization, the pools, ...) compute inside in float32.
+// accumulation (MatMul, Gemm, Conv, the float16 Softmax's sum) stays float32 and is rounded
+// once, as numpy's float16 sums and matmuls and ml_dtypes' bfloat16 matmuls accumulate; the
+// bfloat16 Softmax's sum rounds each partial sum in axis order, as ml_dtypes' bfloat16 sum
+// does (the ordered combiner sum_bf16, ir/ordered.ts; docs/onnx.md). The other operators
+// (LayerNormalization, the pools, ...) compute inside in float32.
 //
 // A value's ONNX type is what the graph declares for it (value_info, the graph's outputs
 // and inputs, initializers), else what its operator gives: Cast's `to`, CastLike's second
