@@ -1,7 +1,8 @@
 // The graph pass pipeline run before fusion, in TVM's order of effect: layout conversion
 // (if asked), batch-norm to scale + shift, broadcast constants to full rank, identities out,
 // 2-D transposed convs as conv2d + interleave (sub-pixel convolution), constants folded,
-// per-channel scales folded into conv/dense weights, constant chains merged.
+// written-out layer norms as layer_norm, per-channel scales folded into conv/dense weights,
+// constant chains merged.
 
 import type { Layout } from '../../topi/nn';
 import type { Graph } from '../graph';
@@ -10,6 +11,7 @@ import { convertLayout } from './convert-layout';
 import { convTransposeAsConv } from './conv-transpose-as-conv';
 import { foldConstants, mergeConstantChains } from './fold-constant';
 import { foldScaleIntoWeights } from './fold-scale';
+import { fuseLayerNorm } from './fuse-layer-norm';
 import { removeIdentityOps } from './remove-identity';
 import { simplifyInference } from './simplify-inference';
 
@@ -18,6 +20,7 @@ export { convertLayout } from './convert-layout';
 export { convTransposeAsConv } from './conv-transpose-as-conv';
 export { foldConstants, mergeConstantChains } from './fold-constant';
 export { foldScaleIntoWeights } from './fold-scale';
+export { fuseLayerNorm } from './fuse-layer-norm';
 export { removeIdentityOps } from './remove-identity';
 export { simplifyInference } from './simplify-inference';
 
@@ -34,6 +37,7 @@ export function optimize(g: Graph, opts: OptimizeOptions = {}): Graph {
   g = removeIdentityOps(g);
   g = convTransposeAsConv(g);
   g = foldConstants(g);
+  g = fuseLayerNorm(g);
   g = foldScaleIntoWeights(g);
   g = mergeConstantChains(g);
   return g;
