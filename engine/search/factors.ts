@@ -70,3 +70,30 @@ export function factorizations(extent: number, parts: number, maxInner = MAX_INN
   }
   return out;
 }
+
+const paddedMemo = new Map<string, readonly (readonly number[])[]>();
+
+/**
+ * The factorizations of `extent`, and with `padded` those of its padded extents
+ * (paddedExtents) whose inner factors no exact one has: the splits emit the
+ * inner factors only, so two lists with the same inner factors are the same tile.
+ */
+export function tilings(extent: number, parts: number, maxInner: number, padded: boolean): readonly (readonly number[])[] {
+  const exact = factorizations(extent, parts, maxInner);
+  const pads = padded ? paddedExtents(extent) : [];
+  if (pads.length === 0) return exact;
+  const key = `${extent}/${parts}/${maxInner}`;
+  let out = paddedMemo.get(key);
+  if (!out) {
+    const seen = new Set(exact.map((f) => f.slice(1).join('x')));
+    const extra = pads.flatMap((e) => factorizations(e, parts, maxInner)).filter((f) => {
+      const inner = f.slice(1).join('x');
+      if (seen.has(inner)) return false;
+      seen.add(inner);
+      return true;
+    });
+    out = [...exact, ...extra];
+    paddedMemo.set(key, out);
+  }
+  return out;
+}

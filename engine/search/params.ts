@@ -5,7 +5,7 @@
 
 import { ScheduleError, type State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
-import { factorizations, paddedExtents } from './factors';
+import { tilings } from './factors';
 
 /** What a value is, for mutation weights (reference §4.3). */
 export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order' | 'align';
@@ -15,33 +15,6 @@ export type ParamKind = 'tile' | 'unroll' | 'location' | 'parallel' | 'order' | 
  * vthreads and registers its factors give together with the other axes' tiles).
  */
 export type TileFits = (factors: readonly number[]) => boolean;
-
-const paddedMemo = new Map<string, readonly (readonly number[])[]>();
-
-/**
- * The factorizations of `extent`, and with `padded` those of its padded extents
- * (factors.ts paddedExtents) whose inner factors no exact one has: the splits emit the
- * inner factors only, so two lists with the same inner factors are the same tile.
- */
-function tilings(extent: number, parts: number, maxInner: number, padded: boolean): readonly (readonly number[])[] {
-  const exact = factorizations(extent, parts, maxInner);
-  const pads = padded ? paddedExtents(extent) : [];
-  if (pads.length === 0) return exact;
-  const key = `${extent}/${parts}/${maxInner}`;
-  let out = paddedMemo.get(key);
-  if (!out) {
-    const seen = new Set(exact.map((f) => f.slice(1).join('x')));
-    const extra = pads.flatMap((e) => factorizations(e, parts, maxInner)).filter((f) => {
-      const inner = f.slice(1).join('x');
-      if (seen.has(inner)) return false;
-      seen.add(inner);
-      return true;
-    });
-    out = [...exact, ...extra];
-    paddedMemo.set(key, out);
-  }
-  return out;
-}
 
 /**
  * The factorizations a ParamSource chooses a tile from: those `fits` accepts, if given;

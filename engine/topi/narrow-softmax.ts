@@ -15,13 +15,14 @@
 // bfloat16 sum rounds every partial sum to bfloat16, from +0 in the axis's order, which the
 // ordered combiner sum_bf16 is (ir/ordered.ts: schedules keep it one serial accumulation).
 
-import { call, div, eq, f32, load, maxReduce, reduceAxis, select, sub, sum, type Expr, type MathFn } from '../ir/expr';
+import { call, div, eq, f32, load, maxReduce, reduceAxis, select, sub, sum, type Expr } from '../ir/expr';
 import { sumBf16 } from '../ir/ordered';
 import { compute, type Tensor } from '../ir/tensor';
 
 export type NarrowFloat = 'float16' | 'bfloat16';
 
-const ROUNDING: Record<NarrowFloat, MathFn> = { float16: 'round_f16', bfloat16: 'round_bf16' };
+/** The intrinsic (and the graph op of the same name) that rounds a float32 value to each narrow type. */
+export const NARROW_ROUNDING: Record<NarrowFloat, 'round_f16' | 'round_bf16'> = { float16: 'round_f16', bfloat16: 'round_bf16' };
 
 export interface NarrowSoftmaxOptions {
   /** ONNX Attention's softmax: fully masked rows (maximum -inf) are 0. */
@@ -36,7 +37,7 @@ export function narrowSoftmax(x: Tensor, axis: number, type: NarrowFloat, opts: 
   const rank = x.shape.length;
   const a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) throw new Error(`narrow_softmax: axis ${axis} out of range for rank ${rank}`);
-  const round = (e: Expr): Expr => call(ROUNDING[type], e);
+  const round = (e: Expr): Expr => call(NARROW_ROUNDING[type], e);
   const names = x.shape.map((_, i) => `i${i}`);
   const reducedNames = names.slice(0, rank - 1);
   const reducedShape = x.shape.filter((_, i) => i !== a);

@@ -29,6 +29,7 @@
 import { DataType, type GraphMessage, type NodeMessage } from './schema';
 import type { NodeView, Value } from './context';
 import type { NarrowFloat } from '../../topi/narrow-softmax';
+export { NARROW_ROUNDING } from '../../topi/narrow-softmax';
 
 /** The element types a graph declares for its values: value_info, inputs and outputs (a known type only). */
 export function declaredTypes(g: GraphMessage): Map<string, number> {
@@ -147,6 +148,3 @@ export function isInputOf(n: NodeView, v: Value, type: number): boolean {
 export function narrowFloat(type: number | undefined): NarrowFloat | undefined {
   return type === DataType.FLOAT16 ? 'float16' : type === DataType.BFLOAT16 ? 'bfloat16' : undefined;
 }
-
-/** The graph op that rounds a float32 value to each narrow type. */
-export const NARROW_ROUNDING: Record<NarrowFloat, 'round_f16' | 'round_bf16'> = { float16: 'round_f16', bfloat16: 'round_bf16' };
