@@ -28,14 +28,13 @@
 import { operandView } from './convert-matmul';
 import { gridSample } from './convert-grid-sample';
 import { UnsupportedError, nodeValue, type NodeView, type Value } from './context';
-import { applyOp } from './convert-logic';
+import { applyOp, roundingOf } from './convert-logic';
 import { reshapeValue, type Converter } from './convert-tensor';
 import { floatTensor, intTensor } from './static';
 import { ONNX_ELEMENT_TYPE, ONNX_INPUT_TYPE, staticValue } from './context';
 import { DataType } from './schema';
 import { dataTypeName } from './tensor';
 import { NARROW_ROUNDING, narrowFloat } from './narrow';
-import { roundBfloat16, roundFloat16 } from '../../ir/half';
 import type { IntType } from '../../topi/extra';
 
 const idOf = (v: Value): number => (v as { id: number }).id;
@@ -110,8 +109,6 @@ function matmul(n: NodeView, a: number, b: number, suffix: string): number {
 const reshape = (n: NodeView, id: number, shape: readonly number[], suffix: string): number => idOf(reshapeValue(n, nodeValue(id), shape, suffix));
 const transpose = (n: NodeView, id: number, axes: readonly number[], suffix: string): number => idOf(n.op('transpose', [id], { axes: [...axes] }, suffix));
 const scalar = (x: number): Value => staticValue(floatTensor([], Float32Array.of(x)));
-/** A number rounded to each narrow type. */
-const NARROW_VALUE = { float16: roundFloat16, bfloat16: roundBfloat16 } as const;
 
 const attention: Converter = {
   attrs: ['is_causal', 'kv_num_heads', 'q_num_heads', 'qk_matmul_output_mode', 'scale', 'softcap', 'softmax_precision', 'left_window_size', 'right_window_size'],
@@ -183,7 +180,8 @@ const attention: Converter = {
     // In a narrow type, Q and K are each scaled by the scale's square root in the type
     // (the function body's Sqrt, Cast to T, two Muls), and their product rounded; in
     // float32 the product is scaled.
-    const scaleRoot = type ? NARROW_VALUE[type](Math.sqrt(scale)) : 1;
+    const inType = roundingOf(n.onnxType(0))?.f ?? ((x: number): number => x);
+    const scaleRoot = type ? inType(Math.sqrt(scale)) : 1;
     const scaled = (id: number, suffix: string): number => rounded(idOf(n.op('multiply', [id, n.nodeOf(scalar(scaleRoot), '_scale_sqrt')], {}, suffix)), `${suffix}_rounded`);
     const qs = type ? scaled(q, '_q_scaled') : q;
     const kt = transpose(n, type ? scaled(k, '_k_scaled') : k, [0, 1, 3, 2], '_kt');
@@ -192,7 +190,7 @@ const attention: Converter = {
     qk = type ? rounded(qk, '_qk_rounded') : idOf(n.op('multiply', [qk, n.nodeOf(scalar(scale), '_scale')], {}, '_scaled'));
     let scores = qk;
     if (softcap > 0) {
-      const cap = type ? NARROW_VALUE[type](softcap) : softcap;
+      const cap = type ? inType(softcap) : softcap;
       const t = rounded(idOf(n.op('tanh', [rounded(idOf(n.op('divide', [scores, n.nodeOf(scalar(cap), '_softcap')], {}, '_capped')), '_capped_rounded')], {}, '_tanh')), '_tanh_rounded');
       scores = rounded(idOf(n.op('multiply', [t, n.nodeOf(scalar(cap), '_softcap2')], {}, '_softcapped')), '_softcapped_rounded');
     }
