@@ -27,6 +27,9 @@ test('defaults, given values, lists and numbers', () => {
   assert.equal(a.ints('threads'), [1, 2]);
   assert.is(a.str('records'), 'a.jsonl');
   assert.is(a.num('scale'), 0.5);
+  assert.is(parse([]).optInt('records'), undefined, 'an empty flag is "not given"');
+  assert.is(parse(['--records', '112']).optInt('records'), 112);
+  throwsWith(() => parse(['--records', '0']).optInt('records'), /--records: expected a positive integer, got "0"/);
   assert.equal(parse(['DIR_A', '--rounds', '3', 'DIR_B'], 2).positionals, ['DIR_A', 'DIR_B']);
 });
 

@@ -13,6 +13,8 @@ export interface BenchArgs {
   list(name: string): string[];
   /** A positive integer. */
   int(name: string): number;
+  /** A positive integer, or undefined when the flag is empty (its default: "use the script's own choice"). */
+  optInt(name: string): number | undefined;
   /** A comma-separated list of positive integers. */
   ints(name: string): number[];
   /** A non-negative number. */
@@ -73,6 +75,7 @@ export function parseBenchArgs(script: string, defaults: Record<string, string>,
     str,
     list,
     int: (name) => number(name, str(name), true),
+    optInt: (name) => (str(name) === '' ? undefined : number(name, str(name), true)),
     ints: (name) => list(name).map((t) => number(name, t, true)),
     num: (name) => number(name, str(name), false),
     on: (name) => (declared(name, shape.switches), parsed.values[name] === true),

@@ -9,7 +9,7 @@
 // of the fastest measurements; how far the three disagree shows how much is the noise.
 //
 //   npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]]
-//                                [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"]
+//                                [--records tuned.jsonl[,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"]
 //                                [--opset N] [--record DIR]
 //
 // --record DIR also writes the run as a benchmark record there (bench/result-record.ts; the
@@ -36,15 +36,16 @@ import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 import { measurePeaks, measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type VsReferenceRow } from './result-record';
 
-const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size 224] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
+const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
 const TRANSFORMERS = ['vit-s16', 'bert-base'];
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', batch: '1', records: '', 'image-size': '224', rounds: '5', target: 'llvm -mcpu=native', opset: '', record: '' });
+  const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', batch: '1', records: '', 'image-size': '', rounds: '5', target: 'llvm -mcpu=native', opset: '', record: '' });
   const networks = args.list('networks');
   const threads = args.ints('threads');
   const records = args.str('records');
-  const imageSize = args.int('image-size');
+  const imageSize = args.optInt('image-size');
+  const sizeText = imageSize ? `${imageSize}x${imageSize} images` : "each network's own input size";
   const rounds = args.int('rounds');
   const target = args.str('target');
   const batches = args.ints('batch');
@@ -92,14 +93,14 @@ async function main(): Promise<void> {
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
-  console.log(`tensortune vs ONNX Runtime: ${imageSize}x${imageSize} images, target "${target}", ${rounds} interleaved rounds, medians`);
+  console.log(`tensortune vs ONNX Runtime: ${sizeText}, target "${target}", ${rounds} interleaved rounds, medians`);
   console.log('| network | batch | schedules | threads | tensortune ms | onnxruntime ms | ratio | paired ratio | ratio of fastest | max abs err (of max abs output) | top-1 agrees |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   if (recordDir) {
     machine.peak!.push(...await measurePeaks(threads, parseTarget(target), 'after'));
     const ort = onnxRuntimeVersion();
-    const file = writeRecord({ ...measuredBase('bench/compare-ort.ts', target, machine), kind: 'vs-reference', reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `${imageSize}x${imageSize} images, ${rounds} interleaved rounds, medians` }, recordDir);
+    const file = writeRecord({ ...measuredBase('bench/compare-ort.ts', target, machine), kind: 'vs-reference', reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `${sizeText}, ${rounds} interleaved rounds, medians` }, recordDir);
     console.log(`record: ${file}`);
   }
 }

@@ -8,7 +8,7 @@
 // TT_POOL_SPIN_US; ONNX Runtime ignores them). Join several variables of one variant with '+'.
 //
 //   npx tsx bench/contention.ts [--networks mobilenet,resnet-18] [--rounds 3] [--records FILE]
-//                               [--variants default,TT_POOL_SPIN_US=0] [--image-size 224]
+//                               [--variants default,TT_POOL_SPIN_US=0] [--image-size N]
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +19,7 @@ import { compileNetwork } from '../engine/app/compile';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 
-const USAGE = 'npx tsx bench/contention.ts [--networks mobilenet,resnet-18] [--rounds 3] [--records FILE] [--variants default,TT_POOL_SPIN_US=0] [--image-size 224]';
+const USAGE = 'npx tsx bench/contention.ts [--networks mobilenet,resnet-18] [--rounds 3] [--records FILE] [--variants default,TT_POOL_SPIN_US=0] [--image-size N]';
 
 /** A process that keeps one core busy until killed. */
 function burnOneCore(): ChildProcess {
@@ -41,11 +41,12 @@ async function withEnv<T>(env: Record<string, string>, f: () => Promise<T>): Pro
 }
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/contention.ts', USAGE, { networks: 'mobilenet,resnet-18', rounds: '3', records: '', variants: 'default', 'image-size': '224' });
+  const args = benchArgs('bench/contention.ts', USAGE, { networks: 'mobilenet,resnet-18', rounds: '3', records: '', variants: 'default', 'image-size': '' });
   const networks = args.list('networks');
   const rounds = args.int('rounds');
   const records = args.str('records');
-  const imageSize = args.int('image-size');
+  const imageSize = args.optInt('image-size');
+  const sizeText = imageSize ? `${imageSize}x${imageSize} images` : "each network's own input size";
   const variants = args.list('variants').map((v) => {
     if (v === 'default') return { name: v, env: {} as Record<string, string> };
     const env = Object.fromEntries(v.split('+').map((kv) => kv.split('=') as [string, string]));
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
-  console.log(`2 threads quiet and contended (a third process burning one core): batch 1, ${imageSize}x${imageSize}, ${records ? `records ${records}` : 'default schedules'}, ${rounds} interleaved rounds, medians`);
+  console.log(`2 threads quiet and contended (a third process burning one core): batch 1, ${sizeText}, ${records ? `records ${records}` : 'default schedules'}, ${rounds} interleaved rounds, medians`);
   console.log('| network | runner env | tensortune ms 1T / 2T / 2T busy | ORT ms 1T / 2T / 2T busy | tensortune 2T speed-up | ORT 2T speed-up | tensortune busy slowdown | ORT busy slowdown | ours/ORT 2T quiet / busy |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);

@@ -8,9 +8,9 @@ import { withoutSoftmax } from '../engine/compare/compare';
 import { getNetwork, NO_IMAGE_NETWORKS } from '../engine/frontend/networks';
 import { writeOnnxFile } from '../engine/frontend/onnx/export';
 
-/** Writes the network `name` to `dir`/<name>.onnx and returns that path. */
-export function writeNetworkOnnx(dir: string, name: string, imageSize: number, opts: { batch?: number; opset?: number } = {}): string {
-  const net = getNetwork(name, { layout: 'NCHW', ...(NO_IMAGE_NETWORKS.includes(name) ? {} : { imageSize }), randomStats: true, batch: opts.batch ?? 1 });
+/** Writes the network `name` to `dir`/<name>.onnx and returns that path; without `imageSize`, the network's own input size (224, or 112 for resnet3d-18's frames). */
+export function writeNetworkOnnx(dir: string, name: string, imageSize: number | undefined, opts: { batch?: number; opset?: number } = {}): string {
+  const net = getNetwork(name, { layout: 'NCHW', ...(NO_IMAGE_NETWORKS.includes(name) || imageSize === undefined ? {} : { imageSize }), randomStats: true, batch: opts.batch ?? 1 });
   const onnx = path.join(dir, `${name}${opts.batch && opts.batch > 1 ? `-b${opts.batch}` : ''}${opts.opset ? `-opset${opts.opset}` : ''}.onnx`);
   writeOnnxFile(onnx, withoutSoftmax(net.graph), { name, opset: opts.opset });
   return onnx;

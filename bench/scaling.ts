@@ -12,7 +12,7 @@
 // QUIET_SHARE of N (the host gave us the cores then; "-" where none did).
 //
 //   npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2]
-//                            [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"] [--record DIR]
+//                            [--pairs 8] [--records tuned.jsonl] [--image-size N] [--target "llvm -mcpu=native"] [--record DIR]
 //
 // --record DIR also writes the run as a benchmark record there (bench/result-record.ts).
 
@@ -32,7 +32,7 @@ import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 import { measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type SpeedupRow } from './result-record';
 
-const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--pairs 8] [--records tuned.jsonl] [--image-size 224] [--target "llvm -mcpu=native"] [--record DIR]';
+const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--pairs 8] [--records tuned.jsonl] [--image-size N] [--target "llvm -mcpu=native"] [--record DIR]';
 
 /** Each measurement lasts at least this long (ms), on both engines. */
 const MIN_MEASUREMENT_MS = 50;
@@ -65,13 +65,14 @@ async function ortPairedSpeedup(one: OrtRunner, many: OrtRunner, inputs: Float32
 }
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/scaling.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', rounds: '6', threads: '2', pairs: '8', records: '', 'image-size': '224', target: 'llvm -mcpu=native', record: '' });
+  const args = benchArgs('bench/scaling.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', rounds: '6', threads: '2', pairs: '8', records: '', 'image-size': '', target: 'llvm -mcpu=native', record: '' });
   const networks = args.list('networks');
   const rounds = args.int('rounds');
   const threads = args.int('threads');
   const pairs = args.int('pairs');
   const records = args.str('records');
-  const imageSize = args.int('image-size');
+  const imageSize = args.optInt('image-size');
+  const sizeText = imageSize ? `${imageSize}x${imageSize} images` : "each network's own input size";
   const target = parseTarget(args.str('target'));
   const work = mkdtempSync(path.join(tmpdir(), 'tt-scaling-'));
   const rows: string[] = [];
@@ -119,7 +120,7 @@ async function main(): Promise<void> {
     rmSync(work, { recursive: true, force: true });
   }
   console.log(`${threads}-thread speed-up (1-thread time / ${threads}-thread time, the median of ${pairs} back-to-back pairs per round; median of ${rounds} rounds, range in brackets), ` +
-    `${records ? `records ${records} (ranked at ${threads} threads)` : 'default schedules'}, batch 1, ${imageSize}x${imageSize}; quiet rounds: the peak loop's speed-up >= ${(QUIET_SHARE * threads).toFixed(2)}`);
+    `${records ? `records ${records} (ranked at ${threads} threads)` : 'default schedules'}, batch 1, ${sizeText}; quiet rounds: the peak loop's speed-up >= ${(QUIET_SHARE * threads).toFixed(2)}`);
   console.log('| network | tensortune | ONNX Runtime | peak loop (the machine) | quiet rounds | tensortune, quiet rounds | ONNX Runtime, quiet rounds |');
   console.log('|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
@@ -127,7 +128,7 @@ async function main(): Promise<void> {
   if (recordDir) {
     const ort = onnxRuntimeVersion();
     const file = writeRecord({ ...measuredBase('bench/scaling.ts', target.text, { ...thisMachine(), peak: peaks }), kind: 'speedup',
-      reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `median of ${pairs} back-to-back pairs per round, ${imageSize}x${imageSize}` }, recordDir);
+      reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `median of ${pairs} back-to-back pairs per round, ${sizeText}` }, recordDir);
     console.log(`record: ${file}`);
   }
 }
