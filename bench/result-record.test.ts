@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { commandLine, machineId, readRecord, readRecords, RESULTS_DIR, writeRecord, type ResultRecord } from './result-record';
+import { commandLine, hostIsa, machineId, readRecord, readRecords, RESULTS_DIR, writeRecord, type ResultRecord } from './result-record';
 
 const good: ResultRecord = {
   format: 1, kind: 'speedup', source: 'measured', date: '2026-12-01T10:00Z', version: '0.1.0', command: 'npx tsx bench/scaling.ts', target: 'llvm -mcpu=native',
@@ -59,6 +59,10 @@ test('not JSON, or not a regular file: one line naming the file', () => inTemp((
 test('machine ids and command lines', () => {
   assert.is(machineId('AMD EPYC 9R14 96-Core Processor', 2), 'amd-epyc-9r14-96-core-2c');
   assert.is(machineId('Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz', 2), 'intel-xeon-platinum-8259cl-2c');
+  assert.is(machineId('AMD EPYC', 2, 'avx512'), 'amd-epyc-avx512-2c');
+  assert.equal(hostIsa(new Set(['avx2', 'fma', 'avx512f'])), { id: 'avx512', text: 'AVX-512' });
+  assert.equal(hostIsa(new Set(['avx2', 'fma'])), { id: 'avx2', text: 'AVX2 only (no AVX-512)' });
+  assert.is(hostIsa(new Set(['sse2'])), undefined);
   assert.is(commandLine('bench/peak.ts', ['--target', 'llvm -mcpu=native', '--threads', '2']), 'npx tsx bench/peak.ts --target "llvm -mcpu=native" --threads 2');
 });
 

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { UserError } from '../engine/errors';
 import { measurePeakGflops } from '../engine/native/peak';
 import { packageRoot, packageVersion } from '../engine/package-root';
+import { hostFlags } from '../engine/targets/host';
 import { describeSchemaError, loadSchema } from '../engine/schedule/validate-steps';
 import type { Target } from '../engine/target';
 
@@ -135,18 +136,31 @@ export function writeRecord(r: ResultRecord, dir: string): string {
   return file;
 }
 
-/** A slug for a machine: its CPU model and core count (`amd-epyc-9r14-2c`). */
-export function machineId(cpu: string, cores: number): string {
+/** A slug for a machine: its CPU model, vector ISA when known, and core count (`amd-epyc-9r14-avx512-2c`). */
+export function machineId(cpu: string, cores: number, isa?: string): string {
   const slug = cpu.toLowerCase().replace(/\((r|tm)\)|processor|cpu|@.*$/g, ' ').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 48);
-  return `${slug || 'cpu'}-${cores}c`;
+  return `${slug || 'cpu'}${isa ? `-${isa}` : ''}-${cores}c`;
 }
 
-/** This machine: CPU model and core count from os.cpus(). */
+/**
+ * The widest vector ISA of this CPU as /proc/cpuinfo lists it: a VM often hides the model
+ * ("AMD EPYC"), and an AVX2 box and an AVX-512 box of that one name run different kernels,
+ * so their records must not be grouped as one machine.
+ */
+export function hostIsa(flags: ReadonlySet<string> = hostFlags()): { id: string; text: string } | undefined {
+  if (flags.has('avx512f')) return { id: 'avx512', text: 'AVX-512' };
+  if (flags.has('avx2')) return { id: 'avx2', text: 'AVX2 only (no AVX-512)' };
+  if (flags.has('asimd')) return { id: 'neon', text: 'NEON' };
+  return undefined;
+}
+
+/** This machine: CPU model (and its vector ISA) and core count. */
 export function thisMachine(): Machine {
   const list = cpus();
-  const cpu = list[0]?.model?.trim() || 'unknown CPU';
+  const model = list[0]?.model?.trim() || 'unknown CPU';
   const cores = list.length || 1;
-  return { id: machineId(cpu, cores), cpu, cores };
+  const isa = hostIsa();
+  return { id: machineId(model, cores, isa?.id), cpu: isa ? `${model}, ${isa.text}` : model, cores };
 }
 
 /** The peak fp32 rate at each of `threads`, tagged `when` (bench/peak.ts's measurement). */
