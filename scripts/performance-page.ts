@@ -181,7 +181,7 @@ export function performanceMarkdown(records: readonly NamedRecord[], studies: st
     '',
     'Every figure here is a ratio measured in one run against a reference taken in the same run (ONNX Runtime on the same machine and input, PyTorch on the same GPU), by a script in `bench/`, and each comes from a record in [bench/results/](../bench/results/) that names its machine, date, version and command. Records marked *transcribed* were copied from the documentation that first published them; *measured* ones were written by the script (`--record bench/results`).',
     '',
-    'To add a run: `npx tsx bench/compare-ort.ts --networks resnet-18 --records LOG --record bench/results` (also `bench/scaling.ts`, `bench/peak.ts`, `python3 bench/onnx-zoo.py`), then `npm run docs:performance`. The milliseconds only say how fast that machine was that hour; compare ratios.',
+    'To add a run: `npx tsx bench/compare-ort.ts --networks resnet-18 --records LOG --record bench/results` (also `bench/scaling.ts`, `bench/peak.ts`, `python3 bench/onnx-zoo.py`, and `bench/tune-curve.ts --network NET --records LOG`: the records of a tune after each minute against ONNX Runtime, its time to reach 1.0x), then `npm run docs:performance`. The milliseconds only say how fast that machine was that hour; compare ratios.',
     '',
     ...standingSection(records),
     ...historySection(records),
