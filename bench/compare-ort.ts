@@ -34,7 +34,7 @@ import { compileNetwork } from '../engine/app/compile';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
-import { measurePeaks, measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type VsReferenceRow } from './result-record';
+import { measurePeaks, roundTo, thisMachine, writeVsOnnxRuntime, type VsReferenceRow } from './result-record';
 
 const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
 const TRANSFORMERS = ['vit-s16', 'bert-base'];
@@ -83,8 +83,8 @@ async function main(): Promise<void> {
           console.error(row);
           results.push({
             network: name, schedules: v.records ? 'tuned' : 'default', ...(v.records ? { tuning: path.basename(v.records[0]) } : {}), threads: t, batch,
-            oursMs: round(r.tensortune_median_ms), referenceMs: round(r.onnxruntime_median_ms), ratio: round(r.ratio, 3),
-            ...(r.paired_ratio ? { paired: round(r.paired_ratio, 3) } : {}), fastest: round(minRatio(r), 3), maxAbsErr: Number(err.toExponential(2)),
+            oursMs: roundTo(r.tensortune_median_ms), referenceMs: roundTo(r.onnxruntime_median_ms), ratio: roundTo(r.ratio, 3),
+            ...(r.paired_ratio ? { paired: roundTo(r.paired_ratio, 3) } : {}), fastest: roundTo(minRatio(r), 3), maxAbsErr: Number(err.toExponential(2)),
             ...(top1 === 'n/a' ? {} : { top1: top1 === 'yes' }),
           });
         }
@@ -99,14 +99,9 @@ async function main(): Promise<void> {
   for (const r of rows) console.log(r);
   if (recordDir) {
     machine.peak!.push(...await measurePeaks(threads, parseTarget(target), 'after'));
-    const ort = onnxRuntimeVersion();
-    const file = writeRecord({ ...measuredBase('bench/compare-ort.ts', target, machine), kind: 'vs-reference', reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `${sizeText}, ${rounds} interleaved rounds, medians` }, recordDir);
+    const file = writeVsOnnxRuntime('bench/compare-ort.ts', target, machine, results, `${sizeText}, ${rounds} interleaved rounds, medians`, recordDir);
     console.log(`record: ${file}`);
   }
-}
-
-function round(x: number, digits = 2): number {
-  return Number(x.toFixed(digits));
 }
 
 main().catch((e: unknown) => {

@@ -209,6 +209,15 @@ export function onnxRuntimeVersion(): string | undefined {
   }
 }
 
+/** Writes a run of `script` against ONNX Runtime (its installed version named) as a record into `dir`; returns its path. */
+export function writeVsOnnxRuntime(script: string, target: string, machine: Machine, results: VsReferenceRow[], notes: string, dir: string): string {
+  const ort = onnxRuntimeVersion();
+  return writeRecord({ ...measuredBase(script, target, machine), kind: 'vs-reference', reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes }, dir);
+}
+
+/** `x` to `digits` decimals, as a number (the records' precision). */
+export const roundTo = (x: number, digits = 2): number => Number(x.toFixed(digits));
+
 /**
  * `npx tsx bench/result-record.ts write FILE DIR`: the record in FILE, completed with this
  * machine, version and commit where it leaves them out, checked and written into DIR (how

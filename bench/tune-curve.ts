@@ -21,8 +21,9 @@ import { readRecords } from '../engine/records/log';
 import { writeRecordsFile } from '../engine/records/store';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
+import { timedLog } from './log-prefix';
 import { writeNetworkOnnx } from './onnx-network';
-import { measurePeaks, measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type VsReferenceRow } from './result-record';
+import { measurePeaks, roundTo, thisMachine, writeVsOnnxRuntime, type VsReferenceRow } from './result-record';
 
 const USAGE = 'npx tsx bench/tune-curve.ts --network NET --records LOG [--at 5,10,15,20,30] [--threads 1] [--batch 1] [--rounds 3] [--target "llvm -mcpu=native"] [--record DIR]';
 const TRANSFORMERS = ['vit-s16', 'bert-base'];
@@ -40,11 +41,9 @@ async function main(): Promise<void> {
   const recordDir = args.str('record');
 
   const { entries } = await readRecords(log);
-  const timed = entries.map((e) => ({ record: e.record, at: Date.parse(e.record.time) })).filter((e) => Number.isFinite(e.at)).sort((a, b) => a.at - b.at);
-  if (timed.length === 0) throw new Error(`${log}: no records with a time stamp`);
-  const start = timed[0]!.at;
-  const span = (timed[timed.length - 1]!.at - start) / 60_000;
-  console.error(`${log}: ${timed.length} records over ${span.toFixed(1)} min`);
+  const timed = timedLog(entries.map((e) => e.record));
+  if (!timed) throw new Error(`${log}: no records with a time stamp`);
+  console.error(`${log}: ${timed.count} records over ${timed.spanMinutes.toFixed(1)} min`);
 
   const machine = thisMachine();
   if (recordDir) machine.peak = await measurePeaks([threads], parseTarget(target), 'before');
@@ -54,7 +53,7 @@ async function main(): Promise<void> {
   try {
     const onnx = writeNetworkOnnx(work, network, undefined, { batch, ...(TRANSFORMERS.includes(network) ? { opset: 17 } : {}) });
     for (const m of [0, ...minutes]) {
-      const prefix = timed.filter((e) => e.at <= start + m * 60_000).map((e) => e.record);
+      const prefix = timed.within(m);
       const outDir = path.join(work, `${network}-${m}`);
       let records: string[] | undefined;
       if (m > 0) {
@@ -69,7 +68,7 @@ async function main(): Promise<void> {
       console.error(`${m} min: ${row.trials} records, ${row.ours.toFixed(2)} / ${row.ort.toFixed(2)} ms, ratio ${row.ratio.toFixed(3)} (paired ${(row.paired ?? NaN).toFixed(3)})`);
       results.push({
         network, schedules: m > 0 ? 'tuned' : 'default', ...(m > 0 ? { tuning: `${path.basename(log)}, first ${m} min` } : {}), threads, batch,
-        oursMs: round(row.ours), referenceMs: round(row.ort), ratio: round(row.ratio, 3), ...(row.paired ? { paired: round(row.paired, 3) } : {}), maxAbsErr: Number(err.toExponential(2)),
+        oursMs: roundTo(row.ours), referenceMs: roundTo(row.ort), ratio: roundTo(row.ratio, 3), ...(row.paired ? { paired: roundTo(row.paired, 3) } : {}), maxAbsErr: Number(err.toExponential(2)),
       });
     }
   } finally {
@@ -83,14 +82,9 @@ async function main(): Promise<void> {
   console.log(first ? `time to 1.0x ONNX Runtime: ${first.minutes === 0 ? 'the default schedules' : `${first.minutes} min`}` : `not at 1.0x ONNX Runtime after ${minutes[minutes.length - 1]} min`);
   if (recordDir) {
     machine.peak!.push(...await measurePeaks([threads], parseTarget(target), 'after'));
-    const ort = onnxRuntimeVersion();
-    const file = writeRecord({ ...measuredBase('bench/tune-curve.ts', target, machine), kind: 'vs-reference', reference: { name: 'ONNX Runtime', ...(ort ? { version: ort } : {}) }, results, notes: `the tune's records after each minute from its first; ${rounds} interleaved rounds, medians` }, recordDir);
+    const file = writeVsOnnxRuntime('bench/tune-curve.ts', target, machine, results, `the tune's records after each minute from its first; ${rounds} interleaved rounds, medians`, recordDir);
     console.log(`record: ${file}`);
   }
-}
-
-function round(x: number, digits = 2): number {
-  return Number(x.toFixed(digits));
 }
 
 main().catch((e: unknown) => {
