@@ -33,11 +33,10 @@ import { compareWithOnnxRuntime, minRatio, type CompareReport } from '../engine/
 import { compileNetwork } from '../engine/app/compile';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
-import { writeNetworkOnnx } from './onnx-network';
+import { benchOpset, inputSizeText, writeNetworkOnnx } from './onnx-network';
 import { measurePeaks, roundTo, thisMachine, writeVsOnnxRuntime, type VsReferenceRow } from './result-record';
 
 const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
-const TRANSFORMERS = ['vit-s16', 'bert-base'];
 
 async function main(): Promise<void> {
   const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', batch: '1', records: '', 'image-size': '', rounds: '5', target: 'llvm -mcpu=native', opset: '', record: '' });
@@ -45,7 +44,7 @@ async function main(): Promise<void> {
   const threads = args.ints('threads');
   const records = args.str('records');
   const imageSize = args.optInt('image-size');
-  const sizeText = imageSize ? `${imageSize}x${imageSize} images` : "each network's own input size";
+  const sizeText = inputSizeText(imageSize);
   const rounds = args.int('rounds');
   const target = args.str('target');
   const batches = args.ints('batch');
@@ -58,7 +57,7 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     for (const name of networks) for (const batch of batches) {
-      const opset = opsetFlag ? Number(opsetFlag) : TRANSFORMERS.includes(name) ? 17 : undefined;
+      const opset = benchOpset(name, opsetFlag ? Number(opsetFlag) : undefined);
       const onnx = writeNetworkOnnx(work, name, imageSize, { batch, opset });
       const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
       for (const log of records.split(',').filter((f) => f !== '')) variants.push({ schedules: `tuned (${path.basename(log)})`, records: [log] });

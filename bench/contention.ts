@@ -17,7 +17,7 @@ import path from 'node:path';
 import { compareWithOnnxRuntime, type CompareReport } from '../engine/compare/compare';
 import { compileNetwork } from '../engine/app/compile';
 import { benchArgs } from './args';
-import { writeNetworkOnnx } from './onnx-network';
+import { inputSizeText, writeNetworkOnnx } from './onnx-network';
 
 const USAGE = 'npx tsx bench/contention.ts [--networks mobilenet,resnet-18] [--rounds 3] [--records FILE] [--variants default,TT_POOL_SPIN_US=0] [--image-size N]';
 
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const rounds = args.int('rounds');
   const records = args.str('records');
   const imageSize = args.optInt('image-size');
-  const sizeText = imageSize ? `${imageSize}x${imageSize} images` : "each network's own input size";
+  const sizeText = inputSizeText(imageSize);
   const variants = args.list('variants').map((v) => {
     if (v === 'default') return { name: v, env: {} as Record<string, string> };
     const env = Object.fromEntries(v.split('+').map((kv) => kv.split('=') as [string, string]));

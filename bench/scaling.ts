@@ -29,7 +29,7 @@ import { measurePeakGflops } from '../engine/native/peak';
 import { uniform } from '../engine/runtime/random';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
-import { writeNetworkOnnx } from './onnx-network';
+import { inputSizeText, writeNetworkOnnx } from './onnx-network';
 import { measuredBase, onnxRuntimeVersion, thisMachine, writeRecord, type SpeedupRow } from './result-record';
 
 const USAGE = 'npx tsx bench/scaling.ts [--networks mobilenet,resnet-18,resnet-50] [--rounds 6] [--threads 2] [--pairs 8] [--records tuned.jsonl] [--image-size N] [--target "llvm -mcpu=native"] [--record DIR]';
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   const pairs = args.int('pairs');
   const records = args.str('records');
   const imageSize = args.optInt('image-size');
-  const sizeText = imageSize ? `${imageSize}x${imageSize} images` : "each network's own input size";
+  const sizeText = inputSizeText(imageSize);
   const target = parseTarget(args.str('target'));
   const work = mkdtempSync(path.join(tmpdir(), 'tt-scaling-'));
   const rows: string[] = [];

@@ -22,11 +22,10 @@ import { writeRecordsFile } from '../engine/records/store';
 import { parseTarget } from '../engine/target';
 import { benchArgs } from './args';
 import { timedLog } from './log-prefix';
-import { writeNetworkOnnx } from './onnx-network';
+import { benchOpset, writeNetworkOnnx } from './onnx-network';
 import { measurePeaks, roundTo, thisMachine, writeVsOnnxRuntime, type VsReferenceRow } from './result-record';
 
 const USAGE = 'npx tsx bench/tune-curve.ts --network NET --records LOG [--at 5,10,15,20,30] [--threads 1] [--batch 1] [--rounds 3] [--target "llvm -mcpu=native"] [--record DIR]';
-const TRANSFORMERS = ['vit-s16', 'bert-base'];
 
 async function main(): Promise<void> {
   const args = benchArgs('bench/tune-curve.ts', USAGE, { network: '', records: '', at: '5,10,15,20,30', threads: '1', batch: '1', rounds: '3', target: 'llvm -mcpu=native', record: '' });
@@ -51,7 +50,7 @@ async function main(): Promise<void> {
   const rows: { minutes: number; trials: number; ours: number; ort: number; ratio: number; paired?: number; err: number }[] = [];
   const results: VsReferenceRow[] = [];
   try {
-    const onnx = writeNetworkOnnx(work, network, undefined, { batch, ...(TRANSFORMERS.includes(network) ? { opset: 17 } : {}) });
+    const onnx = writeNetworkOnnx(work, network, undefined, { batch, opset: benchOpset(network) });
     for (const m of [0, ...minutes]) {
       const prefix = timed.within(m);
       const outDir = path.join(work, `${network}-${m}`);
