@@ -346,7 +346,8 @@ test('default: a pool read only by its fused epilogue is reduced in registers in
 test('hand-written conv schedules: non-dividing splits, reorder, compute_at, unroll, vectorize, parallel', () => {
   const dag = conv(7, 6, 20, 3, 1, 1);
   const base: Step[] = [{ s: 'compute_inline', stage: 'pad_temp' }, { s: 'compute_inline', stage: 'T_add' }];
-  // Output tile: ff split by 8 (20 = 8+8+4: a guarded tail), xx by 3 (7: guarded).
+  // Output tile: ff split by 8 (20 = 8+8+4: the last tile shifted back to 12..20), xx by 3
+  // (7: the tile loop is fused into the parallel loop, so its tail is guarded).
   const tiled: Step[] = [
     ...base,
     { s: 'split', stage: 'T_relu', iter: 'ax3', lengths: [8] },
@@ -417,6 +418,59 @@ test('a vectorised reduce loop runs on vector accumulators (sum and max, whole v
     { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
     { s: 'annotate', stage: 'T_matmul_NT', iter: 'k.1', ann: 'vectorize' },
   ], 'dense, k split by 16 of 50, k.1 vectorised');
+});
+
+test('a tile loop that does not divide its axis runs its last tile shifted back, whole, where that only recomputes; guarded where it would not', () => {
+  // 197 outputs by tiles of 16: 12 whole tiles and 5 left. The register tile (computed at
+  // the tile loop, its reduction inside it) recomputes columns 181..191 in the last tile.
+  const x = placeholder('x', [6, 40]);
+  const w = placeholder('w', [197, 40]);
+  const b = placeholder('b', [1, 197]);
+  const dag = new ComputeDAG([binary('add', dense(x, w), b)]);
+  const tile = (fused: boolean): Step[] => [
+    { s: 'split', stage: 'T_add', iter: 'ax1', lengths: [16] },
+    { s: 'reorder', stage: 'T_add', order: ['ax0', 'ax1.0', 'ax1.1'] },
+    ...(fused ? [{ s: 'fuse', stage: 'T_add', iters: ['ax0', 'ax1.0'] } as Step, { s: 'annotate', stage: 'T_add', iter: 'ax0@ax1.0', ann: 'parallel' } as Step] : []),
+    { s: 'annotate', stage: 'T_add', iter: 'ax1.1', ann: 'vectorize' },
+    { s: 'compute_at', stage: 'T_matmul_NT', target: 'T_add', iter: fused ? 'ax0@ax1.0' : 'ax1.0' },
+    { s: 'reorder', stage: 'T_matmul_NT', order: ['i', 'k', 'j'] },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'j', ann: 'vectorize' },
+  ];
+  const shifted = check(dag, tile(false), 'dense over 197 outputs, last tile shifted');
+  assert.match(shifted, /tt_mini\(\(\w+ \* 16\), 181\)/, 'the last tile starts at 197 - 16');
+  assert.not.match(shifted, /< 197\)/, 'no guard on the 197 outputs');
+  // The tile loop shared among threads: two threads would write the same columns, so the tail is guarded.
+  assert.match(check(dag, tile(true), 'dense over 197 outputs, tile loop parallel'), /< 197\)/);
+  // A reduction at root whose reduce loop runs outside its tile loop accumulates across
+  // tiles: recomputing would add twice, so its tail is guarded too.
+  const root = new ComputeDAG([dense(x, w)]);
+  const outside = check(root, [
+    { s: 'split', stage: 'T_matmul_NT', iter: 'j', lengths: [16] },
+    { s: 'reorder', stage: 'T_matmul_NT', order: ['i', 'k', 'j.0', 'j.1'] },
+    { s: 'annotate', stage: 'T_matmul_NT', iter: 'j.1', ann: 'vectorize' },
+  ], 'dense, reduce loop outside the tile loop');
+  assert.match(outside, /< 197\)/);
+  // Shorter than a tile: nothing to shift back into.
+  const narrow = new ComputeDAG([binary('add', dense(x, placeholder('w', [12, 40])), placeholder('b', [1, 12]))]);
+  check(narrow, tile(false), 'dense over 12 outputs by a tile of 16');
+});
+
+test('stages computed at one loop of their reader may read one another there: a softmax row by row, its max, exps and sum in registers', () => {
+  const dag = new ComputeDAG([softmax(placeholder('s', [2, 5, 37]))]);
+  const at = (stage: string): Step => ({ s: 'compute_at', stage, target: 'T_softmax_norm', iter: 'i0@i1' });
+  const rows: Step[] = [
+    { s: 'fuse', stage: 'T_softmax_norm', iters: ['i0', 'i1'] },
+    { s: 'annotate', stage: 'T_softmax_norm', iter: 'i0@i1', ann: 'parallel' },
+    { s: 'annotate', stage: 'T_softmax_norm', iter: 'i2', ann: 'vectorize' },
+    at('T_softmax_maxelem'), { s: 'annotate', stage: 'T_softmax_maxelem', iter: 'k', ann: 'vectorize' },
+    at('T_softmax_exp'), { s: 'annotate', stage: 'T_softmax_exp', iter: 'i2', ann: 'vectorize' },
+    at('T_softmax_expsum'), { s: 'annotate', stage: 'T_softmax_expsum', iter: 'k', ann: 'vectorize' },
+  ];
+  const code = check(dag, rows, 'softmax, every stage at the row loop', 8);
+  assert.match(code, /float T_softmax_exp\[37\]/, 'one row of exps, local');
+  assert.not.match(code, /aligned_alloc/, 'no temporary of the whole tensor');
+  // The row max is read by the exps: with the exps at root, the row loop cannot hold it.
+  assert.throws(() => State.replay(dag, [...rows.slice(0, 3), at('T_softmax_maxelem'), at('T_softmax_expsum')]).validate(), /compute_at T_softmax_maxelem: only its readers can hold it, all of them at T_softmax_norm\.i0@i1 \(read by T_softmax_exp\)/);
 });
 
 test('blocked layouts: pack and unpack are inverse; the shape puts the block innermost', () => {

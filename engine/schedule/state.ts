@@ -238,9 +238,17 @@ export class State {
           throw new ScheduleError(`compute_at ${s.name}: ${target.name} no longer has loop ${s.attach.iter}`);
         }
         if (target.attach.k === 'inline') throw new ScheduleError(`compute_at ${s.name}: target ${target.name} is inlined`);
+        // The stage's region is read off its readers' loops below the attach point, so every
+        // reader must run there: the target itself, or a sibling attached at the same loop
+        // (softmax's row max, read by the row's exp, both inside the output's row loop).
         const readers = this.effectiveReaders(s.name);
-        if (readers.length !== 1 || readers[0] !== target.name) {
-          throw new ScheduleError(`compute_at ${s.name}: only a stage's single consumer can hold it (read by ${readers.join(', ') || 'nobody'})`);
+        const iter = s.attach.iter;
+        const below = (r: string): boolean => {
+          const at = this.stage(r).attach;
+          return r === target.name || (at.k === 'at' && at.target === target.name && at.iter === iter);
+        };
+        if (readers.length === 0 || !readers.every(below)) {
+          throw new ScheduleError(`compute_at ${s.name}: only its readers can hold it, all of them at ${target.name}.${iter} (read by ${readers.join(', ') || 'nobody'})`);
         }
       }
       const parallel = s.leaves.filter((l) => s.ann.get(l) === 'parallel');
