@@ -413,6 +413,13 @@ test('a vectorised reduce loop runs on vector accumulators (sum and max, whole v
   assert.match(code, /tt_v8_reduce_max\(/);
   assert.match(code, /tt_v8_reduce_add\(/);
   assert.match(code, /tt_v8_exp\(/);
+  // The exps and the quotients store plain values into buffers they do not read: their last
+  // vector runs over 29..36, overlapping the one before it, with no scalar tail (no libm
+  // expf per element); the max and the sum accumulate, so they keep theirs.
+  assert.match(code, /tt_v8_store\(&T_softmax_exp\[\(\(\w+ \* 37\) \+ 29\)\], tt_v8_exp\(/);
+  assert.match(code, /tt_v8_store\(&T_softmax_norm\[\(\(\w+ \* 37\) \+ 29\)\]/);
+  assert.not.match(code, /expf\(\(s\[/, 'no scalar exp of an input');
+  assert.is(code.match(/= 32; \w+ < 37;/g)?.length, 2, 'the max and the sum end in scalar tails');
   // A split reduce loop that the vector does not divide keeps its guard inside: it runs serially, and right.
   check(dag, [
     { s: 'split', stage: 'T_matmul_NT', iter: 'k', lengths: [16] },
