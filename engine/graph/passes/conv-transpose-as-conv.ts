@@ -8,6 +8,15 @@
 // gets the conv2d default schedules and rules (register tiles over output channels, weights
 // packed at compile time), where the direct form's neighbouring output columns read
 // different taps. Same multiply-adds as the direct form; float sums in another order only.
+//
+// One conv for all phases computes every phase over the union of their ranges, and the crop
+// drops the rest: for DCGAN's 4x4 stride-2 pad-1 layers, 5x5 positions per phase where 4x4
+// are kept from a 4x4 input (36% of the multiply-adds thrown away), 9x9 for 8x8 (21%).
+// Where the output is a whole number of phases in each dimension, each phase is instead a
+// conv of its own over exactly its positions (phase r keeps q from ceil((pad - r) / s),
+// out / s of them: the conv's padding moves by that start), and the phases are concatenated
+// in the channel order subpixel_gather reads with no crop offset (phase r at group
+// (r - pad) mod s). s*s conv tasks instead of one; none of their multiply-adds is wasted.
 
 import { isOpNode, type Graph, type OpNode } from '../graph';
 import { floatConstantOf, rebuild } from '../rewrite';
@@ -34,25 +43,49 @@ function planOf(g: Graph, n: OpNode): Plan | undefined {
   return { s, m, k, padBegin: padding.slice(0, 2), out, padAfter, channelsLast, ci, co };
 }
 
-/** The conv2d weight of all phases: [M, M, Ci, s*s*Co] (HWIO) or [s*s*Co, Ci, M, M] (OIHW). */
-function phaseWeights(w: Float32Array, p: Plan): Float32Array {
+/**
+ * The conv2d weight of the given phases (ry, rx), phase i at output channels i*Co..: [M, M,
+ * Ci, n*Co] (HWIO) or [n*Co, Ci, M, M] (OIHW). Phase r's kernel is g_r[j] = w[r + s*(M - 1 - j)],
+ * zero past K.
+ */
+function phaseWeights(w: Float32Array, p: Plan, phases: readonly (readonly [number, number])[]): Float32Array {
   const [sy, sx] = p.s, [my, mx] = p.m, [ky, kx] = p.k, { ci, co } = p;
-  const oc = sy * sx * co;
+  const oc = phases.length * co;
   const out = new Float32Array(my * mx * ci * oc);
   const src = (ty: number, tx: number, c: number, o: number): number =>
     (p.channelsLast ? ((ty * kx + tx) * ci + c) * co + o : ((c * co + o) * ky + ty) * kx + tx);
-  for (let ry = 0; ry < sy; ry++) for (let rx = 0; rx < sx; rx++) {
+  phases.forEach(([ry, rx], phase) => {
     for (let jy = 0; jy < my; jy++) for (let jx = 0; jx < mx; jx++) {
       const ty = ry + sy * (my - 1 - jy), tx = rx + sx * (mx - 1 - jx);
       if (ty >= ky || tx >= kx) continue;
       for (let c = 0; c < ci; c++) for (let o = 0; o < co; o++) {
-        const f = (ry * sx + rx) * co + o;
+        const f = phase * co + o;
         const dst = p.channelsLast ? ((jy * mx + jx) * ci + c) * oc + f : ((f * ci + c) * my + jy) * mx + jx;
         out[dst] = w[src(ty, tx, c, o)];
       }
     }
-  }
+  });
   return out;
+}
+
+const mod = (a: number, b: number): number => ((a % b) + b) % b;
+
+/**
+ * Per dimension and phase r, the padding [before, after] of the conv that computes exactly
+ * the out / s positions phase r keeps, starting at q = ceil((pad - r) / s); undefined where
+ * the output is not a whole number of phases or a padding would be negative (the input
+ * would have to be cropped), and the pass keeps one conv for all phases.
+ */
+function exactPhasePads(p: Plan, inDims: readonly number[]): number[][][] | undefined {
+  const pads = p.s.map((s, d) => {
+    if (p.out[d] % s !== 0) return undefined;
+    const per = Array.from({ length: s }, (_, r) => {
+      const before = p.m[d] - 1 - Math.ceil((p.padBegin[d] - r) / s);
+      return [before, p.out[d] / s + p.m[d] - 1 - inDims[d] - before];
+    });
+    return per.every(([a, b]) => a >= 0 && b >= 0) ? per : undefined;
+  });
+  return pads.every((x) => x !== undefined) ? (pads as number[][][]) : undefined;
 }
 
 export function convTransposeAsConv(g: Graph): Graph {
@@ -61,13 +94,30 @@ export function convTransposeAsConv(g: Graph): Graph {
     const p = planOf(g, n);
     if (!p) return undefined;
     const w = floatConstantOf(g, n.inputs[1])!;
-    const [my, mx] = p.m;
-    const oc = p.s[0] * p.s[1] * p.co;
-    const weight = b.out.constant(`${w.name}.phases`, p.channelsLast ? [my, mx, p.ci, oc] : [oc, p.ci, my, mx], phaseWeights(w.data, p));
+    const [my, mx] = p.m, [sy, sx] = p.s;
     const layout = p.channelsLast ? 'NHWC' : 'NCHW';
-    const conv = b.out.op('conv2d', [b.map(n.inputs[0]), weight], {
-      strides: [1, 1], dilation: [1, 1], groups: 1, layout, padding: [my - 1, mx - 1, p.padAfter[0], p.padAfter[1]],
-    }, `${n.name}.phases`);
-    return b.out.op('subpixel_gather', [conv], { strides: p.s, padBegin: p.padBegin, out: p.out, layout }, n.name);
+    const x = g.node(n.inputs[0]).shape;
+    const weightOf = (name: string, phases: readonly (readonly [number, number])[]) => {
+      const oc = phases.length * p.co;
+      return b.out.constant(name, p.channelsLast ? [my, mx, p.ci, oc] : [oc, p.ci, my, mx], phaseWeights(w.data, p, phases));
+    };
+    const conv = (weight: number, padding: number[], name: string) =>
+      b.out.op('conv2d', [b.map(n.inputs[0]), weight], { strides: [1, 1], dilation: [1, 1], groups: 1, layout, padding }, name);
+    const exact = exactPhasePads(p, p.channelsLast ? x.slice(1, 3) : x.slice(2));
+    if (exact) {
+      // Channel group (gy, gx) of the gather holds phase ((gy + pad) mod s, (gx + pad) mod s).
+      const groups: number[] = [];
+      for (let gy = 0; gy < sy; gy++) for (let gx = 0; gx < sx; gx++) {
+        const ry = mod(gy + p.padBegin[0], sy), rx = mod(gx + p.padBegin[1], sx);
+        const [ty, by] = exact[0][ry], [tx, bx] = exact[1][rx];
+        groups.push(conv(weightOf(`${w.name}.phase${ry}${rx}`, [[ry, rx]]), [ty, tx, by, bx], `${n.name}.phase${ry}${rx}`));
+      }
+      const phases = groups.length === 1 ? groups[0] : b.out.op('concatenate', groups, { axis: p.channelsLast ? 3 : 1 }, `${n.name}.phases`);
+      return b.out.op('subpixel_gather', [phases], { strides: p.s, padBegin: [0, 0], out: p.out, layout }, n.name);
+    }
+    const all: [number, number][] = [];
+    for (let ry = 0; ry < sy; ry++) for (let rx = 0; rx < sx; rx++) all.push([ry, rx]);
+    const phases = conv(weightOf(`${w.name}.phases`, all), [my - 1, mx - 1, p.padAfter[0], p.padAfter[1]], `${n.name}.phases`);
+    return b.out.op('subpixel_gather', [phases], { strides: p.s, padBegin: p.padBegin, out: p.out, layout }, n.name);
   });
 }
