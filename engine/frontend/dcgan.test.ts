@@ -50,14 +50,15 @@ test('dcgan: its tasks, by TVM\'s fusion rules', () => {
   // (The reshape to the 4x4 map has no reduction: a kernel, not a tuning task.) Each 4x4
   // stride-2 deconv runs as one conv2d per output phase over exactly its positions
   // (graph/passes/conv-transpose-as-conv.ts): four convs of one shape, one task of weight 4
-  // (their paddings differ by phase; the workload key, as TVM's, leaves them out). The
-  // interleave and the batch norm + ReLU (tanh) after it are one injective kernel each.
+  // (their paddings differ by phase; the workload key, as TVM's, leaves them out); the last,
+  // to 3 channels, one conv of all 12 phase channels. The interleave and the batch norm +
+  // ReLU (tanh) after it are one injective kernel each.
   assert.equal(extractTasks(getNetwork('dcgan', { weights: 'zeros' }).graph).map((t) => [t.desc, t.weight]), [
     ['dense+relu 1x100 -> 1x16384', 1],
     ['conv2d_nhwc 1x4x4x1024 -> 1x4x4x512', 4],
     ['conv2d_nhwc 1x8x8x512 -> 1x8x8x256', 4],
     ['conv2d_nhwc 1x16x16x256 -> 1x16x16x128', 4],
-    ['conv2d_nhwc 1x32x32x128 -> 1x32x32x3', 4],
+    ['conv2d_nhwc 1x32x32x128 -> 1x33x33x12', 1],
   ]);
 });
 

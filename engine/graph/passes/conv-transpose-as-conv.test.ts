@@ -19,14 +19,16 @@ interface Case { name: string; hw: [number, number]; k: [number, number]; s: [nu
 const PHASES_4 = ['conv2d', 'conv2d', 'conv2d', 'conv2d', 'concatenate', 'subpixel_gather'];
 
 const CASES: Case[] = [
-  { name: 'DCGAN 4x4 stride 2 pad 1', hw: [4, 4], k: [4, 4], s: [2, 2], pad: [1, 1, 1, 1], ci: 6, co: 5, ops: PHASES_4 },
-  { name: '3x3 stride 2 pad 1 output_padding 1', hw: [5, 3], k: [3, 3], s: [2, 2], pad: [1, 1, 1, 1], outPad: [1, 1], ci: 3, co: 4, ops: PHASES_4 },
+  { name: 'DCGAN 4x4 stride 2 pad 1', hw: [4, 4], k: [4, 4], s: [2, 2], pad: [1, 1, 1, 1], ci: 6, co: 16, ops: PHASES_4 },
+  // 3 output channels (an image): one conv of all 12 phase channels, not four of 3.
+  { name: 'DCGAN 4x4 stride 2 pad 1 to 3 channels', hw: [4, 4], k: [4, 4], s: [2, 2], pad: [1, 1, 1, 1], ci: 6, co: 3, ops: ['conv2d', 'subpixel_gather'] },
+  { name: '3x3 stride 2 pad 1 output_padding 1', hw: [5, 3], k: [3, 3], s: [2, 2], pad: [1, 1, 1, 1], outPad: [1, 1], ci: 3, co: 16, ops: PHASES_4 },
   // 8 output rows are not a whole number of 3 phases: one conv for all phases, cropped.
   { name: '5x3 stride 3x1 asymmetric pads', hw: [3, 4], k: [5, 3], s: [3, 1], pad: [2, 0, 1, 1], ci: 2, co: 3, ops: ['conv2d', 'subpixel_gather'] },
   // 8 = 4 x 2 outputs, but phase 0 would start 1 row into the input (a negative conv padding): one conv for all.
-  { name: '3x3 stride 2 pad 3 output_padding 1', hw: [6, 6], k: [3, 3], s: [2, 2], pad: [3, 3, 3, 3], outPad: [1, 1], ci: 2, co: 3, ops: ['conv2d', 'subpixel_gather'] },
+  { name: '3x3 stride 2 pad 3 output_padding 1', hw: [6, 6], k: [3, 3], s: [2, 2], pad: [3, 3, 3, 3], outPad: [1, 1], ci: 2, co: 16, ops: ['conv2d', 'subpixel_gather'] },
   { name: '3x3 stride 1 no pads', hw: [4, 4], k: [3, 3], s: [1, 1], pad: [0, 0, 0, 0], ci: 3, co: 2, ops: ['conv2d', 'subpixel_gather'] },
-  { name: '2x2 stride 2 (U-Net up-sampling)', hw: [3, 5], k: [2, 2], s: [2, 2], pad: [0, 0, 0, 0], ci: 4, co: 4, ops: PHASES_4 },
+  { name: '2x2 stride 2 (U-Net up-sampling)', hw: [3, 5], k: [2, 2], s: [2, 2], pad: [0, 0, 0, 0], ci: 4, co: 16, ops: PHASES_4 },
 ];
 
 for (const layout of ['NHWC', 'NCHW'] as const) {
