@@ -132,10 +132,10 @@ export const OPS: Record<string, OpDef> = {
   conv3d: { pattern: OpPattern.OutEWiseFusable, compute: conv3d },
   conv2d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
   conv3d_transpose: { pattern: OpPattern.OutEWiseFusable, compute: convTransposeOp },
-  // The interleave of a transposed conv computed as a conv2d (passes/conv-transpose-as-conv.ts).
+  // The interleave of a transposed conv computed as a conv2d, or as one conv2d per phase (passes/conv-transpose-as-conv.ts).
   subpixel_gather: {
     pattern: OpPattern.Injective,
-    compute: ([x], a) => subpixelGather(x, a.strides as [number, number], a.padBegin as [number, number], a.out as [number, number], pl.channelsLast(a.layout as string)),
+    compute: (xs, a) => subpixelGather(xs.length === 1 ? xs[0] : xs, a.strides as [number, number], a.padBegin as [number, number], a.out as [number, number], pl.channelsLast(a.layout as string)),
   },
   max_pool3d: { pattern: OpPattern.OutEWiseFusable, compute: poolNd('max') },
   // ONNX's LpPool: attrs as the pools' plus the exponent p.

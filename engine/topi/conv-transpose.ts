@@ -115,24 +115,37 @@ export function convTranspose(data: Tensor, kernel: Tensor, p: ConvTransposePara
 }
 
 /**
- * The interleave after a transposed conv computed as one conv2d (graph pass
- * conv-transpose-as-conv.ts): `data` holds, per input-grid position q and output phase
- * r = (ry, rx) in [0, s)^2, the s*s*Co channels (ry*sx + rx)*Co + c; output position
- * y = q*s + r - pad_begin reads phase y + pad_begin mod s at q = floor((y + pad_begin) / s).
- * It is the depth-to-space of sub-pixel convolution with the transposed conv's crop folded in.
+ * The interleave after a transposed conv computed as conv2d (graph pass
+ * conv-transpose-as-conv.ts). From one conv: `data` holds, per input-grid position q and
+ * output phase r = (ry, rx) in [0, s)^2, the s*s*Co channels (ry*sx + rx)*Co + c; output
+ * position y = q*s + r - pad_begin reads phase y + pad_begin mod s at q = floor((y + pad_begin) / s).
+ * It is the depth-to-space of sub-pixel convolution with the transposed conv's crop folded
+ * in. From one conv per phase: `data` is the s*s convs of Co channels each, phase (ry, rx)
+ * at ry*sx + rx, read the same way; which one a position reads depends on the position
+ * alone, so a vector of channels loads from one of them.
  */
-export function subpixelGather(data: Tensor, strides: readonly [number, number], padBegin: readonly [number, number], out: readonly [number, number], channelsLast: boolean): Tensor {
+export function subpixelGather(data: Tensor | readonly Tensor[], strides: readonly [number, number], padBegin: readonly [number, number], out: readonly [number, number], channelsLast: boolean): Tensor {
   const [sy, sx] = strides;
   const cAxis = channelsLast ? 3 : 1;
-  const co = data.shape[cAxis] / (sy * sx);
-  if (data.shape.length !== 4 || !Number.isInteger(co)) throw new Error(`subpixel_gather: [${data.shape.join(', ')}] with strides ${sy}x${sx}`);
-  const shape = channelsLast ? [data.shape[0], out[0], out[1], co] : [data.shape[0], co, out[0], out[1]];
+  const phases = Array.isArray(data) ? (data as readonly Tensor[]) : undefined;
+  const first = phases ? phases[0] : (data as Tensor);
+  const co = phases ? first.shape[cAxis] : first.shape[cAxis] / (sy * sx);
+  const same = (t: Tensor): boolean => t.shape.length === 4 && t.shape.every((d, i) => d === first.shape[i]);
+  if (first.shape.length !== 4 || !Number.isInteger(co) || (phases && (phases.length !== sy * sx || !phases.every(same)))) {
+    const shapes = (phases ?? [first]).map((t) => `[${t.shape.join(', ')}]`).join(', ');
+    throw new Error(`subpixel_gather: ${shapes} with strides ${sy}x${sx}`);
+  }
+  const shape = channelsLast ? [first.shape[0], out[0], out[1], co] : [first.shape[0], co, out[0], out[1]];
   const names = channelsLast ? ['nn', 'yy', 'xx', 'ff'] : ['nn', 'ff', 'yy', 'xx'];
   return compute('T_subpixel', shape, names, (...ax) => {
     const [n, y, x, c] = channelsLast ? ax : [ax[0], ax[2], ax[3], ax[1]];
     const fy = add(y, padBegin[0]), fx = add(x, padBegin[1]);
-    const channel = add(mul(add(mul(floormod(fy, sy), sx), floormod(fx, sx)), co), c);
+    const phase = add(mul(floormod(fy, sy), sx), floormod(fx, sx));
     const qy = floordiv(fy, sy), qx = floordiv(fx, sx);
-    return load(data, channelsLast ? [n, qy, qx, channel] : [n, channel, qy, qx]);
+    const at = (t: Tensor, channel: Expr): Expr => load(t, channelsLast ? [n, qy, qx, channel] : [n, channel, qy, qx]);
+    if (!phases) return at(first, add(mul(phase, co), c));
+    let value = at(phases[phases.length - 1], c);
+    for (let i = phases.length - 2; i >= 0; i--) value = ifThenElse(eq(phase, i), at(phases[i], c), value);
+    return value;
   }, 'injective');
 }

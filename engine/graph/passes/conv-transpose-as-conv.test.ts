@@ -16,7 +16,7 @@ const rand = (n: number, seed: number): Float32Array => uniform(n, seed, 0).map(
 /** `ops`: the op nodes the rewrite makes. */
 interface Case { name: string; hw: [number, number]; k: [number, number]; s: [number, number]; pad: number[]; outPad?: number[]; ci: number; co: number; ops: string[] }
 
-const PHASES_4 = ['conv2d', 'conv2d', 'conv2d', 'conv2d', 'concatenate', 'subpixel_gather'];
+const PHASES_4 = ['conv2d', 'conv2d', 'conv2d', 'conv2d', 'subpixel_gather'];
 
 const CASES: Case[] = [
   { name: 'DCGAN 4x4 stride 2 pad 1', hw: [4, 4], k: [4, 4], s: [2, 2], pad: [1, 1, 1, 1], ci: 6, co: 16, ops: PHASES_4 },

@@ -14,9 +14,9 @@
 // are kept from a 4x4 input (36% of the multiply-adds thrown away), 9x9 for 8x8 (21%).
 // Where the output is a whole number of phases in each dimension, each phase is instead a
 // conv of its own over exactly its positions (phase r keeps q from ceil((pad - r) / s),
-// out / s of them: the conv's padding moves by that start), and the phases are concatenated
-// in the channel order subpixel_gather reads with no crop offset (phase r at group
-// (r - pad) mod s). s*s conv tasks instead of one; none of their multiply-adds is wasted.
+// out / s of them: the conv's padding moves by that start), and subpixel_gather reads the
+// phase convs in the order it reads one conv's channel groups with no crop offset (phase r
+// at (r - pad) mod s). s*s conv tasks instead of one; none of their multiply-adds is wasted.
 
 import { isOpNode, type Graph, type OpNode } from '../graph';
 import { floatConstantOf, rebuild } from '../rewrite';
@@ -115,15 +115,14 @@ export function convTransposeAsConv(g: Graph): Graph {
       b.out.op('conv2d', [b.map(n.inputs[0]), weight], { strides: [1, 1], dilation: [1, 1], groups: 1, layout, padding }, name);
     const exact = exactPhasePads(p, p.channelsLast ? x.slice(1, 3) : x.slice(2));
     if (exact) {
-      // Channel group (gy, gx) of the gather holds phase ((gy + pad) mod s, (gx + pad) mod s).
+      // Input (gy, gx) of the gather is phase ((gy + pad) mod s, (gx + pad) mod s).
       const groups: number[] = [];
       for (let gy = 0; gy < sy; gy++) for (let gx = 0; gx < sx; gx++) {
         const ry = mod(gy + p.padBegin[0], sy), rx = mod(gx + p.padBegin[1], sx);
         const [ty, by] = exact[0][ry], [tx, bx] = exact[1][rx];
         groups.push(conv(weightOf(`${w.name}.phase${ry}${rx}`, [[ry, rx]]), [ty, tx, by, bx], `${n.name}.phase${ry}${rx}`));
       }
-      const phases = groups.length === 1 ? groups[0] : b.out.op('concatenate', groups, { axis: p.channelsLast ? 3 : 1 }, `${n.name}.phases`);
-      return b.out.op('subpixel_gather', [phases], { strides: p.s, padBegin: [0, 0], out: p.out, layout }, n.name);
+      return b.out.op('subpixel_gather', groups, { strides: p.s, padBegin: [0, 0], out: p.out, layout }, n.name);
     }
     const all: [number, number][] = [];
     for (let ry = 0; ry < sy; ry++) for (let rx = 0; rx < sx; rx++) all.push([ry, rx]);
