@@ -20,7 +20,7 @@ import { parseTarget } from '../target';
 import { renderKernel } from './c';
 import { lower } from './lower';
 
-const EXPECTED = '5002c8844fd4ffc773f1b6fafcaa00a7ec5c825f4cbea92965a359f8090ea39f';
+const EXPECTED = '560821cb6bd93206eb7c04e6c1823b7a817f9a429cf013e48ac53655f1d3b8ec';
 
 /** The rendered C of every state this test pins, in a fixed order. */
 function cpuSources(): { sources: string[]; states: number } {

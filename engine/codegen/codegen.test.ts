@@ -20,6 +20,7 @@ import { State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { binary, relu } from '../topi/elemwise';
 import { conv2dNCHW, conv2dNHWC, dense, depthwiseConv2dNHWC, pool2d, softmax } from '../topi/nn';
+import { layerNorm } from '../topi/normalization';
 import { transpose } from '../topi/transform';
 import { conv2dWinogradNHWC } from '../topi/winograd';
 import { renderKernel } from './c';
@@ -413,10 +414,10 @@ test('a vectorised reduce loop runs on vector accumulators (sum and max, whole v
   assert.match(code, /tt_v8_reduce_max\(/);
   assert.match(code, /tt_v8_reduce_add\(/);
   assert.match(code, /tt_v8_exp\(/);
-  // The exps and the quotients store plain values into buffers they do not read: their last
-  // vector runs over 29..36, overlapping the one before it, with no scalar tail (no libm
-  // expf per element); the max and the sum accumulate, so they keep theirs.
-  assert.match(code, /tt_v8_store\(&T_softmax_exp\[\(\(\w+ \* 37\) \+ 29\)\], tt_v8_exp\(/);
+  // The exps (one row, local) and the quotients store plain values into buffers they do not
+  // read: their last vector runs over 29..36, overlapping the one before it, with no scalar
+  // tail (no libm expf per element); the max and the sum accumulate, so they keep theirs.
+  assert.match(code, /tt_v8_store\(&T_softmax_exp\[29\], tt_v8_exp\(/);
   assert.match(code, /tt_v8_store\(&T_softmax_norm\[\(\(\w+ \* 37\) \+ 29\)\]/);
   assert.not.match(code, /expf\(\(s\[/, 'no scalar exp of an input');
   assert.is(code.match(/= 32; \w+ < 37;/g)?.length, 2, 'the max and the sum end in scalar tails');
@@ -478,6 +479,26 @@ test('stages computed at one loop of their reader may read one another there: a 
   assert.not.match(code, /aligned_alloc/, 'no temporary of the whole tensor');
   // The row max is read by the exps: with the exps at root, the row loop cannot hold it.
   assert.throws(() => State.replay(dag, [...rows.slice(0, 3), at('T_softmax_maxelem'), at('T_softmax_expsum')]).validate(), /compute_at T_softmax_maxelem: only its readers can hold it, all of them at T_softmax_norm\.i0@i1 \(read by T_softmax_exp\)/);
+});
+
+test('default: a softmax or a layer norm runs row by row, its reductions and exps computed inside the output\'s row loop', () => {
+  const soft = new ComputeDAG([softmax(placeholder('s', [2, 6, 197]))]);
+  const steps = dflt(soft);
+  for (const stage of ['T_softmax_maxelem', 'T_softmax_exp', 'T_softmax_expsum']) {
+    assert.ok(steps.some((st) => st.s === 'compute_at' && st.stage === stage && st.target === 'T_softmax_norm' && st.iter === 'i0@i1'), stage);
+  }
+  const code = check(soft, steps, 'softmax over rows of 197, row by row');
+  assert.match(code, /float T_softmax_exp\[197\]/, 'one row of exps');
+  assert.not.match(code, /aligned_alloc/);
+  const x = placeholder('x', [3, 50, 40]);
+  const ln = new ComputeDAG([layerNorm(x, placeholder('g', [40]), placeholder('b', [40]), -1, 1e-5)]);
+  const lnSteps = dflt(ln, 8);
+  assert.ok(lnSteps.some((st) => st.s === 'compute_at'), 'the moments inside the row loop');
+  check(ln, lnSteps, 'layer norm over rows of 40, row by row', 8);
+  // A row reduction read by a stage of another shape is not a row chain: as before.
+  const col = new ComputeDAG([softmax(placeholder('t', [4, 37]), 0)]);
+  assert.not.ok(dflt(col, 8).some((st) => st.s === 'compute_at'), 'softmax over the first axis');
+  check(col, dflt(col, 8), 'softmax over the first axis', 8);
 });
 
 test('blocked layouts: pack and unpack are inverse; the shape puts the block innermost', () => {

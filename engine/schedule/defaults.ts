@@ -387,6 +387,46 @@ function cheapToRepeat(t: Tensor): boolean {
   return cheap;
 }
 
+/** Longest row a row-by-row schedule (rowStages) holds in a local buffer, in floats. */
+const MAX_ROW_FLOATS = 16384;
+
+/**
+ * The stages a task computes row by row inside its output's row loop, where it is a chain
+ * of row reductions and elementwise stages over the output's rows (softmax: the row max, the
+ * exps, their sum; layer norm: the moments): every stage at root besides the output has the
+ * output's shape or its shape without the last axis, is read only by such stages, and every
+ * read of it indexes the leading axes by the reader's own. Undefined otherwise. Row by row,
+ * a softmax reads its input twice and writes its output once, with the row of exps in L1;
+ * stage by stage it wrote and read a whole temporary of exps, and a ViT attention's
+ * 6x197x197 scores (930 KB) no longer fitted the 1 MB L2 alongside it.
+ */
+function rowStages(state: State, out: State['stages'][number]): string[] | undefined {
+  const shape = out.tensor.shape, n = shape.length;
+  if (n < 2 || out.reduceAxes.length > 0 || shape[n - 1] > MAX_ROW_FLOATS) return undefined;
+  const lead = shape.slice(0, n - 1);
+  const rows = state.stages.filter((s) => s !== out && s.attach.k === 'root' && s.tensor.op.kind === 'compute');
+  if (rows.length === 0) return undefined;
+  const names = new Set([...rows.map((s) => s.name), out.name]);
+  // Row-shaped: elementwise over the rows, or one value per row (a reduction along the row).
+  const rowShaped = (s: State['stages'][number]): boolean =>
+    (s.reduceAxes.length === 0 && s.tensor.shape.length === n && s.tensor.shape.every((d, i) => d === shape[i]))
+    || (s.tensor.shape.length === n - 1 && s.tensor.shape.every((d, i) => d === lead[i]))
+    || (s.tensor.shape.length === n && s.tensor.shape[n - 1] === 1 && lead.every((d, i) => d === s.tensor.shape[i]));
+  if (!rows.every((s) => rowShaped(s) && s.relations.length === 0 && state.effectiveReaders(s.name).every((r) => names.has(r)))) return undefined;
+  const rowNames = new Set(rows.map((s) => s.name));
+  const plainLead = (reader: Tensor): boolean => {
+    if (reader.op.kind !== 'compute') return false;
+    const own = reader.op.axes.slice(0, n - 1).map((a) => a.name);
+    let ok = own.length === n - 1;
+    walk(reader.op.body, (e) => {
+      if (e.k !== 'load' || !rowNames.has(e.tensor.name)) return;
+      if (!own.every((name, i) => { const x = e.indices[i]; return x?.k === 'var' && x.name === name; })) ok = false;
+    });
+    return ok;
+  };
+  return [...rows, out].every((s) => plainLead(s.tensor)) ? rows.map((s) => s.name) : undefined;
+}
+
 export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
   if (opts.gpu) return defaultGpuSchedule(dag, opts.gpu);
   try {
@@ -485,6 +525,27 @@ function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     apply({ s: 'reorder', stage: local.name, order: [...spatial.slice(0, -2), ...reduce, ...tileAxes] });
     if (tileAxes.length === 2 && wholeVectors) apply({ s: 'annotate', stage: local.name, iter: tileAxes[0], ann: 'unroll' });
     apply({ s: 'annotate', stage: local.name, iter: tileAxes[tileAxes.length - 1], ann: 'vectorize' });
+  }
+
+  // 2b. No tile: a chain of row reductions and elementwise stages (softmax, layer norm) is
+  //     computed row by row inside the output's row loop (rowStages).
+  const rowChain = !main && outputs.length === 1 ? rowStages(state, outputs[0]) : undefined;
+  if (rowChain) {
+    const out = outputs[0];
+    const lead = out.axes.slice(0, -1).map((a) => a.name), last = out.axes[out.axes.length - 1];
+    if (lead.length >= 2) apply({ s: 'fuse', stage: out.name, iters: lead });
+    const row = lead.length >= 2 ? lead.join('@') : lead[0];
+    if (numElements(out.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: out.name, iter: row, ann: 'parallel' });
+    const wholeVectors = (extent: number): boolean => extent <= MAX_WHOLE_VECTORIZED * opts.vectorLanes;
+    if (wholeVectors(last.extent)) apply({ s: 'annotate', stage: out.name, iter: last.name, ann: 'vectorize' });
+    for (const name of rowChain) {
+      const st = state.stage(name);
+      apply({ s: 'compute_at', stage: name, target: out.name, iter: row });
+      const along = contiguousReduceAxis(st.tensor, opts.vectorLanes);
+      const inner = st.reduceAxes.length > 0 ? along : st.axes.length === out.axes.length ? st.axes[st.axes.length - 1].name : undefined;
+      if (inner && st.reduceAxes.length > 0) apply({ s: 'reorder', stage: name, order: [...st.axes.map((a) => a.name), ...st.reduceAxes.map((a) => a.name).filter((a) => a !== inner), inner] });
+      if (inner && wholeVectors(last.extent)) apply({ s: 'annotate', stage: name, iter: inner, ann: 'vectorize' });
+    }
   }
 
   // 3. Every other stage computed at root: parallel outer loops, vector inner loop. A
