@@ -332,8 +332,12 @@ class Lowerer {
   private readonly inlined = new Map<string, Expr>();
   private readonly rootsOf = new Map<string, RootValues>();
 
+  /** Whether any loop is bound to a GPU index (a GPU kernel: no shifted last tiles). */
+  private readonly gpuBound: boolean;
+
   constructor(state: State, private readonly opts: LowerOptions = {}) {
     this.state = state;
+    this.gpuBound = state.stages.some((x) => x.bind.size > 0);
   }
 
   lower(name: string): Kernel {
@@ -477,7 +481,7 @@ class Lowerer {
   private shiftsLastTile(s: StageState, parent: string, outer: string, extent: number, tile: number): boolean {
     if (s.kinds.get(parent) !== 'S' || extent < tile) return false;
     const at = s.leaves.indexOf(outer);
-    if (at < 0 || s.ann.get(outer) === 'parallel' || this.state.stages.some((x) => x.bind.size > 0)) return false;
+    if (at < 0 || s.ann.get(outer) === 'parallel' || this.gpuBound) return false;
     return s.leaves.every((l, i) => s.kinds.get(l) !== 'R' || i > at);
   }
 
@@ -494,8 +498,8 @@ class Lowerer {
         let val = values.get(r.children[0])!;
         if (shifted) {
           // The last tile starts at extent - tile, whole and unguarded (shiftsLastTile).
-          let inner: Expr = int(0);
-          r.lengths.forEach((l, i) => { inner = add(mul(inner, l), values.get(r.children[i + 1])!); });
+          let inner = values.get(r.children[1])!;
+          for (let i = 1; i < r.lengths.length; i++) inner = add(mul(inner, r.lengths[i]), values.get(r.children[i + 1])!);
           val = add(min(mul(val, tile), ext.get(r.parent)! - tile), inner);
         } else r.lengths.forEach((l, i) => { val = add(mul(val, l), values.get(r.children[i + 1])!); });
         values.set(r.parent, val);

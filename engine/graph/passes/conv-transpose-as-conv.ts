@@ -21,7 +21,7 @@
 import { isOpNode, type Graph, type OpNode } from '../graph';
 import { floatConstantOf, rebuild } from '../rewrite';
 
-interface Plan { s: number[]; m: number[]; k: number[]; padBegin: number[]; out: number[]; padAfter: number[]; channelsLast: boolean; ci: number; co: number }
+interface Plan { s: number[]; m: number[]; k: number[]; padBegin: number[]; inDims: number[]; out: number[]; padAfter: number[]; channelsLast: boolean; ci: number; co: number }
 
 function planOf(g: Graph, n: OpNode): Plan | undefined {
   if (n.op !== 'conv2d_transpose' || (n.attrs.groups as number | undefined ?? 1) !== 1) return undefined;
@@ -40,7 +40,7 @@ function planOf(g: Graph, n: OpNode): Plan | undefined {
   const m = k.map((kk, i) => Math.ceil(kk / s[i]));
   // The conv's output must cover every phase position the crop reads: q up to floor((out - 1 + pad_begin) / s).
   const padAfter = m.map((mm, i) => Math.max(mm - 1, Math.floor((out[i] - 1 + padding[i]) / s[i]) + 1 - inDims[i]));
-  return { s, m, k, padBegin: padding.slice(0, 2), out, padAfter, channelsLast, ci, co };
+  return { s, m, k, padBegin: padding.slice(0, 2), inDims, out, padAfter, channelsLast, ci, co };
 }
 
 /**
@@ -85,13 +85,13 @@ const MIN_PHASE_CHANNELS = 16;
  * would have to be cropped) or the phases have few channels, and the pass keeps one conv
  * for all phases.
  */
-function exactPhasePads(p: Plan, inDims: readonly number[]): number[][][] | undefined {
+function exactPhasePads(p: Plan): number[][][] | undefined {
   if (p.co < MIN_PHASE_CHANNELS) return undefined;
   const pads = p.s.map((s, d) => {
     if (p.out[d] % s !== 0) return undefined;
     const per = Array.from({ length: s }, (_, r) => {
       const before = p.m[d] - 1 - Math.ceil((p.padBegin[d] - r) / s);
-      return [before, p.out[d] / s + p.m[d] - 1 - inDims[d] - before];
+      return [before, p.out[d] / s + p.m[d] - 1 - p.inDims[d] - before];
     });
     return per.every(([a, b]) => a >= 0 && b >= 0) ? per : undefined;
   });
@@ -106,23 +106,22 @@ export function convTransposeAsConv(g: Graph): Graph {
     const w = floatConstantOf(g, n.inputs[1])!;
     const [my, mx] = p.m, [sy, sx] = p.s;
     const layout = p.channelsLast ? 'NHWC' : 'NCHW';
-    const x = g.node(n.inputs[0]).shape;
     const weightOf = (name: string, phases: readonly (readonly [number, number])[]) => {
       const oc = phases.length * p.co;
       return b.out.constant(name, p.channelsLast ? [my, mx, p.ci, oc] : [oc, p.ci, my, mx], phaseWeights(w.data, p, phases));
     };
     const conv = (weight: number, padding: number[], name: string) =>
       b.out.op('conv2d', [b.map(n.inputs[0]), weight], { strides: [1, 1], dilation: [1, 1], groups: 1, layout, padding }, name);
-    const exact = exactPhasePads(p, p.channelsLast ? x.slice(1, 3) : x.slice(2));
+    const exact = exactPhasePads(p);
     if (exact) {
       // Input (gy, gx) of the gather is phase ((gy + pad) mod s, (gx + pad) mod s).
-      const groups: number[] = [];
+      const phaseConvs: number[] = [];
       for (let gy = 0; gy < sy; gy++) for (let gx = 0; gx < sx; gx++) {
         const ry = mod(gy + p.padBegin[0], sy), rx = mod(gx + p.padBegin[1], sx);
         const [ty, by] = exact[0][ry], [tx, bx] = exact[1][rx];
-        groups.push(conv(weightOf(`${w.name}.phase${ry}${rx}`, [[ry, rx]]), [ty, tx, by, bx], `${n.name}.phase${ry}${rx}`));
+        phaseConvs.push(conv(weightOf(`${w.name}.phase${ry}${rx}`, [[ry, rx]]), [ty, tx, by, bx], `${n.name}.phase${ry}${rx}`));
       }
-      return b.out.op('subpixel_gather', groups, { strides: p.s, padBegin: [0, 0], out: p.out, layout }, n.name);
+      return b.out.op('subpixel_gather', phaseConvs, { strides: p.s, padBegin: [0, 0], out: p.out, layout }, n.name);
     }
     const all: [number, number][] = [];
     for (let ry = 0; ry < sy; ry++) for (let rx = 0; rx < sx; rx++) all.push([ry, rx]);
