@@ -70,6 +70,8 @@ export interface Manifest {
   params_sha256: string;
   params_count: number;
   workspace_bytes: number;
+  /** CPU models that run their batch one sample at a time: the samples per run (the kernels, their FLOPs and the workspace are one sample's). */
+  samples?: number;
   inputs: ManifestTensor[];
   outputs: ManifestOutput[];
   /** Which tuning records the kernels use. */

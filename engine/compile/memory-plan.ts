@@ -5,6 +5,7 @@
 import { UserError } from '../errors';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
+import { batchShape } from '../graph/per-sample';
 import type { ComputeDAG } from '../ir/dag';
 import { numElements } from '../ir/tensor';
 import type { Manifest } from './manifest';
@@ -94,15 +95,19 @@ function need(items: readonly MemoryItem[], inside: readonly MemoryItem[] = []):
   return { bytes: items.reduce((a, it) => a + it.bytes, 0), largest };
 }
 
-/** What a model compiled from `g` and `groups` needs: inputs, outputs, weights and its workspace (planMemory), its largest tensor named. */
-export function graphMemory(g: Graph, groups: readonly FusedGroup[]): MemoryNeed {
+/**
+ * What a model compiled from `g` and `groups` needs: inputs, outputs, weights and its
+ * workspace (planMemory), its largest tensor named. `samples`: the model runs `g` once per
+ * sample of a batch of that many, so its inputs and outputs are that many times `g`'s.
+ */
+export function graphMemory(g: Graph, groups: readonly FusedGroup[], samples = 1): MemoryNeed {
   const items: MemoryItem[] = [];
   let weights = 0;
   for (const n of g.nodes) {
-    if (n.op === 'input') items.push(tensorItem('input', n.name, n.shape));
+    if (n.op === 'input') items.push(tensorItem('input', n.name, batchShape(n.shape, samples)));
     else if (n.op === 'constant') weights += numElements(n.shape) * WORD;
   }
-  for (const id of g.outputs) items.push(tensorItem('output', g.node(id).name, g.node(id).shape));
+  for (const id of g.outputs) items.push(tensorItem('output', g.node(id).name, batchShape(g.node(id).shape, samples)));
   if (weights > 0) items.push({ what: 'the weights', bytes: weights });
   // The intermediates count as the workspace they share (its planned size); each may be the largest tensor.
   const plan = planMemory(g, groups);
@@ -149,8 +154,8 @@ export const configMemoryLimit = (value: string | undefined, configFile: string,
   memoryLimitOf(value, `${configFile}: networks.${network}.maxMemory`, `raise the limit with maxMemory (e.g. maxMemory: 16GiB) on networks.${network} in ${configFile}`);
 
 /** compile: refuses a model (`where`: its file or name) whose inputs, outputs, weights and workspace exceed the limit. */
-export function checkModelMemory(g: Graph, groups: readonly FusedGroup[], where: string, limit: MemoryLimit = cliMemoryLimit(undefined)): void {
-  checkMemory(graphMemory(g, groups), limit.bytes, where, limit.raise);
+export function checkModelMemory(g: Graph, groups: readonly FusedGroup[], where: string, limit: MemoryLimit = cliMemoryLimit(undefined), samples = 1): void {
+  checkMemory(graphMemory(g, groups, samples), limit.bytes, where, limit.raise);
 }
 
 /** benchmark: the same check from a compiled model's manifest (sealed, so its sizes are the compile's), before the model is loaded. */

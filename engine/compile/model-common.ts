@@ -12,6 +12,7 @@ import { packBlocked, type BlockedLayout } from '../codegen/layout';
 import { groupDag, partition, type FusedGroup } from '../graph/fuse';
 import { Graph, type ConstantNode } from '../graph/graph';
 import { optimize } from '../graph/passes';
+import { batchShape } from '../graph/per-sample';
 import { asFloatWords, numElements } from '../ir/tensor';
 import { COMPILER_TIMEOUT_MS, compilerFailure, findCompiler, loadExeca, type Compiler } from '../native/build';
 import { ABI_DTYPE_CODES, outputFileNames } from '../runtime/abi';
@@ -42,6 +43,12 @@ export interface CompileOptions {
   schedules?: ReadonlyMap<string, TunedSchedule>;
   /** `optimize(graph)` and its partition, when the caller already made them (else compileModel does). */
   partitioned?: { graph: Graph; groups: readonly FusedGroup[] };
+  /**
+   * CPU targets: the partitioned graph is one sample of a batch of this many, and the model
+   * runs it once per sample (graph/per-sample.ts); its inputs and outputs are the batch's
+   * (default 1: the graph is the model).
+   */
+  samples?: number;
   /** `hardwareFingerprint(target)`, when the caller already computed it. */
   fingerprint?: string;
   /** The thread count `schedules` were ranked at (compileNetwork's `threads`), for the manifest. */
@@ -91,17 +98,20 @@ export interface CompileStart {
   compiler: Compiler;
   names: TensorNames;
   timeoutMs: number;
+  /** The model's runs of the graph per call (CompileOptions.samples). */
+  samples: number;
 }
 
 export async function startCompile(opts: CompileOptions): Promise<CompileStart> {
   const optimized = opts.partitioned?.graph ?? optimize(opts.graph);
   const { graph, groups } = withOutputCopies(optimized, opts.partitioned?.groups ?? partition(optimized));
-  checkModelMemory(graph, groups, opts.modelFile ?? opts.name, opts.memoryLimit); // before any file is written or kernel built
+  const samples = opts.samples ?? 1;
+  checkModelMemory(graph, groups, opts.modelFile ?? opts.name, opts.memoryLimit, samples); // before any file is written or kernel built
   const compiler = await findCompiler(opts.target.ccPrefix ? `${opts.target.ccPrefix}gcc` : undefined);
   await checkOutDir(opts.outDir); // before the work: a folder that is not compile's own is refused
   return {
     log: opts.log ?? (() => undefined), warn: opts.warn ?? warnToStderr, graph, groups, compiler,
-    names: tensorNames(optimized, opts.outputNames), timeoutMs: opts.timeoutMs ?? COMPILER_TIMEOUT_MS,
+    names: tensorNames(optimized, opts.outputNames), timeoutMs: opts.timeoutMs ?? COMPILER_TIMEOUT_MS, samples,
   };
 }
 
@@ -168,7 +178,7 @@ export async function writeModel(opts: CompileOptions, start: CompileStart, file
     const link = await execa(compiler.command, [...compiler.args, ...files.linkArgs(modelSrc, path.join(dir, 'model.so'))], { reject: false, timeout: timeoutMs });
     if (link.failed) throw new UserError(`${files.linkFailure}:\n${compilerFailure(link, timeoutMs, 20)}`);
     await writeParams(path.join(dir, 'params.bin'), files.params);
-    const manifest = modelManifest(opts, dir, start.graph, start.names, files.built, files.manifestExtra);
+    const manifest = modelManifest(opts, dir, start, files.built, files.manifestExtra);
     await fs.writeFile(path.join(dir, 'manifest.json'), JSON.stringify(sealManifest(manifest), null, 2) + '\n');
   });
   return { library: path.join(opts.outDir, 'model.so'), params: path.join(opts.outDir, 'params.bin'), manifest: path.join(opts.outDir, 'manifest.json') };
@@ -267,7 +277,7 @@ function modelFileFields(file: string, outDir: string): { model_file: string; mo
  * some targets have (an OpenCL model's host and kernel source file).
  */
 function modelManifest(
-  opts: CompileOptions, dir: string, graph: Graph, names: TensorNames,
+  opts: CompileOptions, dir: string, { graph, names, samples }: Pick<CompileStart, 'graph' | 'names' | 'samples'>,
   built: { paramsCount: number; workspaceBytes: number; kernels: readonly ManifestKernel[] },
   extra: Pick<Manifest, 'host' | 'opencl_source' | 'cuda_source' | 'cubin'> = {},
 ): Manifest {
@@ -293,8 +303,9 @@ function modelManifest(
     params_sha256: fileSha256(path.join(dir, 'params.bin')),
     params_count: built.paramsCount,
     workspace_bytes: built.workspaceBytes,
-    inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: [...n.shape], dtype: n.dtype })),
-    outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: [...graph.node(id).shape], dtype: graph.node(id).dtype, file: `${names.files[i]}.bin` })),
+    ...(samples > 1 ? { samples } : {}),
+    inputs: inputs.map((n, i) => ({ name: names.inputs[i], shape: batchShape(n.shape, samples), dtype: n.dtype })),
+    outputs: graph.outputs.map((id, i) => ({ name: names.outputs[i], shape: batchShape(graph.node(id).shape, samples), dtype: graph.node(id).dtype, file: `${names.files[i]}.bin` })),
     records: recordsUsed(kernels),
     kernels,
   };
@@ -305,10 +316,10 @@ function modelManifest(
  * error buffer `tt_error` (`errorSize` bytes) and the ABI functions that only describe the
  * model (tt_abi_version, tt_num_inputs, tt_input_info, ..., tt_params_size, tt_last_error).
  */
-export function modelInfoSource(g: Graph, inputIds: readonly number[], names: TensorNames, paramsSize: number, errorSize: number): string[] {
+export function modelInfoSource(g: Graph, inputIds: readonly number[], names: TensorNames, paramsSize: number, errorSize: number, samples = 1): string[] {
   const out: string[] = [];
   const infos = (kind: string, ids: readonly number[], tensorName: (i: number) => string): void => {
-    ids.forEach((id, i) => out.push(`static const int64_t ${kind}_shape${i}[] = {${g.node(id).shape.join(', ')}};`));
+    ids.forEach((id, i) => out.push(`static const int64_t ${kind}_shape${i}[] = {${batchShape(g.node(id).shape, samples).join(', ')}};`));
     out.push(`static const tt_tensor_info ${kind}_info[] = {`);
     ids.forEach((id, i) => out.push(`  {${cString(utf8(tensorName(i)))}, ${g.node(id).shape.length}, ${kind}_shape${i}, ${ABI_DTYPE_CODES[g.node(id).dtype]}},`));
     out.push('};');

@@ -62,6 +62,7 @@ export function compileGpuModel(opts: CompileOptions): Promise<CompileResult> {
 async function compileWith<L extends DeviceLaunch>(opts: CompileOptions, target: Target & { host: Target }, backend: GpuModelBackend<L>): Promise<CompileResult> {
   backend.check?.(target);
   const start = await startCompile(opts);
+  if (start.samples !== 1) throw new Error('compileModel: GPU models run the whole batch at once (samples must be 1)');
   const { log, warn, graph, groups, compiler, names, timeoutMs } = start;
   const vectorLanes = target.vectorLanes;
   const defaults = kindOf(target).defaultOptions(target);

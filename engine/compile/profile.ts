@@ -41,7 +41,8 @@ export function kernelProfile(calls: readonly CallProfile[], manifest: Manifest,
   const total = calls.reduce((a, c) => a + c.ms, 0);
   return [...bySymbol].map(([symbol, r]) => {
     const k = kernels.get(symbol)!;
-    const gflops = r.ms > 0 ? (k.flops * r.calls) / (r.ms * 1e-3) / 1e9 : 0;
+    // A model that runs its batch per sample times each call over all its samples.
+    const gflops = r.ms > 0 ? (k.flops * r.calls * (manifest.samples ?? 1)) / (r.ms * 1e-3) / 1e9 : 0;
     return {
       symbol, desc: k.desc, schedule: k.schedule, calls: r.calls, ms: r.ms, share: total > 0 ? r.ms / total : 0, gflops,
       ...(peakGflops !== undefined && peakGflops > 0 ? { peak: gflops / peakGflops } : {}),

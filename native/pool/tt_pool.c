@@ -175,12 +175,20 @@ static int tt_pool_default_threads(void) {
   return n > 0 ? (int)n : 1;
 }
 
+/* The threads parallel loops use, the caller included (deciding them on the first call). The
+   kernels do not call it, so the header pasted into them does not declare it: a model whose
+   samples run in parallel (engine/compile/model.ts) declares it itself. */
+__attribute__((visibility("hidden"))) int tt_pool_threads(void);
+int tt_pool_threads(void) {
+  if (tt_pool_state.threads == 0) tt_pool_set_threads(tt_pool_default_threads());
+  return tt_pool_state.threads;
+}
+
 /* Run body(ctx, b, e) over chunks [b, e) covering [begin, end), on the pool's threads. */
 void tt_parallel_for(int32_t begin, int32_t end, tt_loop_body body, void* ctx) {
   struct tt_pool* p = &tt_pool_state;
   if (end <= begin) return;
-  if (p->threads == 0) tt_pool_set_threads(tt_pool_default_threads());
-  int helpers = tt_pool_inside ? 0 : p->threads - 1;
+  int helpers = tt_pool_inside ? 0 : tt_pool_threads() - 1;
   if (helpers > end - begin - 1) helpers = end - begin - 1;
   if (helpers > 0 && p->spin_ns == 0) {
     const char* env = getenv("TT_POOL_SPIN_US");
