@@ -9,6 +9,7 @@ import { loadModel, type ModelSpec } from '../frontend/load';
 import { tasksOfGroups } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
+import { samplePlan } from '../graph/per-sample';
 import { cacheRoot } from '../native/build';
 import { readRecordFiles } from '../records/log';
 import { defaultSchedule } from '../schedule/defaults';
@@ -50,7 +51,10 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   if (opts.threads !== undefined && isGpu(target)) throw new UserError(`--threads applies to CPU targets: the records of ${target.text} do not depend on host threads`);
   const model = loadModel(opts);
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
-  let graph = optimize(model.graph);
+  // A CPU model may run its batch one sample at a time (per-sample.ts), as tuningTasks' tasks assume.
+  const plan = isGpu(target) ? { graph: optimize(model.graph), samples: 1 } : samplePlan(optimize(model.graph));
+  if (plan.samples > 1) opts.log?.(`batch: runs its ${plan.samples} samples one at a time (docs/tuning.md, "Batches")`);
+  let graph = plan.graph;
   let groups: readonly FusedGroup[] = partition(graph);
   const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
   let schedules;
@@ -86,7 +90,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
     name: model.file ? path.basename(model.file) : model.name, modelFile: model.file, outputNames: model.outputs,
     graph: model.graph, target, outDir: path.resolve(opts.outDir),
     cacheDir: path.resolve(opts.cacheDir ?? path.join(cacheRoot(), 'kernels')),
-    schedules, partitioned: { graph, groups }, fingerprint, timeoutMs: opts.timeoutMs, memoryLimit: opts.memoryLimit, log: opts.log, warn: opts.warn,
+    schedules, partitioned: { graph, groups }, samples: plan.samples, fingerprint, timeoutMs: opts.timeoutMs, memoryLimit: opts.memoryLimit, log: opts.log, warn: opts.warn,
     ...(files.length > 0 && opts.threads !== undefined ? { recordsThreads: opts.threads } : {}),
   });
 }

@@ -14,7 +14,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
-import { tuningTasks, type Task } from '../graph/extract';
+import { tuningPlan, type Task } from '../graph/extract';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
 import { inContext } from '../compile/internal-error';
 import { checkTaskMemory } from '../compile/memory-plan';
@@ -186,7 +186,8 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   checkOptions(opts);
   const started = Date.now();
   const model = loadModel(opts.model);
-  const tasks = tuningTasks(model.graph, opts.target);
+  const { tasks, samples } = tuningPlan(model.graph, opts.target);
+  if (samples > 1) opts.log?.(`${model.name}: its batch of ${samples} runs one sample at a time on this target, so these are one sample's tasks (docs/tuning.md, "Batches")`);
   const result = await tuneTasks(model.name, tasks, opts, started);
   // The network pass (app/network-pass.ts): where a task's latest confirmation pass
   // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they

@@ -11,7 +11,9 @@ const USAGE = `Usage: tensortune tasks <network|model.onnx> [--layout NHWC|NCHW]
 
 List the tuning tasks of a builtin network or an ONNX model: its fused subgraphs that contain a
 reduction, one per distinct workload key, with their weights (occurrences), and how many
-Winograd alternatives CPU targets tune besides them (docs/tuning.md, "Terms").
+Winograd alternatives CPU targets tune besides them (docs/tuning.md, "Terms"). These are the
+tasks of CPU targets: where such a model runs its batch one sample at a time, they are one
+sample's (docs/tuning.md, "Batches").
 
 Options:
 ${modelFlagsUsage('NHWC')}  --json              print {"network", "layout", "batch", "tasks": [{"key", "desc",
@@ -78,8 +80,8 @@ export const tasksCommand: Command = {
     }
     const { layout, batch, imageSize, inputShapes } = modelFlags(values, [network]);
     const { graph } = loadModel({ model: network, layout, batch, imageSize, inputShapes, weights: 'zeros' });
-    const tasks = extractTasks(graph);
-    const alternatives = extractTasks(graph, { winograd: true }).filter((t) => t.alternative).length;
+    const tasks = extractTasks(graph, { perSample: true });
+    const alternatives = extractTasks(graph, { winograd: true, perSample: true }).filter((t) => t.alternative).length;
     io.out(values.json ? `${JSON.stringify(tasksReport(network, layout, batch, tasks))}\n` : formatTasks(tasks, alternatives));
     return 0;
   },

@@ -8,6 +8,7 @@ import type { Graph, OpNode } from './graph';
 import { partition, type FusedGroup } from './fuse';
 import { WINOGRAD_OP, useWinograd, winogradEligible } from './winograd';
 import { optimize, type OptimizeOptions } from './passes';
+import { samplePlan } from './per-sample';
 import { isGpu, parseTarget } from '../target';
 
 export interface Task {
@@ -85,14 +86,25 @@ export interface ExtractOptions extends OptimizeOptions {
    * FLOP and latency sum assumes). For CPU targets; tune turns it on.
    */
   winograd?: boolean;
+  /**
+   * Tasks of the graph a CPU model runs (per-sample.ts): of one sample where the model runs
+   * its batch per sample (default false: the graph's own batch).
+   */
+  perSample?: boolean;
 }
 
 /** The tuning tasks of a network, in order of first occurrence. */
 export function extractTasks(graph: Graph, opts: ExtractOptions = {}): Task[] {
-  const g = opts.optimize === false ? graph : optimize(graph, opts);
+  return extractPlan(graph, opts).tasks;
+}
+
+/** extractTasks' tasks, and the samples a model of them runs its graph for (per-sample.ts; 1 without `perSample`). */
+function extractPlan(graph: Graph, opts: ExtractOptions): { tasks: Task[]; samples: number } {
+  const optimized = opts.optimize === false ? graph : optimize(graph, opts);
+  const { graph: g, samples } = opts.perSample ? samplePlan(optimized) : { graph: optimized, samples: 1 };
   const groups = partition(g);
   const tasks = tasksOfGroups(g, groups);
-  return opts.winograd ? [...tasks, ...winogradTasks(g, groups)] : tasks;
+  return { tasks: opts.winograd ? [...tasks, ...winogradTasks(g, groups)] : tasks, samples };
 }
 
 /**
@@ -122,8 +134,15 @@ export function winogradConvOf(graph: Graph, group: FusedGroup): number | undefi
  * The tasks a tune searches for a model's graph on a target (also what `tune --workload`,
  * the Nx shards and the tuning report choose from). CPU targets also tune a Winograd task
  * for each 3x3 stride-1 conv layer: compile runs the layer as Winograd where that task's
- * best record beats the direct conv's (compile/choose-winograd.ts).
+ * best record beats the direct conv's (compile/choose-winograd.ts); and where a CPU model runs
+ * its batch per sample, its tasks are those of one sample (per-sample.ts).
  */
 export function tuningTasks(graph: Graph, target: string): Task[] {
-  return extractTasks(graph, { winograd: !isGpu(parseTarget(target, 'target')) });
+  return tuningPlan(graph, target).tasks;
+}
+
+/** tuningTasks' tasks, and how many samples a CPU model runs them for per run (1: the whole batch at once). */
+export function tuningPlan(graph: Graph, target: string): { tasks: Task[]; samples: number } {
+  const cpu = !isGpu(parseTarget(target, 'target'));
+  return extractPlan(graph, { winograd: cpu, perSample: cpu });
 }

@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fillUniform } from '../frontend/init';
 import { getNetwork } from '../frontend/networks';
+import { tuningTasks } from './extract';
 import { Graph } from './graph';
 import { optimize } from './passes';
 import { batchShape, oneSampleGraph, samplePlan } from './per-sample';
@@ -124,6 +125,13 @@ test('samplePlan runs per sample where one sample moves more activations than we
   const resnet = samplePlan(optimize(getNetwork('resnet-18', { batch: 4, weights: 'zeros' }).graph));
   assert.is(resnet.samples, 1);
   assert.equal(resnet.graph.nodes.find((nd) => nd.op === 'input')!.shape, [4, 224, 224, 3]);
+});
+
+test('a CPU tune of a batch that runs per sample tunes the batch-1 tasks; a GPU tune keeps the batch', () => {
+  const at = (batch: number, target: string) => tuningTasks(getNetwork('mobilenet_v2', { batch, weights: 'zeros' }).graph, target).map((t) => t.key);
+  assert.equal(at(4, 'llvm'), at(1, 'llvm'));
+  const gpu = at(4, 'cuda -arch=sm_80');
+  assert.ok(gpu.every((k) => !at(1, 'cuda -arch=sm_80').includes(k)), 'the GPU tasks are the batch of 4');
 });
 
 test.run();
