@@ -187,7 +187,7 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   const started = Date.now();
   const model = loadModel(opts.model);
   const { tasks, samples } = tuningPlan(model.graph, opts.target);
-  if (samples > 1) opts.log?.(`${model.name}: its batch of ${samples} runs one sample at a time on this target, so these are one sample's tasks (docs/tuning.md, "Batches")`);
+  if (samples > 1 && tasks.length > 0) opts.log?.(`${model.name}: its batch of ${samples} runs one sample at a time on this target, so these are one sample's tasks (docs/tuning.md, "Batches")`);
   const result = await tuneTasks(model.name, tasks, opts, started);
   // The network pass (app/network-pass.ts): where a task's latest confirmation pass
   // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they
