@@ -17,6 +17,7 @@ import { printExpr } from '../ir/printer';
 import { ScheduleError, type State, type StageState } from '../schedule/state';
 import { MAX_UNROLL, type ThreadTag } from '../schedule/steps';
 import { blockedShape, type BlockedLayout } from './layout';
+import { interval, simplifyDivMod } from './index-simplify';
 
 /** How a loop runs: on CPUs serial, parallel (a thread pool's), vectorised or unrolled; on GPUs also bound to a thread index (gpu.ts turns those into launch dimensions). */
 export type LoopKind = 'serial' | 'parallel' | 'vectorize' | 'unroll' | ThreadTag;
@@ -33,6 +34,19 @@ export type Stmt =
   | { k: 'thread'; v: string; tag: ThreadTag; body: Stmt[] }
   /** CPU C: ask the cache for `lines` 64-byte lines of `buf` from element `index` on (prefetch.ts makes these). */
   | { k: 'prefetch'; buf: string; index: Expr; lines: number };
+
+/** `body` with `f` applied to every expression (indices, values, conditions), nested statements included. */
+export function mapExprs(body: readonly Stmt[], f: (e: Expr) => Expr): Stmt[] {
+  return body.map((s): Stmt => {
+    switch (s.k) {
+      case 'store': return { ...s, index: f(s.index), value: f(s.value) };
+      case 'prefetch': return { ...s, index: f(s.index) };
+      case 'if': return { ...s, cond: f(s.cond), body: mapExprs(s.body, f) };
+      case 'for': case 'thread': return { ...s, body: mapExprs(s.body, f) };
+      default: return s;
+    }
+  });
+}
 
 /** Calls `visit` on every expression of `body` (indices, values, conditions), nested statements included. */
 export function forEachExpr(body: readonly Stmt[], visit: (e: Expr) => void): void {
@@ -253,28 +267,6 @@ function withDivModFolded(e: Expr): Expr {
   return l && foldDivModPairs(l) ? affineExpr(l) : e;
 }
 
-/** Bounds [lo, hi] of an integer index expression given loop extents; null if unknown. */
-function interval(e: Expr, extent: (v: string) => number | undefined): [number, number] | null {
-  switch (e.k) {
-    case 'const': return [e.value, e.value];
-    case 'var': { const x = extent(e.name); return x === undefined ? null : [0, x - 1]; }
-    case 'bin': {
-      const a = interval(e.a, extent), b = interval(e.b, extent);
-      if (!a || !b) return null;
-      switch (e.op) {
-        case '+': return [a[0] + b[0], a[1] + b[1]];
-        case '-': return [a[0] - b[1], a[1] - b[0]];
-        case '*': { const p = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]; return [Math.min(...p), Math.max(...p)]; }
-        case 'floordiv': return b[0] === b[1] && b[0] > 0 ? [Math.floor(a[0] / b[0]), Math.floor(a[1] / b[0])] : null;
-        case 'floormod': return b[0] === b[1] && b[0] > 0 ? [0, b[0] - 1] : null;
-        case 'min': return [Math.min(a[0], b[0]), Math.min(a[1], b[1])];
-        case 'max': return [Math.max(a[0], b[0]), Math.max(a[1], b[1])];
-        default: return null;
-      }
-    }
-    default: return null;
-  }
-}
 const scale = (l: Linear, k: number): Linear => ({ c: l.c * k, terms: new Map([...l.terms].map(([n, c]) => [n, c * k])), atoms: l.atoms });
 
 /** What reads of one index cover below the attach point: `len` values from `base` (an expression of the outer loops), which ranges over [minBase, maxBase]. */
@@ -359,7 +351,9 @@ class Lowerer {
     const temps = st.stages
       .filter((s) => s.attach.k === 'root' && !s.isOutput)
       .map((s) => ({ buf: cName(s.name), size: numElements(s.tensor.shape), ...(s.tensor.dtype !== 'float32' ? { dtype: s.tensor.dtype } : {}) }));
-    const parts = st.stages.filter((s) => s.attach.k === 'root').map((s) => ({ stage: s.name, body: this.emitStage(s) }));
+    // Indices with their floordiv/floormod simplified over the loops' ranges (index-simplify.ts).
+    const extent = (v: string): number | undefined => this.varExtent.get(v);
+    const parts = st.stages.filter((s) => s.attach.k === 'root').map((s) => ({ stage: s.name, body: mapExprs(this.emitStage(s), (e) => simplifyDivMod(e, extent)) }));
     const body = parts.flatMap((p) => p.body);
     const layouts = st.dag.inputs.flatMap((t, input) => {
       const b = this.blocked.get(t.name);
