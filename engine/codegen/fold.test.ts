@@ -9,6 +9,7 @@ import { printExpr } from '../ir/printer';
 import { placeholder } from '../ir/tensor';
 import { rng } from '../costmodel/gbdt';
 import { constBindings, foldExpr, substFold } from './fold';
+import { evalInt } from './int-eval.fixture';
 
 const X = placeholder('x', [64]);
 const VARS = ['i', 'j', 'k', 'lane'];
@@ -67,22 +68,6 @@ test('substFold with no bindings is foldExpr; constBindings binds integer consta
   assert.is(printExpr(substFold(e, constBindings(at))), '10');
   assert.is(constBindings(at), constBindings(at), 'made once per map');
 });
-
-/** The value of an integer expression of variables, constants, + - * floordiv floormod. */
-function evalInt(e: Expr, at: ReadonlyMap<string, number>): number {
-  if (e.k === 'const') return e.value;
-  if (e.k === 'var') return at.get(e.name)!;
-  if (e.k !== 'bin') throw new Error(`evalInt: ${e.k}`);
-  const a = evalInt(e.a, at), b = evalInt(e.b, at);
-  switch (e.op) {
-    case '+': return a + b;
-    case '-': return a - b;
-    case '*': return a * b;
-    case 'floordiv': return Math.floor(a / b);
-    case 'floormod': return a - Math.floor(a / b) * b;
-    default: throw new Error(`evalInt: ${e.op}`);
-  }
-}
 
 test('floordiv and floormod of sums sharing a factor with the divisor: exact for negative and positive values, on 3000 random sums', () => {
   const r = rng(7);

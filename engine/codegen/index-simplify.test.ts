@@ -8,25 +8,7 @@ import * as assert from 'uvu/assert';
 import { add, floordiv, floormod, int, mul, sub, v, type Expr } from '../ir/expr';
 import { printExpr } from '../ir/printer';
 import { interval, simplifyDivMod } from './index-simplify';
-
-function evalInt(e: Expr, env: ReadonlyMap<string, number>): number {
-  switch (e.k) {
-    case 'const': return e.value;
-    case 'var': return env.get(e.name)!;
-    case 'bin': {
-      const a = evalInt(e.a, env), b = evalInt(e.b, env);
-      switch (e.op) {
-        case '+': return a + b;
-        case '-': return a - b;
-        case '*': return a * b;
-        case 'floordiv': return Math.floor(a / b);
-        case 'floormod': return a - Math.floor(a / b) * b;
-        default: throw new Error(`op ${e.op}`);
-      }
-    }
-    default: throw new Error(`expr ${e.k}`);
-  }
-}
+import { evalInt } from './int-eval.fixture';
 
 const countDivMod = (e: Expr): number => (printExpr(e).match(/floordiv|floormod/g) ?? []).length;
 
