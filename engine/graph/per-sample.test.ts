@@ -97,7 +97,8 @@ test('graphs that mix samples keep the whole batch', () => {
     ['a transpose that moves the batch', oneOp('transpose', { axes: [1, 0] })],
     ['a slice of the batch', oneOp('strided_slice', { begin: [1, 0], step: [1, 1], shape: [3, 6] })],
     ['a constant with a row per sample', oneOp('add', {}, [4, 6])],
-    ['an operator without a rule', oneOp('cumsum', { axis: 0, exclusive: false, reverse: false })],
+    ['a cumulative sum over the batch axis', oneOp('cumsum', { axis: 0, exclusive: false, reverse: false })],
+    ['an operator without a rule (even along another axis)', oneOp('topk_indices', { k: 2, axis: 1, largest: true })],
     ['a pad of the batch axis', oneOp('pad', { before: [1, 0], after: [0, 0] })],
   ];
   for (const [what, g] of cases) assert.is(oneSampleGraph(g), undefined, what);
