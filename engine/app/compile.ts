@@ -9,7 +9,7 @@ import { loadModel, type ModelSpec } from '../frontend/load';
 import { tasksOfGroups } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
-import { samplePlan } from '../graph/per-sample';
+import { samplePlan, type SamplePlan } from '../graph/per-sample';
 import { cacheRoot } from '../native/build';
 import { readRecordFiles } from '../records/log';
 import { defaultSchedule } from '../schedule/defaults';
@@ -52,10 +52,10 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   const model = loadModel(opts);
   // Optimised and partitioned once: the tasks the records apply to are the groups compiled.
   // A CPU model may run its batch one sample at a time (per-sample.ts), as tuningTasks' tasks assume.
-  const plan = isGpu(target) ? { graph: optimize(model.graph), samples: 1 } : samplePlan(optimize(model.graph));
+  const plan: SamplePlan = isGpu(target) ? { graph: optimize(model.graph), samples: 1 } : samplePlan(optimize(model.graph));
   if (plan.samples > 1) opts.log?.(`batch: runs its ${plan.samples} samples one at a time (docs/tuning.md, "Batches")`);
   let graph = plan.graph;
-  let groups: readonly FusedGroup[] = partition(graph);
+  let groups: readonly FusedGroup[] = plan.groups ?? partition(graph);
   const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
   let schedules;
   let directCosts: ReadonlyMap<string, number> = new Map();

@@ -101,8 +101,9 @@ export function extractTasks(graph: Graph, opts: ExtractOptions = {}): Task[] {
 /** extractTasks' tasks, and the samples a model of them runs its graph for (per-sample.ts; 1 without `perSample`). */
 function extractPlan(graph: Graph, opts: ExtractOptions): { tasks: Task[]; samples: number } {
   const optimized = opts.optimize === false ? graph : optimize(graph, opts);
-  const { graph: g, samples } = opts.perSample ? samplePlan(optimized) : { graph: optimized, samples: 1 };
-  const groups = partition(g);
+  const plan = opts.perSample ? samplePlan(optimized) : { graph: optimized, samples: 1 };
+  const { graph: g, samples } = plan;
+  const groups = plan.groups ?? partition(g);
   const tasks = tasksOfGroups(g, groups);
   return { tasks: opts.winograd ? [...tasks, ...winogradTasks(g, groups)] : tasks, samples };
 }

@@ -17,9 +17,10 @@ import { Graph, isOpNode, type Node, type OpNode } from './graph';
 import { partition, type FusedGroup } from './fuse';
 import { OPS, OpPattern, type Attrs } from './ops';
 import { numElements } from '../ir/tensor';
+import { viewShape, type OperandView } from '../topi/nn';
 
-/** The graph one sample runs, and how many samples the model runs it for (1: the whole batch at once). */
-export interface SamplePlan { graph: Graph; samples: number }
+/** The graph one sample runs, and how many samples the model runs it for (1: the whole batch at once); `groups`: its partition, where samplePlan made it. */
+export interface SamplePlan { graph: Graph; samples: number; groups?: readonly FusedGroup[] }
 
 /** The model's shape of a tensor of a graph that runs once per sample of `samples` (axis 0 the sample). */
 export const batchShape = (shape: readonly number[], samples: number): number[] =>
@@ -120,12 +121,14 @@ const RULES: Record<string, Rule> = {
     if (rank < 3) return undefined;
     const attrs = { ...u.node.attrs };
     for (const [i, key] of [[0, 'viewA'], [1, 'viewB']] as const) {
-      const view = viewOfOne(u.node.attrs[key], u.n);
-      if (view === false) return undefined;
-      const logical = view === undefined ? u.shapes[i] : (u.node.attrs[key] as { perm: number[]; shape: number[] }).perm.map((p) => (u.node.attrs[key] as { shape: number[] }).shape[p]);
-      if (u.roles[i] === 'sample' ? logical.length !== rank : logical.length >= rank && logical[0] !== 1) return undefined;
-      if (u.roles[i] === 'sample' && view !== undefined) attrs[key] = view;
-      if (u.roles[i] === 'shared' && u.node.attrs[key] !== undefined && view !== undefined) return undefined;
+      const view = u.node.attrs[key] as OperandView | undefined;
+      if (u.roles[i] === 'shared') {
+        if (view !== undefined || (u.shapes[i].length >= rank && u.shapes[i][0] !== 1)) return undefined;
+        continue;
+      }
+      const one = viewOfOne(view, u.n);
+      if (one === false || viewShape(u.shapes[i], view).length !== rank) return undefined;
+      if (one !== undefined) attrs[key] = one;
     }
     return attrs;
   },
@@ -201,6 +204,7 @@ export function sampleTraffic(g: Graph, groups: readonly FusedGroup[]): { activa
 export function samplePlan(g: Graph): SamplePlan {
   const one = oneSampleGraph(g);
   if (!one) return { graph: g, samples: 1 };
-  const { activations, weights } = sampleTraffic(one.graph, partition(one.graph));
-  return activations > weights ? one : { graph: g, samples: 1 };
+  const groups = partition(one.graph);
+  const { activations, weights } = sampleTraffic(one.graph, groups);
+  return activations > weights ? { ...one, groups } : { graph: g, samples: 1 };
 }
