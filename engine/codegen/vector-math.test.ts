@@ -2,7 +2,8 @@
 // evaluator, at the error bounds vector-math.ts states: a C program built from C_PRELUDE
 // with the kernels' flags applies each at 4, 8 and 16 lanes to a grid over the range that
 // matters (every float where the result is not yet +-1, 0 or inf), to tiny and subnormal
-// inputs, and to the special values (+-0, +-inf, NaN, the overflow and underflow edges).
+// inputs, and to the special values (+-0, +-inf, NaN, the overflow and underflow edges); and
+// the prelude's vector max and min (x86 instructions where GCC targets them) to their rule.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -112,6 +113,29 @@ test('vector exp, erf, tanh, sigmoid: special values (+-0, +-inf, NaN, overflow 
       });
     }
   }
+});
+
+test('vector max and min: a > b ? a : b and a < b ? a : b bit for bit, NaN and signed zeros on either side, at 4, 8 and 16 lanes', () => {
+  // Every ordered pair of these values (the clamps of exp, erf and tanh rely on max(c, NaN) being NaN).
+  const values = [0, -0, 1, -1, 2.5, -3, Infinity, -Infinity, NaN, 1e-45, -1e-45, 3.4e38];
+  const as: number[] = [], bs: number[] = [];
+  for (const a of values) for (const b of values) { as.push(a); bs.push(b); }
+  while (as.length % 16 !== 0) { as.push(0); bs.push(0); }
+  const m = as.length;
+  const xs = Float32Array.from([...as, ...bs]);
+  const loops = WIDTHS.flatMap((w) => (['max', 'min'] as const).map((op) =>
+    `for (long i = 0; i < n / 2; i += ${w}) tt_v${w}_store(&out[i], tt_v${w}_${op}(tt_v${w}_load(&in[i]), tt_v${w}_load(&in[n / 2 + i])));`));
+  const outs = runPreludeLoops(xs, loops);
+  const bits = (x: number): number => new Uint32Array(Float32Array.of(x).buffer)[0];
+  const show = (x: number): string => (Object.is(x, -0) ? '-0' : String(x));
+  WIDTHS.forEach((w, wi) => (['max', 'min'] as const).forEach((op, oi) => {
+    const got = outs[wi * 2 + oi];
+    for (let i = 0; i < m; i++) {
+      const a = xs[i], b = xs[m + i];
+      const want = op === 'max' ? (a > b ? a : b) : a < b ? a : b;
+      assert.is(bits(got[i]), bits(want), `tt_v${w}_${op}(${show(a)}, ${show(b)}): ${show(got[i])}, expected ${show(want)}`);
+    }
+  }));
 });
 
 test.run();

@@ -21,7 +21,7 @@
 //    +-7.905 (tanh rounds to +-1 beyond); rational approximation of degrees 13/6 (Eigen's).
 //  - sigmoid: 1 / (1 + exp(-x)) on the exp above: absolute error at most 1e-7, relative
 //    at most 2e-7.
-// NaN in, NaN out for every one (the clamps are selects that keep NaN).
+// NaN in, NaN out for every one (each clamp is tt_v<n>_min(c, x) or _max(c, x), which return x when x is NaN).
 
 /** The C definitions of tt_v<n>_exp, _erf, _tanh, _sigmoid, given the prelude's tt_v<n>, tt_v<n>i and tt_v<n>_select. */
 export function vectorMath(n: number): string {
@@ -29,9 +29,8 @@ export function vectorMath(n: number): string {
   const splat = (x: string): string => `${t}_splat(${x})`;
   return [
     `static inline ${t} ${t}_exp(${t} x) {`,
-    // Clamp; a NaN compares false and passes through unchanged.
-    `  x = ${t}_select(x > ${splat('89.0f')}, ${splat('89.0f')}, x);`,
-    `  x = ${t}_select(x < ${splat('-104.0f')}, ${splat('-104.0f')}, x);`,
+    // Clamp: min(c, x) is c < x ? c : x and max(c, x) is c > x ? c : x, so a NaN x passes through.
+    `  x = ${t}_max(${splat('-104.0f')}, ${t}_min(${splat('89.0f')}, x));`,
     // n = round(x / ln2) by the 1.5 * 2^23 trick (round to nearest, no conversion).
     `  ${t} k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;`,
     // r = x - n ln2 in two steps: 0.693359375 has 9 significant bits, so n times it is exact.
@@ -50,8 +49,7 @@ export function vectorMath(n: number): string {
     `  return y * (${t})((e1 + 127) << 23) * (${t})((e - e1 + 127) << 23);`,
     `}`,
     `static inline ${t} ${t}_erf(${t} x) {`,
-    `  x = ${t}_select(x > ${splat('4.0f')}, ${splat('4.0f')}, x);`,
-    `  x = ${t}_select(x < ${splat('-4.0f')}, ${splat('-4.0f')}, x);`,
+    `  x = ${t}_max(${splat('-4.0f')}, ${t}_min(${splat('4.0f')}, x));`,
     `  ${t} x2 = x * x;`,
     `  ${t} p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;`,
     `  p = p * x2 + -2.10102402082508e-06f;`,
@@ -65,13 +63,11 @@ export function vectorMath(n: number): string {
     `  q = q * x2 + -1.42647390514189e-02f;`,
     `  ${t} y = x * (p / q);`,
     // The rational function overshoots 1 by an ulp near the clamp.
-    `  y = ${t}_select(y > ${splat('1.0f')}, ${splat('1.0f')}, y);`,
-    `  return ${t}_select(y < ${splat('-1.0f')}, ${splat('-1.0f')}, y);`,
+    `  return ${t}_max(${splat('-1.0f')}, ${t}_min(${splat('1.0f')}, y));`,
     `}`,
     `static inline ${t} ${t}_tanh(${t} x) {`,
     `  ${t} a = (${t})((${t}i)x & 0x7fffffff);`,
-    `  ${t} c = ${t}_select(x > ${splat('7.90531110763549805f')}, ${splat('7.90531110763549805f')}, x);`,
-    `  c = ${t}_select(c < ${splat('-7.90531110763549805f')}, ${splat('-7.90531110763549805f')}, c);`,
+    `  ${t} c = ${t}_max(${splat('-7.90531110763549805f')}, ${t}_min(${splat('7.90531110763549805f')}, x));`,
     `  ${t} x2 = c * c;`,
     `  ${t} p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;`,
     `  p = p * x2 + -8.60467152213735e-11f;`,
@@ -83,8 +79,7 @@ export function vectorMath(n: number): string {
     `  q = q * x2 + 2.26843463243900e-03f;`,
     `  q = q * x2 + 4.89352518554385e-03f;`,
     `  ${t} y = c * (p / q);`,
-    `  y = ${t}_select(y > ${splat('1.0f')}, ${splat('1.0f')}, y);`,
-    `  y = ${t}_select(y < ${splat('-1.0f')}, ${splat('-1.0f')}, y);`,
+    `  y = ${t}_max(${splat('-1.0f')}, ${t}_min(${splat('1.0f')}, y));`,
     `  return ${t}_select(a < ${splat('0.0004f')}, x, y);`,
     `}`,
     `static inline ${t} ${t}_sigmoid(${t} x) { return 1.0f / (1.0f + ${t}_exp(-x)); }`,
