@@ -9,7 +9,7 @@ import { loadModel, type ModelSpec } from '../frontend/load';
 import { tasksOfGroups } from '../graph/extract';
 import { partition, type FusedGroup } from '../graph/fuse';
 import { optimize } from '../graph/passes';
-import { samplePlan, type SamplePlan } from '../graph/per-sample';
+import { kernelThreads, samplePlan, type SamplePlan } from '../graph/per-sample';
 import { cacheRoot } from '../native/build';
 import { readRecordFiles } from '../records/log';
 import { defaultSchedule } from '../schedule/defaults';
@@ -54,6 +54,9 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   // A CPU model may run its batch one sample at a time (per-sample.ts), as tuningTasks' tasks assume.
   const plan: SamplePlan = isGpu(target) ? { graph: optimize(model.graph), samples: 1 } : samplePlan(optimize(model.graph));
   if (plan.samples > 1) opts.log?.(`batch: runs its ${plan.samples} samples one at a time (docs/tuning.md, "Batches")`);
+  // A model that runs a sample per thread runs each kernel on one: its records rank at 1.
+  const rankAt = opts.threads === undefined ? undefined : kernelThreads(plan.samples, opts.threads);
+  if (rankAt !== undefined && rankAt !== opts.threads) opts.log?.(`records: ranked at ${rankAt} thread(s), as each of the ${opts.threads} threads runs whole samples with one-thread kernels`);
   let graph = plan.graph;
   let groups: readonly FusedGroup[] = plan.groups ?? partition(graph);
   const fingerprint = opts.fingerprint ?? hardwareFingerprint(target);
@@ -65,7 +68,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   if (files.length > 0 || opts.strict) {
     const applied = await applyRecords({
       tasks: tasksOfGroups(graph, groups), target: target.text, fingerprint,
-      files, entries, threads: opts.threads, strict: opts.strict, log: opts.log, warn: opts.warn,
+      files, entries, threads: rankAt, strict: opts.strict, log: opts.log, warn: opts.warn,
       defaultOf: (task) => defaultSchedule(task.dag, kindOf(target).defaultOptions(target)),
     });
     schedules = applied.schedules;
@@ -74,7 +77,7 @@ export async function compileNetwork(opts: CompileNetworkOptions): Promise<Compi
   // CPU targets: a 3x3 stride-1 conv layer runs as Winograd where its record is faster, or
   // without a Winograd record where TVM's rule says so (choose-winograd.ts).
   if (!isGpu(target) && opts.winograd !== false) {
-    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, threads: opts.threads, files, entries, warn: opts.warn, strict: opts.strict }, target.vectorLanes);
+    const choice = await chooseWinograd(graph, groups, directCosts, { target: target.text, fingerprint, threads: rankAt, files, entries, warn: opts.warn, strict: opts.strict }, target.vectorLanes);
     ({ graph, groups } = choice);
     if (choice.schedules.size > 0) {
       schedules ??= new Map();

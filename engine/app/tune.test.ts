@@ -239,6 +239,23 @@ test('records carry the thread count; a tune resumes only from its own, and says
   assert.is((await tune(2)).trials, 0, 'and a 2-thread one from the 2-thread records');
 });
 
+test('a batch that runs whole samples on each thread is timed and ranked at 1 thread: tune and compile at 2 threads agree', async () => {
+  // mobilenet's batch of 2 runs a sample per thread at 2 threads (graph/per-sample.ts), each kernel on one.
+  const spec = { model: 'mobilenet', batch: 2 };
+  const log = path.join(dir, 'per-sample.jsonl');
+  const said: string[] = [];
+  const r = await tuneNetwork({ model: spec, target, records: log, trials: 1, batchSize: 1, confirm: 0, measure: { threads: 2 }, log: (l) => said.push(l) });
+  assert.is(r.trials, 1);
+  assert.ok(said.includes('mobilenet: at 2 threads each thread runs whole samples with one-thread kernels, so candidates are timed at 1 thread'), said.join('\n'));
+  const { entries } = await readRecords(log);
+  assert.equal(entries.map((e) => e.record.threads), [1]);
+  const logged: string[] = [], warned: string[] = [];
+  const compiled = await compileNetwork({ ...spec, target, outDir: path.join(dir, 'per-sample'), records: [log], threads: 2, log: (l) => logged.push(l), warn: (w) => warned.push(w) });
+  assert.ok(logged.includes('records: ranked at 1 thread(s), as each of the 2 threads runs whole samples with one-thread kernels'), logged.join('\n'));
+  assert.equal(compiled.kernels.filter((k) => k.schedule === 'tuned').map((k) => k.key), [entries[0].record.key]);
+  assert.equal(warned, [], 'the 1-thread record is the count the kernels run at, not a fallback');
+});
+
 test('compile applies the tuned records and the model runs', async () => {
   const { entries } = await readRecords(records);
   const tuned = new Set(entries.filter((e) => e.record.error === null).map((e) => e.record.key));

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { UserError } from '../errors';
 import { loadModel } from '../frontend/load';
 import { tuningPlan, type Task } from '../graph/extract';
+import { kernelThreads } from '../graph/per-sample';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
 import { inContext } from '../compile/internal-error';
 import { checkTaskMemory } from '../compile/memory-plan';
@@ -188,6 +189,13 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   const model = loadModel(opts.model);
   const { tasks, samples } = tuningPlan(model.graph, opts.target);
   if (samples > 1 && tasks.length > 0) opts.log?.(`${model.name}: its batch of ${samples} runs one sample at a time on this target, so these are one sample's tasks (docs/tuning.md, "Batches")`);
+  // Where each thread runs whole samples, each kernel runs on one thread: timed there.
+  const asked = opts.measure?.threads ?? 1;
+  const at = kernelThreads(samples, asked);
+  if (at !== asked && tasks.length > 0) {
+    opts.log?.(`${model.name}: at ${asked} threads each thread runs whole samples with one-thread kernels, so candidates are timed at ${at} thread`);
+    opts = { ...opts, measure: { ...opts.measure, threads: at } };
+  }
   const result = await tuneTasks(model.name, tasks, opts, started);
   // The network pass (app/network-pass.ts): where a task's latest confirmation pass
   // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they

@@ -14,10 +14,15 @@ const good: Manifest = sealManifest({
   kernels: [{ symbol: 'tt_k_00ff', groups: [0], key: '["k"]', desc: 'dense', schedule: 'default', source: 'default schedule', flops: 20, objectHash: 'ab12' }],
 });
 
-test('recordsThreadsWarning: only a model ranked at another count than it runs at', () => {
+test('recordsThreadsWarning: only a model whose kernels were ranked at another count than they run at', () => {
   assert.equal(recordsThreadsWarning(good, 1, 'FIX'), [], 'default schedules, or records ranked without a count');
   assert.equal(recordsThreadsWarning({ ...good, records_threads: 2 }, 2, 'FIX'), []);
   assert.equal(recordsThreadsWarning({ ...good, records_threads: 2 }, 1, 'FIX'), ['the model\'s records were ranked at 2 thread(s) (manifest records_threads) and it ran at 1: FIX']);
+  // 16 samples: at 2 and at 4 threads each thread runs whole samples on one-thread kernels, as at 1; at 32 not.
+  const batch = { ...good, samples: 16, records_threads: 2 };
+  assert.equal(recordsThreadsWarning(batch, 4, 'FIX'), []);
+  assert.equal(recordsThreadsWarning(batch, 1, 'FIX'), []);
+  assert.equal(recordsThreadsWarning(batch, 32, 'FIX').length, 1);
 });
 
 test('a well-formed manifest passes', () => {

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors';
+import { kernelThreads } from '../graph/per-sample';
 import { kindOf, MiB, NotRegularFileError, READ_FLAGS, readRegularFileSync } from '../regular-file';
 import { describeSchemaError, loadSchema } from '../schedule/validate-steps';
 
@@ -210,13 +211,15 @@ export function readManifest(dir: string): Manifest {
 }
 
 /**
- * Compile ranked the records at `records_threads` (`tensortune compile --threads N`); a run
- * at another count times schedules ranked for a count it does not run at. One warning
+ * Compile ranked the records for a run at `records_threads` (`tensortune compile --threads N`);
+ * a run whose kernels run on another count times schedules ranked for a count they do not run at. One warning
  * ending in `fix` (how to rank them for `threads`), or none (default schedules, or the
  * same count).
  */
 export function recordsThreadsWarning(manifest: Manifest, threads: number, fix: string): string[] {
   const at = manifest.records_threads;
-  if (at === undefined || at === threads) return [];
+  // Compared as the threads its kernels run on: 16 samples at 2 threads or at 4 both run one-thread kernels.
+  const samples = manifest.samples ?? 1;
+  if (at === undefined || kernelThreads(samples, at) === kernelThreads(samples, threads)) return [];
   return [`the model's records were ranked at ${at} thread(s) (manifest records_threads) and it ran at ${threads}: ${fix}`];
 }

@@ -208,3 +208,11 @@ export function samplePlan(g: Graph): SamplePlan {
   const { activations, weights } = sampleTraffic(one.graph, groups);
   return activations > weights ? { ...one, groups } : { graph: g, samples: 1 };
 }
+
+/**
+ * The threads each kernel of a model runs on when the model runs at `threads`: a model of
+ * `samples` samples (samplePlan) with at least as many samples as threads runs whole samples
+ * on each thread, its kernels on one (compile/model.ts, tt_run_batch); otherwise every kernel
+ * runs on all of them. Records are timed, and so ranked, at this count.
+ */
+export const kernelThreads = (samples: number, threads: number): number => (samples > 1 && samples >= threads ? 1 : threads);
