@@ -246,6 +246,8 @@ function floatLiteral(x: number): string {
   if (x === Infinity) return 'INFINITY';
   if (x === -Infinity) return '(-INFINITY)';
   if (Number.isNaN(x)) return 'NAN';
+  // -0 is its own value (x * -0 is -0 for a positive x); formatFloat32 writes it as "0".
+  if (Object.is(x, -0)) return '(-0.0f)';
   const s = formatFloat32(x);
   return /[.eE]/.test(s) ? `${s}f` : `${s}.0f`;
 }

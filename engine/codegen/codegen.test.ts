@@ -12,7 +12,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
-import { placeholder, type Tensor } from '../ir/tensor';
+import { compute, placeholder, type Tensor } from '../ir/tensor';
+import { f32, load, mul } from '../ir/expr';
 import { uniform } from '../runtime/random';
 import { defaultSchedule } from '../schedule/defaults';
 import { WINOGRAD_TOLERANCE, compareOutput, type Tolerance } from '../measure/verify';
@@ -562,6 +563,16 @@ test('weight panel prefetch: a channels-outer conv asks for its share of the nex
 function namesOf(t: Tensor): string { return t.name; }
 test('stage names used above exist', () => {
   assert.equal(conv(5, 4, 4, 3, 1, 1).computeStages.map(namesOf), ['pad_temp', 'conv2d_nhwc', 'T_add', 'T_relu']);
+});
+
+test('a float constant -0 keeps its sign in C: x * -0 is -0 for positive x, +0 for negative', () => {
+  const x = placeholder('x', [16]);
+  const out = compute('T_mul', [16], ['i'], (i) => mul(load(x, [i]), f32(-0)));
+  const kernel = lower(State.replay(new ComputeDAG([out]), []), 'kernel');
+  assert.match(renderKernel(kernel), /\(-0\.0f\)/);
+  const xs = Float32Array.from({ length: 16 }, (_, i) => (i % 2 ? -1 : 1) * (i + 1));
+  const [got] = runKernel(kernel, [xs]);
+  got.forEach((y, i) => assert.ok(Object.is(y, i % 2 ? 0 : -0), `${xs[i]} * -0: ${Object.is(y, -0) ? '-0' : y}`));
 });
 
 test.run();
