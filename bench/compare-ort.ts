@@ -9,7 +9,7 @@
 // of the fastest measurements; how far the three disagree shows how much is the noise.
 //
 //   npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]]
-//                                [--records tuned.jsonl[,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"]
+//                                [--records tuned.jsonl[+more.jsonl][,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"]
 //                                [--opset N] [--record DIR]
 //
 // --record DIR also writes the run as a benchmark record there (bench/result-record.ts; the
@@ -22,7 +22,9 @@
 // logits: the top-1 column says n/a.
 //
 // Several logs (comma-separated) give one tuned row each: an A/B of two logs of one network
-// (say, before and after a pass appended to it) in one run.
+// (say, before and after a pass appended to it) in one run. Logs joined by `+` are read
+// together as one (`--networks bert-base,vit-s16 --records bert.jsonl+vit.jsonl`: each
+// network's records from its own log, one tuned row per network).
 // Records are matched by workload key: an ONNX export of a builtin network has the same
 // tasks as the builtin network, so records tuned on `mobilenet` apply to mobilenet.onnx.
 
@@ -36,7 +38,7 @@ import { benchArgs } from './args';
 import { benchOpset, inputSizeText, writeNetworkOnnx } from './onnx-network';
 import { measurePeaks, roundTo, thisMachine, writeVsOnnxRuntime, type VsReferenceRow } from './result-record';
 
-const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
+const USAGE = 'npx tsx bench/compare-ort.ts [--networks mobilenet,resnet-18,resnet-50] [--threads 1,2] [--batch 1[,16]] [--records tuned.jsonl[+more.jsonl][,other.jsonl]] [--image-size N] [--rounds 5] [--target "llvm -mcpu=native"] [--opset N] [--record DIR]';
 
 async function main(): Promise<void> {
   const args = benchArgs('bench/compare-ort.ts', USAGE, { networks: 'mobilenet,resnet-18,resnet-50', threads: '1,2', batch: '1', records: '', 'image-size': '', rounds: '5', target: 'llvm -mcpu=native', opset: '', record: '' });
@@ -60,7 +62,10 @@ async function main(): Promise<void> {
       const opset = benchOpset(name, opsetFlag ? Number(opsetFlag) : undefined);
       const onnx = writeNetworkOnnx(work, name, imageSize, { batch, opset });
       const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
-      for (const log of records.split(',').filter((f) => f !== '')) variants.push({ schedules: `tuned (${path.basename(log)})`, records: [log] });
+      for (const variant of records.split(',').filter((f) => f !== '')) {
+        const logs = variant.split('+').filter((f) => f !== '');
+        variants.push({ schedules: `tuned (${logs.map((f) => path.basename(f)).join('+')})`, records: logs });
+      }
       for (const [i, v] of variants.entries()) {
         // Default schedules do not depend on the thread count: one build. Records are ranked
         // at the count each run uses (`tensortune compile --threads N`), as a user deploying
@@ -81,7 +86,7 @@ async function main(): Promise<void> {
           rows.push(row);
           console.error(row);
           results.push({
-            network: name, schedules: v.records ? 'tuned' : 'default', ...(v.records ? { tuning: path.basename(v.records[0]) } : {}), threads: t, batch,
+            network: name, schedules: v.records ? 'tuned' : 'default', ...(v.records ? { tuning: v.records.map((f) => path.basename(f)).join('+') } : {}), threads: t, batch,
             oursMs: roundTo(r.tensortune_median_ms), referenceMs: roundTo(r.onnxruntime_median_ms), ratio: roundTo(r.ratio, 3),
             ...(r.paired_ratio ? { paired: roundTo(r.paired_ratio, 3) } : {}), fastest: roundTo(minRatio(r), 3), maxAbsErr: Number(err.toExponential(2)),
             ...(top1 === 'n/a' ? {} : { top1: top1 === 'yes' }),
