@@ -28,7 +28,7 @@ import { affineIn, constBindings, constValue, mentions, substFold } from './fold
 import { partitionTails } from './partition';
 import { prefetchNextPanels } from './prefetch';
 import { vectorMath, VECTOR_MATH_FNS } from './vector-math';
-import { MINI_FLOAT_FNS, MINI_FLOATS } from '../ir/float8';
+import { MINI_FLOAT_FNS, MINI_FLOATS, type MiniFloatFormat } from '../ir/float8';
 import type { MiniFloatFn } from '../ir/nodes';
 
 /** The C helper of each 8/4-bit float rounding intrinsic: tt_round_f8e4m3fnf, ... (miniFloatHelpers). */
@@ -42,66 +42,34 @@ const MATH: Record<MathFn, string> = {
   ...MINI_FLOAT_C_NAMES,
 };
 
-/**
- * tt_round_f16f and tt_round_bf16f, the round_f16 / round_bf16 intrinsics (ir/half.ts has
- * the rule and the reference): integer arithmetic on the float's bits, so no rounding mode,
- * fast-math flag or compiler support for _Float16 changes the result, and one text serves C,
- * CUDA and OpenCL (`q` qualifies the functions, `uint` is the dialect's 32-bit unsigned
- * type, `toBits` / `fromBits` reinterpret a float as those bits and back).
- * float16: NaN as is; 65520 and up to inf; below 2^-14 (subnormals) the significand shifted
- * to units of 2^-24 with half to even, times 2^-24 (exact); else 13 fraction bits dropped,
- * half to even (a carry into the exponent is right). bfloat16: 16 bits dropped, half to
- * even; the largest finite values round to inf by the carry.
- */
-export function narrowFloatHelpers(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string): string {
-  return `${q} float tt_round_f16f(float x) {
-  ${uint} u = ${toBits('x')}, sign = u & 0x80000000u, a = u ^ sign;
-  if (a > 0x7f800000u) return x;
-  if (a >= 0x477ff000u) return ${fromBits('sign | 0x7f800000u')};
-  if (a < 0x38800000u) {
-    ${uint} e = a >> 23, n = 0u;
-    if (e >= 102u) {
-      ${uint} s = 126u - e, m = (a & 0x7fffffu) | 0x800000u, rem = m & ((1u << s) - 1u), mid = 1u << (s - 1u);
-      n = m >> s;
-      if (rem > mid || (rem == mid && (n & 1u))) n += 1u;
-    }
-    return ${fromBits(`sign | ${toBits('(float)n * 5.9604644775390625e-8f')}`)};
-  }
-  a += 0xfffu + ((a >> 13) & 1u);
-  return ${fromBits('sign | (a & ~0x1fffu)')};
-}
-${q} float tt_round_bf16f(float x) {
-  ${uint} u = ${toBits('x')};
-  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return ${fromBits('u & 0xffff0000u')};
-}`;
-}
-
 /** The bits of a float32 (finite; powers of two and the types' largest values). */
 function f32Bits(x: number): number {
   return new Uint32Array(Float32Array.of(x).buffer)[0];
 }
 
+/** IEEE binary16 as a format of roundingHelper's: its rule is the 8-bit types' with 10 fraction bits. */
+const FLOAT16: MiniFloatFormat = { exp: 5, man: 10, bias: 15, max: 65504, inf: true, uz: false, nan: true };
+
 /**
- * The helpers of the 8- and 4-bit float rounding intrinsics (MINI_FLOAT_C_NAMES; ir/float8.ts
- * has the rule and the reference), as narrowFloatHelpers: integer arithmetic on the float's
- * bits, one text for C, CUDA and OpenCL. With `man` fraction bits and smallest normal
- * exponent `emin`: NaN as is (float4 e2m1, which has none: the zero of the other sign); below 2^emin (subnormals) the significand shifted to units of
- * 2^(emin - man) with half to even (a shift past 24 leaves under half a unit: 0), times the
- * unit (exact); else 23 - man fraction bits dropped, half to even (a carry into the exponent
- * is right; inf's bits overflow). Past the largest finite value's bits: those bits
- * (saturate), inf's (E5M2) or NaN's. The FNUZ types drop the sign of a zero.
+ * One rounding intrinsic's helper, named `name`, for the float format `f`: integer arithmetic
+ * on the float's bits, so no rounding mode, fast-math flag or compiler support for _Float16
+ * changes the result, and one text serves C, CUDA and OpenCL (`q` qualifies the function,
+ * `uint` is the dialect's 32-bit unsigned type, `toBits` / `fromBits` reinterpret a float as
+ * those bits and back). With `man` fraction bits and smallest normal exponent `emin`: NaN as
+ * is (float4 e2m1, which has none: the zero of the other sign); below 2^emin (subnormals) the
+ * significand shifted to units of 2^(emin - man) with half to even (a shift past 24 leaves
+ * under half a unit: 0), times the unit (exact); else 23 - man fraction bits dropped, half to
+ * even (a carry into the exponent is right; inf's bits overflow). Past the largest finite
+ * value's bits: those bits (saturate), inf's (float16, E5M2) or NaN's. The FNUZ types drop
+ * the sign of a zero. ir/half.ts and ir/float8.ts have the rules and the references.
  */
-export function miniFloatHelpers(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string): string {
-  return MINI_FLOAT_FNS.map(({ fn, kind, saturate }) => {
-    const f = MINI_FLOATS[kind];
-    const emin = 1 - f.bias, sh = 23 - f.man;
-    const hex = (x: number): string => `0x${x.toString(16)}u`;
-    const maxBits = f32Bits(f.max);
-    const over = saturate || !f.nan ? maxBits : f.inf ? 0x7f800000 : 0x7fc00000;
-    const unit = 2 ** (emin - f.man);
-    return `${q} float ${MINI_FLOAT_C_NAMES[fn]}(float x) {
+function roundingHelper(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string, name: string, f: MiniFloatFormat, saturate: boolean): string {
+  const emin = 1 - f.bias, sh = 23 - f.man;
+  const hex = (x: number): string => `0x${x.toString(16)}u`;
+  const maxBits = f32Bits(f.max);
+  const over = saturate || !f.nan ? maxBits : f.inf ? 0x7f800000 : 0x7fc00000;
+  const unit = 2 ** (emin - f.man);
+  return `${q} float ${name}(float x) {
   ${uint} u = ${toBits('x')}, sign = u & 0x80000000u, a = u ^ sign, r;
   if (a > 0x7f800000u) return ${f.nan ? 'x' : fromBits('sign ^ 0x80000000u')};
   if (a < ${hex(f32Bits(2 ** emin))}) {
@@ -119,7 +87,28 @@ export function miniFloatHelpers(q: string, uint: string, toBits: (x: string) =>
   if (r > ${hex(maxBits)}) r = ${hex(over)};
   return ${fromBits(f.uz ? '(r == 0u ? 0u : sign | r)' : 'sign | r')};
 }`;
-  }).join('\n');
+}
+
+/**
+ * tt_round_f16f and tt_round_bf16f, the round_f16 / round_bf16 intrinsics, in a dialect
+ * (roundingHelper's arguments). float16: 65520 and up to inf; below 2^-14 (subnormals) units
+ * of 2^-24, half to even; else 13 fraction bits dropped, half to even. bfloat16 keeps float32's
+ * exponent range, subnormals included: 16 bits dropped, half to even; NaN as is; the largest
+ * finite values round to inf by the carry.
+ */
+export function narrowFloatHelpers(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string): string {
+  return `${roundingHelper(q, uint, toBits, fromBits, 'tt_round_f16f', FLOAT16, false)}
+${q} float tt_round_bf16f(float x) {
+  ${uint} u = ${toBits('x')};
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return ${fromBits('u & 0xffff0000u')};
+}`;
+}
+
+/** The helpers of the 8- and 4-bit float rounding intrinsics (MINI_FLOAT_C_NAMES), in a dialect (roundingHelper's arguments). */
+export function miniFloatHelpers(q: string, uint: string, toBits: (x: string) => string, fromBits: (u: string) => string): string {
+  return MINI_FLOAT_FNS.map(({ fn, kind, saturate }) => roundingHelper(q, uint, toBits, fromBits, MINI_FLOAT_C_NAMES[fn], MINI_FLOATS[kind], saturate)).join('\n');
 }
 
 const VECTOR_WIDTHS = [4, 8, 16] as const;
