@@ -61,10 +61,11 @@ async function main(): Promise<void> {
     for (const name of networks) for (const batch of batches) {
       const opset = benchOpset(name, opsetFlag ? Number(opsetFlag) : undefined);
       const onnx = writeNetworkOnnx(work, name, imageSize, { batch, opset });
-      const variants: { schedules: string; records?: string[] }[] = [{ schedules: 'default' }];
+      const variants: { schedules: string; records?: string[]; tuning?: string }[] = [{ schedules: 'default' }];
       for (const variant of records.split(',').filter((f) => f !== '')) {
         const logs = variant.split('+').filter((f) => f !== '');
-        variants.push({ schedules: `tuned (${logs.map((f) => path.basename(f)).join('+')})`, records: logs });
+        const tuning = logs.map((f) => path.basename(f)).join('+');
+        variants.push({ schedules: `tuned (${tuning})`, records: logs, tuning });
       }
       for (const [i, v] of variants.entries()) {
         // Default schedules do not depend on the thread count: one build. Records are ranked
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
           rows.push(row);
           console.error(row);
           results.push({
-            network: name, schedules: v.records ? 'tuned' : 'default', ...(v.records ? { tuning: v.records.map((f) => path.basename(f)).join('+') } : {}), threads: t, batch,
+            network: name, schedules: v.records ? 'tuned' : 'default', ...(v.tuning ? { tuning: v.tuning } : {}), threads: t, batch,
             oursMs: roundTo(r.tensortune_median_ms), referenceMs: roundTo(r.onnxruntime_median_ms), ratio: roundTo(r.ratio, 3),
             ...(r.paired_ratio ? { paired: roundTo(r.paired_ratio, 3) } : {}), fastest: roundTo(minRatio(r), 3), maxAbsErr: Number(err.toExponential(2)),
             ...(top1 === 'n/a' ? {} : { top1: top1 === 'yes' }),

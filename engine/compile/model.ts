@@ -320,6 +320,7 @@ function renderEntryPoint(
     '}',
     'static int tt_run_batch(const float* const* inputs, float* const* outputs, double* ms) {',
     started,
+    // The rule of graph/per-sample.ts kernelThreads, which tune and compile rank records by.
     '  int threads = tt_pool_threads();',
     '  tt_samples c = { inputs, outputs, ms, 1.0, 0 };',
     `  if (threads > 1 && ${samples} >= threads) {`,
