@@ -7,6 +7,9 @@
 // files, folders that must stay inside the workspace). Every mistake is one ConfigError
 // naming the file, the JSON path and what was expected. Used by createNodes (graph time)
 // and by the executors (run time).
+// Written here rather than with cosmiconfig: cosmiconfig reads whatever sits at a config
+// path in one fs.readFile, so a FIFO there blocks it and a huge file is read whole before
+// anything can refuse it; the lookup itself is a fixed list of names in one folder.
 
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
