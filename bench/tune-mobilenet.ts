@@ -8,7 +8,7 @@
 // Winograd task, to see its search's cost).
 //
 //   npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary|random]
-//                                   [--image-size 224] [--threads 1] [--records FILE] [--seed 0] [--flush | --no-flush]
+//                                   [--image-size N] [--threads 1] [--records FILE] [--seed 0] [--flush | --no-flush]
 //                                   [--no-prefetch]  (search each batch only when its round starts)
 //                                   [--network mobilenet] [--workload KEY]...
 
@@ -24,16 +24,17 @@ import { tuningTasks } from '../engine/graph/extract';
 import type { PolicyName } from '../engine/search/types';
 import { benchArgs } from './args';
 
-const USAGE = 'npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary] [--network mobilenet] [--workload KEY ...] [--image-size 224] [--threads 1] [--seed 0] [--flush | --no-flush] [--no-prefetch] [--records FILE]';
+const USAGE = 'npx tsx bench/tune-mobilenet.ts [--trials 704] [--batch-size 32] [--policy evolutionary] [--network mobilenet] [--workload KEY ...] [--image-size N] [--threads 1] [--seed 0] [--flush | --no-flush] [--no-prefetch] [--records FILE]';
 
 async function main(): Promise<void> {
   const args = benchArgs('bench/tune-mobilenet.ts', USAGE,
-    { trials: '704', 'batch-size': '32', policy: 'evolutionary', 'image-size': '224', threads: '1', seed: '0', network: 'mobilenet', records: '' },
+    { trials: '704', 'batch-size': '32', policy: 'evolutionary', 'image-size': '', threads: '1', seed: '0', network: 'mobilenet', records: '' },
     { switches: ['flush', 'no-flush', 'no-prefetch'], repeated: ['workload'] });
   const trials = args.int('trials');
   const batchSize = args.int('batch-size');
   const policy = args.str('policy') as PolicyName;
-  const imageSize = args.int('image-size');
+  // The network's own input size unless given (bert-base and dcgan read no image and refuse one).
+  const imageSize = args.optInt('image-size');
   const threads = args.int('threads');
   const seed = args.num('seed');
   // Default: tune's own (caches flushed on CPUs); --flush / --no-flush force it.
@@ -44,12 +45,12 @@ async function main(): Promise<void> {
   const target = 'llvm -mcpu=native';
   const dir = mkdtempSync(path.join(tmpdir(), `tt-tune-${network}-`));
   const records = args.str('records') || path.join(dir, `${network}.jsonl`);
-  const model = { model: network, layout: 'NHWC' as const, batch: 1, imageSize };
+  const model = { model: network, layout: 'NHWC' as const, batch: 1, ...(imageSize === undefined ? {} : { imageSize }) };
   // --workload names tasks as `tensortune tune --workload` does (a workload key or its hash).
   const { name, tasks } = workloads.length > 0 ? selectWorkloads(model, target, workloads)
     : { name: network, tasks: tuningTasks(loadModel(model).graph, target) };
 
-  console.log(`${network} ${imageSize}x${imageSize} NHWC: ${tasks.length} task(s), ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
+  console.log(`${network}${imageSize === undefined ? '' : ` ${imageSize}x${imageSize}`} NHWC: ${tasks.length} task(s), ${trials} trials, ${batchSize} per round, policy ${policy}, ${threads} thread(s)${flush === false ? ', caches not flushed' : flush ? ', caches flushed between runs' : ''}${prefetch ? '' : ', no prefetch'}; log ${records}`);
   const result = await tuneTasks(name, tasks, {
     target, records, trials, batchSize, policy, seed, measure: { threads, flush }, prefetch,
     log: (line) => { if (line.startsWith('Estimated total latency')) console.log(line); },
