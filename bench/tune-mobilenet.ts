@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const target = 'llvm -mcpu=native';
   const dir = mkdtempSync(path.join(tmpdir(), `tt-tune-${network}-`));
   const records = args.str('records') || path.join(dir, `${network}.jsonl`);
-  const model = { model: network, layout: 'NHWC' as const, batch: 1, ...(imageSize === undefined ? {} : { imageSize }) };
+  const model = { model: network, layout: 'NHWC' as const, batch: 1, imageSize };
   // --workload names tasks as `tensortune tune --workload` does (a workload key or its hash).
   const { name, tasks } = workloads.length > 0 ? selectWorkloads(model, target, workloads)
     : { name: network, tasks: tuningTasks(loadModel(model).graph, target) };

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readRecords, RESULTS_DIR, type ResultRecord } from '../bench/result-record';
-import { byDate, currentPage, DOC_FILE, performanceMarkdown, standing, type NamedRecord } from './performance-page';
+import { byDate, currentPage, DOC_FILE, networkLabel, performanceMarkdown, standing, type NamedRecord } from './performance-page';
 
 test('docs/performance.md is up to date (else: npm run docs:performance)', () => {
   assert.fixture(readFileSync(DOC_FILE, 'utf8'), currentPage());
@@ -50,8 +50,7 @@ test("the README's results table is the standing of its machine in bench/results
   const box = readRecords(RESULTS_DIR).filter((r) => r.record.machine.id === 'amd-epyc-avx512-2c' && r.record.reference?.name === 'ONNX Runtime');
   const latest = standing(box);
   const expected = table.map(([network, batch, schedules]) => {
-    const label = batch === '1' ? network : `${network} (batch ${batch})`;
-    const x = latest.find((s) => s.network === label && s.rows[0].schedules === schedules);
+    const x = latest.find((s) => s.network === networkLabel({ network, batch: Number(batch) }) && s.rows[0].schedules === schedules);
     return [network, batch, schedules, ...[1, 2].map((t) => {
       const row = x?.rows.find((r) => r.threads === t);
       return row ? `${row.ratio.toFixed(2)} (${row.paired!.toFixed(2)})` : 'not measured';
