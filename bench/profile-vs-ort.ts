@@ -7,7 +7,7 @@
 // (say --rounds 15 --runs 6) give a per-layer figure the switches do not decide.
 //
 //   npx tsx bench/profile-vs-ort.ts [--network mobilenet] [--records tuned.jsonl] [--threads 1]
-//                                   [--rounds 5] [--runs 20] [--image-size N]
+//                                   [--rounds 5] [--runs 20] [--image-size N] [--batch 1]
 //
 // Layers are paired in execution order: each of our kernel calls with the next ONNX Runtime
 // node of the same kind (conv, dense/Gemm, pool) and the same number of output elements.
@@ -33,7 +33,7 @@ import { writeFloat32File } from '../engine/runtime/rawfile';
 import { benchArgs } from './args';
 import { writeNetworkOnnx } from './onnx-network';
 
-const USAGE = 'npx tsx bench/profile-vs-ort.ts [--network mobilenet] [--records tuned.jsonl] [--threads 1] [--rounds 5] [--runs 20] [--image-size N]';
+const USAGE = 'npx tsx bench/profile-vs-ort.ts [--network mobilenet] [--records tuned.jsonl] [--threads 1] [--rounds 5] [--runs 20] [--image-size N] [--batch 1]';
 
 /** onnxruntime-node's profiling, which engine/compare/ort.ts does not use. */
 type ProfilingOrt = OrtModule & {
@@ -51,16 +51,17 @@ const kindOfNode = (op: string): string =>
 const outputsOfTask = (desc: string): number => numElements((desc.split(' -> ')[1] ?? '').split('x').map(Number));
 
 async function main(): Promise<void> {
-  const args = benchArgs('bench/profile-vs-ort.ts', USAGE, { network: 'mobilenet', records: '', threads: '1', rounds: '5', runs: '20', 'image-size': '' });
+  const args = benchArgs('bench/profile-vs-ort.ts', USAGE, { network: 'mobilenet', records: '', threads: '1', rounds: '5', runs: '20', 'image-size': '', batch: '1' });
   const name = args.str('network');
   const records = args.str('records');
   const threads = args.int('threads');
   const rounds = args.int('rounds');
   const runs = args.int('runs');
   const imageSize = args.optInt('image-size');
+  const batch = args.int('batch');
   const work = mkdtempSync(path.join(tmpdir(), 'tt-profile-vs-ort-'));
   try {
-    const onnx = writeNetworkOnnx(work, name, imageSize);
+    const onnx = writeNetworkOnnx(work, name, imageSize, { batch });
     const outDir = path.join(work, 'model');
     await compileNetwork({ model: onnx, target: 'llvm -mcpu=native', outDir, records: records ? [records] : undefined, ...(records ? { threads } : {}), log: () => undefined });
     const m = readManifest(outDir);

@@ -384,11 +384,18 @@ class Renderer {
     /** Prefix of the names of those functions. */
     private readonly prefix = 'tt',
     intBufs: ReadonlySet<string> = new Set(),
+    /** Buffers that may share memory with another (an output written in place of an input): never __restrict__. */
+    private readonly aliased: ReadonlySet<string> = new Set(),
   ) {
     this.intBufs = new Set(intBufs);
     if (!(VECTOR_WIDTHS as readonly number[]).includes(lanes)) throw new Error(`renderKernel: vectorLanes ${lanes} not in ${VECTOR_WIDTHS.join(', ')}`);
     this.lanes = lanes;
     this.vt = `tt_v${lanes}`;
+  }
+
+  /** ` __restrict__` for a buffer nothing else points into, else nothing. */
+  private restrict(buf: string): string {
+    return this.aliased.has(buf) ? '' : ' __restrict__';
   }
 
   /** The C element type of a buffer. */
@@ -657,7 +664,7 @@ class Renderer {
         else for (let base = 0; base < full; base += this.lanes) this.vectorBody(s.body, env, s.v, base, indent, attempt);
         // The tail as one more vector ending at the loop's end, where it only rewrites the
         // values of the vector before it (overlapsHarmlessly); a scalar loop otherwise.
-        const overlap = full < s.extent && !reduction && full > 0 && this.dialect.family === 'cpu' && overlapsHarmlessly(s.body);
+        const overlap = full < s.extent && !reduction && full > 0 && this.dialect.family === 'cpu' && overlapsHarmlessly(s.body, this.aliased);
         if (overlap) this.vectorBody(s.body, env, s.v, s.extent - this.lanes, indent, attempt);
         out.push(...attempt);
         if (full < s.extent && !overlap) this.serialLoop(s, env, indent, out, full);
@@ -699,7 +706,7 @@ class Renderer {
       `struct ${name}_args { ${fields.length ? fields.join(' ') : 'int32_t unused;'} };`,
       `static void ${name}(void* tt_arg, int32_t tt_begin, int32_t tt_end) {`,
       `  const struct ${name}_args* tt_a = (const struct ${name}_args*)tt_arg;`,
-      ...buffers.map((b) => `  ${this.elemType(b)}* __restrict__ ${b} = tt_a->${b};`),
+      ...buffers.map((b) => `  ${this.elemType(b)}*${this.restrict(b)} ${b} = tt_a->${b};`),
       ...ints.map((x) => `  const int32_t ${x} = tt_a->${x};`),
       `  for (int32_t ${s.v} = tt_begin; ${s.v} < tt_end; ++${s.v}) {`,
     ];
@@ -813,12 +820,13 @@ function captures(body: readonly Stmt[]): { buffers: string[]; vars: string[] } 
  * plain values into buffers it does not read (no accumulation, no read of what it wrote),
  * with no branch, so a second run writes the same values again. Then a loop of 197 runs as
  * 12 vectors and a 13th over 181..196, not a scalar tail of 5 that called libm's expf in a
- * softmax row.
+ * softmax row. `aliased` buffers may be one memory (an output written over an input): a
+ * store into one of them is a store into all.
  */
-function overlapsHarmlessly(body: readonly Stmt[]): boolean {
+function overlapsHarmlessly(body: readonly Stmt[], aliased: ReadonlySet<string>): boolean {
   const stores = body.filter((s) => s.k === 'store');
   if (stores.length === 0 || body.some((s) => s.k !== 'store' && s.k !== 'alloc')) return false;
-  const stored = new Set(stores.map((s) => s.buf));
+  const stored = new Set(stores.flatMap((s) => (aliased.has(s.buf) ? [...aliased] : [s.buf])));
   return stores.every((s) => [s.index, s.value].every((e) => readTensors(e).every((t) => !stored.has(t.name))));
 }
 
@@ -860,12 +868,12 @@ function declares(body: readonly Stmt[]): boolean {
  */
 export function renderBody(
   body: readonly Stmt[], lanes: number, dialect: Dialect, indent: string, functions?: { prefix: string; out: string[] },
-  intBufs: ReadonlySet<string> = new Set(),
+  intBufs: ReadonlySet<string> = new Set(), aliased: ReadonlySet<string> = new Set(),
 ): string[] {
-  const probe = new Renderer(lanes, new Map(), dialect, undefined, intBufs);
+  const probe = new Renderer(lanes, new Map(), dialect, undefined, intBufs, aliased);
   probe.stmts(body, new Map(), '', []);
   const out: string[] = [];
-  const r = new Renderer(lanes, probe.promotions(), dialect, functions?.prefix, intBufs);
+  const r = new Renderer(lanes, probe.promotions(), dialect, functions?.prefix, intBufs, aliased);
   r.stmts(body, new Map(), indent, out);
   if (r.functions.length > 0 && !functions) throw new Error('renderBody: parallel loops need a place for their functions');
   functions?.out.push(...r.functions);
@@ -886,7 +894,10 @@ export function integerBuffers(k: Pick<Kernel, 'args' | 'temps'>): Set<string> {
 /** Render one kernel as a C function `int32_t name(float* / int32_t* args...)` returning 0, after the functions of its parallel loops. */
 export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   const lanes = opts.vectorLanes ?? 16;
-  const params = k.args.map((a) => `${argElemType(a.tensor.dtype)}* __restrict__ ${a.buf}`).join(', ');
+  // The output and an input it may be written over (Kernel.aliased) are not __restrict__:
+  // C would let the compiler assume they never overlap.
+  const aliased = new Set(k.aliased);
+  const params = k.args.map((a) => `${argElemType(a.tensor.dtype)}*${aliased.has(a.buf) ? '' : ' __restrict__'} ${a.buf}`).join(', ');
   const out: string[] = [`int32_t ${k.name}(${params}) {`];
   for (const t of k.temps) {
     const type = argElemType(t.dtype ?? 'float32');
@@ -896,7 +907,7 @@ export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   const heap = k.temps.filter((t) => t.size > STACK_TEMP_FLOATS);
   if (heap.length) out.push(`  if (${heap.map((t) => `!${t.buf}`).join(' || ')}) return -1;`);
   const functions: string[] = [];
-  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  ', { prefix: k.name, out: functions }, integerBuffers(k)));
+  out.push(...renderBody(prefetchNextPanels(partitionTails(k.body), k.args, k.layouts), lanes, C_DIALECT, '  ', { prefix: k.name, out: functions }, integerBuffers(k), aliased));
   for (const t of heap) out.push(`  free(${t.buf});`);
   out.push('  return 0;', '}');
   return [...functions, ...out].join('\n') + '\n';

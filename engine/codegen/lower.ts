@@ -11,6 +11,7 @@
 import {
   add, all, dtypeOf, f32, floordiv, floormod, freeVars, ge, int, lt, min, mul, rewrite, substitute, v, walk, type Combiner, type DType, type Expr,
 } from '../ir/expr';
+import { inPlaceInputs, inPlaceReaders } from '../ir/in-place';
 import { numElements, type Tensor } from '../ir/tensor';
 import { isOrderedCombiner } from '../ir/ordered';
 import { printExpr } from '../ir/printer';
@@ -70,6 +71,11 @@ export interface Kernel {
   readonly parts: readonly { stage: string; body: Stmt[] }[];
   /** Inputs read through a blocked layout (layout.ts): their data must be packed to match. */
   readonly layouts: readonly BlockedLayout[];
+  /**
+   * The output and the inputs it may be written in place of (ir/in-place.ts; constants
+   * left out), which may share memory: none, or the output's buffer and theirs.
+   */
+  readonly aliased: readonly string[];
 }
 
 export interface LowerOptions {
@@ -327,9 +333,18 @@ class Lowerer {
   /** Whether any loop is bound to a GPU index (a GPU kernel: no shifted last tiles). */
   private readonly gpuBound: boolean;
 
+  /** The inputs the output may be written in place of. */
+  private readonly overwritable: readonly Tensor[];
+  /** Stages (and their cache_write copies) that read them: never recomputed. */
+  private readonly inPlace: ReadonlySet<string>;
+
   constructor(state: State, private readonly opts: LowerOptions = {}) {
     this.state = state;
     this.gpuBound = state.stages.some((x) => x.bind.size > 0);
+    const dag = state.dag;
+    // Constants are never written over: a bias as long as the output does not take part.
+    this.overwritable = dag.outputs.length === 1 ? inPlaceInputs(dag.inputs, dag.outputs[0]).filter((t) => !opts.packable?.has(t.name)) : [];
+    this.inPlace = this.overwritable.length > 0 ? inPlaceReaders(this.overwritable, dag.outputs[0]) : new Set();
   }
 
   lower(name: string): Kernel {
@@ -359,7 +374,8 @@ class Lowerer {
       const b = this.blocked.get(t.name);
       return b ? [{ input, axis: b.axis, block: b.block }] : [];
     });
-    return { name, args, temps, body, parts, layouts };
+    const aliased = this.overwritable.length > 0 ? args.filter((a) => a.tensor === st.dag.outputs[0] || this.overwritable.includes(a.tensor)).map((a) => a.buf) : [];
+    return { name, args, temps, body, parts, layouts, aliased };
   }
 
   /**
@@ -470,10 +486,13 @@ class Lowerer {
    * third of an attention product's time). Only where recomputing is harmless and the
    * writes stay on one thread: a spatial axis at least a tile long, the tile loop a plain
    * loop of the stage (not fused, not parallel, not bound to a GPU index), and every reduce
-   * loop of the stage inside it, so each tile starts its reductions afresh.
+   * loop of the stage inside it, so each tile starts its reductions afresh. Not in a stage
+   * that reads the input the output may overwrite (ir/in-place.ts): recomputed there, an
+   * element would read the output's value in place of the input's.
    */
   private shiftsLastTile(s: StageState, parent: string, outer: string, extent: number, tile: number): boolean {
     if (s.kinds.get(parent) !== 'S' || extent < tile) return false;
+    if (this.inPlace.has(s.name) || this.inPlace.has(s.name.replace(/\.local$/, ''))) return false;
     const at = s.leaves.indexOf(outer);
     if (at < 0 || s.ann.get(outer) === 'parallel' || this.gpuBound) return false;
     return s.leaves.every((l, i) => s.kinds.get(l) !== 'R' || i > at);

@@ -15,10 +15,19 @@ import type { Kernel } from './lower';
 /** The shipped kernels' flags, for this machine. */
 export const DEFAULT_CFLAGS = [...KERNEL_CFLAGS, '-march=native'];
 
+/**
+ * `opts.inPlace`: the index of an input whose buffer the kernel's (single) output is
+ * written into, as a model's memory plan does (ir/in-place.ts); the output is read back
+ * from that buffer.
+ */
 export function runKernel(
   k: Kernel, inputs: readonly Float32Array[], cflags: readonly string[] = DEFAULT_CFLAGS, render: RenderOptions = {},
+  opts: { inPlace?: number } = {},
 ): Float32Array[] {
   const nIn = inputs.length;
+  if (opts.inPlace !== undefined && (k.args.length !== nIn + 1 || !(opts.inPlace >= 0 && opts.inPlace < nIn))) {
+    throw new Error(`runKernel: inPlace ${opts.inPlace} needs one output and an input index below ${nIn}`);
+  }
   const sizes = k.args.map((a) => numElements(a.tensor.shape));
   const main = [
     '#include <stdio.h>',
@@ -30,6 +39,7 @@ export function runKernel(
     '  FILE* f = fopen(argv[1], "rb"); if (!f) return 4;',
     `  for (int i = 0; i < ${nIn}; ++i) if (fread(bufs[i], sizeof(float), sizes[i], f) != (size_t)sizes[i]) return 5;`,
     '  fclose(f);',
+    ...(opts.inPlace !== undefined ? [`  bufs[${nIn}] = bufs[${opts.inPlace}];`] : []),
     `  if (${k.name}(${k.args.map((_, i) => `bufs[${i}]`).join(', ')}) != 0) return 6;`,
     '  FILE* o = fopen(argv[2], "wb"); if (!o) return 7;',
     `  for (int i = ${nIn}; i < ${k.args.length}; ++i) fwrite(bufs[i], sizeof(float), sizes[i], o);`,

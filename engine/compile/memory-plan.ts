@@ -1,12 +1,16 @@
 // Static memory plan: every intermediate (a group's output that is not a model output)
 // gets an offset in one workspace; a buffer's space is reused once its last reader has
-// run. First fit over the live buffers, in call order; offsets are 16-float aligned.
+// run. First fit over the live buffers, in call order; offsets are 16-float aligned. With
+// `inPlace`, a group whose kernel may write its output over one of its inputs
+// (ir/in-place.ts: ResNet's residual add) and is that input's last reader gets the input's
+// buffer for its output.
 
 import { UserError } from '../errors';
 import type { FusedGroup } from '../graph/fuse';
 import type { Graph } from '../graph/graph';
 import { batchShape } from '../graph/per-sample';
 import type { ComputeDAG } from '../ir/dag';
+import { inPlaceInputs } from '../ir/in-place';
 import { numElements } from '../ir/tensor';
 import type { Manifest } from './manifest';
 
@@ -17,17 +21,30 @@ export interface MemoryPlan {
   size: number;
   /** Sum of all intermediates' sizes (what no reuse would need), for reports. */
   unplannedSize: number;
+  /** The groups (by index) whose output took the buffer of their input: that input's node id. */
+  inPlace: Map<number, number>;
 }
 
 const align = (n: number): number => Math.ceil(n / 16) * 16;
 
-export function planMemory(g: Graph, groups: readonly FusedGroup[]): MemoryPlan {
+/** The node ids of the inputs of `grp` that its kernel may write its output over, in input order. */
+export function inPlaceNodes(grp: FusedGroup): number[] {
+  const dag = grp.dag;
+  if (dag.outputs.length !== 1 || dag.inputs.length !== grp.inputs.length) return [];
+  return inPlaceInputs(dag.inputs, dag.outputs[0])
+    .map((t) => grp.inputs[dag.inputs.indexOf(t)])
+    // A node the group also reads as another input would be read there after it is overwritten.
+    .filter((id) => grp.inputs.filter((x) => x === id).length === 1);
+}
+
+export function planMemory(g: Graph, groups: readonly FusedGroup[], opts: { inPlace?: boolean } = {}): MemoryPlan {
   const producedAt = new Map<number, number>();
   groups.forEach((grp, i) => producedAt.set(grp.output, i));
   const lastUse = new Map<number, number>();
   groups.forEach((grp, i) => grp.inputs.forEach((id) => { if (producedAt.has(id)) lastUse.set(id, i); }));
   const live: { id: number; offset: number; size: number }[] = [];
   const offsets = new Map<number, number>();
+  const inPlace = new Map<number, number>();
   let size = 0, unplanned = 0;
   groups.forEach((grp, i) => {
     // Free what no later group reads (its readers all ran before group i).
@@ -35,6 +52,15 @@ export function planMemory(g: Graph, groups: readonly FusedGroup[]): MemoryPlan 
     if (g.outputs.includes(grp.output)) return;
     const need = align(numElements(g.node(grp.output).shape));
     unplanned += need;
+    // Written over an input that no later group reads: the input's buffer, now the output's.
+    const over = opts.inPlace ? inPlaceNodes(grp).find((id) => lastUse.get(id) === i) : undefined;
+    const held = over === undefined ? undefined : live.find((b) => b.id === over && b.size === need);
+    if (held) {
+      inPlace.set(i, held.id);
+      held.id = grp.output;
+      offsets.set(grp.output, held.offset);
+      return;
+    }
     live.sort((a, b) => a.offset - b.offset);
     let offset = 0;
     for (const b of live) {
@@ -45,7 +71,7 @@ export function planMemory(g: Graph, groups: readonly FusedGroup[]): MemoryPlan 
     offsets.set(grp.output, offset);
     size = Math.max(size, offset + need);
   });
-  return { offsets, size, unplannedSize: unplanned };
+  return { offsets, size, unplannedSize: unplanned, inPlace };
 }
 
 // The memory a compiled model needs to run: its inputs, outputs, weights and workspace, all

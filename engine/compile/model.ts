@@ -169,7 +169,7 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
   const packed = packParams(graph, groups, (group) => groupLayouts.get(group.id)!);
   const paramsSize = packed.values.length;
 
-  const plan = planMemory(graph, groups);
+  const plan = planMemory(graph, groups, { inPlace: true });
   const inputs = graph.nodes.filter((n) => n.op === 'input');
   const modelC = renderEntryPoint(graph, groups, groupSymbol, packed.offsets, paramsSize, plan, inputs.map((n) => n.id), names, start.samples);
 
