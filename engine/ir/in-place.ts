@@ -3,8 +3,8 @@
 // output can take the shortcut's buffer when nothing reads the shortcut afterwards. The
 // model then writes each cache line it has just read instead of a fresh one, which a CPU
 // must first fetch (write-allocate): a third less memory traffic on layers whose tensors
-// do not fit in the caches (ONNX Runtime runs its conv + Sum fusion in place for the same
-// reason).
+// do not fit in the caches. (ONNX Runtime's FusedConv with a fused Sum input hints its
+// allocation planner the same way: onnxruntime/contrib_ops/cpu/fused_conv.cc.)
 //
 // It is safe for any schedule when every element of the input reaches only the output
 // element of the same index: the input is read at the output's own indices by stages of
