@@ -1,7 +1,6 @@
 // Which way of timing a kernel alone tracks the network (issue 13, item 7): for each task of
 // a network, its default schedule and compile's choice from a record log are timed by the
-// measurer as tune does on CPUs (caches flushed before each run of a task that reads
-// weights, the others warm: measurer.ts flushesFor) and with no flush at all,
+// measurer with the caches flushed before each run (tune's default on CPUs) and without,
 // and in the two compiled networks (default and tuned) by the per-kernel profile, all at 1
 // thread, in interleaved rounds; medians. A timing mode agrees on a task when it orders the
 // two schedules as the network does.

@@ -86,11 +86,9 @@ Measurement (as TVM's LocalRunner):
   --repeat N            timed repeats (default 3)
   --min-repeat-ms MS    grow --number until one repeat lasts this long (default 10)
   --timeout S           per candidate: build and run limit in seconds (default 10)
-  --flush, --no-flush   evict the caches before each run of a task that reads weights, or
-                        not (TVM's enable_cpu_cache_flush; default: on for CPU targets, where
-                        it makes the estimated total track the network's time). Tasks without
-                        weights (attention's products, softmax, pooling) always run warm, as
-                        their inputs are in the network
+  --flush, --no-flush   evict the caches before each run, or not (TVM's
+                        enable_cpu_cache_flush; default: on for CPU targets, where it makes
+                        the estimated total track the network's time)
   --build-jobs N        parallel compiler processes (default: number of cores)
   --max-memory SIZE     refuse, before measuring, a task whose tensors need more memory
                         than SIZE (default 4GiB; e.g. 16GiB)

@@ -8,15 +8,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ComputeDAG } from '../ir/dag';
-import { placeholder } from '../ir/tensor';
 import type { Step } from '../schedule/steps';
-import { dense } from '../topi/nn';
 import { parseTarget } from '../target';
 import { renderCandidate } from './builder';
 import { convKernels } from './conv-kernels.fixture';
 import { HostRate, MAX_RETAKES, NEW_BEST_SHARE } from './host-rate';
-import { flushesFor, LocalMeasurer, SLOW_CUTOFF_FLOOR_MS } from './measurer';
+import { LocalMeasurer, SLOW_CUTOFF_FLOOR_MS } from './measurer';
 import { compareOutput, computeReference } from './verify';
 
 const target = parseTarget('llvm -mcpu=native');
@@ -183,15 +180,6 @@ test('a candidate timed far faster than its task\'s best before the batch is tim
   } finally {
     await measurer.close();
   }
-});
-
-test('the flush applies to tasks that read weights; tasks without any run warm', () => {
-  const x = placeholder('p0', [4, 8]), w = placeholder('p1', [16, 8]);
-  const dag = new ComputeDAG([dense(x, w)]);
-  assert.ok(flushesFor(true, { dag, constInputs: ['p1'] }), 'a GEMM with its weight');
-  assert.not.ok(flushesFor(false, { dag, constInputs: ['p1'] }), '--no-flush');
-  assert.not.ok(flushesFor(true, { dag, constInputs: [] }), 'both operands activations (attention)');
-  assert.not.ok(flushesFor(true, { dag }), 'no constants listed');
 });
 
 test.run();

@@ -73,17 +73,6 @@ export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
 /** The task fields the measurer needs. */
 export type MeasuredTask = Pick<Task, 'dag' | 'constInputs'>;
 
-/**
- * Whether a task's runs start from flushed caches under the `flush` option: only a task that
- * reads weights. In a network each layer reads its own weights cold, but a task without
- * any (attention's q·kᵀ and probs·V, softmax, pooling) reads only what the kernels before
- * it have just written, warm wherever it fits in the caches. Flushed, BERT-base's q·kᵀ
- * default timed 0.316 ms alone against 0.244 in the network, and the tuner picked a schedule
- * that runs 0.275 there; warm, the two timed 0.234 and 0.237
- * (`bench/flush-vs-network.ts --network bert-base`, AVX-512 EPYC, 1 thread).
- */
-export const flushesFor = (flush: boolean, task: MeasuredTask): boolean => flush && (task.constInputs?.length ?? 0) > 0;
-
 export class LocalMeasurer implements Measurer {
   readonly options: Readonly<MeasureOptions>;
   private readonly seed: number;
@@ -265,7 +254,7 @@ export class LocalMeasurer implements Measurer {
       try {
         result = await this.worker.run({
           lib: b.lib, symbol: b.symbol, buffers, timeoutMs: cutoff, number: o.number, repeat: o.repeat,
-          minRepeatMs: o.minRepeatMs, flush: flushesFor(o.flush, task), seed: this.seed, ...(this.hostRate ? { probeMs: PROBE_MS } : {}),
+          minRepeatMs: o.minRepeatMs, flush: o.flush, seed: this.seed, ...(this.hostRate ? { probeMs: PROBE_MS } : {}),
         });
       } catch (e) {
         if (e instanceof UserError) throw e; // the setup, not the candidate (e.g. tt_measure cannot be built)

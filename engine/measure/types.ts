@@ -15,7 +15,7 @@ export interface MeasureOptions {
   minRepeatMs: number;
   /** Per candidate: the whole run in the worker (load, warm-up, repeats). */
   timeoutMs: number;
-  /** Evict caches between runs (TVM's enable_cpu_cache_flush), for tasks that read weights (measurer.ts flushesFor). */
+  /** Evict caches between runs (TVM's enable_cpu_cache_flush). */
   flush: boolean;
   /** Parallel compiler processes (default: number of cores). */
   buildJobs: number;

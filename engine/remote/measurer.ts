@@ -12,7 +12,7 @@ import type { Task } from '../graph/extract';
 import { numElements } from '../ir/tensor';
 import { Builder, type BuiltCandidate } from '../measure/builder';
 import { KeptLibraries } from '../measure/kept-libraries';
-import { DEFAULT_MEASURE_OPTIONS, flushesFor, type MeasuredTask } from '../measure/measurer';
+import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from '../measure/verify';
 import type { Step } from '../schedule/steps';
 import type { MeasureOutcome } from '../records/outcome';
@@ -105,7 +105,7 @@ export class RemoteMeasurer implements Measurer {
       ['lib', lib], `symbol ${b.symbol}`,
       ...dag.inputs.map((t) => `in ${numElements(t.shape)}`),
       ...dag.outputs.map((t) => `out ${numElements(t.shape)}`),
-      `number ${o.number}`, `repeat ${o.repeat}`, `min_repeat_ms ${o.minRepeatMs}`, `flush ${flushesFor(o.flush, task) ? 1 : 0}`,
+      `number ${o.number}`, `repeat ${o.repeat}`, `min_repeat_ms ${o.minRepeatMs}`, `flush ${o.flush ? 1 : 0}`,
       `seed ${this.seed}`, `threads ${o.threads}`, `timeout_ms ${o.timeoutMs}`,
     ];
     const { reply, payloads } = await device.request('measure', fields, o.timeoutMs + TRANSFER_SLACK_MS);
