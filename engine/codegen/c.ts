@@ -393,11 +393,6 @@ class Renderer {
     this.vt = `tt_v${lanes}`;
   }
 
-  /** ` __restrict__` for a buffer nothing else points into, else nothing. */
-  private restrict(buf: string): string {
-    return this.aliased.has(buf) ? '' : ' __restrict__';
-  }
-
   /** The C element type of a buffer. */
   private elemType(buf: string): string {
     return this.intBufs.has(buf) ? 'int32_t' : 'float';
@@ -706,7 +701,7 @@ class Renderer {
       `struct ${name}_args { ${fields.length ? fields.join(' ') : 'int32_t unused;'} };`,
       `static void ${name}(void* tt_arg, int32_t tt_begin, int32_t tt_end) {`,
       `  const struct ${name}_args* tt_a = (const struct ${name}_args*)tt_arg;`,
-      ...buffers.map((b) => `  ${this.elemType(b)}*${this.restrict(b)} ${b} = tt_a->${b};`),
+      ...buffers.map((b) => `  ${this.elemType(b)}*${restrictUnless(this.aliased, b)} ${b} = tt_a->${b};`),
       ...ints.map((x) => `  const int32_t ${x} = tt_a->${x};`),
       `  for (int32_t ${s.v} = tt_begin; ${s.v} < tt_end; ++${s.v}) {`,
     ];
@@ -880,6 +875,9 @@ export function renderBody(
   return out;
 }
 
+/** ` __restrict__` for a buffer nothing else points into; nothing for one of `aliased` (it may share memory with another). */
+const restrictUnless = (aliased: ReadonlySet<string>, buf: string): string => (aliased.has(buf) ? '' : ' __restrict__');
+
 /** Largest whole-tensor temporary kept on the stack (floats); larger ones are heap-allocated. */
 const STACK_TEMP_FLOATS = 16384;
 
@@ -897,7 +895,7 @@ export function renderKernel(k: Kernel, opts: RenderOptions = {}): string {
   // The output and an input it may be written over (Kernel.aliased) are not __restrict__:
   // C would let the compiler assume they never overlap.
   const aliased = new Set(k.aliased);
-  const params = k.args.map((a) => `${argElemType(a.tensor.dtype)}*${aliased.has(a.buf) ? '' : ' __restrict__'} ${a.buf}`).join(', ');
+  const params = k.args.map((a) => `${argElemType(a.tensor.dtype)}*${restrictUnless(aliased, a.buf)} ${a.buf}`).join(', ');
   const out: string[] = [`int32_t ${k.name}(${params}) {`];
   for (const t of k.temps) {
     const type = argElemType(t.dtype ?? 'float32');

@@ -11,7 +11,7 @@
 import {
   add, all, dtypeOf, f32, floordiv, floormod, freeVars, ge, int, lt, min, mul, rewrite, substitute, v, walk, type Combiner, type DType, type Expr,
 } from '../ir/expr';
-import { inPlaceInputs, inPlaceReaders } from '../ir/in-place';
+import { inPlaceReach } from '../ir/in-place';
 import { numElements, type Tensor } from '../ir/tensor';
 import { isOrderedCombiner } from '../ir/ordered';
 import { printExpr } from '../ir/printer';
@@ -341,10 +341,10 @@ class Lowerer {
   constructor(state: State, private readonly opts: LowerOptions = {}) {
     this.state = state;
     this.gpuBound = state.stages.some((x) => x.bind.size > 0);
-    const dag = state.dag;
     // Constants are never written over: a bias as long as the output does not take part.
-    this.overwritable = dag.outputs.length === 1 ? inPlaceInputs(dag.inputs, dag.outputs[0]).filter((t) => !opts.packable?.has(t.name)) : [];
-    this.inPlace = this.overwritable.length > 0 ? inPlaceReaders(this.overwritable, dag.outputs[0]) : new Set();
+    const reach = inPlaceReach(state.dag, state.dag.inputs.filter((t) => !opts.packable?.has(t.name)));
+    this.overwritable = [...reach.keys()];
+    this.inPlace = new Set([...reach.values()].flatMap((r) => [...r]));
   }
 
   lower(name: string): Kernel {

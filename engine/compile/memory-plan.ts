@@ -30,8 +30,8 @@ const align = (n: number): number => Math.ceil(n / 16) * 16;
 /** The node ids of the inputs of `grp` that its kernel may write its output over, in input order. */
 export function inPlaceNodes(grp: FusedGroup): number[] {
   const dag = grp.dag;
-  if (dag.outputs.length !== 1 || dag.inputs.length !== grp.inputs.length) return [];
-  return inPlaceInputs(dag.inputs, dag.outputs[0])
+  if (dag.inputs.length !== grp.inputs.length) return [];
+  return inPlaceInputs(dag)
     .map((t) => grp.inputs[dag.inputs.indexOf(t)])
     // A node the group also reads as another input would be read there after it is overwritten.
     .filter((id) => grp.inputs.filter((x) => x === id).length === 1);

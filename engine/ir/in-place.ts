@@ -15,7 +15,8 @@
 // (codegen/lower.ts does not shift a last tile back over such stages, codegen/c.ts does not
 // run a vector tail over lanes already stored there).
 
-import { readTensors, walk, type Expr } from './expr';
+import type { ComputeDAG } from './dag';
+import { walk, type Expr } from './expr';
 import type { Tensor } from './tensor';
 
 const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((e, i) => e === b[i]);
@@ -30,62 +31,44 @@ function readsAtOwnIndex(body: Expr, t: Tensor, axes: readonly string[]): boolea
   return ok;
 }
 
-/** The stages of `stages` that load `t` directly. */
-const readersOf = (stages: readonly Tensor[], t: Tensor): Tensor[] =>
-  stages.filter((s) => {
-    if (s.op.kind !== 'compute') return false;
-    let reads = false;
-    walk(s.op.body, (e) => { if (e.k === 'load' && e.tensor === t) reads = true; });
-    return reads;
-  });
-
-/** Every tensor `output` is computed from, itself included. */
-function stagesOf(output: Tensor): Tensor[] {
-  const seen = new Set<Tensor>();
-  const visit = (t: Tensor): void => {
-    if (seen.has(t)) return;
-    seen.add(t);
-    if (t.op.kind === 'compute') readTensors(t.op.body).forEach(visit);
-  };
-  visit(output);
-  return [...seen];
-}
-
-/** The tensors `input` reaches (itself included) when `output` may take its buffer (see above), else undefined. */
-function reachIfInPlace(stages: readonly Tensor[], input: Tensor, output: Tensor): Set<Tensor> | undefined {
+/** The names of the stages `input` reaches when the DAG's output may take its buffer (see above), else undefined. */
+function readersIfInPlace(dag: ComputeDAG, input: Tensor, output: Tensor): Set<string> | undefined {
   if (input.op.kind !== 'placeholder' || input.dtype !== output.dtype || !sameShape(input.shape, output.shape)) return undefined;
   // Walk forward from the input through its readers: each one elementwise, of the output's
   // shape, reading what came before it at its own index.
-  const reached = new Set<Tensor>([input]);
+  const reached = new Set<Tensor>();
   const todo = [input];
   while (todo.length > 0) {
     const t = todo.pop()!;
-    for (const s of readersOf(stages, t)) {
+    for (const s of dag.consumers(t)) {
       if (s.op.kind !== 'compute' || s.op.reduceAxes.length > 0 || !sameShape(s.shape, output.shape)) return undefined;
       if (!readsAtOwnIndex(s.op.body, t, s.op.axes.map((a) => a.name))) return undefined;
       if (!reached.has(s)) { reached.add(s); todo.push(s); }
     }
   }
-  return reached.has(output) ? reached : undefined;
-}
-
-/** The inputs among `inputs` whose buffer `output` may take (see above), in their order; none is an empty list. */
-export function inPlaceInputs(inputs: readonly Tensor[], output: Tensor): Tensor[] {
-  const stages = stagesOf(output);
-  return inputs.filter((input) => reachIfInPlace(stages, input, output) !== undefined);
+  return reached.has(output) ? new Set([...reached].map((t) => t.name)) : undefined;
 }
 
 /**
- * The names of the stages that read, directly or through others, one of `inputs` that
- * `output` may be written in place of (inPlaceInputs), the output included; empty when there is none. A
- * schedule must not compute an element of these again after the output's element is
- * written: it would read the output's value where the input's was.
+ * For each of `inputs` (default: the DAG's) whose buffer the DAG's single output may take
+ * (see above), in their order, the names of the stages that read it, directly or through
+ * others, the output included. A schedule must not compute an element of these again
+ * after the output's element is written: it would read the output's value where the
+ * input's was. Empty for a DAG of several outputs.
  */
-export function inPlaceReaders(inputs: readonly Tensor[], output: Tensor): Set<string> {
-  const stages = stagesOf(output);
-  const names = new Set<string>();
+export function inPlaceReach(dag: ComputeDAG, inputs: readonly Tensor[] = dag.inputs): Map<Tensor, Set<string>> {
+  const reach = new Map<Tensor, Set<string>>();
+  if (dag.outputs.length !== 1) return reach;
   for (const input of inputs) {
-    for (const t of reachIfInPlace(stages, input, output) ?? []) if (t !== input) names.add(t.name);
+    const readers = readersIfInPlace(dag, input, dag.outputs[0]);
+    if (readers) reach.set(input, readers);
   }
-  return names;
+  return reach;
 }
+
+/** The inputs among `inputs` whose buffer the DAG's output may take, in their order; none is an empty list. */
+export const inPlaceInputs = (dag: ComputeDAG, inputs: readonly Tensor[] = dag.inputs): Tensor[] => [...inPlaceReach(dag, inputs).keys()];
+
+/** The names of the stages that read one of `inputs` the DAG's output may be written in place of (inPlaceReach), merged. */
+export const inPlaceReaders = (dag: ComputeDAG, inputs: readonly Tensor[] = dag.inputs): Set<string> =>
+  new Set([...inPlaceReach(dag, inputs).values()].flatMap((r) => [...r]));
