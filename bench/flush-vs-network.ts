@@ -1,9 +1,11 @@
 // Which way of timing a kernel alone tracks the network (issue 13, item 7): for each task of
 // a network, its default schedule and compile's choice from a record log are timed by the
-// measurer with the caches flushed before each run (tune's default on CPUs) and without,
-// and in the two compiled networks (default and tuned) by the per-kernel profile, all at 1
-// thread, in interleaved rounds; medians. A timing mode agrees on a task when it orders the
-// two schedules as the network does.
+// measurer three ways: as tune does on CPUs (the task's weights evicted from the caches
+// before each run, its activations left as the run before left them: measurer.ts
+// coldInputs), with every buffer but the first evicted (TVM's enable_cpu_cache_flush), and
+// with no flush; and in the two compiled networks (default and tuned) by the per-kernel
+// profile, all at 1 thread, in interleaved rounds; medians. A timing mode agrees on a task
+// when it orders the two schedules as the network does.
 //
 //   npx tsx bench/flush-vs-network.ts --records LOG [--network mobilenet] [--rounds 3]
 
@@ -32,7 +34,8 @@ const rounds = args.int('rounds');
 const target = parseTarget('llvm -mcpu=native');
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const median = (xs: readonly number[] | undefined): number => (xs?.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : NaN);
-const COLUMNS = ['flush default', 'flush tuned', 'no flush default', 'no flush tuned', 'network default', 'network tuned'] as const;
+const MODES = ['weights cold', 'all but first', 'no flush'] as const;
+const COLUMNS = [...MODES.flatMap((m) => [`${m} default`, `${m} tuned`]), 'network default', 'network tuned'];
 
 /** Per-call ms of each kernel of a compiled network, by workload key (one profiled bench run, summed per kernel as `benchmark --profile` does). */
 async function networkTimes(dir: string): Promise<Map<string, number>> {
@@ -47,8 +50,11 @@ async function main(): Promise<void> {
   const tasks = tuningTasks(graph, target.text).filter((t) => !t.alternative);
   const ranked = rankedByWorkload(await readRecordFiles([records]), { target: target.text, fingerprint: hardwareFingerprint(target) });
   const work = mkdtempSync(path.join(tmpdir(), 'tt-flush-vs-network-'));
-  const flushed = new LocalMeasurer(target, { flush: true, threads: 1 });
-  const warm = new LocalMeasurer(target, { flush: false, threads: 1 });
+  const measurers = [
+    new LocalMeasurer(target, { flush: true, threads: 1 }),
+    new LocalMeasurer(target, { flush: true, evict: 'all-but-first', threads: 1 }),
+    new LocalMeasurer(target, { flush: false, threads: 1 }),
+  ];
   const times = new Map<string, Map<string, number[]>>();
   const add = (key: string, column: string, ms: number): void => {
     const row = times.get(key) ?? new Map<string, number[]>();
@@ -64,7 +70,8 @@ async function main(): Promise<void> {
         const dflt = defaultSchedule(task.dag, { vectorLanes: target.vectorLanes });
         const best = ranked.get(task.key)?.[0]?.entry.record.steps;
         const schedules: [string, Step[]][] = [['default', dflt], ...(best && stepsKey(best) !== stepsKey(dflt) ? [['tuned', best] as [string, Step[]]] : [])];
-        for (const [measurer, mode] of [[flushed, 'flush'], [warm, 'no flush']] as const) {
+        for (const [m, mode] of MODES.entries()) {
+          const measurer = measurers[m]!;
           for (const [which, steps] of schedules) {
             const [o] = await measurer.measure(task, [steps]);
             if (o.error === null) add(task.key, `${mode} ${which}`, mean(o.costs_ms));
@@ -74,24 +81,28 @@ async function main(): Promise<void> {
       for (const which of ['default', 'tuned'] as const) for (const [key, ms] of await networkTimes(dirs[which])) add(key, `network ${which}`, ms);
     }
   } finally {
-    await flushed.close();
-    await warm.close();
+    for (const m of measurers) await m.close();
     rmSync(work, { recursive: true, force: true });
   }
   console.log(`${network}, ${path.basename(records)}: ms per call at 1 thread, medians of ${rounds} interleaved rounds`);
   console.log(`| task | ${COLUMNS.join(' | ')} |`);
   console.log(`|---|${COLUMNS.map(() => '---').join('|')}|`);
-  let compared = 0, flushAgrees = 0, warmAgrees = 0;
+  let compared = 0;
+  const agrees = MODES.map(() => 0);
+  const sums = COLUMNS.map(() => 0); // over the tasks timed in every column
   for (const task of tasks) {
     const row = COLUMNS.map((c) => median(times.get(task.key)?.get(c)));
+    const filled = row.map((x, c) => (Number.isNaN(x) && c % 2 === 1 ? row[c - 1]! : x)); // a tuned column left empty: its default
+    if (filled.every((x) => !Number.isNaN(x))) filled.forEach((x, c) => { sums[c]! += task.weight * x; });
     console.log(`| ${task.desc} | ${row.map((x) => (Number.isNaN(x) ? '-' : x.toFixed(3))).join(' | ')} |`);
     if (Number.isNaN(row[1])) continue; // compile's choice is the default
     compared += 1;
-    const network = Math.sign(row[5] - row[4]);
-    if (Math.sign(row[1] - row[0]) === network) flushAgrees += 1;
-    if (Math.sign(row[3] - row[2]) === network) warmAgrees += 1;
+    const network = Math.sign(row[2 * MODES.length + 1]! - row[2 * MODES.length]!);
+    MODES.forEach((_, m) => { if (Math.sign(row[2 * m + 1]! - row[2 * m]!) === network) agrees[m]! += 1; });
   }
-  console.log(`tasks whose tuned schedule is not the default: ${compared}; ordered as in the network: flush ${flushAgrees}, no flush ${warmAgrees}`);
+  console.log(`tasks whose tuned schedule is not the default: ${compared}; ordered as in the network: ${MODES.map((m, i) => `${m} ${agrees[i]}`).join(', ')}`);
+  const net = sums.length - 2;
+  console.log(`sum over the network's kernel calls, as a share of the network's (default, tuned): ${MODES.map((m, i) => `${m} ${(sums[2 * i]! / sums[net]!).toFixed(3)}, ${(sums[2 * i + 1]! / sums[net + 1]!).toFixed(3)}`).join('; ')}`);
 }
 
 void main();

@@ -8,12 +8,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { ComputeDAG } from '../ir/dag';
+import { placeholder } from '../ir/tensor';
 import type { Step } from '../schedule/steps';
+import { dense } from '../topi/nn';
 import { parseTarget } from '../target';
 import { renderCandidate } from './builder';
 import { convKernels } from './conv-kernels.fixture';
 import { HostRate, MAX_RETAKES, NEW_BEST_SHARE } from './host-rate';
-import { LocalMeasurer, SLOW_CUTOFF_FLOOR_MS } from './measurer';
+import { coldInputs, LocalMeasurer, SLOW_CUTOFF_FLOOR_MS } from './measurer';
 import { compareOutput, computeReference } from './verify';
 
 const target = parseTarget('llvm -mcpu=native');
@@ -180,6 +183,14 @@ test('a candidate timed far faster than its task\'s best before the batch is tim
   } finally {
     await measurer.close();
   }
+});
+
+test('a flushed run evicts the task\'s weights only: a task without any runs warm', () => {
+  const x = placeholder('p0', [4, 8]), w = placeholder('p1', [16, 8]);
+  const dag = new ComputeDAG([dense(x, w)]);
+  assert.equal([...coldInputs({ dag, constInputs: ['p1'] })], [1], 'a GEMM: its weight');
+  assert.equal([...coldInputs({ dag, constInputs: [] })], [], 'both operands activations (attention)');
+  assert.equal([...coldInputs({ dag })], [], 'no constants listed');
 });
 
 test.run();

@@ -68,10 +68,29 @@ export interface LocalMeasurerOptions extends Partial<MeasureOptions> {
   worker?: Omit<WorkerOptions, 'threads'>;
   /** Judges each CPU candidate's probe (default: a fresh HostRate; tests script one). */
   hostRate?: HostRate;
+  /** What `flush` evicts: the task's weights (default, coldInputs), or every buffer but the
+   *  first, as TVM's enable_cpu_cache_flush does (kept for bench/flush-vs-network.ts). */
+  evict?: 'weights' | 'all-but-first';
 }
 
 /** The task fields the measurer needs. */
 export type MeasuredTask = Pick<Task, 'dag' | 'constInputs'>;
+
+/**
+ * The inputs (by position in the DAG's inputs) that a flushed run starts with out of the
+ * caches: the task's constants. In a network each layer reads its weights cold, since the
+ * other layers' weights pass through the caches between two of its calls, while its
+ * activations were written by the kernels just before it. A task without weights
+ * (attention's q·kᵀ and probs·V, softmax, pooling) therefore runs warm. Flushing every
+ * buffer but the first (TVM's rule) timed BERT-base's q·kᵀ default at 0.316 ms alone
+ * against 0.244 in the network, and the tuner picked a schedule that runs 0.275 there;
+ * warm, the two timed 0.234 and 0.237 (`bench/flush-vs-network.ts --network bert-base`,
+ * AVX-512 EPYC, 1 thread).
+ */
+export function coldInputs(task: MeasuredTask): Set<number> {
+  const constants = new Set(task.constInputs ?? []);
+  return new Set(task.dag.inputs.flatMap((t, i) => (constants.has(t.name) ? [i] : [])));
+}
 
 export class LocalMeasurer implements Measurer {
   readonly options: Readonly<MeasureOptions>;
@@ -96,10 +115,12 @@ export class LocalMeasurer implements Measurer {
   private readonly keptLibraries = new KeptLibraries();
   /** The machine's usual speed, from the worker's probe around each CPU candidate (host-rate.ts); undefined for device targets. */
   private readonly hostRate: HostRate | undefined;
+  private readonly evictAll: boolean;
   private readonly moves = { retaken: 0, keptOffSpeed: 0, newBests: 0, newBestsNotHeld: 0 };
 
   constructor(target: Target, opts: LocalMeasurerOptions = {}) {
-    const { seed, tolerance, workDir, buildTimeoutMs, worker, hostRate, ...measure } = opts;
+    const { seed, tolerance, workDir, buildTimeoutMs, worker, hostRate, evict, ...measure } = opts;
+    this.evictAll = evict === 'all-but-first';
     this.options = { ...DEFAULT_MEASURE_OPTIONS, ...measure };
     this.seed = seed ?? 0;
     this.references = new ReferenceCache(this.seed);
@@ -241,11 +262,15 @@ export class LocalMeasurer implements Measurer {
   private async runOne(task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>): Promise<Pick<MeasureOutcome, 'costs_ms' | 'error' | 'message'> & { off: number }> {
     const dag = task.dag;
     const outFiles = dag.outputs.map(() => path.join(this.workDir, `out-${++this.outputSeq}.bin`));
+    const o = this.options;
+    const cold = o.flush && !this.evictAll ? coldInputs(task) : new Set<number>();
     const buffers: MeasureBuffer[] = [
-      ...(await this.integerInputFiles(dag)).map((file, i): MeasureBuffer => ({ kind: 'in', size: numElements(dag.inputs[i].shape), ...(file ? { file } : {}) })),
+      ...(await this.integerInputFiles(dag)).map((file, i): MeasureBuffer => ({
+        kind: 'in', size: numElements(dag.inputs[i].shape), ...(file ? { file } : {}), ...(cold.has(i) ? { cold: true } : {}),
+      })),
       ...dag.outputs.map((t, i): MeasureBuffer => ({ kind: 'out', size: numElements(t.shape), file: outFiles[i] })),
     ];
-    const o = this.options;
+    const flush = o.flush && (this.evictAll || cold.size > 0);
     const fastest = this.cutSlow ? this.fastest.get(dag) : undefined;
     const cutoff = fastest === undefined ? o.timeoutMs
       : Math.min(o.timeoutMs, Math.max(SLOW_CUTOFF_FLOOR_MS, Math.ceil(SLOW_CUTOFF_FACTOR * fastest * (1 + o.repeat * o.number))));
@@ -254,7 +279,7 @@ export class LocalMeasurer implements Measurer {
       try {
         result = await this.worker.run({
           lib: b.lib, symbol: b.symbol, buffers, timeoutMs: cutoff, number: o.number, repeat: o.repeat,
-          minRepeatMs: o.minRepeatMs, flush: o.flush, seed: this.seed, ...(this.hostRate ? { probeMs: PROBE_MS } : {}),
+          minRepeatMs: o.minRepeatMs, flush, seed: this.seed, ...(this.hostRate ? { probeMs: PROBE_MS } : {}),
         });
       } catch (e) {
         if (e instanceof UserError) throw e; // the setup, not the candidate (e.g. tt_measure cannot be built)

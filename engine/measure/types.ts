@@ -15,7 +15,8 @@ export interface MeasureOptions {
   minRepeatMs: number;
   /** Per candidate: the whole run in the worker (load, warm-up, repeats). */
   timeoutMs: number;
-  /** Evict caches between runs (TVM's enable_cpu_cache_flush). */
+  /** Evict caches between runs (TVM's enable_cpu_cache_flush): a task's weights, which a
+   *  network reads cold (measurer.ts coldInputs); a task without weights runs warm. */
   flush: boolean;
   /** Parallel compiler processes (default: number of cores). */
   buildJobs: number;

@@ -122,6 +122,17 @@ test('inputs from files; number grows with min_repeat_ms; flush forces number 1'
   assert.ok('number' in flushed && flushed.number === 1);
 });
 
+test('flush with buffers marked cold: the marked ones are evicted, the outputs stay right', async () => {
+  const out = path.join(dir, 'out cold.bin');
+  const req = request('tt_test_add', { flush: true, seed: 5 }, out);
+  req.buffers[1]!.cold = true;
+  const r = await worker.run(req);
+  assert.is(costs(r).length, 3);
+  assert.ok('number' in r && r.number === 1);
+  const a = uniform(N, 5, 0), b = uniform(N, 5, 1);
+  assert.equal(Array.from(await readFloat32File(out, N)), Array.from(a, (v, i) => Math.fround(v + b[i]!)));
+});
+
 test('probe_ms: the host-rate probe\'s rates before and after the runs come back; without it, none', async () => {
   const probed = await worker.run(request('tt_test_add', { probeMs: 0.2 }));
   costs(probed);

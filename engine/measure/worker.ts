@@ -20,6 +20,8 @@ export interface MeasureBuffer {
   /** Number of float32 elements. */
   size: number;
   file?: string;
+  /** Evicted from the caches before each run when the request flushes. */
+  cold?: boolean;
 }
 
 export interface MeasureRequest {
@@ -36,8 +38,8 @@ export interface MeasureRequest {
   repeat?: number;
   minRepeatMs?: number;
   warmup?: number;
-  /** Evict every buffer but the first from the caches before each run (forces number 1).
-   *  Ignored for a device library. */
+  /** Evict the buffers marked `cold` from the caches before each run, or every buffer but
+   *  the first when none is marked (forces number 1). Ignored for a device library. */
   flush?: boolean;
   /** Seed of the random inputs, uint32 (default 0). */
   seed?: number;
@@ -200,6 +202,7 @@ function encode(id: string, req: MeasureRequest): string {
     lines.push(`min_repeat_ms ${req.minRepeatMs}`);
   }
   if (req.flush !== undefined) lines.push(`flush ${req.flush ? 1 : 0}`);
+  if (req.flush) req.buffers.forEach((b, i) => { if (b.cold) lines.push(`cold ${i}`); });
   if (req.probeMs !== undefined) {
     if (!(req.probeMs >= 0 && req.probeMs <= 1000))
       throw new RangeError(`measure request: probeMs must be in [0, 1000], got ${req.probeMs}`);

@@ -12,7 +12,7 @@ import type { Task } from '../graph/extract';
 import { numElements } from '../ir/tensor';
 import { Builder, type BuiltCandidate } from '../measure/builder';
 import { KeptLibraries } from '../measure/kept-libraries';
-import { DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
+import { coldInputs, DEFAULT_MEASURE_OPTIONS, type MeasuredTask } from '../measure/measurer';
 import { compareOutput, ReferenceCache, toleranceFor, type Tolerance } from '../measure/verify';
 import type { Step } from '../schedule/steps';
 import type { MeasureOutcome } from '../records/outcome';
@@ -101,11 +101,13 @@ export class RemoteMeasurer implements Measurer {
   private async runOne(device: RemoteDevice, task: MeasuredTask, b: Extract<BuiltCandidate, { lib: string }>, lib: Buffer): Promise<Outcome> {
     const dag = task.dag;
     const o = this.options;
+    // A device's worker flushes by sweeping its whole cache (it cannot evict single buffers
+    // portably): a task with weights runs with everything cold, one without runs warm.
     const fields: (string | [string, Buffer])[] = [
       ['lib', lib], `symbol ${b.symbol}`,
       ...dag.inputs.map((t) => `in ${numElements(t.shape)}`),
       ...dag.outputs.map((t) => `out ${numElements(t.shape)}`),
-      `number ${o.number}`, `repeat ${o.repeat}`, `min_repeat_ms ${o.minRepeatMs}`, `flush ${o.flush ? 1 : 0}`,
+      `number ${o.number}`, `repeat ${o.repeat}`, `min_repeat_ms ${o.minRepeatMs}`, `flush ${o.flush && coldInputs(task).size > 0 ? 1 : 0}`,
       `seed ${this.seed}`, `threads ${o.threads}`, `timeout_ms ${o.timeoutMs}`,
     ];
     const { reply, payloads } = await device.request('measure', fields, o.timeoutMs + TRANSFER_SLACK_MS);

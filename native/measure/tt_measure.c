@@ -52,6 +52,8 @@ typedef struct {
   int nargs;
   tt_timing timing;
   int flush;
+  unsigned char cold[MAX_ARGS]; /* `cold I` lines: the buffers a flush evicts */
+  int ncold;
   uint32_t seed;
   double probe_ms; /* > 0: the host-rate probe runs this long before and after the timed runs */
   char bad[TT_ERR_LEN]; /* first problem found while reading the command, "" if none */
@@ -120,6 +122,13 @@ static void parse_field(request* r, char* line) {
     r->symbol = *value ? strdup(value) : NULL;
   } else if (!strcmp(line, "in") || !strcmp(line, "out")) {
     parse_arg(r, line[0] == 'o', value);
+  } else if (!strcmp(line, "cold")) {
+    unsigned long long i;
+    if (tt_parse_ull(value, MAX_ARGS - 1, &i) != 0) set_bad(r, "cold: expected a buffer index below %d, got '%s'", MAX_ARGS, value);
+    else if (!r->cold[i]) {
+      r->cold[i] = 1;
+      r->ncold++;
+    }
   } else if (!strcmp(line, "probe_ms")) {
     char* end;
     double ms = strtod(value, &end);
@@ -130,8 +139,9 @@ static void parse_field(request* r, char* line) {
   }
 }
 
-/* Evicts every buffer but the first from the CPU caches before a timed run (the
-   first, usually the layer's input, would be warm in a real network). */
+/* Evicts buffers from the CPU caches before a timed run: those the request marks `cold`
+   (a layer's weights, which a network reads cold), or without marks every buffer but the
+   first (the first, usually the layer's input, would be warm in a network). */
 static void flush_line(const char* p) {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_clflush(p);
@@ -145,7 +155,8 @@ static void flush_line(const char* p) {
 static void flush_caches(void* p) {
   run_ctx* c = (run_ctx*)p;
 #if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
-  for (int i = 1; i < c->req->nargs; i++) {
+  for (int i = 0; i < c->req->nargs; i++) {
+    if (c->req->ncold ? !c->req->cold[i] : i == 0) continue;
     const char* b = (const char*)c->bufs[i];
     for (size_t off = 0; off < c->req->args[i].count * sizeof(float); off += 64) flush_line(b + off);
   }
@@ -207,6 +218,8 @@ static void execute(request* r) {
   if (!r->bad[0] && !r->lib) set_bad(r, "missing field 'lib'");
   if (!r->bad[0] && !r->symbol) set_bad(r, "missing field 'symbol'");
   if (!r->bad[0] && r->nargs == 0) set_bad(r, "no buffers (fields 'in' / 'out')");
+  for (int i = r->nargs; i < MAX_ARGS && !r->bad[0]; i++)
+    if (r->cold[i]) set_bad(r, "cold %d: there are %d buffers", i, r->nargs);
   if (r->bad[0]) {
     reply_error(r->id, "bad_request", r->bad);
     return;
