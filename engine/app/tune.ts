@@ -199,15 +199,16 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   const result = await tuneTasks(model.name, tasks, opts, started);
   // The network pass (app/network-pass.ts): where a task's latest confirmation pass
   // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they
-  // are timed again inside the compiled network.
+  // are timed again inside the compiled network. On by default wherever it can run; asked
+  // for where it cannot, a line says why.
   const target = parseTarget(opts.target, 'target');
   const top = opts.confirm ?? CONFIRM_TOP;
-  if (opts.networkPass !== true || result.reason === 'aborted' || result.reason === NOTHING_TO_TUNE) return result;
+  if (opts.networkPass === false || result.reason === 'aborted' || result.reason === NOTHING_TO_TUNE) return result;
   const log = opts.log ?? (() => undefined);
   const skip = top === 0 ? 'no confirmation pass (confirm 0) ranked the schedules' : opts.device ? 'the schedules were measured on another device'
     : isGpu(target) ? 'it profiles CPU kernels' : undefined;
   if (skip) {
-    log(`network pass: skipped, ${skip}`);
+    if (opts.networkPass === true) log(`network pass: skipped, ${skip}`);
     return result;
   }
   try {
@@ -282,9 +283,10 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
   const policyName = opts.policy ?? 'evolutionary';
   const seed = opts.seed ?? 0;
-  // Caches evicted before each run by default on CPUs: a layer of a network starts cold, and
-  // with warm-cache timings the estimated total ran ~10% below the tuned network's time
-  // (docs/performance.md, "Cache flushing": with the flush it tracked it within 1%).
+  // A task's weights evicted before each run by default on CPUs (measurer.ts coldInputs): a
+  // layer of a network reads them cold. With warm-cache timings the estimated total ran ~10%
+  // below the tuned network's time; with the weights evicted it tracks it within 1-3%
+  // (docs/performance.md, "Cache flushing").
   const measure: Partial<MeasureOptions> = { ...opts.measure, flush: opts.measure?.flush ?? !isGpu(target) };
   const trials = opts.trials ?? (opts.trialsPerTask === undefined && opts.timeLimitS === undefined ? DEFAULT_TRIALS_PER_TASK_BUDGET * tasks.length : undefined);
   const parts = createParts(target, policyName, measure, seed, tasks, priorOf, opts.device);
