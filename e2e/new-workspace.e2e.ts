@@ -82,7 +82,7 @@ test('the model generator: a positional name, and a name taken from the model; b
   assert.is(own('tiny'), 'extends: ../../tensortune.config.yaml\nnetworks:\n  tiny:\n    model: model.onnx\n    root: .\n');
   assert.is(own('mobilenet'), 'extends: ../../tensortune.config.yaml\nnetworks:\n  mobilenet:\n    model: mobilenet\n    root: .\n');
   const config = parse(readFileSync(path.join(ws, 'tensortune.config.yaml'), 'utf8')) as { budgets: Record<string, unknown>; networks?: unknown };
-  assert.equal(config.budgets.tiny, { trialsPerTask: 2, measuresPerRound: 2, networkPass: false });
+  assert.equal(config.budgets.tiny, { trialsPerTask: 2, measuresPerRound: 2 });
   assert.is(config.networks, undefined, 'the workspace config holds the targets and budgets');
   const out = nxOk(['show', 'projects', '--json']);
   assert.equal((JSON.parse(out.slice(out.indexOf('['), out.lastIndexOf(']') + 1)) as string[]).sort(), ['mobilenet', 'other', 'tiny']);

@@ -36,7 +36,7 @@ const STARTER = {
   defaults: { target: 'cpu', budget: 'tiny' },
   targets: { cpu: { target: 'llvm -mcpu=native' } },
   budgets: {
-    tiny: { trialsPerTask: 2, measuresPerRound: 2, networkPass: false },
+    tiny: { trialsPerTask: 2, measuresPerRound: 2 },
     full: { trialsPerTask: 800, measuresPerRound: 64, earlyStopping: 200 },
   },
 };
