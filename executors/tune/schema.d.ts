@@ -15,7 +15,7 @@ export interface TuneExecutorOptions extends NetworkExecutorOptions {
   earlyStopping?: number;
   /** Schedules per task the confirmation pass times again (0: none). */
   confirm?: number;
-  /** The network pass after the confirmation pass (default true where it can run: a whole network on this machine's CPU). */
+  /** The network pass after the confirmation pass (default false). */
   networkPass?: boolean;
   policy?: 'evolutionary' | 'ga' | 'random' | 'grid';
   /** Candidates measured per round. */
