@@ -69,7 +69,7 @@ export interface BudgetConfig {
   timeLimit?: number;
   /** Schedules per task the confirmation pass at the end of a tune times again (tune --confirm). */
   confirm?: number;
-  /** The network pass after the confirmation pass (tune --network-pass; default true where it can run: a whole network on this machine's CPU). */
+  /** The network pass after the confirmation pass (tune --network-pass; default false). */
   networkPass?: boolean;
   /** Candidates measured per round (batchSize: its former name). */
   measuresPerRound?: number;

@@ -81,7 +81,7 @@ test('options the target\'s executor does not take: refused before anything runs
   refused('tune mobilenet --image-size 64', /^tensortune tune: --image-size: the model is networks\.mobilenet in tensortune\.config\.yaml; set imageSize there/);
   refused('run mobilenet:compile --records=x.jsonl', /^tensortune compile: --records: nx compile reads the record store/);
   refused('tune mobilenet --trialsPerTask 3 --polcy random', /^tensortune tune: unknown option --polcy /);
-  check('tune mobilenet --trials-per-task 3 --policy random --measures-per-round 4 --timeout 5 --flush --no-flush --no-network-pass --seed=2');
+  check('tune mobilenet --trials-per-task 3 --policy random --measures-per-round 4 --timeout 5 --flush --no-flush --seed=2');
   check('compile mobilenet --watch --strict --timeout 30');
   check('benchmark mobilenet --repeat 3 --save-outputs outs --input data=x.bin');
   check('run-many -t benchmark --trials-per-task 3'); // run-many: the executors check their options

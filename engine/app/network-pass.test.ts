@@ -44,10 +44,10 @@ const target = 'llvm -mcpu=native';
 const parsed = parseTarget(target);
 const fingerprint = hardwareFingerprint(parsed);
 
-test('a network\'s tune ends with the network pass by default: each task\'s confirmed schedules and its default, timed in the compiled network, rank first in compile', async () => {
+test('a network\'s tune ends with the network pass: each task\'s confirmed schedules and its default, timed in the compiled network, rank first in compile', async () => {
   const records = path.join(dir, 'tiny.jsonl');
   const out: string[] = [];
-  const result = await tuneNetwork({ model, target, records, trialsPerTask: 4, batchSize: 2, confirm: 2, log: (l) => out.push(l) });
+  const result = await tuneNetwork({ model, target, records, trialsPerTask: 4, batchSize: 2, confirm: 2, networkPass: true, log: (l) => out.push(l) });
   assert.ok(result.networkPass, out.join('\n'));
   const { entries } = await readRecords(records);
   const all = entries.map((e) => e.record);
@@ -97,15 +97,15 @@ test('a network\'s tune ends with the network pass by default: each task\'s conf
   assert.is((await readRecords(records)).entries.length, entries.length);
 });
 
-test('with the network pass off (--no-network-pass), the confirmation pass alone; a log so confirmed gets the network pass when its tune is run again with it', async () => {
+test('without --network-pass, the confirmation pass alone; a log so confirmed gets the network pass when its tune is run again with it', async () => {
   const records = path.join(dir, 'alone.jsonl');
-  const result = await tuneNetwork({ model, target, records, trialsPerTask: 4, batchSize: 2, confirm: 2, networkPass: false });
+  const result = await tuneNetwork({ model, target, records, trialsPerTask: 4, batchSize: 2, confirm: 2 });
   assert.is(result.networkPass, undefined);
   const { entries } = await readRecords(records);
   assert.ok(entries.some((e) => e.record.policy === CONFIRM_POLICY), 'the alone pass ran');
   assert.ok(entries.every((e) => e.record.scope === undefined), 'no network pass');
 
-  const again = await tuneNetwork({ model, target, records, trialsPerTask: 4, batchSize: 2, confirm: 2 });
+  const again = await tuneNetwork({ model, target, records, trialsPerTask: 4, batchSize: 2, confirm: 2, networkPass: true });
   assert.is(again.trials, 0);
   assert.ok(again.networkPass && again.networkPass.records > 0, 'the pass ran');
   const added = (await readRecords(records)).entries.slice(entries.length).map((e) => e.record);

@@ -199,16 +199,15 @@ export async function tuneNetwork(opts: TuneRunOptions): Promise<TuneResult> {
   const result = await tuneTasks(model.name, tasks, opts, started);
   // The network pass (app/network-pass.ts): where a task's latest confirmation pass
   // timed its schedules alone (this run's, or an older run's), on this machine's CPU, they
-  // are timed again inside the compiled network. On by default wherever it can run; asked
-  // for where it cannot, a line says why.
+  // are timed again inside the compiled network.
   const target = parseTarget(opts.target, 'target');
   const top = opts.confirm ?? CONFIRM_TOP;
-  if (opts.networkPass === false || result.reason === 'aborted' || result.reason === NOTHING_TO_TUNE) return result;
+  if (opts.networkPass !== true || result.reason === 'aborted' || result.reason === NOTHING_TO_TUNE) return result;
   const log = opts.log ?? (() => undefined);
   const skip = top === 0 ? 'no confirmation pass (confirm 0) ranked the schedules' : opts.device ? 'the schedules were measured on another device'
     : isGpu(target) ? 'it profiles CPU kernels' : undefined;
   if (skip) {
-    if (opts.networkPass === true) log(`network pass: skipped, ${skip}`);
+    log(`network pass: skipped, ${skip}`);
     return result;
   }
   try {

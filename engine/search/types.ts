@@ -99,8 +99,8 @@ export interface TuneNetworkOptions {
   /**
    * The network pass (app/network-pass.ts): after the confirmation pass of a whole
    * network's tune on this machine's CPU, each task's confirmed schedules and its default are
-   * timed again inside the compiled network (default: on wherever it can run; false, or
-   * `--no-network-pass`, turns it off; docs/tuning.md, "Where the layer runs").
+   * timed again inside the compiled network (`--network-pass`; default false: on this repo's
+   * dev box it picked no faster schedules than the confirmation pass, docs/tuning.md).
    */
   networkPass?: boolean;
 }
