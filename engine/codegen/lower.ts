@@ -11,7 +11,7 @@
 import {
   add, all, dtypeOf, f32, floordiv, floormod, freeVars, ge, int, lt, min, mul, rewrite, substitute, v, walk, type Combiner, type DType, type Expr,
 } from '../ir/expr';
-import { inPlaceReach } from '../ir/in-place';
+import { inPlaceReach, mergedReaders } from '../ir/in-place';
 import { numElements, type Tensor } from '../ir/tensor';
 import { isOrderedCombiner } from '../ir/ordered';
 import { printExpr } from '../ir/printer';
@@ -344,7 +344,7 @@ class Lowerer {
     // Constants are never written over: a bias as long as the output does not take part.
     const reach = inPlaceReach(state.dag, state.dag.inputs.filter((t) => !opts.packable?.has(t.name)));
     this.overwritable = [...reach.keys()];
-    this.inPlace = new Set([...reach.values()].flatMap((r) => [...r]));
+    this.inPlace = mergedReaders(reach);
   }
 
   lower(name: string): Kernel {

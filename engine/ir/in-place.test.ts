@@ -8,13 +8,13 @@ import { conv2dNHWC, dense } from '../topi/nn';
 import { reduce } from '../topi/reduce';
 import { transpose } from '../topi/transform';
 import { ComputeDAG } from './dag';
-import { inPlaceInputs as inputsIn, inPlaceReaders as readersIn } from './in-place';
+import { inPlaceInputs as inputsIn, inPlaceReach, mergedReaders } from './in-place';
+import { placeholder, type Tensor } from './tensor';
 
 // The analysis of the DAG computing `out`, asked about `inputs`.
 const inPlaceInputs = (inputs: Tensor[], out: Tensor): Tensor[] => inputsIn(new ComputeDAG([out]), inputs);
-const inPlaceReaders = (inputs: Tensor[], out: Tensor): Set<string> => readersIn(new ComputeDAG([out]), inputs);
+const inPlaceReaders = (inputs: Tensor[], out: Tensor): Set<string> => mergedReaders(inPlaceReach(new ComputeDAG([out]), inputs));
 const inPlaceInput = (inputs: Tensor[], out: Tensor): Tensor | undefined => inPlaceInputs(inputs, out)[0];
-import { placeholder, type Tensor } from './tensor';
 
 test('conv + residual add + relu: the residual, read by the add and the relu', () => {
   const data = placeholder('p0', [1, 8, 8, 4]), w = placeholder('p1', [1, 1, 4, 16]), res = placeholder('p2', [1, 8, 8, 16]);

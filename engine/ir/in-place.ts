@@ -69,6 +69,6 @@ export function inPlaceReach(dag: ComputeDAG, inputs: readonly Tensor[] = dag.in
 /** The inputs among `inputs` whose buffer the DAG's output may take, in their order; none is an empty list. */
 export const inPlaceInputs = (dag: ComputeDAG, inputs: readonly Tensor[] = dag.inputs): Tensor[] => [...inPlaceReach(dag, inputs).keys()];
 
-/** The names of the stages that read one of `inputs` the DAG's output may be written in place of (inPlaceReach), merged. */
-export const inPlaceReaders = (dag: ComputeDAG, inputs: readonly Tensor[] = dag.inputs): Set<string> =>
-  new Set([...inPlaceReach(dag, inputs).values()].flatMap((r) => [...r]));
+/** The names of the stages of a reach (inPlaceReach) that read any of its inputs, merged. */
+export const mergedReaders = (reach: ReadonlyMap<Tensor, ReadonlySet<string>>): Set<string> =>
+  new Set([...reach.values()].flatMap((r) => [...r]));
