@@ -11,6 +11,13 @@ export interface DefaultOptions {
   minParallelElements?: number;
   /** A GPU target's limits (target.ts `gpu`): the first-generation GPU schedule (defaults-gpu.ts) instead. */
   gpu?: DefaultGpuLimits;
+  /**
+   * The register tile of a CPU tiled reduction (`vec` channels of its vector loop, `rows` of
+   * its block axis), each in place of the one the shape chooses: for tile studies
+   * (bench/register-tiles.ts). A tile that no longer suits the task is the study's finding,
+   * not an error: each candidate is verified as any other.
+   */
+  registerTile?: { vec?: number; rows?: number };
 }
 
 /** The default options of a target: its vector width and, for a GPU target, its limits. */

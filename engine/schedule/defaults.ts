@@ -483,8 +483,8 @@ function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     const rowTile = wideRow || positions ? undefined : rowTileOf(main.tensor, out.axes, lanes);
     const positionTile4 = positions ? positionTile4Of(main.tensor, out.axes, lanes) : undefined;
     const tile = wideRow ?? positionTile4 ?? rowTile ?? registerTile(tagOf(main.tensor), last.extent, block?.extent, lanes);
-    const vec = tile.vec;
-    const rows = positionTile4?.rows ?? positionRows ?? tile.rows;
+    const vec = opts.registerTile?.vec ?? tile.vec;
+    const rows = opts.registerTile?.rows ?? positionTile4?.rows ?? positionRows ?? tile.rows;
     apply({ s: 'split', stage: out.name, iter: last.name, lengths: [vec] });
     // Loop order of the tiles: by default the channel tiles run inside each block of rows,
     // which re-reads all the weights per block. Where the weights outweigh the input (the
