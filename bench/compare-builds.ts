@@ -18,6 +18,7 @@
 // Make the builds with `tensortune compile NET --out DIR` in each checkout (the same model,
 // records and target); the script refuses builds of different models or targets.
 
+import { createHash } from 'node:crypto';
 import { median, pairedRatio } from '../engine/compare/compare';
 import { manifestFiles, readManifest, type Manifest } from '../engine/compile/manifest';
 import { kernelProfile } from '../engine/compile/profile';
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
   const profiles: string[] = [];
   for (const threads of args.ints('threads')) {
     const runs: [number[], number[]] = [[], []];
-    const kernels: [Map<string, number[]>, Map<string, number[]>] = [new Map(), new Map()];
+    const kernels: [KernelTimes, KernelTimes] = [new Map(), new Map()];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
       for (const i of order) {
@@ -64,22 +65,38 @@ async function main(): Promise<void> {
   if (profiles.length > 0) console.log(`\n${profiles.join('\n')}`);
 }
 
+/** Each kernel's label and its ms per profiled run, by workload key (addKernelTimes). */
+type KernelTimes = Map<string, { label: string; ms: number[] }>;
+
 /** Kernels per table: those whose median moved most. */
 const KERNEL_ROWS = 12;
 
-/** Adds one profiled run's ms per kernel (by task and calls per run: the same kernel in both builds) to `into`. */
-function addKernelTimes(into: Map<string, number[]>, manifest: Manifest, calls: Parameters<typeof kernelProfile>[0], dir: string): void {
-  for (const row of kernelProfile(calls, manifest, undefined, `${dir}/manifest.json`)) {
-    const key = `${row.desc} (x${row.calls})`;
-    into.set(key, [...(into.get(key) ?? []), row.ms]);
-  }
+/**
+ * Adds one profiled run's ms per kernel to `into`, keyed by the kernel's workload key (the
+ * same task in both builds, whatever its schedule) and labelled by its description and calls
+ * per run. Two tasks can share a description (ViT's attention output and MLP output layers
+ * are both `dense+add+add 1x197x384 -> 1x197x384`, 12 calls each): the label then also names
+ * a digest of the key, so that neither row mixes the two.
+ */
+function addKernelTimes(into: Map<string, { label: string; ms: number[] }>, manifest: Manifest, calls: Parameters<typeof kernelProfile>[0], dir: string): void {
+  const keyOf = new Map(manifest.kernels.map((k) => [k.symbol, k.key]));
+  const rows = kernelProfile(calls, manifest, undefined, `${dir}/manifest.json`);
+  const labels = rows.map((row) => `${row.desc} (x${row.calls})`);
+  rows.forEach((row, i) => {
+    const key = keyOf.get(row.symbol) ?? row.symbol;
+    const shared = labels.filter((l) => l === labels[i]).length > 1;
+    const label = shared ? `${labels[i]} [key ${createHash('sha256').update(key).digest('hex').slice(0, 8)}]` : labels[i];
+    const entry = into.get(key) ?? { label, ms: [] };
+    entry.ms.push(row.ms);
+    into.set(key, entry);
+  });
 }
 
 /** The per-kernel table of one thread count: medians over the rounds, the kernels that moved most first, then the sums. */
-function kernelTable(threads: number, [ka, kb]: [Map<string, number[]>, Map<string, number[]>]): string[] {
-  const rows = [...new Set([...ka.keys(), ...kb.keys()])].map((task) => {
-    const a = ka.has(task) ? median(ka.get(task)!) : 0, b = kb.has(task) ? median(kb.get(task)!) : 0;
-    return { task, a, b };
+function kernelTable(threads: number, [ka, kb]: [KernelTimes, KernelTimes]): string[] {
+  const rows = [...new Set([...ka.keys(), ...kb.keys()])].map((key) => {
+    const a = ka.has(key) ? median(ka.get(key)!.ms) : 0, b = kb.has(key) ? median(kb.get(key)!.ms) : 0;
+    return { task: (ka.get(key) ?? kb.get(key))!.label, a, b };
   }).sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a));
   const sum = (k: 'a' | 'b'): number => rows.reduce((t, r) => t + r[k], 0);
   const ratio = (a: number, b: number): string => (a > 0 && b > 0 ? (b / a).toFixed(3) : '-');
