@@ -78,7 +78,7 @@ const KERNEL_ROWS = 12;
  * are both `dense+add+add 1x197x384 -> 1x197x384`, 12 calls each): the label then also names
  * a digest of the key, so that neither row mixes the two.
  */
-function addKernelTimes(into: Map<string, { label: string; ms: number[] }>, manifest: Manifest, calls: Parameters<typeof kernelProfile>[0], dir: string): void {
+function addKernelTimes(into: KernelTimes, manifest: Manifest, calls: Parameters<typeof kernelProfile>[0], dir: string): void {
   const keyOf = new Map(manifest.kernels.map((k) => [k.symbol, k.key]));
   const rows = kernelProfile(calls, manifest, undefined, `${dir}/manifest.json`);
   const labels = rows.map((row) => `${row.desc} (x${row.calls})`);

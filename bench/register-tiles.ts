@@ -57,10 +57,10 @@ async function main(): Promise<void> {
   console.log(`${task.desc}: ${(task.flops / 1e6).toFixed(1)} MFLOP; 1 thread; % of the peak measured in each round`);
   // Each input evicted alone: the measurer's flush evicts a task's weights (its constant
   // inputs), so the task is timed as if that input were its only weight.
-  const alone = task.dag.inputs.map((t) => ({ name: `${t.name} evicted`, task: { ...task, constInputs: [t.name] }, measurer: new LocalMeasurer(target, { threads: 1, flush: true, repeat: 10 }) }));
+  const alone = args.on('each-input') ? task.dag.inputs.map((t) => ({ name: `${t.name} evicted`, task: { ...task, constInputs: [t.name] }, measurer: new LocalMeasurer(target, { threads: 1, flush: true, repeat: 10 }) })) : [];
   const modes = [
     { name: 'warm', task, measurer: new LocalMeasurer(target, { threads: 1, flush: false, repeat: 10, minRepeatMs: 50 }) },
-    ...(args.on('each-input') ? alone : []),
+    ...alone,
     { name: 'all but first evicted', task, measurer: new LocalMeasurer(target, { threads: 1, flush: true, evict: 'all-but-first', repeat: 10 }) },
   ];
   const shares = new Map<string, number[]>();
