@@ -555,9 +555,26 @@ test('weight panel prefetch: a channels-outer conv asks for its share of the nex
   // Positions outermost (the input outweighs the weights): each tile reads every panel.
   const early = conv(14, 32, 32, 1, 1, 0);
   assert.not.match(check(early, dflt(early, 8), 'pointwise conv, positions outer', 8, ['weight']), /__builtin_prefetch/);
-  // A share longer than MAX_LINES_PER_ITERATION (512-line panels over 9 tiles: 57) is left to the hardware.
+});
+
+test('stream prefetch: a panel too long for a burst is prefetched 8 KB ahead of the reduction that walks it, and computes the same', () => {
+  // 512-line panels over 9 tiles (57 lines each, more than MAX_LINES_PER_ITERATION): no burst
+  // at the top of the parallel loop; the reduction over 512 channels (a line of weights per
+  // channel at 16 of AVX2's lanes) asks for the line STREAM_AHEAD_FLOATS on at every step.
   const wide = conv(7, 512, 64, 1, 1, 0);
-  assert.not.match(check(wide, dflt(wide, 8), 'pointwise conv, long panels', 8, ['weight']), /__builtin_prefetch/);
+  const code = check(wide, dflt(wide, 8), 'pointwise conv, long panels', 8, ['weight']);
+  assert.match(code, /for \(int32_t (\w+) = 0; \1 < 512; \+\+\1\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&weight\[\(.*\1 \* 16\)\) \+ 2048\)\]/);
+  // A dense layer of one row (a classifier's, DCGAN's projection), whose parallel loop gives
+  // each iteration a panel of its own: two lines per step of K at 32 channels per tile.
+  const x = placeholder('x', [1, 128]);
+  const w = placeholder('w', [4096, 128]);
+  const fc = new ComputeDAG([dense(x, w)]);
+  const fcCode = check(fc, dflt(fc, 16), 'dense, panel per iteration', 16, ['w']);
+  assert.match(fcCode, /tt_line < 2; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&w\[\(.* \+ 2048\)\]/);
+  // An innermost reduction shorter than the distance ahead (3 channels per tap of an 8x8
+  // patch) prefetches nothing, and neither does the tap loop around it.
+  const patch = conv(16, 3, 64, 8, 8, 0);
+  assert.not.match(check(patch, dflt(patch, 8), 'patch conv, short innermost reduction', 8, ['weight']), /__builtin_prefetch/);
 });
 
 function namesOf(t: Tensor): string { return t.name; }
