@@ -260,11 +260,25 @@ function renderEntryPoint(
   });
   const started = '  if (!tt_params) { snprintf(tt_error, sizeof tt_error, "tt_run: call tt_init first"); return 1; }';
   const profiled = calls.flatMap((call, i) => [call, `  tt_t1 = tt_now_ms(); ms[${i}] += tt_t1 - tt_t0; tt_t0 = tt_t1;`]);
+  // The entry points run the kernels with subnormal floats flushed to zero and give the
+  // caller's thread its own floating-point mode back (native/pool/tt_pool.c,
+  // tt_fp_flush_begin: why); the pool's threads take the mode from the caller, loop by loop.
+  const entryPoints = (run: string, runProfiled: string): string[] => [
+    'unsigned tt_fp_flush_begin(void) __attribute__((visibility("hidden")));',
+    'void tt_fp_flush_end(unsigned mode) __attribute__((visibility("hidden")));',
+    'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {',
+    `  unsigned tt_fp = tt_fp_flush_begin(); int rc = ${run}; tt_fp_flush_end(tt_fp); return rc;`,
+    '}',
+    'TT_EXPORT int tt_run_profiled(const float* const* inputs, float* const* outputs, double* ms) {',
+    `  unsigned tt_fp = tt_fp_flush_begin(); int rc = ${runProfiled}; tt_fp_flush_end(tt_fp); return rc;`,
+    '}',
+  ];
   if (samples === 1) {
     out.push(
-      'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) {', started, ...calls, '  return 0;', '}',
-      'TT_EXPORT int tt_run_profiled(const float* const* inputs, float* const* outputs, double* ms) {', started,
+      'static int tt_run_kernels(const float* const* inputs, float* const* outputs) {', started, ...calls, '  return 0;', '}',
+      'static int tt_run_kernels_profiled(const float* const* inputs, float* const* outputs, double* ms) {', started,
       '  double tt_t0 = tt_now_ms(), tt_t1 = tt_t0;', ...profiled, '  (void)tt_t0; (void)tt_t1;', '  return 0;', '}',
+      ...entryPoints('tt_run_kernels(inputs, outputs)', 'tt_run_kernels_profiled(inputs, outputs, ms)'),
     );
     return out.join('\n') + '\n';
   }
@@ -331,8 +345,7 @@ function renderEntryPoint(
     '  }',
     '  return c.rc;',
     '}',
-    'TT_EXPORT int tt_run(const float* const* inputs, float* const* outputs) { return tt_run_batch(inputs, outputs, 0); }',
-    'TT_EXPORT int tt_run_profiled(const float* const* inputs, float* const* outputs, double* ms) { return tt_run_batch(inputs, outputs, ms); }',
+    ...entryPoints('tt_run_batch(inputs, outputs, 0)', 'tt_run_batch(inputs, outputs, ms)'),
   );
   return out.join('\n') + '\n';
 }

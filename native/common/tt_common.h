@@ -104,6 +104,12 @@ int tt_parse_ull(const char* text, unsigned long long max, unsigned long long* o
 /* Cuts the line ending ('\n', '\r') off a line. */
 void tt_chomp(char* line);
 
+/* Flushes subnormal floats to zero on the calling thread from now on (x86: MXCSR's FTZ and
+   DAZ; aarch64: FPCR.FZ), as a compiled model runs its kernels (native/pool/tt_pool.c,
+   tt_fp_flush_begin): the workers call it first, so that candidates are timed and verified
+   in the mode the model will run them in. */
+void tt_flush_subnormals(void);
+
 /* The timing fields both workers take: number, repeat, warmup, min_repeat_ms, flush, seed.
    Returns 0 when `key` is none of them; else 1, with the value stored, or with `bad`
    (TT_ERR_LEN) holding what was expected unless it already holds a problem. */

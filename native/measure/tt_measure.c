@@ -308,6 +308,7 @@ done:
 
 int main(int argc, char** argv) {
   tt_die_with_parent("tt_measure");
+  tt_flush_subnormals();
   if (argc > 1 && !strcmp(argv[1], "--version")) {
     printf("%d\n", TT_ABI_VERSION);
     return 0;

@@ -665,6 +665,7 @@ static uint64_t self_hash(void) {
 }
 
 int main(int argc, char** argv) {
+  tt_flush_subnormals();
   if (argc > 1 && !strcmp(argv[1], "--version")) {
     printf("tt_remote %d abi %d\n", TT_REMOTE_PROTOCOL, TT_ABI_VERSION);
     return 0;
