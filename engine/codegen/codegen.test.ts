@@ -13,7 +13,7 @@ import * as assert from 'uvu/assert';
 import { ComputeDAG } from '../ir/dag';
 import { evaluate } from '../ir/evaluate';
 import { compute, placeholder, type Tensor } from '../ir/tensor';
-import { f32, load, mul } from '../ir/expr';
+import { call, div, f32, load, mul } from '../ir/expr';
 import { uniform } from '../runtime/random';
 import { defaultSchedule } from '../schedule/defaults';
 import { WINOGRAD_TOLERANCE, compareOutput, type Tolerance } from '../measure/verify';
@@ -575,6 +575,27 @@ test('stream prefetch: a panel too long for a burst is prefetched 8 KB ahead of 
   // patch) prefetches nothing, and neither does the tap loop around it.
   const patch = conv(16, 3, 64, 8, 8, 0);
   assert.not.match(check(patch, dflt(patch, 8), 'patch conv, short innermost reduction', 8, ['weight']), /__builtin_prefetch/);
+});
+
+test('erf of a quotient by a lane-uniform value (GELU\'s x / sqrt 2) multiplies by its reciprocal, and stays within erf\'s bound', () => {
+  const x = placeholder('x', [64]);
+  const c = placeholder('c', [1]);
+  const out = compute('T_erf', [64], ['i'], (i) => call('erf', div(load(x, [i]), load(c, [0]))));
+  const dag = new ComputeDAG([out]);
+  const steps: Step[] = [{ s: 'annotate', stage: 'T_erf', iter: 'i', ann: 'vectorize' }];
+  const kernel = lower(State.replay(dag, steps), 'kernel');
+  const code = renderKernel(kernel, { vectorLanes: 16 });
+  assert.match(code, /tt_v16_erf\(\(tt_v16_load\(&x\[\d+\]\) \* \(1\.0f \/ c\[0\]\)\)\)/);
+  assert.not.match(code, /tt_v16_erf\([^\n]*\/ c\[0\]\)\)[;,]/);
+  const xs = Float32Array.from({ length: 64 }, (_, i) => (i - 32) / 8);
+  const [got] = runKernel(kernel, [xs, Float32Array.of(Math.SQRT2)], undefined, { vectorLanes: 16 });
+  const ref = evaluate(dag, new Map([[x, xs], [c, Float32Array.of(Math.SQRT2)]] as const)).get('T_erf')!;
+  // vector erf's stated bound (4e-7, vector-math.ts) and the argument's one-ulp move times erf's slope (<= 1.13).
+  got.forEach((y, i) => assert.ok(Math.abs(y - ref[i]) <= 4e-7 + 1.13 * 2 ** -23 * Math.abs(xs[i] / Math.SQRT2) + 1e-7, `erf(${xs[i]} / sqrt 2): ${y}, reference ${ref[i]}`));
+  // A divide elsewhere (no erf around it) stays a divide.
+  const q = compute('T_div', [64], ['i'], (i) => div(load(x, [i]), load(c, [0])));
+  const qk = lower(State.replay(new ComputeDAG([q]), [{ s: 'annotate', stage: 'T_div', iter: 'i', ann: 'vectorize' }]), 'kernel');
+  assert.match(renderKernel(qk, { vectorLanes: 16 }), /\/ c\[0\]/);
 });
 
 function namesOf(t: Tensor): string { return t.name; }
