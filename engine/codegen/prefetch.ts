@@ -31,6 +31,7 @@
 
 import { freeVars, substitute, walk, type Expr, add, and, floordiv, floormod, int, lt, mul, v } from '../ir/expr';
 import { numElements } from '../ir/tensor';
+import { affineIn } from './fold';
 import { blockedShape, type BlockedLayout } from './layout';
 import { forEachExpr, linear, type KernelArg, type Stmt } from './lower';
 
@@ -94,14 +95,6 @@ function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: numb
   return { next: { k: 'if', cond: and(lt(add(q, 1), panels), lt(mul(r, per), int(lines))), body: [{ k: 'prefetch', buf, index, lines: per }] } };
 }
 
-/** How far `index` moves per step of loop `x`: 0 unless `x` appears in it only as a term (not inside a floordiv or floormod). */
-function strideOf(index: Expr, x: string): number {
-  const l = linear(index, () => true, true);
-  if (!l) return 0;
-  const inAtom = [...l.atoms].some(([key, atom]) => key !== x && freeVars(atom).has(x));
-  return inAtom ? 0 : l.terms.get(x) ?? 0;
-}
-
 /** Whether a serial loop in `body` (nested ones included) reads `buf`. */
 function readsInSerialLoop(body: readonly Stmt[], buf: string): boolean {
   return body.some((s) => (s.k === 'for' && s.kind === 'serial' && readIndices(s.body, buf).length > 0)
@@ -135,7 +128,8 @@ function streamPrefetch(body: readonly Stmt[], buf: string): Stmt[] | undefined 
     if (s.kind !== 'serial' || readsInSerialLoop(s.body, buf)) return s;
     const indices = readIndices(s.body, buf);
     if (indices.length === 0) return s;
-    const strides = new Set(indices.map((i) => strideOf(i, s.v)));
+    // How far each read moves per step: 0 where it is not affine in the loop (a floordiv of it).
+    const strides = new Set(indices.map((i) => affineIn(i, s.v) ?? 0));
     const [stride] = strides;
     // Not a loop shorter than the distance ahead, nor the loops around it: ViT's patch
     // embedding (3 channels per tap of a 16x16 patch) ran 10% slower with the prefetch in

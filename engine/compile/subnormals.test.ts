@@ -31,10 +31,12 @@ function scaleGraph(): Graph {
   return g;
 }
 
-async function compiled(): Promise<{ library: string; params: string; outDir: string }> {
-  const outDir = path.join(work, 'scale');
-  const r = await compileModel({ name: 'scale', graph: scaleGraph(), target: parseTarget('llvm'), outDir, cacheDir: path.join(work, 'cache') });
-  return { library: r.library, params: r.params, outDir };
+/** The model both tests run, compiled once. */
+let compiling: Promise<{ library: string; params: string }> | undefined;
+function compiled(): Promise<{ library: string; params: string }> {
+  compiling ??= compileModel({ name: 'scale', graph: scaleGraph(), target: parseTarget('llvm'), outDir: path.join(work, 'scale'), cacheDir: path.join(work, 'cache') })
+    .then((r) => ({ library: r.library, params: r.params }));
+  return compiling;
 }
 
 test('subnormal products come out 0 at 1 and 2 threads; normal products are exact', async () => {
