@@ -142,6 +142,27 @@ const AVX2_TWO_VECTOR_ROWS = 6;
  */
 const AVX2_ONE_VECTOR_ROWS = 10;
 
+/**
+ * The register tiles of a dense or batch matmul with rows to spare (at least 56) on
+ * AVX-512, in order of preference: 4 vectors of columns by 6 rows where 64 divides the
+ * columns, 3 by 8 where 48 does, and 2 by 12 over columns that no vector divides (ViT's 197
+ * keys; the last tile partial). Each is 24 accumulators, the weight vectors of one step and
+ * the broadcast input, 29 of the 32 registers, and each weight vector loaded serves 6 to 12
+ * multiply-adds. The 2-vector tiles these replace (7 or 8 rows, or 14 rows of one vector)
+ * used 14 to 16 accumulators. On a 2-core AVX-512 Xeon, 1 thread, `bench/compare-builds.ts`
+ * over whole networks (the kernels' summed time, new / old): ViT-S/16 0.93 (64x6 and 48x8
+ * alike), BERT-base 0.90 (its dense layers 0.89; 48x8 and 64x6 within 1%). The kernel
+ * alone (`bench/register-tiles.ts`, % of the peak measured in the same rounds, warm / every
+ * input evicted): ViT's fc1 32x7 70/66%, 64x6 82/68%, 48x8 81/68%, 32x14 76/62%; ViT's
+ * probs.V (64 columns) 68/51% -> 70/57% at 64x6; its q.k^T (197 columns) 16x14 53/36%,
+ * 32x12 61/39%.
+ */
+const AVX512_WIDE_TILES: readonly { vec: number; rows: number; fits: (channels: number) => boolean }[] = [
+  { vec: 64, rows: 6, fits: (c) => c % 64 === 0 },
+  { vec: 48, rows: 8, fits: (c) => c % 48 === 0 },
+  { vec: 32, rows: 12, fits: (c) => c % 16 !== 0 && c >= 64 },
+];
+
 /** The register tile of a tiled reduction: channels per tile (`vec`, the vector loop) and rows of its block axis. */
 function registerTile(tag: string, channels: number, blockExtent: number | undefined, lanes: number): { vec: number; rows: number } {
   if ((tag === 'dense' || tag === 'batch_matmul') && blockExtent !== undefined) {
@@ -157,6 +178,11 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
     // pairs (median of the ratios 6 rows / 7 rows): 197x384 by 1536 0.85 over 6 pairs,
     // 197x1536 by 384 0.83 over 4, 197x384 by 1152 0.75 over 1.
     const full = t.vec > lanes ? (lanes === 8 ? AVX2_TWO_VECTOR_ROWS : 7) : lanes === 8 ? AVX2_ONE_VECTOR_ROWS : 14;
+    // AVX-512, rows to spare: 24 accumulators (AVX512_WIDE_TILES).
+    if (lanes === 16 && blockExtent >= 56) {
+      const wide = AVX512_WIDE_TILES.find((w) => w.fits(channels));
+      if (wide) return { vec: wide.vec, rows: wide.rows };
+    }
     // AVX-512's 32 registers hold 14 rows x 2 vectors of accumulators: a GEMM with rows to
     // spare (BERT's 128 tokens) takes the largest divisor up to 14, not up to 7.
     if (lanes === 16 && t.vec === 2 * lanes && blockExtent >= 56) {
