@@ -183,8 +183,9 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
       const wide = AVX512_WIDE_TILES.find((w) => w.fits(channels));
       if (wide) return { vec: wide.vec, rows: wide.rows };
     }
-    // AVX-512's 32 registers hold 14 rows x 2 vectors of accumulators: a GEMM with rows to
-    // spare (BERT's 128 tokens) takes the largest divisor up to 14, not up to 7.
+    // Columns that 32 divides but neither 48 nor 64 (160): AVX-512's 32 registers hold 14
+    // rows x 2 vectors of accumulators, so a GEMM with rows to spare takes the largest
+    // divisor up to 14, not up to 7.
     if (lanes === 16 && t.vec === 2 * lanes && blockExtent >= 56) {
       const rows = largestDivisorAtMost(blockExtent, 14);
       if (rows > t.rows) return { vec: t.vec, rows };
