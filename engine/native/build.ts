@@ -87,7 +87,7 @@ const BINARIES: Record<NativeBinaryName, BinarySpec> = {
   // architecture with the target's cross compiler (buildNative's `cc`).
   tt_remote: { sources: ['remote/tt_remote.c', 'common/tt_common.c'], openmp: true },
 };
-const HEADERS = ['include/tensortune.h', 'common/tt_common.h'];
+const HEADERS = ['include/tensortune.h', 'common/tt_common.h', 'common/tt_fpmode.h'];
 
 export const CFLAGS: readonly string[] = ['-O2', '-std=c11', '-Wall', '-Wextra'];
 const LIBS = ['-ldl', '-lm'];
@@ -342,14 +342,14 @@ const OPENCL_OBJECT_FLAGS: readonly string[] = [...CFLAGS, '-fPIC', '-fvisibilit
 
 const runtimeObjects = memoAsync<string>();
 
-/** One source of native/ (with the header it includes) compiled by `compiler` into the
+/** One source of native/ (with the headers it includes) compiled by `compiler` into the
  *  object file `name` in the native cache, once per source, flag and compiler change;
  *  memoised per process, cache and compiler (its sources are hashed once). */
 function cachedObject(
-  name: string, source: string, header: string, flags: readonly string[], what: string, compiler: Compiler, cacheDir: string,
+  name: string, source: string, headers: readonly string[], flags: readonly string[], what: string, compiler: Compiler, cacheDir: string,
 ): Promise<string> {
   return runtimeObjects(`${name}\0${cacheDir}\0${compiler.command} ${compiler.args.join(' ')}\0${compiler.identity}`, () => {
-    const hash = buildHash(name, compiler, flags, [], [source, header]);
+    const hash = buildHash(name, compiler, flags, [], [source, ...headers]);
     return buildIntoCache({
       compiler,
       file: path.join(cacheDir, 'native', hash, name),
@@ -367,7 +367,7 @@ function cachedObject(
  * and compiler (its sources are hashed once).
  */
 export function openclRuntimeObject(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
-  return cachedObject('tt_opencl.o', OPENCL_RUNTIME, OPENCL_HEADER, OPENCL_OBJECT_FLAGS, 'the OpenCL runtime', compiler, opts.cacheDir ?? cacheRoot());
+  return cachedObject('tt_opencl.o', OPENCL_RUNTIME, [OPENCL_HEADER], OPENCL_OBJECT_FLAGS, 'the OpenCL runtime', compiler, opts.cacheDir ?? cacheRoot());
 }
 
 /** tt_cl_describe as a library of its own (native/opencl/tt_opencl_describe.c), relative to native/. */
@@ -393,7 +393,7 @@ export async function openclDescribeLibraryFile(compiler: Compiler, opts: { cach
 
 /** The kernels' thread pool and the declarations kernels see, relative to native/. */
 const POOL_SOURCE = 'pool/tt_pool.c';
-const POOL_HEADER = 'include/tt_pool.h';
+const POOL_HEADERS = ['include/tt_pool.h', 'common/tt_fpmode.h'];
 
 /** Absolute path of the kernels' thread pool (native/pool/tt_pool.c), for test programs that
  *  compile it with a kernel in one command. */
@@ -413,7 +413,7 @@ const POOL_OBJECT_FLAGS: readonly string[] = [...CFLAGS, '-fPIC', '-pthread', '-
  * cost 60 ms of a 0.24 s compile on an AVX-512 Xeon, 30 to 40 ms of 0.07 s on a Zen 5).
  */
 export function poolObject(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
-  return cachedObject('tt_pool.o', POOL_SOURCE, POOL_HEADER, POOL_OBJECT_FLAGS, 'the kernels\' thread pool', compiler, opts.cacheDir ?? cacheRoot());
+  return cachedObject('tt_pool.o', POOL_SOURCE, POOL_HEADERS, POOL_OBJECT_FLAGS, 'the kernels\' thread pool', compiler, opts.cacheDir ?? cacheRoot());
 }
 
 /** The CUDA runtime and its header, relative to native/. */
@@ -432,5 +432,5 @@ export const CUDA_HOST_CFLAGS: readonly string[] = OPENCL_HOST_CFLAGS;
  * library: the runtime declares the driver API it uses and opens libcuda with dlopen.
  */
 export function cudaRuntimeObject(compiler: Compiler, opts: { cacheDir?: string } = {}): Promise<string> {
-  return cachedObject('tt_cuda.o', CUDA_RUNTIME, CUDA_HEADER, OPENCL_OBJECT_FLAGS, 'the CUDA runtime', compiler, opts.cacheDir ?? cacheRoot());
+  return cachedObject('tt_cuda.o', CUDA_RUNTIME, [CUDA_HEADER], OPENCL_OBJECT_FLAGS, 'the CUDA runtime', compiler, opts.cacheDir ?? cacheRoot());
 }

@@ -166,6 +166,11 @@ const AVX512_WIDE_TILES: readonly { vec: number; rows: number; fits: (channels: 
 /** The register tile of a tiled reduction: channels per tile (`vec`, the vector loop) and rows of its block axis. */
 function registerTile(tag: string, channels: number, blockExtent: number | undefined, lanes: number): { vec: number; rows: number } {
   if ((tag === 'dense' || tag === 'batch_matmul') && blockExtent !== undefined) {
+    // AVX-512, rows to spare: 24 accumulators (AVX512_WIDE_TILES).
+    if (lanes === 16 && blockExtent >= 56) {
+      const wide = AVX512_WIDE_TILES.find((w) => w.fits(channels));
+      if (wide) return { vec: wide.vec, rows: wide.rows };
+    }
     // Rows that divide nothing useful (ViT's 197 tokens are prime: 1 row per tile, each
     // weight vector loaded for one multiply-add) take the full block, the last one partial:
     // its guard is versioned out of the whole tiles (codegen/partition.ts).
@@ -178,11 +183,6 @@ function registerTile(tag: string, channels: number, blockExtent: number | undef
     // pairs (median of the ratios 6 rows / 7 rows): 197x384 by 1536 0.85 over 6 pairs,
     // 197x1536 by 384 0.83 over 4, 197x384 by 1152 0.75 over 1.
     const full = t.vec > lanes ? (lanes === 8 ? AVX2_TWO_VECTOR_ROWS : 7) : lanes === 8 ? AVX2_ONE_VECTOR_ROWS : 14;
-    // AVX-512, rows to spare: 24 accumulators (AVX512_WIDE_TILES).
-    if (lanes === 16 && blockExtent >= 56) {
-      const wide = AVX512_WIDE_TILES.find((w) => w.fits(channels));
-      if (wide) return { vec: wide.vec, rows: wide.rows };
-    }
     // Columns that 32 divides but neither 48 nor 64 (160): AVX-512's 32 registers hold 14
     // rows x 2 vectors of accumulators, so a GEMM with rows to spare takes the largest
     // divisor up to 14, not up to 7.

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tt_common.h"
+#include "tt_fpmode.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -329,15 +330,7 @@ int tt_parse_ull(const char* text, unsigned long long max, unsigned long long* o
   return 0;
 }
 
-void tt_flush_subnormals(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
-#elif defined(__aarch64__)
-  uint64_t fpcr;
-  __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
-  __asm__ __volatile__("msr fpcr, %0" : : "r"(fpcr | (1ull << 24))); /* FZ */
-#endif
-}
+void tt_flush_subnormals(void) { tt_fp_set_mode(tt_fp_flushing(tt_fp_mode())); }
 
 void tt_chomp(char* line) {
   size_t n = strlen(line);

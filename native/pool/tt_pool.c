@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #endif
 #include "tt_pool.h"
+#include "../common/tt_fpmode.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -77,30 +78,6 @@ static inline void tt_pool_pause(void) {
 #endif
 }
 
-/* The control bits of this thread's floating-point unit that decide subnormal handling
-   (x86: MXCSR; aarch64: FPCR); 0 where neither. */
-static inline unsigned tt_fp_mode(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_ia32_stmxcsr();
-#elif defined(__aarch64__)
-  uint64_t v;
-  __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
-  return (unsigned)v;
-#else
-  return 0;
-#endif
-}
-
-static inline void tt_fp_set_mode(unsigned mode) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (__builtin_ia32_stmxcsr() != mode) __builtin_ia32_ldmxcsr(mode);
-#elif defined(__aarch64__)
-  if (tt_fp_mode() != mode) __asm__ __volatile__("msr fpcr, %0" : : "r"((uint64_t)mode));
-#else
-  (void)mode;
-#endif
-}
-
 /* Flush subnormal floats to zero on this thread, as inputs and as results (x86: MXCSR's DAZ
    and FTZ; aarch64: FPCR.FZ), until tt_fp_flush_end restores the mode this returns. A model
    runs so (engine/compile/model.ts: tt_run and tt_run_profiled), as TensorFlow runs its
@@ -113,11 +90,7 @@ __attribute__((visibility("hidden"))) unsigned tt_fp_flush_begin(void);
 __attribute__((visibility("hidden"))) void tt_fp_flush_end(unsigned mode);
 unsigned tt_fp_flush_begin(void) {
   unsigned mode = tt_fp_mode();
-#if defined(__x86_64__) || defined(__i386__)
-  tt_fp_set_mode(mode | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
-#elif defined(__aarch64__)
-  tt_fp_set_mode(mode | (1u << 24)); /* FZ */
-#endif
+  tt_fp_set_mode(tt_fp_flushing(mode));
   return mode;
 }
 void tt_fp_flush_end(unsigned mode) { tt_fp_set_mode(mode); }
