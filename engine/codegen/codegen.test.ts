@@ -557,13 +557,26 @@ test('weight panel prefetch: a channels-outer conv asks for its share of the nex
   assert.not.match(check(early, dflt(early, 8), 'pointwise conv, positions outer', 8, ['weight']), /__builtin_prefetch/);
 });
 
-test('stream prefetch: a panel too long for a burst is prefetched 8 KB ahead of the reduction that walks it, and computes the same', () => {
-  // 512-line panels over 9 tiles (57 lines each, more than MAX_LINES_PER_ITERATION): no burst
-  // at the top of the parallel loop; the reduction over 512 channels (a line of weights per
-  // channel at 16 of AVX2's lanes) asks for the line STREAM_AHEAD_FLOATS on at every step.
+test('trickle prefetch: a share of the next panel too long for a burst is spread through the reduction, and computes the same', () => {
+  // 512-line panels over 9 tiles (57 lines each, more than MAX_LINES_PER_ITERATION), and two
+  // panels beside the 7x7x512 input fit TRICKLE_L2_BYTES: no burst at the top of the parallel
+  // loop; the reduction over 512 channels asks for one line of the share every 8 steps
+  // (8 x 57 <= 512 < 16 x 57).
   const wide = conv(7, 512, 64, 1, 1, 0);
   const code = check(wide, dflt(wide, 8), 'pointwise conv, long panels', 8, ['weight']);
-  assert.match(code, /for \(int32_t (\w+) = 0; \1 < 512; \+\+\1\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&weight\[\(.*\1 \* 16\)\) \+ 2048\)\]/);
+  assert.match(code, /for \(int32_t (\w+) = 0; \1 < 512; \+\+\1\) \{\n\s+const int32_t (\w+) = tt_floormod\(\1, 8\);\n\s+const int32_t (\w+) = tt_floordiv\(\1, 8\);\n\s+if \(\(\(\(\(\w+ \+ 1\) < 4\) && \(\(\w+ \* 57\) < 512\)\) && \(\(\2 == 0\) && \(\3 < 57\)\)\)\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&weight\[\(\(\(\(\w+ \+ 1\) \* 8192\) \+ \(\w+ \* 912\)\) \+ \(\3 \* 16\)\)\]/);
+  assert.not.match(code, /__builtin_prefetch\(.*\+ 2048\)\]/);
+});
+
+test('stream prefetch: a panel too long for a burst is prefetched 8 KB ahead of the reduction that walks it, and computes the same', () => {
+  // A 64x4096 input (1 MB) leaves no room in TRICKLE_L2_BYTES for the next panel beside it:
+  // each step of the reduction over K (a line of weights per step at 16 columns a tile, AVX2)
+  // asks for the line STREAM_AHEAD_FLOATS on instead.
+  const a = placeholder('x', [64, 4096]);
+  const b = placeholder('w', [128, 4096]);
+  const big = new ComputeDAG([dense(a, b)]);
+  const code = check(big, dflt(big, 8), 'dense, input too large for the trickle', 8, ['w']);
+  assert.match(code, /for \(int32_t (\w+) = 0; \1 < 4096; \+\+\1\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&w\[\(.*\1 \* 16\)\) \+ 2048\)\]/);
   // A dense layer of one row (a classifier's, DCGAN's projection), whose parallel loop gives
   // each iteration a panel of its own: two lines per step of K at 32 channels per tile.
   const x = placeholder('x', [1, 128]);

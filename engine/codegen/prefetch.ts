@@ -19,9 +19,21 @@
 // per iteration, did not gain (perhaps because a burst that long holds up the tile after
 // it; not measured). Hence MAX_LINES_PER_ITERATION.
 //
-// Where the share would be longer than that, the panel is instead prefetched as the
-// reduction walks it: the innermost serial loop that reads the panel by at least a line per
-// iteration asks, each iteration, for the lines it will read STREAM_AHEAD_FLOATS further on.
+// Where the share would be longer than that and several iterations read each panel, the
+// share is instead spread through the iteration's reduction loop (`trickle`): one line
+// every few steps rather than all at its start. This holds only where
+// the next panel fits in the L2 beside the current one and the inputs every tile reads
+// (TRICKLE_L2_BYTES); else the prefetched panel evicts what the tiles re-read. On a 2-core
+// AVX-512 Xeon, 1 thread, `bench/compare-builds.ts --profile` (per-kernel medians in the
+// network, with / without): BERT-base's 128x768 by 768 dense 0.90 and its 768 by 3072 with
+// GELU 0.91 (panels of 64 columns, 192 KB, 140 lines per tile of 6 rows), the network 0.97
+// (2 threads 1.00); mobilenet-v2's 7x7 pointwise convs 0.91-0.93, the network 0.98 summed.
+// The 128x3072 by 768 dense (768 KB panels beside a 1.5 MB input) ran 2% slower with it in a
+// kernel harness whose weights came from L3, hence the bound.
+//
+// Where the panel is read by one iteration, or the trickle does not fit, the panel is
+// instead prefetched as the reduction walks it: the innermost serial loop that reads the
+// panel by at least a line per iteration asks, each iteration, for the lines it will read STREAM_AHEAD_FLOATS further on.
 // A panel read by one or two tiles and then left (a weight-bound layer: DCGAN's first
 // transposed conv, 16 output positions per 2x2x1024 slice of 512 channels) otherwise waits
 // on L3 or memory at every line: that layer's phase convs, the kernel alone with its weights
@@ -29,7 +41,7 @@
 // Xeon: 1.18 ms without, 0.94 / 0.89 / 0.82 / 0.82 ms with the prefetch 1, 4, 8 and 16 KB
 // ahead.
 
-import { freeVars, substitute, walk, type Expr, add, and, floordiv, floormod, int, lt, mul, v } from '../ir/expr';
+import { freeVars, substitute, walk, type Expr, add, and, eq, floordiv, floormod, int, lt, mul, v } from '../ir/expr';
 import { numElements } from '../ir/tensor';
 import { affineIn } from './fold';
 import { blockedShape, type BlockedLayout } from './layout';
@@ -39,6 +51,11 @@ import { forEachExpr, linear, type KernelArg, type Stmt } from './lower';
 export const MAX_LINES_PER_ITERATION = 32;
 /** How far ahead of its reads the reduction loop prefetches a panel too long for a burst (8 KB): see the header. */
 export const STREAM_AHEAD_FLOATS = 2048;
+/**
+ * The L2 that the trickle assumes (see the header): the smallest of current x86 server cores
+ * (Zen 4's 1 MB; Intel's are 2 MB). Two panels and the loop's other inputs must fit in it.
+ */
+export const TRICKLE_L2_BYTES = 1024 * 1024;
 const LINE_FLOATS = 16;
 
 type For = Extract<Stmt, { k: 'for' }>;
@@ -73,7 +90,7 @@ function panelPeriod(index: Expr, f: string, panel: number): number | undefined 
  * share is longer than MAX_LINES_PER_ITERATION, `stream`: the loop's body with its reads
  * of the panel prefetched ahead (streamPrefetch).
  */
-function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: number): { next: Stmt } | { stream: Stmt[] } | undefined {
+function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: number, otherInputFloats: number): { next: Stmt } | { stream: Stmt[] } | undefined {
   const indices = readIndices(loop.body, buf);
   if (indices.length === 0) return undefined;
   const periods = new Set(indices.map((i) => panelPeriod(i, loop.v, panelFloats)));
@@ -84,21 +101,56 @@ function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: numb
   // Each iteration a panel of its own: a panel short enough for a burst is left to the
   // hardware, as before this pass had a rule for it (not measured).
   if (period === 1 && per <= MAX_LINES_PER_ITERATION) return undefined;
-  if (per > MAX_LINES_PER_ITERATION) {
-    const stream = streamPrefetch(loop.body, buf);
-    return stream ? { stream } : undefined;
-  }
   const q = floordiv(v(loop.v), period), r = floormod(v(loop.v), period);
-  const index = add(mul(add(q, 1), panelFloats), mul(r, per * LINE_FLOATS));
   // The last panel has no next one; a share that runs past the panel's end only asks for
   // lines of the one after it, and prefetching never faults.
-  return { next: { k: 'if', cond: and(lt(add(q, 1), panels), lt(mul(r, per), int(lines))), body: [{ k: 'prefetch', buf, index, lines: per }] } };
+  const hasNext = and(lt(add(q, 1), panels), lt(mul(r, per), int(lines)));
+  const share = add(mul(add(q, 1), panelFloats), mul(r, per * LINE_FLOATS));
+  if (per > MAX_LINES_PER_ITERATION) {
+    const fits = (2 * panelFloats + otherInputFloats) * 4 <= TRICKLE_L2_BYTES;
+    const trickled = period > 1 && fits ? trickle(loop.body, buf, share, per, hasNext) : undefined;
+    const stream = trickled ?? streamPrefetch(loop.body, buf);
+    return stream ? { stream } : undefined;
+  }
+  return { next: { k: 'if', cond: hasNext, body: [{ k: 'prefetch', buf, index: share, lines: per }] } };
 }
 
-/** Whether a serial loop in `body` (nested ones included) reads `buf`. */
-function readsInSerialLoop(body: readonly Stmt[], buf: string): boolean {
-  return body.some((s) => (s.k === 'for' && s.kind === 'serial' && readIndices(s.body, buf).length > 0)
-    || ((s.k === 'for' || s.k === 'if') && readsInSerialLoop(s.body, buf)));
+/**
+ * `body` with the `per` lines from `share` prefetched through the innermost serial loop that
+ * reads `buf` (see the header): every `every` steps a line, `every` the largest power of two
+ * that still leaves a step for each line, or several lines a step where the loop is shorter
+ * than the share. Undefined where no serial loop reads `buf`, or one that does sits inside
+ * another (a conv's taps around its channels): the share would be asked for once per outer step.
+ */
+function trickle(body: readonly Stmt[], buf: string, share: Expr, per: number, hasNext: Expr): Stmt[] | undefined {
+  let placed = false, nested = false;
+  const visit = (stmts: readonly Stmt[]): Stmt[] => stmts.map((s): Stmt => {
+    if (s.k === 'if') return { ...s, body: visit(s.body) };
+    if (s.k !== 'for') return s;
+    // A loop of one step is no loop (a batch axis of 1).
+    if (s.kind !== 'serial' || s.extent <= 1 || readIndices(s.body, buf).length === 0) return { ...s, body: visit(s.body) };
+    if (readsInSerialLoop(s.body, buf, 1)) { nested = true; return s; }
+    placed = true;
+    const k = v(s.v);
+    if (per > s.extent) {
+      const lines = Math.ceil(per / s.extent);
+      const at = mul(k, lines);
+      return { ...s, body: [{ k: 'if', cond: and(hasNext, lt(at, int(per))), body: [{ k: 'prefetch', buf, index: add(share, mul(at, LINE_FLOATS)), lines }] }, ...s.body] };
+    }
+    let every = 1;
+    while (every * 2 * per <= s.extent) every *= 2;
+    const line = every === 1 ? k : floordiv(k, every);
+    const due = every === 1 ? lt(k, int(per)) : and(eq(floormod(k, every), 0), lt(line, int(per)));
+    return { ...s, body: [{ k: 'if', cond: and(hasNext, due), body: [{ k: 'prefetch', buf, index: add(share, mul(line, LINE_FLOATS)), lines: 1 }] }, ...s.body] };
+  });
+  const out = visit(body);
+  return placed && !nested ? out : undefined;
+}
+
+/** Whether a serial loop in `body` (nested ones included) of more than `minExtent` steps reads `buf`. */
+function readsInSerialLoop(body: readonly Stmt[], buf: string, minExtent = 0): boolean {
+  return body.some((s) => (s.k === 'for' && s.kind === 'serial' && s.extent > minExtent && readIndices(s.body, buf).length > 0)
+    || ((s.k === 'for' || s.k === 'if') && readsInSerialLoop(s.body, buf, minExtent)));
 }
 
 /** The variables of the loops in `body`, nested ones included. */
@@ -157,7 +209,9 @@ export function prefetchNextPanels(body: readonly Stmt[], args: readonly KernelA
     let loop: For = s;
     const hints: Stmt[] = [];
     for (const i of inputs) {
-      const p = panelPrefetch(loop, i.buf, i.panelFloats, i.panels);
+      // What the loop's tiles re-read beside the panels: its other arguments that it loads.
+      const others = args.filter((a) => a.buf !== i.buf && readIndices(s.body, a.buf).length > 0);
+      const p = panelPrefetch(loop, i.buf, i.panelFloats, i.panels, others.reduce((n, a) => n + numElements(a.tensor.shape), 0));
       if (p && 'next' in p) hints.push(p.next);
       else if (p) loop = { ...loop, body: p.stream };
     }
