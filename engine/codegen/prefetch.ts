@@ -33,7 +33,8 @@
 //
 // Where the panel is read by one iteration, or the trickle does not fit, the panel is
 // instead prefetched as the reduction walks it: the innermost serial loop that reads the
-// panel by at least a line per iteration asks, each iteration, for the lines it will read STREAM_AHEAD_FLOATS further on.
+// panel by at least a line per iteration asks, each iteration, for the lines it will read
+// STREAM_AHEAD_FLOATS further on.
 // A panel read by one or two tiles and then left (a weight-bound layer: DCGAN's first
 // transposed conv, 16 output positions per 2x2x1024 slice of 512 channels) otherwise waits
 // on L3 or memory at every line: that layer's phase convs, the kernel alone with its weights
