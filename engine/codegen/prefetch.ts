@@ -128,7 +128,7 @@ function trickle(body: readonly Stmt[], buf: string, share: Expr, per: number, h
   const visit = (stmts: readonly Stmt[]): Stmt[] => stmts.map((s): Stmt => {
     if (s.k === 'if') return { ...s, body: visit(s.body) };
     if (s.k !== 'for') return s;
-    // A loop of one step is no loop (a batch axis of 1).
+    // A loop of one step (a unit axis the lowering kept) does not repeat what it holds.
     if (s.kind !== 'serial' || s.extent <= 1 || readIndices(s.body, buf).length === 0) return { ...s, body: visit(s.body) };
     if (readsInSerialLoop(s.body, buf, 1)) { nested = true; return s; }
     placed = true;
