@@ -256,6 +256,19 @@ test('default: a transpose whose own last axis is short (NCHW image to NHWC) run
   assert.not.ok(dflt(same, 16).some((s) => s.s === 'split'), 'reads along its own last axis: left as it was');
 });
 
+test('default: a transpose of a long last axis (keys split from a fused qkv projection) runs in tiles of a vector of it by the axis read contiguously', () => {
+  // 37 tokens by 2 heads of 32 -> 2 heads x 32 x 37 tokens: 37 is two whole vectors of 16 and a tail of 5.
+  const x = placeholder('x', [1, 37, 2, 32]);
+  const dag = new ComputeDAG([transpose(x, [0, 2, 3, 1])]);
+  for (const lanes of [16, 8]) {
+    const steps = dflt(dag, lanes);
+    assert.ok(steps.some((s) => s.s === 'split' && s.iter === 'ax3' && s.lengths[0] === lanes), `${lanes} lanes: the tokens by vectors`);
+    assert.ok(steps.some((s) => s.s === 'reorder' && s.order.join() === 'ax0,ax1,ax3.0,ax2,ax3.1'), `${lanes} lanes: the head's 32 inside each vector of tokens`);
+    assert.ok(steps.some((s) => s.s === 'annotate' && s.iter === 'ax3.1' && s.ann === 'vectorize'), `${lanes} lanes: the vector of tokens innermost`);
+    check(dag, steps, `transpose 1x37x2x32 -> 1x2x32x37, ${lanes} lanes`, lanes);
+  }
+});
+
 test('default: a Winograd conv\'s batched product at 8 lanes tiles 6 tiles x 2 vectors, the last block short', () => {
   // 9x9 with F(2x2): 25 tiles (4 blocks of 6 and 1); 14x14 with F(4x4): 16 tiles (6, 6, 4).
   for (const [m, h] of [[2, 9], [4, 14]] as const) {
