@@ -122,21 +122,16 @@ function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: numb
  * that still leaves a step for each line, or several lines a step where the loop is shorter
  * than the share. Undefined where no serial loop reads `buf`, or one that does sits inside
  * another (a conv's taps around its channels): the share would be asked for once per outer step.
+ * A loop of one step (a unit axis the lowering kept) does not repeat what it holds, so it
+ * neither takes the share nor counts as an outer loop.
  */
 function trickle(body: readonly Stmt[], buf: string, share: Expr, per: number, hasNext: Expr): Stmt[] | undefined {
-  let placed = false, nested = false;
-  const visit = (stmts: readonly Stmt[]): Stmt[] => stmts.map((s): Stmt => {
-    if (s.k === 'if') return { ...s, body: visit(s.body) };
-    if (s.k !== 'for') return s;
-    // A loop of one step (a unit axis the lowering kept) does not repeat what it holds.
-    if (s.kind !== 'serial' || s.extent <= 1 || readIndices(s.body, buf).length === 0) return { ...s, body: visit(s.body) };
-    if (readsInSerialLoop(s.body, buf, 1)) { nested = true; return s; }
-    placed = true;
+  const at = atInnermostReads(body, buf, 1, (s) => {
     const k = v(s.v);
     if (per > s.extent) {
       const lines = Math.ceil(per / s.extent);
-      const at = mul(k, lines);
-      return { ...s, body: [{ k: 'if', cond: and(hasNext, lt(at, int(per))), body: [{ k: 'prefetch', buf, index: add(share, mul(at, LINE_FLOATS)), lines }] }, ...s.body] };
+      const first = mul(k, lines);
+      return { ...s, body: [{ k: 'if', cond: and(hasNext, lt(first, int(per))), body: [{ k: 'prefetch', buf, index: add(share, mul(first, LINE_FLOATS)), lines }] }, ...s.body] };
     }
     let every = 1;
     while (every * 2 * per <= s.extent) every *= 2;
@@ -144,8 +139,32 @@ function trickle(body: readonly Stmt[], buf: string, share: Expr, per: number, h
     const due = every === 1 ? lt(k, int(per)) : and(eq(floormod(k, every), 0), lt(line, int(per)));
     return { ...s, body: [{ k: 'if', cond: and(hasNext, due), body: [{ k: 'prefetch', buf, index: add(share, mul(line, LINE_FLOATS)), lines: 1 }] }, ...s.body] };
   });
-  const out = visit(body);
-  return placed && !nested ? out : undefined;
+  return at.placed && !at.nested ? at.body : undefined;
+}
+
+/**
+ * `body` with `place` applied to each innermost serial loop of more than `minExtent` steps
+ * that reads `buf` (no such loop inside it reads `buf`); where `place` declines (undefined),
+ * the loop stays as it was. `placed`: whether any loop was placed; `nested`: whether one of
+ * the innermost loops sits inside another serial loop of more than `minExtent` steps that
+ * reads `buf`. Loops and guards that hold no placement come back as the same objects.
+ */
+function atInnermostReads(body: readonly Stmt[], buf: string, minExtent: number, place: (loop: For) => For | undefined): { body: Stmt[]; placed: boolean; nested: boolean } {
+  let placed = false, nested = false;
+  const visit = (stmts: readonly Stmt[], inReading: boolean): Stmt[] => stmts.map((s): Stmt => {
+    if (s.k !== 'for' && s.k !== 'if') return s;
+    const reading = s.k === 'for' && s.kind === 'serial' && s.extent > minExtent && readIndices(s.body, buf).length > 0;
+    if (reading && !readsInSerialLoop(s.body, buf, minExtent)) {
+      if (inReading) nested = true;
+      const out = place(s);
+      if (out) placed = true;
+      return out ?? s;
+    }
+    const inner = visit(s.body, inReading || reading);
+    return inner.every((x, i) => x === s.body[i]) ? s : { ...s, body: inner };
+  });
+  const out = visit(body, false);
+  return { body: out, placed, nested };
 }
 
 /** Whether a serial loop in `body` (nested ones included) of more than `minExtent` steps reads `buf`. */
@@ -172,29 +191,20 @@ function loopVars(body: readonly Stmt[], into = new Set<string>()): Set<string> 
  * prefetching never faults.
  */
 function streamPrefetch(body: readonly Stmt[], buf: string): Stmt[] | undefined {
-  let placed = false;
-  const visit = (stmts: readonly Stmt[]): Stmt[] => stmts.map((s): Stmt => {
-    if (s.k === 'if') return { ...s, body: visit(s.body) };
-    if (s.k !== 'for') return s;
-    const inner = visit(s.body);
-    if (inner.some((x, i) => x !== s.body[i])) return { ...s, body: inner };
-    if (s.kind !== 'serial' || readsInSerialLoop(s.body, buf)) return s;
+  const at = atInnermostReads(body, buf, 0, (s) => {
     const indices = readIndices(s.body, buf);
-    if (indices.length === 0) return s;
     // How far each read moves per step: 0 where it is not affine in the loop (a floordiv of it).
     const strides = new Set(indices.map((i) => affineIn(i, s.v) ?? 0));
     const [stride] = strides;
     // Not a loop shorter than the distance ahead, nor the loops around it: ViT's patch
     // embedding (3 channels per tap of a 16x16 patch) ran 10% slower with the prefetch in
     // its channel loop and 7% with it in the tap loop (per-kernel profiles, 1 thread).
-    if (strides.size !== 1 || stride < LINE_FLOATS || s.extent * stride < STREAM_AHEAD_FLOATS) return s;
+    if (strides.size !== 1 || stride < LINE_FLOATS || s.extent * stride < STREAM_AHEAD_FLOATS) return undefined;
     const zero = new Map([...loopVars(s.body)].map((name) => [name, int(0)]));
     const index = add(substitute(indices[0], zero), int(STREAM_AHEAD_FLOATS));
-    placed = true;
     return { ...s, body: [{ k: 'prefetch', buf, index, lines: Math.ceil(stride / LINE_FLOATS) }, ...s.body] };
   });
-  const out = visit(body);
-  return placed ? out : undefined;
+  return at.placed ? at.body : undefined;
 }
 
 /** `body` with a prefetch of the next weight panel at the top of each parallel loop that walks one (see the header). */
