@@ -590,6 +590,11 @@ test('stream prefetch: a panel too long for a burst is prefetched 8 KB ahead of 
   const big = new ComputeDAG([dense(a, b)]);
   const code = check(big, dflt(big, 8), 'dense, input too large for the trickle', 8, ['w']);
   assert.match(code, /for \(int32_t (\w+) = 0; \1 < 4096; \+\+\1\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&w\[\(.*\1 \* 16\)\) \+ 2048\)\]/);
+  // 61 rows leave a short tile after the whole ones, behind a guard: its reduction streams the panel too.
+  const ragged = new ComputeDAG([dense(placeholder('x', [61, 4096]), b)]);
+  const raggedCode = check(ragged, dflt(ragged, 8), 'dense, 61 rows', 8, ['w']);
+  const reductions = raggedCode.match(/for \(int32_t (\w+) = 0; \1 < 4096; \+\+\1\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch/g) ?? [];
+  assert.is(reductions.length, 2, 'the whole tiles\' reduction and the short tile\'s each stream the panel');
   // A dense layer of one row (a classifier's, DCGAN's projection), whose parallel loop gives
   // each iteration a panel of its own: two lines per step of K at 32 channels per tile.
   const x = placeholder('x', [1, 128]);
