@@ -579,6 +579,15 @@ test('trickle prefetch: a share of the next panel too long for a burst is spread
   const code = check(wide, dflt(wide, 8), 'pointwise conv, long panels', 8, ['weight']);
   assert.match(code, /for \(int32_t (\w+) = 0; \1 < 512; \+\+\1\) \{\n\s+const int32_t (\w+) = tt_floormod\(\1, 8\);\n\s+const int32_t (\w+) = tt_floordiv\(\1, 8\);\n\s+if \(\(\(\(\(\w+ \+ 1\) < 4\) && \(\(\w+ \* 57\) < 512\)\) && \(\(\2 == 0\) && \(\3 < 57\)\)\)\) \{\n\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&weight\[\(\(\(\(\w+ \+ 1\) \* 8192\) \+ \(\w+ \* 912\)\) \+ \(\3 \* 16\)\)\]/);
   assert.not.match(code, /__builtin_prefetch\(.*\+ 2048\)\]/);
+  // Those panels are 32 KB, within NEAR_L1_BYTES: the reduction does not stream its own panel.
+  assert.not.match(code, /__builtin_prefetch\(.*\+ 512\)\]/);
+  // A 48x768 by 768x128 dense at AVX2 lanes: 48 KB panels of 16 columns, each re-read by 8
+  // tiles of 6 rows. Beside the trickle, each step of the reduction asks for the line of its
+  // own panel NEAR_AHEAD_FLOATS on, which the tile after the first reads from the L2.
+  const gemm = new ComputeDAG([dense(placeholder('x', [48, 768]), placeholder('w', [128, 768]))]);
+  const gemmCode = check(gemm, dflt(gemm, 8), 'dense, panels larger than the L1', 8, ['w']);
+  assert.match(gemmCode, /for \(int32_t (\w+) = 0; \1 < 768; \+\+\1\) \{\n(?:\s+const int32_t \w+ = [^\n]*\n)*\s+for \(int32_t tt_line = 0; tt_line < 1; \+\+tt_line\) __builtin_prefetch\(\(const char\*\)&w\[\(\(\(\w+ \* 12288\) \+ \(\1 \* 16\)\) \+ 512\)\]/);
+  assert.match(gemmCode, /__builtin_prefetch\(\(const char\*\)&w\[\(\(\(\(\w+ \+ 1\) \* 12288\)/, 'the trickle of the next panel stays');
 });
 
 test('stream prefetch: a panel too long for a burst is prefetched 8 KB ahead of the reduction that walks it, and computes the same', () => {

@@ -35,6 +35,19 @@
 // instead prefetched as the reduction walks it: the innermost serial loop that reads the
 // panel by at least a line per iteration asks, each iteration, for the lines it will read
 // STREAM_AHEAD_FLOATS further on.
+// A panel that several tiles re-read but that outgrows the L1 (NEAR_L1_BYTES: ViT-S/16's
+// 384-deep panels of 64 columns are 96 KB) is read from the L2 by every tile after the
+// first, and the hardware does not fetch it far enough ahead: there the reduction loop also
+// asks, each step, for the lines it reads NEAR_AHEAD_FLOATS further on, beside the burst or
+// the trickle of the next panel. ViT's 197x384 by 1152 dense in a C harness (1 thread,
+// AVX-512 Xeon, means of 100 runs, 8 interleaved rounds): 0.975 ms without, 0.915 with it 2
+// KB ahead, 0.918 1 KB, 0.934 8 KB. In the network (`bench/compare-builds.ts --profile`, 1
+// thread; 2): ViT's changed denses 0.936 each (0.975-0.991), the network 0.960 (0.985);
+// BERT-base's qkv and fc1 0.973-0.984 (0.942-0.951), the network 0.983 (0.982);
+// mobilenet-v2's 7x7 pointwise convs 0.948-0.961, the network 0.993 (0.999); mobilenet's
+// pointwise convs 0.997-1.017 (0.969-0.985), the network 0.999 (1.005); resnet-50 1.002
+// (0.978). Not measured on AVX2.
+//
 // A panel read by one or two tiles and then left (a weight-bound layer: DCGAN's first
 // transposed conv, 16 output positions per 2x2x1024 slice of 512 channels) otherwise waits
 // on L3 or memory at every line: that layer's phase convs, the kernel alone with its weights
@@ -57,6 +70,10 @@ export const STREAM_AHEAD_FLOATS = 2048;
  * (Zen 4's 1 MB; Intel's are 2 MB). Two panels and the loop's other inputs must fit in it.
  */
 export const TRICKLE_L2_BYTES = 1024 * 1024;
+/** How far ahead the reduction loop prefetches a panel that it re-reads from the L2 (2 KB): see panelPrefetch. */
+export const NEAR_AHEAD_FLOATS = 512;
+/** The L1 that a re-read panel must outgrow for that prefetch: the smallest of current x86 cores (Zen 4's 32 KB; Intel's are 48 KB). */
+export const NEAR_L1_BYTES = 32 * 1024;
 const LINE_FLOATS = 16;
 
 type For = Extract<Stmt, { k: 'for' }>;
@@ -87,11 +104,11 @@ function panelPeriod(index: Expr, f: string, panel: number): number | undefined 
 
 /**
  * The prefetch for one parallel loop and one blocked input, if the loop walks the input's
- * panels: a share of the next panel at the top of each iteration (`next`), or, where that
- * share is longer than MAX_LINES_PER_ITERATION, `stream`: the loop's body with its reads
- * of the panel prefetched ahead (streamPrefetch).
+ * panels: `stream`, the loop's body, with its reads of the panel prefetched ahead where the
+ * header says so (streamPrefetch, the trickle), and `next`, a share of the next panel for
+ * the top of each iteration, where that share is short enough for a burst.
  */
-function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: number, otherInputFloats: number): { next: Stmt } | { stream: Stmt[] } | undefined {
+function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: number, otherInputFloats: number): { next?: Stmt; stream: Stmt[] } | undefined {
   const indices = readIndices(loop.body, buf);
   if (indices.length === 0) return undefined;
   const periods = new Set(indices.map((i) => panelPeriod(i, loop.v, panelFloats)));
@@ -107,13 +124,17 @@ function panelPrefetch(loop: For, buf: string, panelFloats: number, panels: numb
   // lines of the one after it, and prefetching never faults.
   const hasNext = and(lt(add(q, 1), panels), lt(mul(r, per), int(lines)));
   const share = add(mul(add(q, 1), panelFloats), mul(r, per * LINE_FLOATS));
+  // A panel that several tiles re-read and that outgrows the L1 comes from the L2 at every
+  // tile: its reduction loop also asks for the lines it reads NEAR_AHEAD_FLOATS on.
+  const nearStream = (body: Stmt[]): Stmt[] => (period > 1 && panelFloats * 4 > NEAR_L1_BYTES ? streamPrefetch(body, buf, NEAR_AHEAD_FLOATS) ?? body : body);
   if (per > MAX_LINES_PER_ITERATION) {
     const fits = (2 * panelFloats + otherInputFloats) * 4 <= TRICKLE_L2_BYTES;
     const trickled = period > 1 && fits ? trickle(loop.body, buf, share, per, hasNext) : undefined;
-    const stream = trickled ?? streamPrefetch(loop.body, buf);
+    const stream = trickled ? nearStream(trickled) : streamPrefetch(loop.body, buf, STREAM_AHEAD_FLOATS);
     return stream ? { stream } : undefined;
   }
-  return { next: { k: 'if', cond: hasNext, body: [{ k: 'prefetch', buf, index: share, lines: per }] } };
+  const next: Stmt = { k: 'if', cond: hasNext, body: [{ k: 'prefetch', buf, index: share, lines: per }] };
+  return { next, stream: nearStream([...loop.body]) };
 }
 
 /**
@@ -185,12 +206,12 @@ function loopVars(body: readonly Stmt[], into = new Set<string>()): Set<string> 
 /**
  * `body` with a prefetch at the top of each innermost serial loop that reads `buf` (no
  * serial loop inside it does), by the same stride of at least a line per iteration at every
- * read and over at least STREAM_AHEAD_FLOATS in all: the lines that the iteration's first
- * read reaches STREAM_AHEAD_FLOATS further on (see the header). Undefined where no loop
+ * read and over at least `ahead` floats in all: the lines that the iteration's first
+ * read reaches `ahead` floats further on (see the header). Undefined where no loop
  * qualifies. Running past the buffer's end only asks for lines of whatever follows it:
  * prefetching never faults.
  */
-function streamPrefetch(body: readonly Stmt[], buf: string): Stmt[] | undefined {
+function streamPrefetch(body: readonly Stmt[], buf: string, ahead: number): Stmt[] | undefined {
   const at = atInnermostReads(body, buf, 0, (s) => {
     const indices = readIndices(s.body, buf);
     // How far each read moves per step: 0 where it is not affine in the loop (a floordiv of it).
@@ -199,9 +220,9 @@ function streamPrefetch(body: readonly Stmt[], buf: string): Stmt[] | undefined 
     // Not a loop shorter than the distance ahead, nor the loops around it: ViT's patch
     // embedding (3 channels per tap of a 16x16 patch) ran 10% slower with the prefetch in
     // its channel loop and 7% with it in the tap loop (per-kernel profiles, 1 thread).
-    if (strides.size !== 1 || stride < LINE_FLOATS || s.extent * stride < STREAM_AHEAD_FLOATS) return undefined;
+    if (strides.size !== 1 || stride < LINE_FLOATS || s.extent * stride < ahead) return undefined;
     const zero = new Map([...loopVars(s.body)].map((name) => [name, int(0)]));
-    const index = add(substitute(indices[0], zero), int(STREAM_AHEAD_FLOATS));
+    const index = add(substitute(indices[0], zero), int(ahead));
     return { ...s, body: [{ k: 'prefetch', buf, index, lines: Math.ceil(stride / LINE_FLOATS) }, ...s.body] };
   });
   return at.placed ? at.body : undefined;
@@ -223,8 +244,8 @@ export function prefetchNextPanels(body: readonly Stmt[], args: readonly KernelA
       // What the loop's tiles re-read beside the panels: its other arguments that it loads.
       const others = args.filter((a) => a.buf !== i.buf && readIndices(s.body, a.buf).length > 0);
       const p = panelPrefetch(loop, i.buf, i.panelFloats, i.panels, others.reduce((n, a) => n + numElements(a.tensor.shape), 0));
-      if (p && 'next' in p) hints.push(p.next);
-      else if (p) loop = { ...loop, body: p.stream };
+      if (p?.next) hints.push(p.next);
+      if (p) loop = { ...loop, body: p.stream };
     }
     return hints.length ? { ...loop, body: [...hints, ...loop.body] } : loop;
   });
