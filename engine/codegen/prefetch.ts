@@ -40,9 +40,10 @@
 // first, and the hardware does not fetch it far enough ahead: there the reduction loop also
 // asks, each step, for the lines it reads NEAR_AHEAD_FLOATS further on, beside the burst or
 // the trickle of the next panel. ViT's 197x384 by 1152 dense in a C harness (1 thread,
-// AVX-512 Xeon, means of 100 runs, 8 interleaved rounds): 0.975 ms without, 0.915 with it 2
-// KB ahead, 0.918 1 KB, 0.934 8 KB. In the network (`bench/compare-builds.ts --profile`, 1
-// thread; 2): ViT's changed denses 0.936 each (0.975-0.991), the network 0.960 (0.985);
+// AVX-512 Xeon, its weights rotated through 32 copies, medians of 8 interleaved rounds of
+// 100 runs): 0.975 ms without, 0.915 with it 2 KB ahead, 0.918 1 KB, 0.934 8 KB. In the
+// network (`bench/compare-builds.ts --profile`, 1 thread; 2): ViT's changed denses 0.936
+// each (0.975-0.991), the network 0.960 (0.985);
 // BERT-base's qkv and fc1 0.973-0.984 (0.942-0.951), the network 0.983 (0.982);
 // mobilenet-v2's 7x7 pointwise convs 0.948-0.961, the network 0.993 (0.999); mobilenet's
 // pointwise convs 0.997-1.017 (0.969-0.985), the network 0.999 (1.005); resnet-50 1.002
