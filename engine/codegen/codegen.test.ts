@@ -269,6 +269,17 @@ test('default: a transpose of a long last axis (keys split from a fused qkv proj
   }
 });
 
+test('default: a transpose that holds a pool keeps the pool in its tile', () => {
+  // max pool 2x2 over 1x8x64x32 (NHWC) to 1x4x32x32, its last two axes swapped: the
+  // output's last axis is long and it reads the pool along its width, which alone would
+  // tile it as a transpose and leave the pool it holds without its loops.
+  const pool = pool2d(placeholder('img', [1, 8, 64, 32]), { kind: 'max', kernel: [2, 2], strides: [2, 2], padding: [0, 0, 0, 0], layout: 'NHWC' });
+  const dag = new ComputeDAG([transpose(pool, [0, 1, 3, 2])]);
+  const steps = dflt(dag, 16);
+  assert.ok(steps.some((s) => s.s === 'compute_at' && s.stage === pool.name), 'the pool computed inside the output\'s tile');
+  check(dag, steps, 'max pool, then its last two axes swapped, 16 lanes');
+});
+
 test('default: a Winograd conv\'s batched product at 8 lanes tiles 6 tiles x 2 vectors, the last block short', () => {
   // 9x9 with F(2x2): 25 tiles (4 blocks of 6 and 1); 14x14 with F(4x4): 16 tiles (6, 6, 4).
   for (const [m, h] of [[2, 9], [4, 14]] as const) {

@@ -594,8 +594,10 @@ function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     const axes = s.axes;
     if (axes.length === 0) continue;
     const last = axes[axes.length - 1];
-    const across = last.extent < opts.vectorLanes ? contiguousReadAxis(s.tensor, opts.vectorLanes) : undefined;
-    const blockedBy = !across && last.extent >= 2 * opts.vectorLanes ? contiguousReadAxis(s.tensor, opts.vectorLanes) : undefined;
+    // An output that holds a pool (below) keeps its own loops, which the pool is computed at.
+    const reordered = heldBy.has(s.name) ? undefined : contiguousReadAxis(s.tensor, opts.vectorLanes);
+    const across = last.extent < opts.vectorLanes ? reordered : undefined;
+    const blockedBy = last.extent >= 2 * opts.vectorLanes ? reordered : undefined;
     if (blockedBy) {
       // A transpose of a long last axis (attention's keys, split from a fused qkv projection:
       // 197 tokens by 6 heads of 64 in ViT-S/16): each step of its innermost loop reads
