@@ -444,6 +444,10 @@ test('a vectorised reduce loop runs on vector accumulators (sum and max, whole v
   // tail (no libm expf per element); the max and the sum accumulate, so they keep theirs.
   assert.match(code, /tt_v8_store\(&T_softmax_exp\[29\], tt_v8_exp\(/);
   assert.match(code, /tt_v8_store\(&T_softmax_norm\[\(\(\w+ \* 37\) \+ 29\)\]/);
+  // The quotients are the exps times the sum's reciprocal (lowering's timesReciprocal): no
+  // vector divided by the sum, and the result within check's tolerance of the reference.
+  assert.match(code, /tt_v8_load\(&T_softmax_exp\[\d+\]\) \* \(1\.0f \/ T_softmax_expsum/);
+  assert.not.match(code, /T_softmax_exp\[\d+\]\) \/ /, 'no vector divided by the sum');
   assert.not.match(code, /expf\(\(s\[/, 'no scalar exp of an input');
   assert.is(code.match(/= 32; \w+ < 37;/g)?.length, 2, 'the max and the sum end in scalar tails');
   // A split reduce loop that the vector does not divide keeps its guard inside: it runs serially, and right.
