@@ -267,6 +267,12 @@ test('default: a transpose of a long last axis (keys split from a fused qkv proj
     assert.ok(steps.some((s) => s.s === 'annotate' && s.iter === 'ax3.1' && s.ann === 'vectorize'), `${lanes} lanes: the vector of tokens innermost`);
     check(dag, steps, `transpose 1x37x2x32 -> 1x2x32x37, ${lanes} lanes`, lanes);
   }
+  // A matrix turned over: no axis outside the tiles, so the vector loop of its last axis is the parallel one.
+  const matrix = new ComputeDAG([transpose(placeholder('m', [128, 64]), [1, 0])]);
+  const matrixSteps = dflt(matrix, 16);
+  assert.ok(matrixSteps.some((s) => s.s === 'reorder' && s.order.join() === 'ax1.0,ax0,ax1.1'), 'the matrix in tiles of 16 of its last axis by its 128');
+  assert.ok(matrixSteps.some((s) => s.s === 'annotate' && s.iter === 'ax1.0' && s.ann === 'parallel'));
+  check(matrix, matrixSteps, 'transpose 128x64 -> 64x128, 16 lanes');
 });
 
 test('default: a transpose that holds a pool keeps the pool in its tile', () => {

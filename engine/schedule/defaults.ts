@@ -610,7 +610,7 @@ function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
       const outer = axes.filter((a) => a !== last && a.name !== blockedBy).map((a) => a.name);
       const fused = [...outer, `${last.name}.0`];
       apply({ s: 'reorder', stage: s.name, order: [...fused, blockedBy, `${last.name}.1`] });
-      apply({ s: 'fuse', stage: s.name, iters: fused });
+      if (fused.length >= 2) apply({ s: 'fuse', stage: s.name, iters: fused });
       if (numElements(s.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: s.name, iter: fused.join('@'), ann: 'parallel' });
       apply({ s: 'annotate', stage: s.name, iter: `${last.name}.1`, ann: 'vectorize' });
       continue;
