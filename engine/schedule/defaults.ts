@@ -598,6 +598,15 @@ function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
     const reordered = heldBy.has(s.name) ? undefined : contiguousReadAxis(s.tensor, opts.vectorLanes);
     const across = last.extent < opts.vectorLanes ? reordered : undefined;
     const blockedBy = last.extent >= 2 * opts.vectorLanes ? reordered : undefined;
+    // Both reorderings below: axis `x` split by vectors, its lanes innermost and vectorised,
+    // `middle` just outside them, the loops `lead` fused and parallel outermost.
+    const vectorTiles = (x: string, lead: readonly string[], middle: string): void => {
+      apply({ s: 'split', stage: s.name, iter: x, lengths: [opts.vectorLanes] });
+      apply({ s: 'reorder', stage: s.name, order: [...lead, middle, `${x}.1`] });
+      if (lead.length >= 2) apply({ s: 'fuse', stage: s.name, iters: [...lead] });
+      if (numElements(s.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: s.name, iter: lead.join('@'), ann: 'parallel' });
+      apply({ s: 'annotate', stage: s.name, iter: `${x}.1`, ann: 'vectorize' });
+    };
     if (blockedBy) {
       // A transpose of a long last axis (attention's keys, split from a fused qkv projection:
       // 197 tokens by 6 heads of 64 in ViT-S/16): each step of its innermost loop reads
@@ -606,24 +615,14 @@ function cpuDefaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
       // of rows, each contiguously, and writes runs of a vector: every line it touches is
       // used whole while it is in L1, and its pages fit the TLB. That ViT's 1x197x1152 ->
       // 1x6x64x197 slice, in a C harness on an AVX-512 Xeon, warm: 65 us by rows, 19-20 tiled.
-      apply({ s: 'split', stage: s.name, iter: last.name, lengths: [opts.vectorLanes] });
       const outer = axes.filter((a) => a !== last && a.name !== blockedBy).map((a) => a.name);
-      const fused = [...outer, `${last.name}.0`];
-      apply({ s: 'reorder', stage: s.name, order: [...fused, blockedBy, `${last.name}.1`] });
-      if (fused.length >= 2) apply({ s: 'fuse', stage: s.name, iters: fused });
-      if (numElements(s.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: s.name, iter: fused.join('@'), ann: 'parallel' });
-      apply({ s: 'annotate', stage: s.name, iter: `${last.name}.1`, ann: 'vectorize' });
+      vectorTiles(last.name, [...outer, `${last.name}.0`], blockedBy);
       continue;
     }
     if (across) {
       // Innermost: the axis along which it reads contiguously, by vectors; its own short
       // last axis goes outside, with the other outer loops fused and parallel.
-      apply({ s: 'split', stage: s.name, iter: across, lengths: [opts.vectorLanes] });
-      const outer = axes.filter((a) => a.name !== across).map((a) => a.name);
-      apply({ s: 'reorder', stage: s.name, order: [...outer, `${across}.0`, `${across}.1`] });
-      if (outer.length >= 2) apply({ s: 'fuse', stage: s.name, iters: outer });
-      if (numElements(s.tensor.shape) >= minParallel) apply({ s: 'annotate', stage: s.name, iter: outer.join('@'), ann: 'parallel' });
-      apply({ s: 'annotate', stage: s.name, iter: `${across}.1`, ann: 'vectorize' });
+      vectorTiles(across, axes.filter((a) => a.name !== across).map((a) => a.name), `${across}.0`);
       continue;
     }
     const row = heldBy.has(s.name) ? undefined : contiguousReduceAxis(s.tensor, opts.vectorLanes);
