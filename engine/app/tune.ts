@@ -17,7 +17,7 @@ import { loadModel } from '../frontend/load';
 import { tuningPlan, type Task } from '../graph/extract';
 import { kernelThreads } from '../graph/per-sample';
 import { byWorkload, CONFIRM_POLICY, matchesRecord, measuredSchedule, rankedByWorkload, type RecordMatch } from '../records/best';
-import { inContext } from '../compile/internal-error';
+import { inContext, REPORT_HINT } from '../compile/internal-error';
 import { checkTaskMemory } from '../compile/memory-plan';
 import { networkPass } from './network-pass';
 import { appendRecords, checkLogWritable, readRecordFiles, type LogEntry } from '../records/log';
@@ -320,7 +320,8 @@ export async function tuneTasks(name: string, tasks: readonly Task[], opts: Omit
 
     // An error of the engine in a task's default schedule or search names the task (compile/internal-error.ts).
     const doing = (i: number) => (): string => `tuning task ${i} (${tasks[i].desc})`;
-    const defaults = tasks.map((task, i) => inContext(doing(i), () => defaultSchedule(task.dag, kindOf(target).defaultOptions(target))));
+    const defaults = tasks.map((task, i) => inContext(doing(i), () => defaultSchedule(task.dag, kindOf(target).defaultOptions(target),
+      (e) => log(`warning: task ${i} (${task.desc}): its default schedule does not apply (${e.message}), so every stage at root stands in for it (correct, slower); ${REPORT_HINT}`))));
     const entries: SchedulerTask[] = tasks.map((task, i) => ({
       task, prior: priorOf(task),
       policy: namedPolicy(withDefaultFirst(inContext(doing(i), () => parts.createPolicy(task, priorOf(task), (seed + 7919 * i) >>> 0)), defaults[i], priorOf(task)), doing(i)),

@@ -7,8 +7,8 @@
 //    consumer can hold it (read by T_add)`;
 //  - a conv whose epilogue reads a sigmoid twice (y = s * k + s): the sigmoid stays at root
 //    between the conv and the output, so the conv's tile cannot be held by the output.
-// And when a default schedule does not lower, compile falls back to the plain schedule
-// (every stage at root) with a warning, and still computes the right values (a tuned schedule
+// And when a default schedule does not lower, or its heuristics pick a step that does not
+// apply, compile falls back to the plain schedule (every stage at root) with a warning, and still computes the right values (a tuned schedule
 // that does not replay gives way to the default, with a warning); an engine
 // error past that is one line naming the kernel (or the task, in tune), exit code 70.
 
@@ -27,7 +27,7 @@ import { runBench } from '../native/bench';
 import { outputFileName } from '../runtime/abi';
 import { readFloat32File, writeFloat32File } from '../runtime/rawfile';
 import { uniform } from '../runtime/random';
-import { State } from '../schedule/state';
+import { ScheduleError, State } from '../schedule/state';
 import type { Step } from '../schedule/steps';
 import { skip } from '../skip.fixture';
 import { parseTarget } from '../target';
@@ -189,6 +189,25 @@ test('a default schedule that does not lower: compile warns, names the kernel, u
   assert.ok(warnings.some((w) => /^the default schedule of conv2d\S* 1x12x12x16 -> 1x12x12x32 /.test(w)), warnings.join('\n'));
   for (const w of warnings) {
     assert.match(w, /^the default schedule of \S+ [0-9x]+ -> [0-9x]+ does not lower \(a lowering bug\): compiled with every stage at root instead \(correct, slower\); this is a bug in tensortune/);
+  }
+});
+
+test('a default schedule whose heuristics meet a shape they did not foresee: compile warns, names the kernel, uses every stage at root, and the values are right', async () => {
+  // A step the heuristics chose that does not apply (here every fuse, as a ScheduleError).
+  const original = State.prototype.apply;
+  State.prototype.apply = function (this: State, step: Step) {
+    if (step.s === 'fuse') throw new ScheduleError('an unforeseen shape');
+    return original.call(this, step);
+  };
+  const warnings: string[] = [];
+  try {
+    await matchesOrt('heuristics-fallback', sigmoidReadTwice(), warnings);
+  } finally {
+    State.prototype.apply = original;
+  }
+  assert.ok(warnings.some((w) => /^the default schedule of conv2d\S* 1x12x12x16 -> 1x12x12x32 /.test(w)), warnings.join('\n'));
+  for (const w of warnings) {
+    assert.match(w, /^the default schedule of \S+ [0-9x]+ -> [0-9x]+ does not apply \(an unforeseen shape\): compiled with every stage at root instead \(correct, slower\); this is a bug in tensortune/);
   }
 });
 

@@ -75,7 +75,11 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
     }
     if (!built) {
       try {
-        built = build(group, defaultSchedule(group.dag, kindOf(opts.target).defaultOptions(opts.target)));
+        const fellBack = (e: Error): void => {
+          if (!plain.has(key)) warn(`the default schedule of ${desc()} does not apply (${e.message}): compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
+          plain.add(key);
+        };
+        built = build(group, defaultSchedule(group.dag, kindOf(opts.target).defaultOptions(opts.target), fellBack));
       } catch (e) {
         if (e instanceof UserError) throw e;
         built = inContext(() => `compiling the kernel of ${desc()}`, () => build(group, []));

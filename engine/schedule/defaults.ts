@@ -454,15 +454,20 @@ function rowStages(state: State, out: State['stages'][number]): string[] | undef
   return [...rows, out].every((s) => plainLead(s.tensor)) ? rows.map((s) => s.name) : undefined;
 }
 
-export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions): Step[] {
+/**
+ * The default schedule of a DAG. Where the CPU heuristics meet a shape they did not foresee
+ * (a step they chose does not apply), the DAG gets the plain schedule (no steps: every stage
+ * at root in its own loops), which is always valid, slow but correct, where a crash is
+ * neither; `onFallback` hears why, so that compile and tune can say which kernel runs slow.
+ */
+export function defaultSchedule(dag: ComputeDAG, opts: DefaultOptions, onFallback?: (error: ScheduleError) => void): Step[] {
   if (opts.gpu) return defaultGpuSchedule(dag, opts.gpu);
   try {
     return isWinogradDag(dag) ? winogradDefaultSchedule(dag, opts) : cpuDefaultSchedule(dag, opts);
   } catch (e) {
-    // A DAG whose shape the heuristics above did not foresee: every stage at root in its own
-    // loops (no steps) is always a valid schedule, slow but correct, where a crash is neither.
     if (!(e instanceof ScheduleError)) throw e;
     new State(dag).validate();
+    onFallback?.(e);
     return [];
   }
 }
