@@ -140,7 +140,7 @@ async function interruptAndCheck(rounds: number, resumedFrom: number, how: 'pipe
   assert.match(run.out, `${resumedFrom} measurement(s) resumed`, tail);
   // In a terminal the task's `stopping` line goes to its own pseudo-terminal, which Nx has stopped copying.
   if (how === 'pipe') assert.match(run.out, /tensortune tune: stopping \(SIGINT\): the batch in flight is dropped/, `the task says it stops:\n${tail}`);
-  const summary = /tuning stopped \(aborted\): (\d+) new trial\(s\) in [\d.]+ s; /.exec(run.out);
+  const summary = /tuning stopped \(aborted\): (\d+) new trial\(s\) in [\d.]+ s(?: \([^)]*\))?; /.exec(run.out);
   assert.ok(summary, `the summary line is printed:\n${tail}`);
   const kept = Number(summary![1]);
   const all = records();

@@ -84,6 +84,15 @@ test('quiet (CI): no log, then the final table, footer and summary', () => {
   assert.match(text, 'tuning stopped (budget): 64 new trial(s) in 12.3 s; estimated total latency 1.500 ms');
 });
 
+test('summary: where the wall time went, the network pass apart from the search', () => {
+  assert.is(summaryLine({ ...RESULT, timing: { measureS: 10.2 } }),
+    'tuning stopped (budget): 64 new trial(s) in 12.3 s (10.2 s measuring, 2.1 s = 17% searching, cost model, records and setup); estimated total latency 1.500 ms');
+  assert.is(summaryLine({ ...RESULT, wallS: 20, timing: { measureS: 10 }, networkPass: { variants: 3, tasks: 1, records: 6, seconds: 8 } }),
+    'tuning stopped (budget): 64 new trial(s) in 20.0 s (10.0 s measuring, 8.0 s the network pass, 2.0 s = 10% searching, cost model, records and setup); estimated total latency 1.500 ms');
+  // A run that measured nothing (everything resumed) has nothing to split.
+  assert.is(summaryLine({ ...RESULT, trials: 0, timing: { measureS: 0 } }), 'tuning stopped (budget): 0 new trial(s) in 12.3 s; estimated total latency 1.500 ms');
+});
+
 test('terminal: the bar is redrawn per round on stderr and cleared before each log line', () => {
   const { r, out, err } = capture({ bar: true });
   r.onEvent(START);

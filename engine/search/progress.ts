@@ -233,8 +233,19 @@ export class ProgressReporter {
   }
 }
 
-/** One line on how tuning ended. */
+/**
+ * One line on how tuning ended: where the run's wall time went (measuring candidates, the
+ * network pass, and the rest: the search, the cost model, the records, the setup), so
+ * that a search slower than its measurements shows.
+ */
 export function summaryLine(result: TuneNetworkResult): string {
   const est = result.estimatedMs === null ? 'not every task has a valid program yet' : `estimated total latency ${result.estimatedMs.toFixed(3)} ms`;
-  return `tuning stopped (${result.reason}): ${result.trials} new trial(s) in ${result.wallS.toFixed(1)} s; ${est}`;
+  let split = '';
+  if (result.timing && result.trials > 0 && result.wallS > 0) {
+    const pass = result.networkPass?.seconds ?? 0;
+    const rest = Math.max(0, result.wallS - result.timing.measureS - pass);
+    split = ` (${result.timing.measureS.toFixed(1)} s measuring${pass > 0 ? `, ${pass.toFixed(1)} s the network pass` : ''}, ` +
+      `${rest.toFixed(1)} s = ${((rest / result.wallS) * 100).toFixed(0)}% searching, cost model, records and setup)`;
+  }
+  return `tuning stopped (${result.reason}): ${result.trials} new trial(s) in ${result.wallS.toFixed(1)} s${split}; ${est}`;
 }

@@ -123,4 +123,6 @@ export interface TuneNetworkResult {
   reason: string;
   /** What the network pass did, when it ran. */
   networkPass?: { variants: number; tasks: number; records: number; seconds: number };
+  /** Of wallS, the seconds spent inside the measurer (building, running and verifying candidates), where known. */
+  timing?: { measureS: number };
 }
