@@ -8,9 +8,10 @@
 //  - a conv whose epilogue reads a sigmoid twice (y = s * k + s): the sigmoid stays at root
 //    between the conv and the output, so the conv's tile cannot be held by the output.
 // And when a default schedule does not lower, or its heuristics pick a step that does not
-// apply, compile falls back to the plain schedule (every stage at root) with a warning, and still computes the right values (a tuned schedule
-// that does not replay gives way to the default, with a warning); an engine
-// error past that is one line naming the kernel (or the task, in tune), exit code 70.
+// apply, compile falls back to the plain schedule (every stage at root) with a warning, and
+// still computes the right values (a tuned schedule that does not replay gives way to the
+// default, with a warning); an engine error past that is one line naming the kernel (or the
+// task, in tune), exit code 70.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
