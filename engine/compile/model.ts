@@ -74,17 +74,17 @@ export async function compileModel(opts: CompileOptions): Promise<CompileResult>
       }
     }
     if (!built) {
+      // Why the default gave way to the plain schedule: said once per task.
+      const plainInstead = (why: string): void => {
+        if (!plain.has(key)) warn(`the default schedule of ${desc()} ${why}: compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
+        plain.add(key);
+      };
       try {
-        const fellBack = (e: Error): void => {
-          if (!plain.has(key)) warn(`the default schedule of ${desc()} does not apply (${e.message}): compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
-          plain.add(key);
-        };
-        built = build(group, defaultSchedule(group.dag, kindOf(opts.target).defaultOptions(opts.target), fellBack));
+        built = build(group, defaultSchedule(group.dag, kindOf(opts.target).defaultOptions(opts.target), (e) => plainInstead(`does not apply (${e.message})`)));
       } catch (e) {
         if (e instanceof UserError) throw e;
         built = inContext(() => `compiling the kernel of ${desc()}`, () => build(group, []));
-        if (!plain.has(key)) warn(`the default schedule of ${desc()} does not lower (${(e as Error).message}): compiled with every stage at root instead (correct, slower); ${REPORT_HINT}`);
-        plain.add(key);
+        plainInstead(`does not lower (${(e as Error).message})`);
       }
     }
     const { kernel, body } = built;
